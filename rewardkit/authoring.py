@@ -1,0 +1,260 @@
+"""How rewards are written: a decorator for plain functions, a base class for stateful ones.
+
+A reward is a *class* (a ``Reward`` subclass) registered under a name; the config
+instantiates it once per set of parameters. The decorator builds that class around a
+function, so both styles reach the engine the same way.
+
+>>> from rewardkit import reward, Params, Sample
+>>> class LengthParams(Params):
+...     limit: int = 100
+>>> @reward(params=LengthParams)
+... def short_answer(sample: Sample, params: LengthParams) -> float:
+...     '''1.0 when the completion fits in ``limit`` characters.'''
+...     return float(len(sample.text) <= params.limit)
+>>> short_answer(LengthParams(limit=3)).score(Sample(completion="abc"))
+1.0
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict
+
+from rewardkit.types import ExecutionMode, Sample, Score
+
+RewardValue = float | bool | int | Score | None
+
+
+def _snake_case(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and not name[i - 1].isupper():
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+def _first_line(doc: str | None) -> str:
+    if not doc:
+        return ""
+    return inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ").strip()
+
+
+class Params(BaseModel):
+    """Base class of reward parameters. Unknown keys are an error, so typos in a config
+    fail when it loads, not at step 1."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParams(Params):
+    """Parameters of a reward that takes none."""
+
+
+class Reward:
+    """Base class of every reward.
+
+    Subclass it for a reward that keeps state (a loaded model, a compiled pattern, a
+    client): set ``name`` and ``Params``, do expensive set-up in :meth:`setup`, and
+    implement :meth:`score` (one sample) or, with ``group = True``, :meth:`score_group`
+    (all completions of one prompt). ``async def`` versions run on an event loop.
+
+    Attributes set on the class:
+        name: registry name; defaults to the class name in snake case.
+        Params: the pydantic model of the parameters.
+        mode: ``inline`` (cheap and pure), ``process`` (CPU-heavy or may hang; runs in
+            a worker process with a hard timeout) or ``async`` (I/O).
+        group: True when the reward scores a whole group at once.
+        timeout: default hard timeout in seconds (process and async modes).
+    """
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[Params]] = NoParams
+    mode: ClassVar[ExecutionMode] = ExecutionMode.INLINE
+    group: ClassVar[bool] = False
+    timeout: ClassVar[float | None] = None
+    description: ClassVar[str] = ""
+    #: set by the registry: the distribution that registered the reward
+    plugin: ClassVar[str] = ""
+
+    def __init__(self, params: Params | dict[str, Any] | None = None) -> None:
+        if params is None:
+            params = {}
+        if isinstance(params, dict):
+            params = self.Params.model_validate(params)
+        self.params = params
+        self.setup()
+
+    def setup(self) -> None:
+        """Called once per instance, in the process that scores (also in workers)."""
+
+    def score(self, sample: Sample) -> RewardValue | Awaitable[RewardValue]:
+        raise NotImplementedError(f"{type(self).__name__} implements neither score nor score_group")
+
+    def score_group(
+        self, samples: Sequence[Sample]
+    ) -> Sequence[RewardValue] | Awaitable[Sequence[RewardValue]]:
+        raise NotImplementedError(f"{type(self).__name__} is not a group reward")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            cls.name = _snake_case(cls.__name__)
+        if not cls.__dict__.get("description"):
+            cls.description = _first_line(cls.__doc__)
+        cls.mode = ExecutionMode(cls.mode)
+        is_async = inspect.iscoroutinefunction(cls.score) or inspect.iscoroutinefunction(
+            cls.score_group
+        )
+        if is_async and "mode" not in cls.__dict__:
+            cls.mode = ExecutionMode.ASYNC
+
+    def __call__(self, sample: Sample) -> Any:
+        return self.score(sample)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by reference to the class plus the parameters, so process workers can
+        # rebuild it (and run ``setup`` there) without pickling live state.
+        return (_rebuild_reward, (reward_class_ref(type(self)), self.params.model_dump()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params!r})"
+
+
+def _rebuild_reward(ref: tuple[str, str], params: dict[str, Any]) -> Reward:
+    cls = resolve_reward_class(ref)
+    return cls(params)
+
+
+def reward_class_ref(cls: type[Reward]) -> tuple[str, str]:
+    """Where a reward class can be found again: (module, attribute path)."""
+    return (cls.__module__, getattr(cls, "_rk_attr", cls.__qualname__))
+
+
+def resolve_reward_class(ref: tuple[str, str]) -> type[Reward]:
+    module, attr = ref
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if isinstance(obj, type) and issubclass(obj, Reward):
+        return obj
+    raise TypeError(f"{module}.{attr} is not a reward")
+
+
+class FunctionReward(Reward):
+    """A reward built by :func:`reward` around a plain function."""
+
+    fn: ClassVar[Callable[..., Any]]
+    takes_params: ClassVar[bool] = True
+
+    def score(self, sample: Sample) -> Any:
+        if self.takes_params:
+            return type(self).fn(sample, self.params)
+        return type(self).fn(sample)
+
+    def score_group(self, samples: Sequence[Sample]) -> Any:
+        if self.takes_params:
+            return type(self).fn(samples, self.params)
+        return type(self).fn(samples)
+
+    def bound(self) -> Callable[[Sample], Any]:
+        """The per-sample callable with parameters bound, for the engine's fast loop."""
+        fn = type(self).fn
+        if self.takes_params:
+            params = self.params
+            return lambda sample: fn(sample, params)
+        return fn
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def reward(fn: F, /) -> type[FunctionReward]: ...
+
+
+@overload
+def reward(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    params: type[Params] | None = None,
+    mode: ExecutionMode | str | None = None,
+    group: bool = False,
+    timeout: float | None = None,
+    description: str | None = None,
+) -> Callable[[F], type[FunctionReward]]: ...
+
+
+def reward(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    params: type[Params] | None = None,
+    mode: ExecutionMode | str | None = None,
+    group: bool = False,
+    timeout: float | None = None,
+    description: str | None = None,
+) -> Any:
+    """Turn a function into a registered-ready reward class.
+
+    The function takes ``(sample, params)`` (or just ``sample`` when it has one
+    parameter) and returns a float, a bool, a :class:`Score`, or ``None`` (does not
+    apply). With ``group=True`` it takes the list of samples of one prompt and returns
+    one value per sample. ``async def`` functions run in async mode.
+
+    The name under which the module exposes the function becomes the reward class, so it
+    pickles by reference for process workers.
+    """
+
+    def wrap(func: Callable[..., Any]) -> type[FunctionReward]:
+        n_args = len(
+            [
+                p
+                for p in inspect.signature(func).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+        )
+        chosen_mode = ExecutionMode(mode) if mode is not None else None
+        if chosen_mode is None:
+            is_async = inspect.iscoroutinefunction(func)
+            chosen_mode = ExecutionMode.ASYNC if is_async else ExecutionMode.INLINE
+        attrs: dict[str, Any] = {
+            "name": name or func.__name__,
+            "Params": params or NoParams,
+            "mode": chosen_mode,
+            "group": group,
+            "timeout": timeout,
+            "description": description or _first_line(func.__doc__),
+            "fn": staticmethod(func),
+            "takes_params": n_args >= 2,
+            "__doc__": func.__doc__,
+            "__module__": func.__module__,
+            "__qualname__": func.__qualname__,
+            "_rk_attr": func.__qualname__,
+        }
+        if chosen_mode is ExecutionMode.ASYNC:
+            attrs["score"] = _async_score
+            attrs["score_group"] = _async_score_group
+        cls = type(func.__name__, (FunctionReward,), attrs)
+        return cls
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap
+
+
+async def _async_score(self: FunctionReward, sample: Sample) -> Any:
+    fn = type(self).fn
+    return await (fn(sample, self.params) if self.takes_params else fn(sample))
+
+
+async def _async_score_group(self: FunctionReward, samples: Sequence[Sample]) -> Any:
+    fn = type(self).fn
+    return await (fn(samples, self.params) if self.takes_params else fn(samples))

@@ -1,0 +1,355 @@
+"""RewardSet: rewards composed by a config into one reward, and its result.
+
+Where weights are applied, stages chosen, samples routed and components aggregated.
+
+>>> from rewardkit import RewardSet
+>>> rs = RewardSet.from_dict({"rewards": {"fmt": {"reward": "soft_format", "weight": 0.5}}})
+>>> rs.score([{"prompt": "q", "completion": "<think>a</think><answer>1</answer>"}]).totals
+[0.5]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from rewardkit.authoring import Reward
+from rewardkit.config import Component, RewardConfig, load_config, parse_config
+from rewardkit.execution import Outcome, run_reward
+from rewardkit.registry import registry
+from rewardkit.schedules import Weight, weight_at
+from rewardkit.types import ExecutionMode, Sample, Score, Status
+
+NORMALIZE_EPS = 1e-4
+
+
+@dataclass(frozen=True)
+class _Stage:
+    until_step: int | None
+    reward: Reward
+    weight: Weight
+
+
+class ComponentSet:
+    """One configured component: its reward instance per stage, routing and mode."""
+
+    def __init__(self, name: str, config: Component) -> None:
+        self.name = name
+        self.config = config
+        cls = registry.get(config.reward)
+        self.reward_class = cls
+        stages: list[_Stage] = []
+        if config.stages:
+            for stage in config.stages:
+                params = {**config.params, **stage.params}
+                weight = stage.weight if stage.weight is not None else config.weight
+                stages.append(_Stage(stage.until_step, cls(params), weight))
+        else:
+            stages.append(_Stage(None, cls(config.params), config.weight))
+        self.stages = stages
+        mode = config.mode or cls.mode
+        if mode is ExecutionMode.INLINE and config.timeout is not None:
+            mode = ExecutionMode.PROCESS  # a hard timeout needs a process to kill
+        self.mode = ExecutionMode(mode)
+        self.timeout = config.timeout
+        self.when = config.when
+
+    def stage_at(self, step: int) -> _Stage:
+        for stage in self.stages:
+            if stage.until_step is None or step < stage.until_step:
+                return stage
+        return self.stages[-1]
+
+    def weight_at(self, step: int) -> float:
+        return weight_at(self.stage_at(step).weight, step)
+
+    def routes(self, sample: Sample) -> bool:
+        if not self.when:
+            return True
+        meta = sample.metadata
+        for key, expected in self.when.items():
+            if key not in meta:
+                return False
+            actual = meta[key]
+            if isinstance(expected, list):
+                if actual not in expected:
+                    return False
+            elif actual != expected:
+                return False
+        return True
+
+
+class RewardSet:
+    """A composed reward: score a batch at a training step into totals and components.
+
+    Build it from a config file (:meth:`from_file`), a dict (:meth:`from_dict`) or a
+    validated :class:`RewardConfig`. Instances are thread-safe to score with.
+    """
+
+    def __init__(self, config: RewardConfig) -> None:
+        self.config = config
+        self.components = {name: ComponentSet(name, c) for name, c in config.rewards.items()}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> RewardSet:
+        return cls(load_config(path))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<config>") -> RewardSet:
+        return cls(parse_config(data, source))
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.components)
+
+    def weights(self, step: int = 0) -> dict[str, float]:
+        """Each component's weight at ``step`` (stages and schedules applied)."""
+        return {name: c.weight_at(step) for name, c in self.components.items()}
+
+    def score(self, samples: Sequence[Sample | Mapping[str, Any]], step: int = 0,
+              components: Sequence[str] | None = None) -> ScoreResult:
+        """Score ``samples`` at training step ``step``.
+
+        Samples may be :class:`Sample` objects or dataset rows (``prompt``,
+        ``completion``, ``reference``, other keys = metadata). ``components`` limits
+        scoring to some components (trainer adapters score one at a time).
+        """
+        batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
+        n = len(batch)
+        cap = self.config.limits.max_completion_chars
+        oversize = [i for i, s in enumerate(batch) if len(s.text) > cap]
+        groups: list[list[int]] | None = None
+        outcomes: dict[str, Outcome] = {}
+        chosen = list(self.components) if components is None else list(components)
+        for name in chosen:
+            comp = self.components[name]
+            out = Outcome(n)
+            stage = comp.stage_at(step)
+            indices: list[int] | None = None
+            if comp.when or oversize:
+                skip = set(oversize)
+                indices = [i for i, s in enumerate(batch) if i not in skip and comp.routes(s)]
+                for i, s in enumerate(batch):
+                    if i in skip:
+                        out.put(i, self._oversize_score(len(s.text), cap))
+                    elif not comp.routes(s):
+                        out.put(i, Score.skip("not routed here (when)"))
+            comp_groups = None
+            if comp.reward_class.group:
+                if groups is None:
+                    groups = group_indices(batch)
+                allowed = None if indices is None else set(indices)
+                comp_groups = [g if allowed is None else [i for i in g if i in allowed]
+                               for g in groups]
+                comp_groups = [g for g in comp_groups if g]
+            run_reward(stage.reward, comp.mode, batch, indices, comp_groups, comp.timeout,
+                       out, self.config.workers)
+            outcomes[name] = out
+        weights = {name: self.components[name].weight_at(step) for name in chosen}
+        if self.config.aggregate == "normalize_then_sum":
+            if groups is None:
+                groups = group_indices(batch)
+            used = {name: _normalized(outcomes[name], groups) for name in chosen}
+        else:
+            used = {name: outcomes[name].values for name in chosen}
+        totals = _aggregate(n, used, outcomes, weights, self.config.on_error == "null")
+        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate)
+
+    def _oversize_score(self, length: int, cap: int) -> Score:
+        reason = f"completion too large ({length} chars > {cap}); not parsed"
+        value = self.config.limits.oversize_value
+        if value is None:
+            return Score.error(reason)
+        return Score(float(value), Status.OK, reason)
+
+    def describe(self, step: int = 0) -> list[dict[str, Any]]:
+        """One row per component: reward, mode, weight at ``step``, routing, stage."""
+        rows = []
+        for name, comp in self.components.items():
+            stage = comp.stage_at(step)
+            rows.append({
+                "component": name,
+                "reward": comp.config.reward,
+                "mode": str(comp.mode),
+                "weight": comp.weight_at(step),
+                "when": comp.when,
+                "params": stage.reward.params.model_dump(),
+            })
+        return rows
+
+
+def group_key(sample: Sample) -> Any:
+    if sample.group is not None:
+        return sample.group
+    prompt = sample.prompt
+    if isinstance(prompt, str):
+        return prompt
+    return json.dumps(prompt, sort_keys=True, default=str)
+
+
+def group_indices(batch: Sequence[Sample]) -> list[list[int]]:
+    """Indices of the samples of each prompt, in first-seen order."""
+    found: dict[Any, list[int]] = {}
+    for i, s in enumerate(batch):
+        found.setdefault(group_key(s), []).append(i)
+    return list(found.values())
+
+
+def _normalized(outcome: Outcome, groups: Sequence[Sequence[int]]) -> list[float | None]:
+    values = list(outcome.values)
+    for members in groups:
+        present = [i for i in members if values[i] is not None]
+        if not present:
+            continue
+        vals = [values[i] for i in present]
+        mean = math.fsum(vals) / len(vals)  # type: ignore[arg-type]
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))  # type: ignore[operator]
+        for i in present:
+            values[i] = (values[i] - mean) / (std + NORMALIZE_EPS)  # type: ignore[operator]
+    return values
+
+
+def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping[str, Outcome],
+               weights: Mapping[str, float], null_on_error: bool) -> list[float | None]:
+    weighted = [name for name in used if weights[name] != 0.0]
+    if not weighted:
+        return [0.0] * n
+    clean = all(not outcomes[name].scores for name in weighted) and all(
+        v is not None for name in weighted for v in used[name])
+    if clean:  # the common case: every weighted component scored every sample
+        first = weighted[0]
+        w = weights[first]
+        totals: list[float | None] = [w * v for v in used[first]]  # type: ignore[operator]
+        for name in weighted[1:]:
+            w = weights[name]
+            totals = [t + w * v for t, v in zip(totals, used[name], strict=True)]  # type: ignore[operator]
+        return totals
+    totals = []
+    for i in range(n):
+        total = 0.0
+        scored = False
+        failed = False
+        for name in weighted:
+            v = used[name][i]
+            if v is not None:
+                total += weights[name] * v
+                scored = True
+                continue
+            s = outcomes[name].scores.get(i)
+            if s is not None and s.status in (Status.ERROR, Status.TIMEOUT):
+                failed = True
+        totals.append(None if (failed and null_on_error) or not scored else total)
+    return totals
+
+
+@dataclass
+class SampleScores:
+    """The scores of one sample: the total that trains and each component's Score."""
+
+    total: float | None
+    scores: dict[str, Score]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reward": self.total,
+                "components": {k: v.to_dict() for k, v in self.scores.items()}}
+
+
+class ScoreResult:
+    """What :meth:`RewardSet.score` returns: totals, per-component scores and metrics."""
+
+    def __init__(self, step: int, samples: list[Sample], totals: list[float | None],
+                 outcomes: dict[str, Outcome], weights: dict[str, float],
+                 aggregate: str) -> None:
+        self.step = step
+        self.samples = samples
+        self.totals = totals
+        self.outcomes = outcomes
+        self.weights = weights
+        self.aggregate = aggregate
+
+    def __len__(self) -> int:
+        return len(self.totals)
+
+    def __getitem__(self, i: int) -> SampleScores:
+        return SampleScores(self.totals[i],
+                            {name: out.score(i) for name, out in self.outcomes.items()})
+
+    def __iter__(self) -> Iterator[SampleScores]:
+        return (self[i] for i in range(len(self)))
+
+    def values(self, component: str) -> list[float | None]:
+        """One component's raw values (None where it did not score)."""
+        return self.outcomes[component].values
+
+    def scores(self, component: str) -> list[Score]:
+        out = self.outcomes[component]
+        return [out.score(i) for i in range(len(self))]
+
+    @cached_property
+    def metrics(self) -> dict[str, Any]:
+        """Per component: mean/std/min/max of the values scored, the mean weighted
+        contribution, status counts and rates, latency p50/p95 (ms); and the total."""
+        n = len(self)
+        comps: dict[str, Any] = {}
+        for name, out in self.outcomes.items():
+            vals = [v for v in out.values if v is not None]
+            counts = {str(s): 0 for s in Status}
+            for score in out.scores.values():
+                counts[str(score.status)] += 1
+            counts["ok"] = n - sum(counts[s] for s in ("skipped", "error", "timeout"))
+            weight = self.weights[name]
+            stats = _stats(vals)
+            comps[name] = {
+                **stats,
+                "weight": weight,
+                "contribution": weight * stats["mean"] if vals else 0.0,
+                "count": counts,
+                "error_rate": (counts["error"] / n) if n else 0.0,
+                "timeout_rate": (counts["timeout"] / n) if n else 0.0,
+                "skip_rate": (counts["skipped"] / n) if n else 0.0,
+                "latency_ms_p50": _percentile(out.latencies, 50) * 1000,
+                "latency_ms_p95": _percentile(out.latencies, 95) * 1000,
+            }
+        totals = [t for t in self.totals if t is not None]
+        return {"step": self.step, "samples": n, "components": comps,
+                "total": {**_stats(totals), "null": n - len(totals)}}
+
+    def flat_metrics(self, prefix: str = "rewards") -> dict[str, float]:
+        """Metrics as flat ``prefix/component/name`` keys for a logger."""
+        flat: dict[str, float] = {}
+        for name, m in self.metrics["components"].items():
+            for key in ("mean", "std", "min", "max", "contribution", "error_rate",
+                        "timeout_rate", "skip_rate", "latency_ms_p50", "latency_ms_p95"):
+                flat[f"{prefix}/{name}/{key}"] = float(m[key])
+        total = self.metrics["total"]
+        for key in ("mean", "std", "min", "max"):
+            flat[f"{prefix}/total/{key}"] = float(total[key])
+        return flat
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        return [self[i].to_dict() for i in range(len(self))]
+
+
+def _stats(vals: Sequence[float]) -> dict[str, float]:
+    if not vals:
+        return {"mean": math.nan, "std": math.nan, "min": math.nan, "max": math.nan}
+    mean = math.fsum(vals) / len(vals)
+    var = math.fsum((v - mean) ** 2 for v in vals) / len(vals)
+    return {"mean": mean, "std": math.sqrt(var), "min": min(vals), "max": max(vals)}
+
+
+def _percentile(vals: Sequence[float], q: float) -> float:
+    if not vals:
+        return 0.0
+    ordered = sorted(vals)
+    pos = (len(ordered) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

@@ -1,0 +1,174 @@
+"""The values rewardkit passes around: what is scored (`Sample`) and the verdict (`Score`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    """How a reward's verdict on one sample came about.
+
+    A wrong answer is ``OK`` with value 0. ``SKIPPED`` means the reward does not apply
+    to the sample (routing, or the reward said so); ``ERROR`` and ``TIMEOUT`` mean the
+    grading itself failed and the value is ``None``, never a silent 0 or 1.
+    """
+
+    OK = "ok"
+    SKIPPED = "skipped"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+class ExecutionMode(StrEnum):
+    """Where a reward runs: in the caller, in a worker process with a hard timeout, or on
+    an event loop (I/O-bound rewards)."""
+
+    INLINE = "inline"
+    PROCESS = "process"
+    ASYNC = "async"
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """One reward's verdict on one sample."""
+
+    value: float | None
+    status: Status = Status.OK
+    reason: str = ""
+    details: Mapping[str, Any] | None = None
+
+    @classmethod
+    def ok(cls, value: float, reason: str = "", **details: Any) -> Score:
+        return cls(float(value), Status.OK, reason, details or None)
+
+    @classmethod
+    def skip(cls, reason: str = "does not apply", **details: Any) -> Score:
+        return cls(None, Status.SKIPPED, reason, details or None)
+
+    @classmethod
+    def error(cls, reason: str, **details: Any) -> Score:
+        return cls(None, Status.ERROR, reason, details or None)
+
+    @classmethod
+    def timeout(cls, reason: str) -> Score:
+        return cls(None, Status.TIMEOUT, reason, None)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "value": self.value,
+            "status": str(self.status),
+            "reason": self.reason,
+        }
+        if self.details:
+            out["details"] = dict(self.details)
+        return out
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a completion, whether it is a string or a list of chat messages.
+
+    For chat messages the content of the assistant turns is joined (all turns when
+    none is marked as assistant); multimodal content parts contribute their text parts.
+
+    >>> completion_text([{"role": "assistant", "content": "4"}])
+    '4'
+    """
+    if isinstance(completion, str):
+        return completion
+    if completion is None:
+        return ""
+    if isinstance(completion, Mapping):
+        return _content_text(completion.get("content", ""))
+    if isinstance(completion, list | tuple):
+        messages = [m for m in completion if isinstance(m, Mapping)]
+        if len(messages) != len(completion):
+            return "".join(str(part) for part in completion)
+        chosen = [m for m in messages if m.get("role") == "assistant"] or messages
+        return "\n".join(_content_text(m.get("content", "")) for m in chosen)
+    return str(completion)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                if part.get("type", "text") == "text":
+                    texts.append(str(part.get("text", "")))
+            elif isinstance(part, str):
+                texts.append(part)
+        return "".join(texts)
+    return "" if content is None else str(content)
+
+
+@dataclass(slots=True)
+class Sample:
+    """One thing to score: a completion of a prompt, its reference and dataset metadata.
+
+    ``text`` is the completion's text (see :func:`completion_text`), computed once.
+    ``group`` identifies the prompt the completion answers; per-group rewards see all
+    completions that share it (by default the prompt itself).
+    """
+
+    prompt: Any = ""
+    completion: Any = ""
+    reference: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    text: str = field(default="", compare=False)
+    group: Any = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        self.text = completion_text(self.completion)
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> Sample:
+        """Build a sample from a dataset row: ``prompt``, ``completion``, ``reference``;
+        every other key goes to ``metadata``."""
+        metadata = {k: v for k, v in row.items() if k not in _SAMPLE_KEYS}
+        if isinstance(row.get("metadata"), Mapping):
+            metadata.update(row["metadata"])
+        return cls(
+            prompt=row.get("prompt", ""),
+            completion=row.get("completion", ""),
+            reference=row.get("reference"),
+            metadata=metadata,
+        )
+
+
+_SAMPLE_KEYS = frozenset({"prompt", "completion", "reference", "metadata"})
+
+
+def coerce_value(value: Any) -> Score:
+    """Turn what a reward returned into a Score, refusing what is not a finite number."""
+    if type(value) is float:
+        if math.isfinite(value):
+            return Score(value)
+        return Score.error(f"reward returned {value!r}")
+    if isinstance(value, Score):
+        if value.status is Status.OK:
+            v = value.value
+            if v is None or isinstance(v, bool) or not isinstance(v, int | float):
+                return Score.error(f"ok score with value {v!r}")
+            if not math.isfinite(v):
+                return Score.error(f"reward returned {v!r}")
+        return value
+    if value is None:
+        return Score.skip("reward returned None")
+    if isinstance(value, bool | int):
+        return Score(float(value))
+    if isinstance(value, float):  # float subclasses, numpy floats
+        return coerce_value(float(value))
+    try:
+        import numbers
+
+        if isinstance(value, numbers.Real):
+            return coerce_value(float(value))
+    except Exception:  # pragma: no cover - defensive
+        pass
+    return Score.error(f"reward returned {type(value).__name__}, expected a number")

@@ -1,0 +1,259 @@
+"""Process-mode execution: a reusable pool of worker processes with hard timeouts.
+
+Each worker is a fresh interpreter (``python -m rewardkit._worker``) talking over a
+pipe. Work is sent in chunks; the parent gives every item ``timeout`` seconds from the
+moment the worker started it (the previous item's answer) and, past that, kills the
+worker, marks the item ``timeout`` and hands the rest of the chunk to a replacement.
+A worker that dies mid-item costs that item (status ``error``), nothing else. Nothing
+here uses signals in the caller, so it works from any thread (Ray actors, dataloader
+threads, TRL's reward threads).
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, Pipe, wait
+from typing import Any
+
+from rewardkit.types import Score, Status
+
+#: (index, payload) where the payload is a Sample (per-sample) or a list (per-group)
+Item = tuple[int, Any]
+#: a Score as it crosses the pipe
+WireScore = tuple[float | None, str, str, Any]
+
+
+def _to_scores(answer: WireScore | list[WireScore]) -> Score | list[Score]:
+    if isinstance(answer, list):
+        return [Score(v, Status(s), r, d) for v, s, r, d in answer]
+    v, s, r, d = answer
+    return Score(v, Status(s), r, d)
+
+
+def usable_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class _Worker:
+    proc: subprocess.Popen[bytes]
+    conn: Connection
+    loaded: set[str] = field(default_factory=set)
+    pending: collections.deque[Item] = field(default_factory=collections.deque)
+    started_item_at: float = 0.0
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - kernel trouble
+            pass
+        self.conn.close()
+
+    def describe_exit(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            try:
+                code = self.proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                return "worker process stopped answering"
+        if code < 0:
+            import signal
+
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"worker process killed by {name}"
+        return f"worker process exited with code {code}"
+
+
+class WorkerPool:
+    """A pool of worker processes, sized to the usable cores and reused across calls.
+
+    ``run`` may be called from any thread; calls are served one at a time.
+    """
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size or usable_cores()
+        self._workers: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self.restarts = 0
+
+    # -- life cycle ----------------------------------------------------------------
+    def _spawn(self) -> _Worker:
+        parent_conn, child_conn = Pipe(duplex=True)
+        env = dict(os.environ)
+        path = [p for p in sys.path if p]
+        if path:
+            env["PYTHONPATH"] = os.pathsep.join(path)
+        fd = child_conn.fileno()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rewardkit._worker", str(fd)],
+            pass_fds=(fd,),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        child_conn.close()
+        return _Worker(proc, parent_conn)
+
+    def _ensure_started(self) -> None:
+        if self._closed:
+            raise RuntimeError("worker pool is closed")
+        while len(self._workers) < self.size:
+            self._workers.append(self._spawn())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for w in self._workers:
+                try:
+                    w.conn.send(("stop",))
+                except OSError:
+                    pass
+            deadline = time.monotonic() + 2
+            for w in self._workers:
+                try:
+                    w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    w.kill()
+                w.conn.close()
+            self._workers.clear()
+
+    def pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers]
+
+    # -- work ----------------------------------------------------------------------
+    def run(
+        self,
+        key: str,
+        reward_blob: bytes,
+        group: bool,
+        items: Sequence[Item],
+        timeout: float,
+    ) -> dict[int, tuple[Score | list[Score], float]]:
+        """Score ``items`` with the pickled reward ``reward_blob`` (cached per worker under
+        ``key``). Returns index -> (Score, or one Score per sample for a group, seconds)."""
+        results: dict[int, tuple[Score | list[Score], float]] = {}
+        if not items:
+            return results
+        with self._lock:
+            self._ensure_started()
+            queue: collections.deque[list[Item]] = collections.deque()
+            chunk = max(1, min(64, len(items) // (self.size * 4) or 1))
+            for start in range(0, len(items), chunk):
+                queue.append(list(items[start : start + chunk]))
+            idle = list(self._workers)
+            busy: dict[Connection, _Worker] = {}
+
+            def dispatch(worker: _Worker) -> None:
+                batch = queue.popleft()
+                blob = None if key in worker.loaded else reward_blob
+                try:
+                    worker.conn.send(("run", key, blob, group, batch))
+                except (OSError, ValueError):
+                    queue.appendleft(batch)
+                    replace(worker, None)
+                    return
+                worker.loaded.add(key)
+                worker.pending.extend(batch)
+                worker.started_item_at = time.monotonic()
+                busy[worker.conn] = worker
+
+            def replace(worker: _Worker, failure: Score | None) -> None:
+                """Kill ``worker``; the item it was on gets ``failure``; the rest go back."""
+                busy.pop(worker.conn, None)
+                worker.kill()
+                pending = list(worker.pending)
+                worker.pending.clear()
+                if failure is not None and pending:
+                    idx, _ = pending.pop(0)
+                    results[idx] = (failure, time.monotonic() - worker.started_item_at)
+                if pending:
+                    queue.appendleft(pending)
+                fresh = self._spawn()
+                self._workers[self._workers.index(worker)] = fresh
+                self.restarts += 1
+                idle.append(fresh)
+
+            while queue or busy:
+                while queue and idle:
+                    dispatch(idle.pop())
+                if not busy:
+                    continue
+                now = time.monotonic()
+                wait_for = min(w.started_item_at + timeout for w in busy.values()) - now
+                ready = wait(list(busy), timeout=max(0.0, wait_for))
+                for conn in ready:
+                    worker = busy[conn]  # type: ignore[index]
+                    try:
+                        message = conn.recv()  # type: ignore[union-attr]
+                    except (EOFError, OSError):
+                        reason = worker.describe_exit()
+                        replace(worker, Score.error(f"{reason} while scoring"))
+                        continue
+                    kind = message[0]
+                    if kind == "r":
+                        _, idx, answer, seconds = message
+                        if worker.pending and worker.pending[0][0] == idx:
+                            worker.pending.popleft()
+                        results[idx] = (_to_scores(answer), seconds)
+                        worker.started_item_at = time.monotonic()
+                        if not worker.pending:
+                            busy.pop(conn)  # type: ignore[arg-type]
+                            idle.append(worker)
+                    elif kind == "load_error":
+                        worker.loaded.discard(key)
+                        failure = Score.error(f"could not load the reward in a worker: {message[1]}")
+                        for idx, _ in worker.pending:
+                            results[idx] = (failure, 0.0)
+                        worker.pending.clear()
+                        busy.pop(conn)  # type: ignore[arg-type]
+                        idle.append(worker)
+                now = time.monotonic()
+                for worker in list(busy.values()):
+                    if now >= worker.started_item_at + timeout:
+                        replace(worker, Score.timeout(f"exceeded {timeout:g}s hard timeout"))
+        return results
+
+
+_pool: WorkerPool | None = None
+_pool_lock = threading.Lock()
+
+
+def shared_pool(size: int | None = None) -> WorkerPool:
+    """The process-wide pool (created on first use, closed at exit)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._closed or (size is not None and size != _pool.size):
+            if _pool is not None:
+                _pool.close()
+            _pool = WorkerPool(size)
+        return _pool
+
+
+@atexit.register
+def _close_shared_pool() -> None:
+    if _pool is not None:
+        _pool.close()
+
+
+def pickle_reward(reward: Any) -> bytes:
+    return pickle.dumps(reward, protocol=pickle.HIGHEST_PROTOCOL)
