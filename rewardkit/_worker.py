@@ -15,6 +15,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from rewardkit.execution import exception_score
 from rewardkit.types import Score, coerce_value
 
 
@@ -34,7 +35,7 @@ def _call(reward: Any, group: bool, payload: Any) -> Any:
         try:
             out = reward.score_group(payload)
         except Exception as exc:
-            return _wire(Score.error(f"{type(exc).__name__}: {exc}"[:500]))
+            return _wire(exception_score(exc))
         try:
             values = list(out)
         except TypeError:
@@ -47,7 +48,8 @@ def _call(reward: Any, group: bool, payload: Any) -> Any:
     try:
         return _wire(coerce_value(reward.score(payload)))
     except Exception as exc:
-        return _wire(Score.error(f"{type(exc).__name__}: {exc}"[:500]))
+        return _wire(exception_score(exc))
+
 
 
 def _watch_parent(parent: int) -> None:

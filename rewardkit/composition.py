@@ -277,6 +277,24 @@ class ScoreResult:
     def __len__(self) -> int:
         return len(self.totals)
 
+    @classmethod
+    def concat(cls, results: Sequence[ScoreResult], step: int = 0) -> ScoreResult:
+        """One result from consecutive batches (samples are not kept)."""
+        totals: list[float | None] = []
+        outcomes: dict[str, Outcome] = {}
+        weights: dict[str, float] = {}
+        for res in results:
+            offset = len(totals)
+            totals += res.totals
+            weights = res.weights
+            for name, part in res.outcomes.items():
+                merged = outcomes.setdefault(name, Outcome(0))
+                merged.values += part.values
+                merged.scores.update({offset + i: s for i, s in part.scores.items()})
+                merged.latencies += part.latencies
+        aggregate = results[0].aggregate if results else "weighted_sum"
+        return cls(step, [], totals, outcomes, weights, aggregate)
+
     def __getitem__(self, i: int) -> SampleScores:
         return SampleScores(self.totals[i],
                             {name: out.score(i) for name, out in self.outcomes.items()})

@@ -53,9 +53,10 @@ class Outcome:
         return Score(self.values[idx])
 
 
-def _error_of(exc: BaseException) -> Score:
+def exception_score(exc: BaseException) -> Score:
     text = f"{type(exc).__name__}: {exc}"
-    return Score.error(text if len(text) <= 500 else text[:497] + "...")
+    return Score.error(text if len(text) <= 500 else text[:497] + "...",
+                       exception=type(exc).__name__)
 
 
 def run_inline(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
@@ -94,7 +95,7 @@ def _safe_call(fn: Callable[[Sample], Any], sample: Sample) -> Any:
     try:
         return fn(sample)
     except Exception as exc:
-        err = _error_of(exc)
+        err = exception_score(exc)
         return _Failure(err.value, err.status, err.reason, err.details)
 
 
@@ -106,7 +107,7 @@ def run_inline_groups(reward: Reward, samples: Sequence[Sample],
             got = reward.score_group([samples[i] for i in members])
             scores = _group_scores(got, len(members))
         except Exception as exc:
-            scores = [_error_of(exc)] * len(members)
+            scores = [exception_score(exc)] * len(members)
         out.latencies.append((time.perf_counter() - t0) / max(1, len(members)))
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
@@ -138,14 +139,14 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
         chosen = range(len(samples)) if indices is None else indices
         items: list[tuple[int, Any]] = [(i, samples[i]) for i in chosen]
         answers = pool.run(key, blob, False, items, timeout)
-        for idx, (score, seconds) in answers.items():
+        for idx, (score, seconds) in sorted(answers.items()):
             assert isinstance(score, Score)
             out.put(idx, score)
             out.latencies.append(seconds)
         return
     group_items = [(g, [samples[i] for i in members]) for g, members in enumerate(groups)]
     answers = pool.run(key, blob, True, group_items, timeout)
-    for g, (got, seconds) in answers.items():
+    for g, (got, seconds) in sorted(answers.items()):
         members = groups[g]
         scores = got if isinstance(got, list) else [got] * len(members)
         for idx, score in zip(members, scores, strict=True):
@@ -197,7 +198,7 @@ def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] 
         except TimeoutError:
             return Score.timeout(f"exceeded {timeout:g}s timeout"), time.perf_counter() - t0
         except Exception as exc:
-            return _Failure(*_tuple(_error_of(exc))), time.perf_counter() - t0
+            return _Failure(*_tuple(exception_score(exc))), time.perf_counter() - t0
 
     async def main() -> list[tuple[Any, float]]:
         gate = asyncio.Semaphore(ASYNC_CONCURRENCY)

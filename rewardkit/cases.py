@@ -1,0 +1,190 @@
+"""Golden cases: ``*.cases.yaml`` files of completions and the verdicts they must get.
+
+One file tests one reward (``reward:`` + ``params:``) or one config (``config:``, a path
+relative to the file). The pytest plugin collects each case as a test item and
+``rewardkit test`` runs the same files. See docs/testing.md for the format.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rewardkit.composition import RewardSet
+from rewardkit.config import ConfigError, load_config
+from rewardkit.types import Sample, Score, Status
+
+CASES_SUFFIX = ".cases.yaml"
+
+
+class Expect(BaseModel):
+    """What a case must score. A bare number in the file means ``{value: N}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float | None = None
+    approx: float | None = None
+    tol: float = 1e-6
+    range: tuple[float, float] | None = None
+    status: Status | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_number(cls, data: Any) -> Any:
+        if isinstance(data, int | float) and not isinstance(data, bool):
+            return {"value": data}
+        return data
+
+    @model_validator(mode="after")
+    def _something(self) -> Expect:
+        if self.value is None and self.approx is None and self.range is None \
+                and self.status is None:
+            raise ValueError("expect needs one of value, approx, range, status")
+        return self
+
+    def check(self, score: Score) -> str:
+        """An empty string when ``score`` meets the expectation, else what is wrong."""
+        wanted_status = self.status or (Status.OK if self.status is None and (
+            self.value is not None or self.approx is not None or self.range is not None)
+            else None)
+        if wanted_status is not None and score.status != wanted_status:
+            return f"expected status {wanted_status}, got {score.status}" + (
+                f" ({score.reason})" if score.reason else "")
+        v = score.value
+        if self.value is not None and (v is None or not math.isclose(v, self.value,
+                                                                     abs_tol=1e-9)):
+            return f"expected value {self.value}, got {v}"
+        if self.approx is not None and (v is None or abs(v - self.approx) > self.tol):
+            return f"expected {self.approx} ± {self.tol}, got {v}"
+        if self.range is not None:
+            lo, hi = self.range
+            if v is None or not lo <= v <= hi:
+                return f"expected a value in [{lo}, {hi}], got {v}"
+        return ""
+
+
+class Case(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    completion: Any
+    prompt: Any = ""
+    reference: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    step: int = 0
+    component: str | None = None
+    expect: Expect
+
+
+class CaseFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reward: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    config: str | None = None
+    probes: bool = False
+    probe_reference: Any = None
+    probe_metadata: dict[str, Any] = Field(default_factory=dict)
+    cases: list[Case] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> CaseFile:
+        if (self.reward is None) == (self.config is None):
+            raise ValueError("a cases file names exactly one of `reward` or `config`")
+        if self.config is not None and self.probes:
+            raise ValueError("`probes` applies to a `reward`, not a `config`")
+        return self
+
+
+class CaseFileError(Exception):
+    pass
+
+
+@dataclass
+class LoadedCases:
+    """A parsed cases file and the RewardSet its cases run against (built lazily)."""
+
+    path: Path
+    spec: CaseFile
+    _reward_set: RewardSet | None = field(default=None, repr=False)
+
+    @property
+    def target(self) -> str:
+        return self.spec.reward or f"config {self.spec.config}"
+
+    def reward_set(self) -> RewardSet:
+        if self._reward_set is None:
+            try:
+                if self.spec.config is not None:
+                    cfg_path = (self.path.parent / self.spec.config).resolve()
+                    self._reward_set = RewardSet(load_config(cfg_path))
+                else:
+                    assert self.spec.reward is not None
+                    self._reward_set = RewardSet.from_dict(
+                        {"rewards": {self.spec.reward: {"reward": self.spec.reward,
+                                                        "params": self.spec.params}},
+                         "limits": {"max_completion_chars": 10_000_000}},
+                        source=str(self.path),
+                    )
+            except ConfigError as exc:
+                raise CaseFileError(exc.render()) from None
+        return self._reward_set
+
+    def case_name(self, i: int) -> str:
+        case = self.spec.cases[i]
+        return case.name or f"case {i}"
+
+    def run_case(self, i: int) -> tuple[str, Score]:
+        """Score case ``i``; returns (problem or "", the score checked)."""
+        case = self.spec.cases[i]
+        rs = self.reward_set()
+        sample = Sample(prompt=case.prompt, completion=case.completion,
+                        reference=case.reference, metadata=dict(case.metadata))
+        result = rs.score([sample], step=case.step)
+        if self.spec.reward is not None:
+            score = result[0].scores[self.spec.reward]
+        elif case.component is not None:
+            if case.component not in result.outcomes:
+                return (f"no component {case.component!r} in the config "
+                        f"(has {', '.join(result.outcomes)})", Score.error("no such component"))
+            score = result[0].scores[case.component]
+        else:
+            total = result.totals[0]
+            score = Score(total) if total is not None else Score.error("total is null")
+        return case.expect.check(score), score
+
+
+def load_cases(path: str | Path) -> LoadedCases:
+    """Parse a cases file; a CaseFileError names the file and what is wrong."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFileError(f"{path}: cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise CaseFileError(f"{path}: YAML error: {exc}") from None
+    try:
+        spec = CaseFile.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{path}: invalid cases file"]
+        for err in exc.errors(include_url=False):
+            loc = ".".join(str(p) for p in err["loc"])
+            lines.append(f"  {loc or '(top level)'}: {err['msg']}")
+        raise CaseFileError("\n".join(lines)) from None
+    return LoadedCases(path, spec)
+
+
+def find_case_files(paths: list[str | Path]) -> list[Path]:
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found += sorted(q for q in p.rglob(f"*{CASES_SUFFIX}")
+                            if not any(part.startswith(".") for part in q.parts))
+        elif p.name.endswith(CASES_SUFFIX):
+            found.append(p)
+    return found

@@ -1,0 +1,91 @@
+"""Adversarial probes: inputs any reward must survive without crashing or hanging.
+
+A probe passes when the reward answers within the time bound with a deliberate verdict:
+``ok``, ``skipped``, or an ``error`` the reward returned itself. An exception escaping
+the reward, a timeout, or a dead worker fails the probe.
+
+>>> from rewardkit.probes import run_probes
+>>> all(p.passed for p in run_probes("soft_format"))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rewardkit.composition import RewardSet
+from rewardkit.types import Sample, Score, Status
+
+#: the probe inputs, by name
+PROBES: dict[str, Any] = {
+    "empty": "",
+    "whitespace": " \n\t\r\n   \u00a0",
+    "1mb_text": "The answer is 7. " * 61_681,  # ~1 MB
+    "1mb_single_line": "9" * 1_000_000,
+    "unicode": "答案是 ４２ 🚀 \u202e\u0000 ﬁ 𝟘𝟙 <think>思考</think><answer>٤٢</answer>",
+    "tags_only": "<think></think>\n<answer></answer>",
+    "repeated_tags": "<think>x</think>\n<answer>1</answer>\n" * 2_000,
+    "unclosed_tags": "<think><think><answer><answer" * 500,
+    "answer_without_reasoning": "<answer>42</answer>",
+    "number_spam": " ".join(str(i) for i in range(50_000)),
+    "chat_messages": [{"role": "assistant", "content": "<think>hm</think>\n<answer>3</answer>"}],
+    "null_bytes": "\x00" * 10_000,
+}
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    name: str
+    score: Score
+    seconds: float
+    passed: bool
+    problem: str = ""
+
+
+def run_probes(
+    reward: str,
+    params: Mapping[str, Any] | None = None,
+    reference: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+    timeout: float = 10.0,
+    names: list[str] | None = None,
+) -> list[ProbeResult]:
+    """Run the probes against the registered reward ``reward`` in a worker process with a
+    hard ``timeout`` (so a hang is caught and reported, not suffered)."""
+    rs = RewardSet.from_dict(
+        {
+            "rewards": {"probe": {"reward": reward, "params": dict(params or {}),
+                                  "timeout": timeout, "mode": "process"}},
+            "limits": {"max_completion_chars": 10_000_000},
+        },
+        source=f"<probes for {reward}>",
+    )
+    chosen = names or list(PROBES)
+    samples = [
+        Sample(prompt=f"probe:{name}", completion=PROBES[name], reference=reference,
+               metadata=dict(metadata or {}))
+        for name in chosen
+    ]
+    result = rs.score(samples)
+    latencies = result.outcomes["probe"].latencies
+    out = []
+    for i, name in enumerate(chosen):
+        score = result[i].scores["probe"]
+        seconds = latencies[i] if i < len(latencies) else 0.0
+        problem = _problem(score, seconds, timeout)
+        out.append(ProbeResult(name, score, seconds, not problem, problem))
+    return out
+
+
+def _problem(score: Score, seconds: float, timeout: float) -> str:
+    if score.status is Status.TIMEOUT:
+        return f"hung: no answer within {timeout:g}s"
+    if score.status is Status.ERROR and score.details and "exception" in score.details:
+        return f"raised {score.reason}"
+    if score.status is Status.ERROR and score.reason.startswith("worker process"):
+        return f"crashed its process: {score.reason}"
+    if seconds > timeout:
+        return f"took {seconds:.2f}s (> {timeout:g}s)"
+    return ""

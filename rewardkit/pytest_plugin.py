@@ -1,0 +1,144 @@
+"""pytest plugin (entry point ``pytest11``): golden cases and scoring fixtures.
+
+* every ``*.cases.yaml`` file is collected; each case is a test item, and with
+  ``probes: true`` each adversarial probe is one too;
+* fixture ``rewardkit_score(config, samples, step=0)`` scores samples in a test;
+* fixture ``rewardkit_probes(reward, params=None, reference=None)`` runs the probes and
+  fails the test on any that crashes or hangs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rewardkit.cases import CASES_SUFFIX, CaseFileError, LoadedCases, load_cases
+from rewardkit.composition import RewardSet, ScoreResult
+from rewardkit.config import ConfigError, load_config
+from rewardkit.probes import PROBES, ProbeResult, run_probes
+from rewardkit.types import Sample
+
+
+def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
+    if file_path.name.endswith(CASES_SUFFIX):
+        return CasesFile.from_parent(parent, path=file_path)
+    return None
+
+
+class CaseFailure(Exception):
+    pass
+
+
+class CasesFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            loaded = load_cases(self.path)
+        except CaseFileError as exc:
+            raise self.CollectError(str(exc)) from None
+        self.loaded = loaded
+        for i in range(len(loaded.spec.cases)):
+            yield CaseItem.from_parent(self, name=loaded.case_name(i), index=i)
+        if loaded.spec.probes:
+            for name in PROBES:
+                yield ProbeItem.from_parent(self, name=f"probe:{name}", probe=name)
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, index: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.index = index
+
+    def runtest(self) -> None:
+        loaded: LoadedCases = self.parent.loaded  # type: ignore[attr-defined]
+        try:
+            problem, score = loaded.run_case(self.index)
+        except CaseFileError as exc:
+            raise CaseFailure(str(exc)) from None
+        if problem:
+            case = loaded.spec.cases[self.index]
+            shown = case.completion if isinstance(case.completion, str) else repr(case.completion)
+            if len(shown) > 300:
+                shown = shown[:300] + f"... ({len(shown)} chars)"
+            raise CaseFailure(
+                f"{loaded.target}: {problem}\n"
+                f"  completion: {shown!r}\n  reference:  {case.reference!r}\n"
+                f"  got:        {score.to_dict()}"
+            )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.path.name}::{self.name}"
+
+
+class ProbeItem(pytest.Item):
+    def __init__(self, *, probe: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.probe = probe
+
+    def runtest(self) -> None:
+        loaded: LoadedCases = self.parent.loaded  # type: ignore[attr-defined]
+        spec = loaded.spec
+        assert spec.reward is not None
+        reference = spec.probe_reference
+        if reference is None and spec.cases:
+            reference = spec.cases[0].reference
+        try:
+            [result] = run_probes(spec.reward, spec.params, reference, spec.probe_metadata,
+                                  names=[self.probe])
+        except ConfigError as exc:
+            raise CaseFailure(exc.render()) from None
+        if not result.passed:
+            raise CaseFailure(f"{spec.reward} failed probe {self.probe!r}: {result.problem}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.path.name}::{self.name}"
+
+
+ScoreFn = Callable[..., ScoreResult]
+
+
+@pytest.fixture
+def rewardkit_score() -> ScoreFn:
+    """Score samples with a config (path, dict or RewardSet): ``rewardkit_score(cfg,
+    [{"completion": ...}], step=0)``."""
+
+    def score(config: str | Path | Mapping[str, Any] | RewardSet,
+              samples: Sequence[Sample | Mapping[str, Any]], step: int = 0) -> ScoreResult:
+        if isinstance(config, RewardSet):
+            rs = config
+        elif isinstance(config, str | Path):
+            rs = RewardSet(load_config(config))
+        else:
+            rs = RewardSet.from_dict(config)
+        return rs.score(samples, step=step)
+
+    return score
+
+
+@pytest.fixture
+def rewardkit_probes() -> Callable[..., list[ProbeResult]]:
+    """Run the adversarial probes against a registered reward; fails on any problem."""
+
+    def probe(reward: str, params: Mapping[str, Any] | None = None, reference: Any = None,
+              **kwargs: Any) -> list[ProbeResult]:
+        results = run_probes(reward, params, reference, **kwargs)
+        bad = [f"{r.name}: {r.problem}" for r in results if not r.passed]
+        if bad:
+            pytest.fail(f"{reward} failed probes:\n  " + "\n  ".join(bad), pytrace=False)
+        return results
+
+    return probe

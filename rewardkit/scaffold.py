@@ -1,0 +1,141 @@
+"""``rewardkit new-plugin NAME``: a ready-to-publish reward plugin distribution.
+
+The folder holds a pyproject.toml with the ``rewardkit`` entry point, a package with one
+reward and its ``register_rewards`` hook, golden cases and a test that runs them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+
+class PluginNameError(ValueError):
+    pass
+
+
+def _names(name: str) -> tuple[str, str, str]:
+    """(plugin name, distribution name, import name) for a user-given ``name``."""
+    raw = name.strip().lower()
+    raw = raw.removeprefix("rewardkit-").removeprefix("rewardkit_")
+    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,40}", raw):
+        raise PluginNameError(
+            f"plugin name {name!r} must start with a letter and use only letters, digits, "
+            "'-' or '_' (e.g. 'keywords')")
+    slug = raw.replace("_", "-")
+    ident = raw.replace("-", "_")
+    return ident, f"rewardkit-{slug}", f"rewardkit_{ident}"
+
+
+def write_plugin(name: str, where: Path) -> Path:
+    ident, dist, package = _names(name)
+    folder = where / dist
+    if folder.exists():
+        raise PluginNameError(f"{folder} already exists")
+    reward_name = f"{ident}_contains"
+    files = {
+        "pyproject.toml": f'''[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{dist}"
+version = "0.1.0"
+description = "A rewardkit plugin: {reward_name}"
+requires-python = ">=3.11"
+dependencies = ["rewardkit"]
+
+[project.entry-points.rewardkit]
+{ident} = "{package}.plugin"
+
+[tool.setuptools]
+packages = ["{package}"]
+''',
+        f"{package}/__init__.py": f'"""{dist}: rewardkit reward plugin."""\n',
+        f"{package}/plugin.py": f'''"""Rewards of {dist}, registered through the rewardkit plugin hook."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from rewardkit import Params, Sample, Score, hookimpl, reward
+
+
+class ContainsParams(Params):
+    needle: str = Field("because", description="text the completion must contain")
+    case_sensitive: bool = Field(False, description="compare case-sensitively")
+
+
+@reward(params=ContainsParams)
+def {reward_name}(sample: Sample, params: ContainsParams) -> Score:
+    """1.0 when the completion contains ``needle``, else 0.0."""
+    text, needle = sample.text, params.needle
+    if not params.case_sensitive:
+        text, needle = text.lower(), needle.lower()
+    found = needle in text
+    return Score.ok(1.0 if found else 0.0, "found" if found else "missing")
+
+
+@hookimpl
+def register_rewards(register):
+    register({reward_name})
+''',
+        f"tests/{ident}.cases.yaml": f'''# Golden cases: `pytest` (rewardkit's pytest plugin) and `rewardkit test` run them.
+reward: {reward_name}
+params: {{needle: because}}
+probes: true
+cases:
+  - name: contains the word
+    completion: "It is 4 because 2 + 2 = 4."
+    expect: 1.0
+  - name: case does not matter by default
+    completion: "BECAUSE I said so"
+    expect: 1.0
+  - name: missing
+    completion: "4"
+    expect: 0.0
+  - name: empty output
+    completion: ""
+    expect: {{value: 0.0, status: ok}}
+''',
+        f"tests/test_{ident}.py": f'''from {package}.plugin import {reward_name}
+
+from rewardkit import Sample
+
+
+def test_case_sensitive_mode_distinguishes_case():
+    reward = {reward_name}({{"needle": "Because", "case_sensitive": True}})
+    assert reward.score(Sample(completion="because")).value == 0.0
+    assert reward.score(Sample(completion="Because")).value == 1.0
+
+
+def test_registered_under_its_name():
+    from rewardkit import get_reward
+
+    assert get_reward("{reward_name}") is {reward_name}
+''',
+        "README.md": f'''# {dist}
+
+A [rewardkit](https://pypi.org/project/rewardkit/) plugin with one reward,
+`{reward_name}`.
+
+    pip install -e .
+    rewardkit rewards          # lists {reward_name}
+    pytest                     # golden cases + unit tests
+
+Use it in a config:
+
+```yaml
+rewards:
+  explains:
+    reward: {reward_name}
+    params: {{needle: because}}
+    weight: 0.2
+```
+''',
+    }
+    for rel, text in files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return folder

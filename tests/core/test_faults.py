@@ -1,0 +1,125 @@
+"""The fault model: a misbehaving reward costs only its own scores."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from rewardkit import RewardSet, Status
+
+SAMPLES = [
+    {"prompt": "p", "completion": "fine"},
+    {"prompt": "p", "completion": "boom hang die nan text"},
+    {"prompt": "p", "completion": "also fine"},
+]
+
+
+def score_with(bad: str, **component: object) -> tuple[RewardSet, object]:
+    rs = RewardSet.from_dict({"rewards": {"good": {"reward": "good"},
+                                          "bad": {"reward": bad, **component}}})
+    return rs, rs.score(SAMPLES)
+
+
+@pytest.mark.parametrize(
+    ("bad", "status", "reason_part"),
+    [
+        ("raises", Status.ERROR, "ValueError: boom"),
+        ("returns_nan", Status.ERROR, "nan"),
+        ("returns_text", Status.ERROR, "returned str"),
+        ("dies", Status.ERROR, "exited with code 3"),
+    ],
+)
+def test_failure_costs_only_that_sample_of_that_reward(bad, status, reason_part):
+    _, res = score_with(bad)
+    assert res.values("good") == [4.0, 10.0, 9.0]
+    assert res.values("bad") == [1.0, None, 1.0]
+    failed = res[1].scores["bad"]
+    assert failed.status is status
+    assert reason_part in failed.reason
+    assert res.totals == [5.0, None, 10.0]
+
+
+def test_hanging_reward_times_out_and_the_rest_is_scored():
+    start = time.monotonic()
+    _, res = score_with("hangs", timeout=1.0)
+    elapsed = time.monotonic() - start
+    assert res[1].scores["bad"].status is Status.TIMEOUT
+    assert res.values("bad") == [1.0, None, 1.0]
+    assert res.values("good") == [4.0, 10.0, 9.0]
+    assert elapsed < 1.0 + 3.0  # timeout plus worker restart, not a hang
+
+
+def test_hard_timeout_works_outside_the_main_thread():
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        box["res"] = score_with("hangs", timeout=0.5)[1]
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(15)
+    assert not t.is_alive()
+    assert box["res"][1].scores["bad"].status is Status.TIMEOUT  # type: ignore[index]
+
+
+def test_timed_out_worker_is_replaced_and_pool_keeps_serving():
+    rs = RewardSet.from_dict({"rewards": {"h": {"reward": "hangs", "timeout": 0.5}}})
+    first = rs.score([{"completion": "hang"}, {"completion": "ok"}])
+    again = rs.score([{"completion": "ok"}, {"completion": "ok"}])
+    assert first.values("h") == [None, 1.0]
+    assert again.values("h") == [1.0, 1.0]
+
+
+def test_wrong_number_of_group_values_errors_the_group_only():
+    rs = RewardSet.from_dict({"rewards": {"good": {"reward": "good"},
+                                          "wc": {"reward": "wrong_count"}}})
+    res = rs.score(SAMPLES)
+    assert all(s.status is Status.ERROR for s in res.scores("wc"))
+    assert "returned 4 values for 3 samples" in res[0].scores["wc"].reason
+    assert res.values("good") == [4.0, 10.0, 9.0]
+
+
+def test_on_error_ignore_sums_the_components_that_scored():
+    rs = RewardSet.from_dict({"on_error": "ignore",
+                              "rewards": {"good": {"reward": "good"},
+                                          "bad": {"reward": "raises"}}})
+    assert rs.score(SAMPLES).totals == [5.0, 10.0, 10.0]
+
+
+def test_process_workers_are_reused_across_calls():
+    rs = RewardSet.from_dict({"rewards": {"pid": {"reward": "worker_pid"}}})
+    batch = [{"completion": str(i)} for i in range(40)]
+    first = {v for v in rs.score(batch).values("pid")}
+    second = {v for v in rs.score(batch).values("pid")}
+    assert first == second
+    assert 1 <= len(first) <= 2
+
+
+def test_async_reward_times_out_per_sample():
+    rs = RewardSet.from_dict({"rewards": {"a": {"reward": "slow_async", "timeout": 0.3,
+                                                "params": {"delay": 5}}}})
+    start = time.monotonic()
+    res = rs.score([{"completion": "slow"}, {"completion": "fast"}])
+    assert time.monotonic() - start < 2
+    assert res[0].scores["a"].status is Status.TIMEOUT
+    assert res.values("a")[1] == 1.0
+
+
+def test_oversize_completion_is_refused_unparsed():
+    rs = RewardSet.from_dict({"limits": {"max_completion_chars": 100},
+                              "rewards": {"good": {"reward": "good"}}})
+    res = rs.score([{"completion": "x" * 101}, {"completion": "short"}])
+    refused = res[0].scores["good"]
+    assert refused.status is Status.ERROR
+    assert "too large" in refused.reason
+    assert res.values("good") == [None, 5.0]
+
+
+def test_oversize_value_gives_a_penalty_instead():
+    rs = RewardSet.from_dict({"limits": {"max_completion_chars": 10, "oversize_value": -1},
+                              "rewards": {"good": {"reward": "good"}}})
+    res = rs.score([{"completion": "x" * 11}])
+    assert res.values("good") == [-1.0]
+    assert res.totals == [-1.0]

@@ -1,0 +1,1 @@
+"""Word-count rewards: an example third-party rewardkit plugin."""
