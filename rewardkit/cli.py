@@ -22,7 +22,9 @@ from rich.table import Table
 TRAINER_COMMANDS = ("train", "export", "eval", "launch", "jobs")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
-out = Console(highlight=False, soft_wrap=True)
+#: wide enough for the summary tables when output goes to a file or a pipe
+_PIPE_WIDTH = None if sys.stdout.isatty() else 160
+out = Console(highlight=False, soft_wrap=True, width=_PIPE_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

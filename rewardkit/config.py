@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rewardkit.registry import RegistryError, UnknownRewardError, registry
 from rewardkit.schedules import Weight
@@ -60,19 +60,18 @@ class Component(_Model):
         None, description="override the reward's declared execution mode"
     )
 
-    @model_validator(mode="after")
-    def _check_stages(self) -> Component:
-        if not self.stages:
-            return self
+    @field_validator("stages")
+    @classmethod
+    def _check_stages(cls, stages: list[Stage] | None) -> list[Stage] | None:
         last = 0
-        for i, stage in enumerate(self.stages):
-            if stage.until_step is None and i != len(self.stages) - 1:
+        for i, stage in enumerate(stages or []):
+            if stage.until_step is None and i != len(stages or []) - 1:
                 raise ValueError(f"stage {i} has no until_step but is not the last stage")
             if stage.until_step is not None:
                 if stage.until_step <= last:
                     raise ValueError("stage until_step values must be strictly increasing")
                 last = stage.until_step
-        return self
+        return stages
 
 
 class Limits(_Model):
@@ -196,17 +195,27 @@ def load_config(path: str | Path) -> RewardConfig:
 
 
 def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
-    out = []
-    for err in exc.errors(include_url=False):
-        loc = [str(p) for p in err["loc"]]
-        # drop pydantic's union-branch labels ("float", "linear", ...) from the key path
-        loc = [p for p in loc if not _is_branch_label(p)]
+    errors = exc.errors(include_url=False)
+    in_union = any(str(p).startswith("tagged-union[") for e in errors for p in e["loc"])
+    out: list[tuple[str, str]] = []
+    for err in errors:
+        # drop pydantic's union-branch labels ("float", "tagged-union[...]") from the path
+        loc = _key_path(err["loc"])
         path = ".".join([prefix, *loc] if prefix else loc)
+        kind = err["type"]
+        given = err.get("input")
+        if kind in ("float_type", "float_parsing") and isinstance(given, dict):
+            continue  # a mapping given for a number-or-schedule: the schedule errors tell more
+        if kind in ("model_attributes_type", "model_type") and not isinstance(given, dict) \
+                and any(p == path for p, _ in out):
+            continue  # a scalar that is not a number: the number error already says so
         message = err["msg"]
-        if err["type"] == "extra_forbidden":
+        if kind == "extra_forbidden":
             message = "unknown key"
-        elif "input" in err and err["type"] not in ("missing",):
-            shown = json.dumps(err["input"], default=str)
+        elif kind in ("float_type", "float_parsing") and in_union:
+            message = "expected a number or a schedule ({schedule: linear, ...})"
+        if "input" in err and kind not in ("missing", "extra_forbidden"):
+            shown = json.dumps(given, default=str)
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             message = f"{message} (got {shown})"
@@ -214,12 +223,23 @@ def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
     return out
 
 
-_BRANCH_LABELS = {"float", "int", "constant", "linear", "cosine", "piecewise", "warmup",
-                  "function-after[_check(), PiecewiseSchedule]"}
-
-
-def _is_branch_label(part: str) -> bool:
-    return part in _BRANCH_LABELS or part.startswith("function-")
+def _key_path(loc: tuple[int | str, ...]) -> list[str]:
+    """The user's key path from a pydantic error location, without union-branch labels
+    ("float", "tagged-union[...]" and the discriminator value after it)."""
+    parts: list[str] = []
+    skip_tag = False
+    for raw in loc:
+        part = str(raw)
+        if skip_tag:
+            skip_tag = False
+            continue
+        if part.startswith("tagged-union["):
+            skip_tag = True
+            continue
+        if part in ("float", "int", "str", "bool") or part.startswith(("function-", "union[")):
+            continue
+        parts.append(part)
+    return parts
 
 
 def config_schema() -> dict[str, Any]:

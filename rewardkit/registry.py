@@ -104,10 +104,16 @@ class Registry:
             registered.append(cls.name)
 
         self.pm.register(module, name=name)
+        error = ""
         for impl in self.pm.hook.register_rewards.get_hookimpls():
             if impl.plugin is module:
-                impl.function(register=register)
-        self._plugins.append(PluginInfo(name, dist, version, tuple(registered)))
+                try:
+                    impl.function(register=register)
+                except RegistryError:
+                    raise
+                except Exception as exc:  # a broken plugin must not take the others down
+                    error = f"register_rewards failed: {exc!r}"
+        self._plugins.append(PluginInfo(name, dist, version, tuple(registered), error))
 
     def _register(self, cls: Any, dist: str) -> None:
         if not (isinstance(cls, type) and issubclass(cls, Reward)):

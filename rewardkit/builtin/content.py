@@ -1,10 +1,186 @@
-"""Built-in length and content rewards (registered as a default plugin)."""
+"""Built-in length and content rewards (registered as a default plugin).
+
+``overlong_penalty``
+    DAPO's soft overlong punishment: 0 up to ``max_length - buffer``, then linear down
+    to ``-penalty`` at ``max_length`` (and beyond).
+``repetition_penalty``
+    minus the share of repeated word n-grams: loops and copy-paste padding cost.
+``keyword_coverage``
+    groups of required terms (domain text: a symptom *and* a diagnosis *and* a
+    therapy): partial credit for some groups, full credit for all (optionally in order).
+
+All are inline and linear in the length of the output.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from rewardkit.authoring import Params, Reward, reward
+from rewardkit.builtin._answers import tag_block
 from rewardkit.hookspecs import hookimpl
+from rewardkit.types import Sample, Score
+
+Unit = Literal["chars", "tokens"]
+
+
+def _length(text: str, unit: Unit) -> int:
+    return len(text) if unit == "chars" else len(text.split())
+
+
+class OverlongParams(Params):
+    max_length: int = Field(gt=0, description="length at which the full penalty applies")
+    buffer: int = Field(gt=0, description="width of the linear ramp before max_length")
+    unit: Unit = Field("chars", description="chars, or whitespace-separated tokens")
+    penalty: float = Field(1.0, ge=0, description="value is -penalty at and past max_length")
+
+    @model_validator(mode="after")
+    def _buffer_fits(self) -> OverlongParams:
+        if self.buffer > self.max_length:
+            raise ValueError(f"buffer ({self.buffer}) exceeds max_length ({self.max_length})")
+        return self
+
+
+@reward(params=OverlongParams)
+def overlong_penalty(sample: Sample, params: OverlongParams) -> Score:
+    """Soft overlong penalty (DAPO): 0 while ``length <= max_length - buffer``, then
+    ``-penalty * (length - (max_length - buffer)) / buffer``, at most ``-penalty``.
+
+    Why soft: a hard cut-off punishes a sound answer one token over the limit as hard as
+    rambling; the ramp tells the policy which way to go. Example (max_length 100,
+    buffer 20): 80 chars -> 0.0, 90 -> -0.5, 150 -> -1.0.
+    """
+    length = _length(sample.text, params.unit)
+    start = params.max_length - params.buffer
+    over = min(max(0, length - start), params.buffer)
+    return Score.ok(-params.penalty * over / params.buffer, length=length)
+
+
+class RepetitionParams(Params):
+    n: int = Field(3, ge=1, description="n-gram size, in words")
+    penalty: float = Field(1.0, ge=0, description="value of an output that is all repeats")
+    min_ngrams: int = Field(
+        1, ge=1, description="outputs with fewer n-grams than this are not penalised"
+    )
+
+
+@reward(params=RepetitionParams)
+def repetition_penalty(sample: Sample, params: RepetitionParams) -> Score:
+    """``-penalty * repeated / total`` over the word n-grams of the output, where
+    ``repeated`` counts n-grams already seen earlier in it (case-insensitive).
+
+    0 for text without repeats; near ``-penalty`` for a loop (``"the answer is 4. "``
+    a hundred times). Example (n=1): ``"a b a b"`` -> -0.5.
+    """
+    words = sample.text.casefold().split()
+    n = params.n
+    total = len(words) - n + 1
+    if total < params.min_ngrams or total <= 0:
+        return Score.ok(0.0, ngrams=max(total, 0))
+    distinct = len(set(zip(*(words[i:] for i in range(n)), strict=False)))
+    repeated = total - distinct
+    return Score.ok(-params.penalty * repeated / total, ngrams=total, repeated=repeated)
+
+
+class KeywordGroup(Params):
+    """One required concept: satisfied when any of its terms occurs."""
+
+    name: str = Field("", description="label shown in the score details")
+    any_of: list[str] = Field(min_length=1, description="terms, any one of which satisfies it")
+    regex: bool = Field(False, description="terms are regular expressions, not plain words")
+
+    @field_validator("any_of")
+    @classmethod
+    def _non_empty_terms(cls, terms: list[str]) -> list[str]:
+        if any(not t.strip() for t in terms):
+            raise ValueError("terms must not be empty")
+        return terms
+
+
+class KeywordParams(Params):
+    groups: list[KeywordGroup] = Field(min_length=1, description="the required groups")
+    score: float = Field(1.0, description="value when every group is found (in order)")
+    partial: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="share of score paid pro rata for incomplete coverage: "
+        "partial * score * found / groups (0: all or nothing)",
+    )
+    in_order: bool = Field(
+        False, description="full credit needs the groups' first mentions in the listed order"
+    )
+    case_sensitive: bool = Field(False, description="match letter case")
+    answer_tag: str | None = Field(
+        None, description="only look inside the last block of this tag (null: whole output)"
+    )
+
+    @model_validator(mode="after")
+    def _regexes_compile(self) -> KeywordParams:
+        for group in self.groups:
+            for term in group.any_of if group.regex else ():
+                try:
+                    re.compile(term)
+                except re.error as exc:
+                    raise ValueError(f"group {group.name or group.any_of!r}: term {term!r} "
+                                     f"is not a valid regular expression: {exc}") from None
+        return self
+
+
+class KeywordCoverage(Reward):
+    """Coverage of groups of required keywords: ``score`` when every group is found
+    (and, with ``in_order``, first mentioned in the listed order); otherwise
+    ``partial * score * found / groups``.
+
+    Example (SEEDS B domain text): groups ``symptom`` (fever|cough), ``diagnosis``
+    (influenza|pneumonia), ``therapy`` (oseltamivir|antibiotic); "fever, likely
+    influenza" -> 0.5 * 2/3 = 0.333; adding "start oseltamivir" -> 1.0.
+    Plain terms match whole words; ``regex: true`` terms are searched as written.
+    """
+
+    name = "keyword_coverage"
+    Params = KeywordParams
+    params: KeywordParams
+
+    def setup(self) -> None:
+        flags = 0 if self.params.case_sensitive else re.IGNORECASE
+        self._patterns = [
+            re.compile(
+                "|".join(
+                    f"(?:{t})" if g.regex else rf"(?<!\w){re.escape(t)}(?!\w)" for t in g.any_of
+                ),
+                flags,
+            )
+            for g in self.params.groups
+        ]
+
+    def score(self, sample: Sample) -> Score:
+        text = sample.text
+        if self.params.answer_tag is not None:
+            text = tag_block(text, self.params.answer_tag) or ""
+        positions = []
+        missing = []
+        for group, pattern in zip(self.params.groups, self._patterns, strict=True):
+            found = pattern.search(text)
+            if found is None:
+                missing.append(group.name or group.any_of[0])
+            else:
+                positions.append(found.start())
+        total = len(self._patterns)
+        complete = not missing and (not self.params.in_order or positions == sorted(positions))
+        if complete:
+            return Score.ok(self.params.score, found=total)
+        value = self.params.partial * self.params.score * len(positions) / total
+        return Score.ok(value, found=len(positions), missing=missing,
+                        out_of_order=not missing)
 
 
 @hookimpl
-def register_rewards(register):  # type: ignore[no-untyped-def]
-    pass
+def register_rewards(register: Callable[[type[Reward]], None]) -> None:
+    register(overlong_penalty)
+    register(repetition_penalty)
+    register(KeywordCoverage)

@@ -1,0 +1,266 @@
+"""Finding and reading the final answer in a completion (shared by the built-in rewards).
+
+Two jobs, both cheap and linear in the length of the text, so they are safe on any
+input a policy can produce:
+
+* *extraction*: where the answer is — the last ``<answer>`` block, the last
+  ``\\boxed{}``, the last ``####`` line, or the last number in the text;
+* *reading a plain number*: ``"$1,234.50"``, ``"12 apples"``, ``"50%"``, ``"3/4"``,
+  ``"\\frac{3}{4}"``, ``"1.5 \\times 10^{3}"`` become an exact :class:`~fractions.Fraction`
+  without sympy, so numeric answers (GSM8K and the like) never pay for a CAS.
+
+Everything here is private to :mod:`rewardkit.builtin`; the rewards are the public API.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+#: longest text read as a plain number; longer "numbers" are spam, not answers
+MAX_NUMBER_CHARS = 120
+
+
+def tag_block(text: str, tag: str) -> str | None:
+    """Content of the last complete ``<tag>...</tag>`` block, or None.
+
+    >>> tag_block("<answer>1</answer> <answer> 2 </answer>", "answer")
+    ' 2 '
+    """
+    close = text.rfind(f"</{tag}>")
+    if close < 0:
+        return None
+    opener = f"<{tag}>"
+    start = text.rfind(opener, 0, close)
+    if start < 0:
+        return None
+    return text[start + len(opener) : close]
+
+
+def boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces balanced, or None.
+
+    >>> boxed(r"so \\boxed{\\frac{1}{2}}.")
+    '\\\\frac{1}{2}'
+    """
+    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    if start < 0:
+        return None
+    i = text.index("{", start) if "{" in text[start : start + 8] else -1
+    if i < 0:  # "\boxed 5": the next token
+        rest = text[start:].split(None, 2)
+        return rest[1] if len(rest) > 1 and rest[0] in ("\\boxed", "\\fbox") else None
+    depth = 0
+    for j in range(i, len(text)):
+        ch = text[j]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 : j]
+    return None
+
+
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:so|thus|therefore|hence),?\s+)?(?:the\s+)?(?:final\s+)?(?:answer|result)"
+    r"\s*(?:is|=|:)?\s*:?\s*|^\s*[A-Za-z]\s*=\s*",
+    re.IGNORECASE,
+)
+
+
+def strip_lead_in(answer: str) -> str:
+    """Drop a lead-in such as ``The final answer is`` or ``x =`` from an answer."""
+    return _LEAD_IN.sub("", answer, count=1)
+
+
+def hashes_line(text: str) -> str | None:
+    """The rest of the line after the last ``####`` (lead-in phrase removed), or None.
+
+    >>> hashes_line("so 8 + 4 = 12\\n#### The final answer is 12")
+    '12'
+    """
+    pos = text.rfind("####")
+    if pos < 0:
+        return None
+    end = text.find("\n", pos)
+    line = text[pos + 4 : end if end >= 0 else len(text)]
+    return strip_lead_in(line).strip()
+
+
+_NUMBER_TOKEN = re.compile(
+    r"[-+]?\$?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?"
+)
+
+
+def last_number(text: str) -> str | None:
+    """The last number-looking token in ``text`` (``1,234.5``, ``-3``, ``$40``, ``3/4``).
+
+    >>> last_number("3 apples cost $1,200.50 in total.")
+    '$1,200.50'
+    """
+    found = None
+    for found in _NUMBER_TOKEN.finditer(text):  # noqa: B007 - the loop keeps the last
+        pass
+    return found.group(0) if found else None
+
+
+def extract(text: str, order: tuple[str, ...], answer_tag: str) -> tuple[str, str] | None:
+    """Try the strategies in ``order``; the first that finds something gives
+    ``(strategy, answer text)``. Strategies: ``answer_tag``, ``boxed``, ``hashes``,
+    ``last_number``."""
+    for how in order:
+        if how == "answer_tag":
+            found = tag_block(text, answer_tag)
+            if found is not None:
+                inner = boxed(found)  # "<answer>\boxed{3}</answer>" is common
+                found = strip_lead_in(inner if inner is not None else found).strip()
+        elif how == "boxed":
+            found = boxed(text)
+        elif how == "hashes":
+            found = hashes_line(text)
+        elif how == "last_number":
+            found = last_number(text)
+        else:  # pragma: no cover - params validate the names
+            raise ValueError(f"unknown extraction strategy {how!r}")
+        if found is not None and found.strip():
+            return how, found.strip()
+    return None
+
+
+# -- plain numbers ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PlainNumber:
+    """A number read without a CAS; ``percent`` when it was written with ``%``."""
+
+    value: Fraction
+    percent: bool = False
+
+    def candidates(self) -> tuple[Fraction, ...]:
+        """Values the answer may stand for: ``50%`` is 50 (GSM8K style) or 0.5."""
+        if self.percent:
+            return (self.value, self.value / 100)
+        return (self.value,)
+
+
+_DELIMITED = re.compile(r"^(?:\$\$(.*)\$\$|\$(.*)\$|\\\((.*)\\\)|\\\[(.*)\\\])$", re.DOTALL)
+_TEXT_CMD = re.compile(r"\\(?:text|mathrm|textbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
+_LATEX_NOISE = re.compile(r"\\[,!;: ]|\\left|\\right|\\displaystyle|~")
+_DEGREES = re.compile(r"\^\s*\{?\\circ\}?|°")
+_UNIT_WORDS = re.compile(
+    r"(?:\s+[A-Za-z][A-Za-z'./-]*)+\s*$|(?<=\d)[A-Za-z]{2,}(?:/[A-Za-z]+)?\s*$"
+)
+_PERCENT_WORD = re.compile(r"\s*(?:%|percent|per\s*cent)\s*$", re.IGNORECASE)
+_CURRENCY = re.compile(r"^([-+]?)\s*(?:\$|€|£|¥|₹|USD|EUR|Rs\.?)\s*", re.IGNORECASE)
+_DECIMAL = re.compile(
+    r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?"
+)
+_SLASH = re.compile(r"([-+]?\d+)\s*/\s*(\d+)")
+_FRAC = re.compile(r"([-+]?)\\frac\s*(?:\{\s*([-+]?\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
+_SCI = re.compile(r"(.+?)\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*\{?\s*([-+]?\d{1,3})\s*\}?")
+
+
+def normalise(answer: str) -> str:
+    """An answer with the decoration that does not change its value removed: math
+    delimiters, ``\\text{}`` units, LaTeX spacing, degrees, a trailing full stop,
+    currency signs (percent and unit words are handled by :func:`read_number`)."""
+    s = answer.strip()
+    m = _DELIMITED.match(s)
+    if m:
+        s = next(g for g in m.groups() if g is not None).strip()
+    inner = boxed(s) if s.startswith(("\\boxed", "\\fbox")) else None
+    if inner is not None:
+        s = inner.strip()
+    s = s.replace("\\$", "$").replace("\\%", "%").replace("{,}", ",")
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = _TEXT_CMD.sub(lambda t: " " + t.group(1), s)
+    s = _LATEX_NOISE.sub(" ", s)
+    s = _DEGREES.sub("", s)
+    s = s.strip().rstrip(".").strip()
+    return _CURRENCY.sub(lambda c: c.group(1), s)
+
+
+def read_number(answer: str) -> PlainNumber | None:
+    """The value of ``answer`` when it is a plain number, else None (then it is a case for
+    symbolic comparison). Never imports sympy; bounded work on any input.
+
+    >>> read_number("$1,234.50").value
+    Fraction(2469, 2)
+    >>> read_number("x^2") is None
+    True
+    """
+    if len(answer) > 4 * MAX_NUMBER_CHARS:
+        return None
+    s = normalise(answer)
+    percent = False
+    m = _PERCENT_WORD.search(s)
+    if m:
+        percent = True
+        s = s[: m.start()].rstrip()
+    else:
+        s = _UNIT_WORDS.sub("", s).strip()
+        m = _PERCENT_WORD.search(s)
+        if m:  # "50 % of them"
+            percent = True
+            s = s[: m.start()].rstrip()
+    s = _CURRENCY.sub(lambda c: c.group(1), s)
+    if not s or len(s) > MAX_NUMBER_CHARS:
+        return None
+    value = _exact_value(s)
+    return None if value is None else PlainNumber(value, percent)
+
+
+def _exact_value(s: str) -> Fraction | None:
+    if _DECIMAL.fullmatch(s):
+        return Fraction(s.replace(",", ""))
+    m = _SLASH.fullmatch(s)
+    if m:
+        num, den = int(m.group(1)), int(m.group(2))
+        return Fraction(num, den) if den else None
+    m = _FRAC.fullmatch(s)
+    if m:
+        sign, num_braced, num_digit, den_braced, den_digit = m.groups()
+        num = int(num_braced or num_digit)
+        den = int(den_braced or den_digit)
+        if not den:
+            return None
+        return Fraction(-num if sign == "-" else num, den)
+    m = _SCI.fullmatch(s)
+    if m and _DECIMAL.fullmatch(m.group(1).strip()):
+        return Fraction(m.group(1).strip().replace(",", "")) * Fraction(10) ** int(m.group(2))
+    return None
+
+
+def numbers_match(gold: PlainNumber, pred: PlainNumber, abs_tol: float, rel_tol: float) -> bool:
+    """True when some reading of ``pred`` is within tolerance of some reading of ``gold``
+    (``|p - g| <= max(abs_tol, rel_tol * |g|)``, exact arithmetic)."""
+    a, r = Fraction(abs_tol), Fraction(rel_tol)
+    return any(
+        abs(p - g) <= max(a, r * abs(g)) for g in gold.candidates() for p in pred.candidates()
+    )
+
+
+def reference_text(reference: Any) -> str | None:
+    """The gold answer as text: numbers as written, a GSM8K solution reduced to what
+    follows its ``####``, a one-item list to its item; None when there is none."""
+    if reference is None:
+        return None
+    if isinstance(reference, bool):
+        return str(reference)
+    if isinstance(reference, int | float | Fraction):
+        return repr(reference) if isinstance(reference, float) else str(reference)
+    if isinstance(reference, list | tuple) and len(reference) == 1:
+        return reference_text(reference[0])
+    if isinstance(reference, dict):
+        for key in ("answer", "solution", "reference"):
+            if key in reference:
+                return reference_text(reference[key])
+        return None
+    text = str(reference)
+    if "####" in text:
+        found = hashes_line(text)
+        if found:
+            return found
+    return text.strip() or None

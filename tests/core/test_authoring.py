@@ -1,0 +1,80 @@
+"""Writing rewards: decorator and class, params, modes, text of chat completions."""
+
+from __future__ import annotations
+
+import pickle
+
+import faulty_rewards
+import pytest
+from pydantic import ValidationError
+
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, completion_text, reward
+
+
+class P(Params):
+    limit: int = 3
+
+
+@reward(params=P)
+def short(sample: Sample, params: P) -> bool:
+    """True when short."""
+    return len(sample.text) <= params.limit
+
+
+def test_decorator_builds_a_reward_class_with_name_description_and_params():
+    assert short.name == "short" and short.description == "True when short."
+    assert short.Params is P and short.mode is ExecutionMode.INLINE
+    assert short({"limit": 5}).score(Sample(completion="abcd")) is True
+
+
+def test_params_are_validated_and_unknown_keys_refused():
+    with pytest.raises(ValidationError):
+        short({"limit": "many"})
+    with pytest.raises(ValidationError):
+        short({"limt": 2})
+
+
+def test_async_function_gets_async_mode():
+    assert faulty_rewards.slow_async.mode is ExecutionMode.ASYNC
+
+
+def test_reward_pickles_by_reference_with_its_params():
+    inst = faulty_rewards.slow_async({"delay": 0.5})
+    back = pickle.loads(pickle.dumps(inst))
+    assert type(back) is faulty_rewards.slow_async and back.params.delay == 0.5
+
+
+def test_class_reward_gets_snake_case_name_and_setup_runs():
+    class KeywordHit(Reward):
+        """Pays for a keyword."""
+
+        def setup(self) -> None:
+            self.word = "ok"
+
+        def score(self, sample: Sample) -> Score:
+            return Score.ok(float(self.word in sample.text))
+
+    assert KeywordHit.name == "keyword_hit"
+    assert KeywordHit().score(Sample(completion="ok!")).value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("completion", "text"),
+    [
+        ("plain", "plain"),
+        ([{"role": "assistant", "content": "a"}], "a"),
+        ([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], "a"),
+        ([{"role": "assistant", "content": [{"type": "text", "text": "x"},
+                                            {"type": "image"}]}], "x"),
+        ({"role": "assistant", "content": "single"}, "single"),
+        (None, ""),
+    ],
+)
+def test_completion_text_handles_strings_and_chat_messages(completion, text):
+    assert completion_text(completion) == text
+    assert Sample(completion=completion).text == text
+
+
+def test_sample_from_row_puts_other_columns_in_metadata():
+    s = Sample.from_dict({"prompt": "p", "completion": "c", "reference": 4, "task": "math"})
+    assert (s.prompt, s.text, s.reference, s.metadata) == ("p", "c", 4, {"task": "math"})

@@ -1,0 +1,117 @@
+"""The command line: score, test, new-plugin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CFG = "rewards:\n  fmt: {reward: soft_format, weight: 0.5}\n  words: {reward: word_count_range}\n"
+GOOD = "<think>a</think><answer>1</answer>"
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rewardkit.cli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(CFG)
+    samples = tmp_path / "samples.jsonl"
+    lines = [
+        json.dumps({"prompt": "p", "completion": GOOD, "reference": 1, "task": "t"}),
+        "{not json",
+        json.dumps(["a", "list"]),
+        "",
+        json.dumps({"prompt": "p", "answer": "no completion key"}),
+        json.dumps({"prompt": "q", "completion": "plain words here", "id": 7}),
+    ]
+    samples.write_text("\n".join(lines) + "\n")
+    return cfg, samples
+
+
+def test_score_writes_every_good_line_back_with_reward_and_components(files, tmp_path):
+    cfg, samples = files
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), str(samples), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r.get("id") for r in rows] == [None, 7]
+    assert rows[0]["task"] == "t" and rows[0]["reference"] == 1
+    assert rows[0]["reward"] == 1.5
+    assert rows[0]["components"]["fmt"] == {"value": 1.0, "status": "ok", "reason": ""}
+    assert rows[1]["components"]["words"]["reason"] == "3 words"
+    assert "fmt" in proc.stdout and "total" in proc.stdout  # summary table
+
+
+def test_score_reports_malformed_lines_by_number(files, tmp_path):
+    cfg, samples = files
+    proc = cli("score", str(cfg), str(samples), "--out", str(tmp_path / "o.jsonl"), "--json")
+    assert proc.returncode == 0
+    assert f"{samples}:2: skipped: invalid JSON" in proc.stderr
+    assert f"{samples}:3: skipped: expected a JSON object" in proc.stderr
+    assert f"{samples}:5: skipped: no 'completion' key" in proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["scored"] == 2 and summary["skipped_lines"] == 3
+    assert summary["components"]["fmt"]["mean"] == 0.5
+    assert summary["total"]["max"] == 1.5
+
+
+def test_score_keeps_groups_in_one_batch(tmp_path):
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("rewards:\n  div: {reward: group_diversity}\n")
+    samples = tmp_path / "s.jsonl"
+    rows = [{"prompt": "p", "completion": c} for c in ("a", "a", "b", "c")]
+    samples.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "o.jsonl"
+    assert cli("score", str(cfg), str(samples), "--out", str(out), "--batch-size", "1"
+               ).returncode == 0
+    got = [json.loads(line)["reward"] for line in out.read_text().splitlines()]
+    assert got == [0.75] * 4
+
+
+def test_test_command_runs_golden_cases_and_fails_on_a_wrong_expectation(tmp_path):
+    (tmp_path / "ok.cases.yaml").write_text(
+        "reward: soft_format\nprobes: true\ncases:\n"
+        f"  - {{name: good, completion: '{GOOD}', expect: 1.0}}\n"
+        "  - {name: bad, completion: 'x', expect: {range: [0, 0.1]}}\n")
+    passed = cli("test", str(tmp_path), "--json")
+    report = json.loads(passed.stdout)
+    assert passed.returncode == 0 and report["failed"] == 0
+    assert report["passed"] == 2 + 12  # cases + probes
+    (tmp_path / "wrong.cases.yaml").write_text(
+        "reward: soft_format\ncases:\n  - {name: wrong, completion: 'x', expect: 1.0}\n")
+    failed = cli("test", str(tmp_path))
+    assert failed.returncode == 1
+    assert "wrong.cases.yaml::wrong: expected value 1.0, got 0.0" in failed.stdout
+
+
+def test_new_plugin_installs_registers_and_passes_its_own_tests(tmp_path):
+    made = cli("new-plugin", "keywords", "--dir", str(tmp_path))
+    assert made.returncode == 0, made.stderr
+    folder = tmp_path / "rewardkit-keywords"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+           "-e", str(folder)]
+    subprocess.run(pip, check=True, capture_output=True, timeout=300)
+    try:
+        names = {r["name"] for r in json.loads(cli("rewards", "--json").stdout)}
+        assert "keywords_contains" in names
+        tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                str(folder)], capture_output=True, text=True, timeout=300,
+                               cwd=folder, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        assert tests.returncode == 0, tests.stdout + tests.stderr
+        assert "18 passed" in tests.stdout  # 4 cases + 12 probes + 2 unit tests
+    finally:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "-q", "-y",
+                        "rewardkit-keywords"], capture_output=True, timeout=300)
+
+
+def test_new_plugin_refuses_a_bad_name(tmp_path):
+    proc = cli("new-plugin", "9 lives", "--dir", str(tmp_path))
+    assert proc.returncode == 2 and "must start with a letter" in proc.stderr

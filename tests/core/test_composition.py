@@ -1,0 +1,79 @@
+"""Aggregation, groups and metrics of a RewardSet."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rewardkit import RewardSet, Sample
+
+OK = "<think>a</think><answer>1</answer>"
+
+
+def test_weighted_sum_adds_weighted_components():
+    rs = RewardSet.from_dict({"rewards": {"a": {"reward": "soft_format", "weight": 0.5},
+                                          "b": {"reward": "good", "weight": 2.0}}})
+    res = rs.score([{"completion": OK}, {"completion": "abc"}])
+    assert res.totals == [0.5 * 1 + 2 * 10, 0.5 * 0 + 2 * 3]
+
+
+def test_normalize_then_sum_standardises_each_component_within_its_group():
+    rs = RewardSet.from_dict({"aggregate": "normalize_then_sum",
+                              "rewards": {"len": {"reward": "good", "weight": 1.0}}})
+    res = rs.score([{"prompt": "p1", "completion": "a"}, {"prompt": "p1", "completion": "abc"},
+                    {"prompt": "p2", "completion": "abcdefgh"},
+                    {"prompt": "p2", "completion": "abcdefgh"}])
+    t = res.totals
+    assert t[0] == pytest.approx(-1.0, abs=1e-3) and t[1] == pytest.approx(1.0, abs=1e-3)
+    assert t[2] == t[3] == 0.0  # no spread in the group: no signal
+    assert res.values("len") == [1.0, 3.0, 8.0, 8.0]  # raw values stay available
+
+
+def test_group_reward_sees_each_prompts_completions_together():
+    rs = RewardSet.from_dict({"rewards": {"div": {"reward": "group_diversity"}}})
+    res = rs.score([{"prompt": "p", "completion": "x"}, {"prompt": "q", "completion": "y"},
+                    {"prompt": "p", "completion": "x"}, {"prompt": "q", "completion": "z"}])
+    assert res.values("div") == [0.5, 1.0, 0.5, 1.0]
+
+
+def test_chat_message_prompts_group_by_content():
+    rs = RewardSet.from_dict({"rewards": {"div": {"reward": "group_diversity"}}})
+    prompt = [{"role": "user", "content": "2+2?"}]
+    res = rs.score([Sample(prompt=prompt, completion=[{"role": "assistant", "content": "4"}]),
+                    Sample(prompt=list(prompt), completion="5")])
+    assert res.values("div") == [1.0, 1.0]
+
+
+def test_metrics_report_stats_contribution_statuses_and_latency():
+    rs = RewardSet.from_dict({"rewards": {"a": {"reward": "soft_format", "weight": 0.5},
+                                          "r": {"reward": "raises", "weight": 0}}})
+    res = rs.score([{"completion": OK}, {"completion": "boom"}])
+    a = res.metrics["components"]["a"]
+    assert (a["mean"], a["min"], a["max"]) == (0.5, 0.0, 1.0)
+    assert a["contribution"] == 0.25
+    assert a["latency_ms_p95"] >= a["latency_ms_p50"] >= 0
+    r = res.metrics["components"]["r"]
+    assert r["count"] == {"ok": 1, "skipped": 0, "error": 1, "timeout": 0}
+    assert r["error_rate"] == 0.5
+    flat = res.flat_metrics()
+    assert flat["rewards/a/mean"] == 0.5 and "rewards/total/mean" in flat
+
+
+def test_empty_batch_scores_to_nothing():
+    rs = RewardSet.from_dict({"rewards": {"a": {"reward": "soft_format"}}})
+    res = rs.score([])
+    assert res.totals == [] and math.isnan(res.metrics["total"]["mean"])
+
+
+def test_stateful_reward_runs_setup_once_per_instance():
+    rs = RewardSet.from_dict({"rewards": {"c": {"reward": "counter"}}})
+    assert rs.score([{"completion": "a"}, {"completion": "b"}]).values("c") == [1.0, 2.0]
+    assert rs.score([{"completion": "c"}]).values("c") == [3.0]
+
+
+def test_scoring_one_component_for_trainer_adapters():
+    rs = RewardSet.from_dict({"rewards": {"a": {"reward": "soft_format"},
+                                          "b": {"reward": "good"}}})
+    res = rs.score([{"completion": OK}], components=["b"])
+    assert list(res.outcomes) == ["b"]

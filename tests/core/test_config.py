@@ -1,0 +1,141 @@
+"""Config files: shapes that load, and every invalid one rejected with file, key path and
+reason, exit code 2 and no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewardkit import ConfigError, RewardSet, load_config
+
+
+def write(tmp_path: Path, text: str, name: str = "cfg.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rewardkit.cli", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_yaml_and_toml_give_the_same_config(tmp_path):
+    y = write(tmp_path, "rewards:\n  fmt: {reward: soft_format, weight: 0.5}\n")
+    t = write(tmp_path, '[rewards.fmt]\nreward = "soft_format"\nweight = 0.5\n', "cfg.toml")
+    assert load_config(y) == load_config(t)
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "reason"),
+    [
+        ("rewards: {}\n", "rewards", "at least 1 item"),
+        ("rewards:\n  a: {reward: soft_fromat}\n", "rewards.a.reward", "did you mean 'soft_format'"),
+        ("rewards:\n  a: {reward: soft_format, weight: heavy}\n", "rewards.a.weight", ""),
+        ("rewards:\n  a: {reward: soft_format, wieght: 1}\n", "rewards.a.wieght", "unknown key"),
+        ("rewards:\n  a: {reward: soft_format, params: {scor: 2}}\n",
+         "rewards.a.params.scor", "unknown key"),
+        ("rewards:\n  a: {reward: soft_format, params: {score: high}}\n",
+         "rewards.a.params.score", "valid number"),
+        ("rewards:\n  a:\n    reward: soft_format\n    weight: {schedule: linear, start: 0}\n",
+         "rewards.a.weight.steps", "Field required"),
+        ("rewards:\n  a:\n    reward: soft_format\n    weight: {schedule: zigzag}\n",
+         "rewards.a.weight", "zigzag"),
+        ("rewards:\n  a:\n    reward: soft_format\n    stages:\n      - {params: {score: 1}}\n"
+         "      - {until_step: 5}\n", "rewards.a.stages", "not the last stage"),
+        ("rewards:\n  a:\n    reward: soft_format\n    stages:\n"
+         "      - {until_step: 5, params: {score: x}}\n", "rewards.a.stages.0.params.score", ""),
+        ("rewards:\n  a: {reward: soft_format, timeout: -1}\n", "rewards.a.timeout",
+         "greater than 0"),
+        ("aggregate: product\nrewards:\n  a: {reward: soft_format}\n", "aggregate", "product"),
+        ("rewards: [1, 2\n", "", "YAML syntax error at line"),
+        ("- just\n- a list\n", "", "expected a mapping"),
+    ],
+)
+def test_invalid_config_names_key_path_and_reason(tmp_path, text, path, reason):
+    cfg = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    rendered = info.value.render()
+    assert str(cfg) in rendered
+    assert any(p == path for p, _ in info.value.problems) or (path == "" and info.value.problems)
+    assert reason in rendered
+
+
+def test_invalid_config_from_the_cli_exits_2_without_traceback(tmp_path):
+    cfg = write(tmp_path, "rewards:\n  a: {reward: soft_format, params: {scor: 2}}\n")
+    proc = run_cli("validate", str(cfg))
+    assert proc.returncode == 2
+    assert f"{cfg}" in proc.stderr
+    assert "rewards.a.params.scor: unknown key" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_missing_config_file_is_a_clean_error(tmp_path):
+    proc = run_cli("validate", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 2
+    assert "cannot read file" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_schema_command_prints_the_json_schema():
+    proc = run_cli("schema")
+    schema = json.loads(proc.stdout)
+    assert "rewards" in schema["properties"]
+    assert "Component" in schema["$defs"]
+
+
+def test_stages_switch_params_and_weight_by_step():
+    rs = RewardSet.from_dict({"rewards": {"f": {
+        "reward": "soft_format",
+        "stages": [{"until_step": 20, "params": {"score": 0.5}, "weight": 0.5},
+                   {"params": {"score": 1.0}, "weight": 0.9}]}}})
+    sample = [{"completion": "<think>a</think><answer>1</answer>"}]
+    assert rs.score(sample, step=19).totals == [0.25]
+    assert rs.score(sample, step=20).totals == [0.9]
+
+
+def test_schedules_drive_the_weight():
+    rs = RewardSet.from_dict({"rewards": {
+        "lin": {"reward": "soft_format", "weight": {"schedule": "linear", "start": 0.5,
+                                                    "end": 0.9, "steps": 100}},
+        "cos": {"reward": "soft_format", "weight": {"schedule": "cosine", "start": 1.0,
+                                                    "end": 0.0, "steps": 10}},
+        "pw": {"reward": "soft_format", "weight": {"schedule": "piecewise",
+                                                   "boundaries": [20, 50],
+                                                   "values": [0.5, 0.3, 0.1]}},
+        "wu": {"reward": "soft_format", "weight": {"schedule": "warmup", "value": 1.0,
+                                                   "warmup_steps": 4}},
+        "const": {"reward": "soft_format", "weight": {"schedule": "constant", "value": 2}},
+    }})
+    w0, w5, w50, w200 = (rs.weights(s) for s in (0, 5, 50, 200))
+    assert (w0["lin"], w50["lin"], w200["lin"]) == pytest.approx((0.5, 0.7, 0.9))
+    assert (w0["cos"], w5["cos"], w200["cos"]) == pytest.approx((1.0, 0.5, 0.0))
+    assert (w0["pw"], w50["pw"], rs.weights(19)["pw"]) == (0.5, 0.1, 0.5)
+    assert (w0["wu"], rs.weights(2)["wu"], w5["wu"]) == (0.0, 0.5, 1.0)
+    assert w200["const"] == 2.0
+
+
+def test_routing_scores_only_matching_metadata():
+    rs = RewardSet.from_dict({"rewards": {
+        "math": {"reward": "soft_format", "when": {"task": "math"}},
+        "multi": {"reward": "soft_format", "when": {"task": ["code", "gui"]}}}})
+    c = "<think>a</think><answer>1</answer>"
+    res = rs.score([{"completion": c, "task": "math"}, {"completion": c, "task": "gui"},
+                    {"completion": c}])
+    assert res.values("math") == [1.0, None, None]
+    assert res.values("multi") == [None, 1.0, None]
+    assert res[1].scores["math"].status == "skipped"
+    assert res.totals == [1.0, 1.0, None]  # nothing applied to the last sample
+
+
+def test_weight_zero_is_logged_but_not_trained_on():
+    rs = RewardSet.from_dict({"rewards": {"f": {"reward": "soft_format", "weight": 0}}})
+    res = rs.score([{"completion": "<think>a</think><answer>1</answer>"}])
+    assert res.totals == [0.0]
+    assert res.values("f") == [1.0]
+    assert res.metrics["components"]["f"]["mean"] == 1.0

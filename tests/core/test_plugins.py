@@ -1,0 +1,100 @@
+"""Plugins: third-party distributions through the entry point, restriction, duplicates."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewardkit import RewardSet, UnknownRewardError, get_reward, registry
+
+
+def cli(*args: str, env: dict[str, str] | None = None,
+        pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    if pythonpath is not None:
+        full_env["PYTHONPATH"] = f"{pythonpath}{os.pathsep}{full_env.get('PYTHONPATH', '')}"
+    return subprocess.run([sys.executable, "-m", "rewardkit.cli", *args], capture_output=True,
+                          text=True, timeout=60, env=full_env)
+
+
+def test_installed_third_party_plugin_is_listed_with_its_distribution():
+    rows = json.loads(cli("rewards", "--json").stdout)
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["word_count_range"]["plugin"] == "rewardkit-wordcount"
+    assert by_name["soft_format"]["plugin"] == "rewardkit"
+    assert {p["name"] for p in by_name["word_count_range"]["params"]} == {"min_words",
+                                                                          "max_words"}
+    plugins = json.loads(cli("plugins", "--json").stdout)
+    assert any(p["distribution"] == "rewardkit-wordcount" and p["version"] == "0.3.1"
+               for p in plugins)
+
+
+def test_third_party_reward_scores_through_a_config_and_validates_its_params():
+    rs = RewardSet.from_dict({"rewards": {"short": {"reward": "word_count_range",
+                                                    "params": {"max_words": 3}}}})
+    assert rs.score([{"completion": "one two"}, {"completion": "a b c d"}]).values("short") \
+        == [1.0, 0.0]
+    bad = RewardSet.from_dict  # params checked by the plugin's own model at load time
+    with pytest.raises(Exception, match="min_words must not exceed max_words"):
+        bad({"rewards": {"s": {"reward": "word_count_range",
+                               "params": {"min_words": 5, "max_words": 3}}}})
+
+
+def test_environment_variable_restricts_which_plugins_load():
+    only_builtin = json.loads(cli("rewards", "--json", env={"REWARDKIT_PLUGINS": ""}).stdout)
+    names = {r["name"] for r in only_builtin}
+    assert "soft_format" in names and "word_count_range" not in names
+    chosen = json.loads(cli("rewards", "--json",
+                            env={"REWARDKIT_PLUGINS": "rewardkit-wordcount"}).stdout)
+    assert "word_count_range" in {r["name"] for r in chosen}
+
+
+def _fake_distribution(root: Path, dist: str, module: str, reward_name: str) -> None:
+    """A real installed distribution on a sys.path folder: module + dist-info with an
+    entry point in the ``rewardkit`` group."""
+    (root / f"{module}.py").write_text(
+        "from rewardkit import hookimpl, reward\n"
+        f"@reward(name={reward_name!r})\n"
+        "def clash(sample):\n    return 1.0\n"
+        "@hookimpl\ndef register_rewards(register):\n    register(clash)\n")
+    info = root / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[rewardkit]\n{module} = {module}\n")
+
+
+def test_duplicate_reward_name_fails_naming_both_distributions(tmp_path):
+    _fake_distribution(tmp_path, "rewardkit-clash", "clash_plugin", "word_count_range")
+    proc = cli("rewards", pythonpath=tmp_path)
+    assert proc.returncode == 2
+    assert "registered twice" in proc.stderr
+    assert "rewardkit-wordcount" in proc.stderr and "rewardkit-clash" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_broken_plugin_is_reported_and_others_still_load(tmp_path):
+    (tmp_path / "broken_plugin.py").write_text("raise ImportError('missing dependency xyz')\n")
+    info = tmp_path / "rewardkit_broken-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rewardkit-broken\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[rewardkit]\nbroken = broken_plugin\n")
+    plugins = json.loads(cli("plugins", "--json", pythonpath=tmp_path).stdout)
+    broken = next(p for p in plugins if p["distribution"] == "rewardkit-broken")
+    assert "missing dependency xyz" in broken["error"]
+    assert any(p["distribution"] == "rewardkit-wordcount" for p in plugins)
+
+
+def test_unknown_reward_lists_close_matches():
+    with pytest.raises(UnknownRewardError) as info:
+        get_reward("word_count_rang")
+    assert info.value.close_matches[0] == "word_count_range"
+
+
+def test_registering_something_that_is_not_a_reward_is_refused():
+    with pytest.raises(Exception, match="takes a Reward subclass"):
+        registry.register(lambda s: 1.0)  # type: ignore[arg-type]
