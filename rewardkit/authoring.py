@@ -55,6 +55,9 @@ class NoParams(Params):
     """Parameters of a reward that takes none."""
 
 
+ParamsModel = Params  # the base class, under a name the Reward.Params attribute can't shadow
+
+
 class Reward:
     """Base class of every reward.
 
@@ -81,7 +84,7 @@ class Reward:
     #: set by the registry: the distribution that registered the reward
     plugin: ClassVar[str] = ""
 
-    def __init__(self, params: Params | dict[str, Any] | None = None) -> None:
+    def __init__(self, params: ParamsModel | dict[str, Any] | None = None) -> None:
         if params is None:
             params = {}
         if isinstance(params, dict):

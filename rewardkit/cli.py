@@ -107,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_test)
 
     p = sub.add_parser("schema", help="print the config JSON Schema")
+    p.add_argument("--markdown", action="store_true", help="the config reference page instead")
     p.set_defaults(func=cmd_schema)
 
     p = sub.add_parser("new-plugin", help="write a new reward plugin distribution")
@@ -131,7 +132,7 @@ def _params_summary(cls: Any) -> list[dict[str, Any]]:
 def cmd_rewards(args: argparse.Namespace) -> int:
     from rewardkit.registry import registry
 
-    rows = [{"name": cls.name, "plugin": cls.plugin, "mode": str(cls.mode),
+    rows: list[dict[str, Any]] = [{"name": cls.name, "plugin": cls.plugin, "mode": str(cls.mode),
              "group": cls.group, "description": cls.description,
              "params": _params_summary(cls)} for cls in registry.rewards()]
     if args.json:
@@ -188,6 +189,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    if args.markdown:
+        from rewardkit.config_reference import render_markdown
+
+        print(render_markdown(), end="")
+        return EXIT_OK
     from rewardkit.config import config_schema
 
     print(json.dumps(config_schema(), indent=2))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -124,7 +125,8 @@ class RewardSet:
         batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
         n = len(batch)
         cap = self.config.limits.max_completion_chars
-        oversize = [i for i, s in enumerate(batch) if len(s.text) > cap]
+        longest = max(map(len, map(_text_of, batch)), default=0)
+        oversize = [i for i, s in enumerate(batch) if len(s.text) > cap] if longest > cap else []
         groups: list[list[int]] | None = None
         outcomes: dict[str, Outcome] = {}
         chosen = list(self.components) if components is None else list(components)
@@ -185,6 +187,9 @@ class RewardSet:
         return rows
 
 
+_text_of = operator.attrgetter("text")
+
+
 def group_key(sample: Sample) -> Any:
     if sample.group is not None:
         return sample.group
@@ -221,16 +226,11 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     weighted = [name for name in used if weights[name] != 0.0]
     if not weighted:
         return [0.0] * n
-    clean = all(not outcomes[name].scores for name in weighted) and all(
-        v is not None for name in weighted for v in used[name])
-    if clean:  # the common case: every weighted component scored every sample
-        first = weighted[0]
-        w = weights[first]
-        totals: list[float | None] = [w * v for v in used[first]]  # type: ignore[operator]
-        for name in weighted[1:]:
-            w = weights[name]
-            totals = [t + w * v for t, v in zip(totals, used[name], strict=True)]  # type: ignore[operator]
-        return totals
+    if all(not outcomes[name].scores for name in weighted):
+        # the common case: every weighted component scored every sample (a value is None
+        # only with a non-ok Score recorded, so none is None here)
+        combine = _weighted_sum_fn([weights[name] for name in weighted])
+        return list(map(combine, *(used[name] for name in weighted)))
     totals = []
     for i in range(n):
         total = 0.0
@@ -247,6 +247,15 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
                 failed = True
         totals.append(None if (failed and null_on_error) or not scored else total)
     return totals
+
+
+def _weighted_sum_fn(weights: Sequence[float]) -> Any:
+    """``lambda v0, v1, ...: w0 * v0 + w1 * v1 + ...`` for these weights, so the total
+    of a batch is one C-level ``map`` over the component columns."""
+    names = [f"v{i}" for i in range(len(weights))]
+    body = " + ".join(f"w[{i}] * {name}" for i, name in enumerate(names))
+    fn: Any = eval(f"lambda {', '.join(names)}: {body}", {"w": tuple(weights)})
+    return fn
 
 
 @dataclass

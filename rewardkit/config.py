@@ -100,7 +100,7 @@ class RewardConfig(_Model):
         "null (masked by trainers) or ignore (sum of the others)",
     )
     rewards: dict[str, Component] = Field(min_length=1)
-    limits: Limits = Field(default_factory=Limits)
+    limits: Limits = Field(default_factory=lambda: Limits.model_validate({}))
     workers: int | None = Field(
         None, gt=0, description="process-mode worker count (default: usable cores)"
     )

@@ -8,6 +8,7 @@ async modes) and dead processes become ``error`` / ``timeout`` scores.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import threading
 import time
@@ -77,12 +78,22 @@ def run_inline(reward: Reward, samples: Sequence[Sample], indices: Sequence[int]
             got = [_safe_call(fn, s) for s in chunk]
         elapsed = perf() - t0
         out.latencies.append(elapsed / max(1, len(chunk)))
+        if indices is None and _all_finite_floats(got):
+            values[start : start + len(got)] = got
+            continue
         for j, v in enumerate(got):
             idx = start + j if indices is None else indices[start + j]
             if type(v) is float and -_INF < v < _INF:
                 values[idx] = v
             else:
                 out.put(idx, v if isinstance(v, _Failure) else coerce_value(v))
+
+
+def _all_finite_floats(got: list[Any]) -> bool:
+    """True when every item is a finite float (C-speed checks: the common case)."""
+    if set(map(type, got)) - {float}:
+        return False
+    return math.isfinite(sum(got))  # NaN and inf propagate; a finite overflow only errs safe
 
 
 class _Failure(Score):
@@ -207,10 +218,11 @@ def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] 
             async with gate:
                 return await one(call)
 
+        calls: list[Callable[[], Any]]
         if groups is None:
-            calls = [(lambda s=samples[i]: reward.score(s)) for i in chosen]
+            calls = [functools.partial(reward.score, samples[i]) for i in chosen]
         else:
-            calls = [(lambda m=members: reward.score_group([samples[i] for i in m]))
+            calls = [functools.partial(reward.score_group, [samples[i] for i in members])
                      for members in groups]
         return await asyncio.gather(*(gated(c) for c in calls))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -33,6 +33,8 @@ class CaseFailure(Exception):
 
 
 class CasesFile(pytest.File):
+    loaded: LoadedCases
+
     def collect(self) -> Iterator[pytest.Item]:
         try:
             loaded = load_cases(self.path)
@@ -52,7 +54,7 @@ class CaseItem(pytest.Item):
         self.index = index
 
     def runtest(self) -> None:
-        loaded: LoadedCases = self.parent.loaded  # type: ignore[attr-defined]
+        loaded: LoadedCases = cast(CasesFile, self.parent).loaded
         try:
             problem, score = loaded.run_case(self.index)
         except CaseFileError as exc:
@@ -84,7 +86,7 @@ class ProbeItem(pytest.Item):
         self.probe = probe
 
     def runtest(self) -> None:
-        loaded: LoadedCases = self.parent.loaded  # type: ignore[attr-defined]
+        loaded: LoadedCases = cast(CasesFile, self.parent).loaded
         spec = loaded.spec
         assert spec.reward is not None
         reference = spec.probe_reference

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import os
 import pickle
 import subprocess
@@ -22,7 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe, wait
-from typing import Any
+from typing import Any, cast
 
 from rewardkit.types import Score, Status
 
@@ -55,14 +56,10 @@ class _Worker:
     started_item_at: float = 0.0
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.proc.kill()
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover - kernel trouble
-            pass
         self.conn.close()
 
     def describe_exit(self) -> str:
@@ -124,10 +121,8 @@ class WorkerPool:
         with self._lock:
             self._closed = True
             for w in self._workers:
-                try:
+                with contextlib.suppress(OSError):
                     w.conn.send(("stop",))
-                except OSError:
-                    pass
             deadline = time.monotonic() + 2
             for w in self._workers:
                 try:
@@ -201,10 +196,11 @@ class WorkerPool:
                 now = time.monotonic()
                 wait_for = min(w.started_item_at + timeout for w in busy.values()) - now
                 ready = wait(list(busy), timeout=max(0.0, wait_for))
-                for conn in ready:
-                    worker = busy[conn]  # type: ignore[index]
+                for ready_conn in ready:
+                    worker = busy[cast(Connection, ready_conn)]
+                    conn = worker.conn
                     try:
-                        message = conn.recv()  # type: ignore[union-attr]
+                        message = conn.recv()
                     except (EOFError, OSError):
                         reason = worker.describe_exit()
                         replace(worker, Score.error(f"{reason} while scoring"))
@@ -217,15 +213,16 @@ class WorkerPool:
                         results[idx] = (_to_scores(answer), seconds)
                         worker.started_item_at = time.monotonic()
                         if not worker.pending:
-                            busy.pop(conn)  # type: ignore[arg-type]
+                            busy.pop(conn)
                             idle.append(worker)
                     elif kind == "load_error":
                         worker.loaded.discard(key)
-                        failure = Score.error(f"could not load the reward in a worker: {message[1]}")
+                        failure = Score.error(
+                            f"could not load the reward in a worker: {message[1]}")
                         for idx, _ in worker.pending:
                             results[idx] = (failure, 0.0)
                         worker.pending.clear()
-                        busy.pop(conn)  # type: ignore[arg-type]
+                        busy.pop(conn)
                         idle.append(worker)
                 now = time.monotonic()
                 for worker in list(busy.values()):

@@ -23,29 +23,38 @@ from typing import Any
 MAX_NUMBER_CHARS = 120
 
 
-def tag_block(text: str, tag: str) -> str | None:
-    """Content of the last complete ``<tag>...</tag>`` block, or None.
+def tag_block(text: str, tag: str, first: bool = False) -> str | None:
+    """Content of the last (or ``first``) complete ``<tag>...</tag>`` block, or None.
 
     >>> tag_block("<answer>1</answer> <answer> 2 </answer>", "answer")
     ' 2 '
     """
-    close = text.rfind(f"</{tag}>")
+    opener, closer = f"<{tag}>", f"</{tag}>"
+    if first:
+        start = text.find(opener)
+        close = text.find(closer, start + len(opener)) if start >= 0 else -1
+        return text[start + len(opener) : close] if close >= 0 else None
+    close = text.rfind(closer)
     if close < 0:
         return None
-    opener = f"<{tag}>"
     start = text.rfind(opener, 0, close)
     if start < 0:
         return None
     return text[start + len(opener) : close]
 
 
-def boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``), braces balanced, or None.
+def boxed(text: str, first: bool = False) -> str | None:
+    """Content of the last (or ``first``) ``\\boxed{...}`` (or ``\\fbox{...}``), braces
+    balanced, or None.
 
     >>> boxed(r"so \\boxed{\\frac{1}{2}}.")
     '\\\\frac{1}{2}'
     """
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    if first:
+        found = [i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0]
+        start = min(found) if found else -1
+    else:
+        start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
     if start < 0:
         return None
     i = text.index("{", start) if "{" in text[start : start + 8] else -1
@@ -76,13 +85,14 @@ def strip_lead_in(answer: str) -> str:
     return _LEAD_IN.sub("", answer, count=1)
 
 
-def hashes_line(text: str) -> str | None:
-    """The rest of the line after the last ``####`` (lead-in phrase removed), or None.
+def hashes_line(text: str, first: bool = False) -> str | None:
+    """The rest of the line after the last (or ``first``) ``####``, lead-in phrase
+    removed, or None.
 
     >>> hashes_line("so 8 + 4 = 12\\n#### The final answer is 12")
     '12'
     """
-    pos = text.rfind("####")
+    pos = text.find("####") if first else text.rfind("####")
     if pos < 0:
         return None
     end = text.find("\n", pos)
@@ -95,34 +105,40 @@ _NUMBER_TOKEN = re.compile(
 )
 
 
-def last_number(text: str) -> str | None:
-    """The last number-looking token in ``text`` (``1,234.5``, ``-3``, ``$40``, ``3/4``).
+def last_number(text: str, first: bool = False) -> str | None:
+    """The last (or ``first``) number-looking token in ``text`` (``1,234.5``, ``-3``,
+    ``$40``, ``3/4``).
 
     >>> last_number("3 apples cost $1,200.50 in total.")
     '$1,200.50'
     """
+    if first:
+        match = _NUMBER_TOKEN.search(text)
+        return match.group(0) if match else None
     found = None
     for found in _NUMBER_TOKEN.finditer(text):  # noqa: B007 - the loop keeps the last
         pass
     return found.group(0) if found else None
 
 
-def extract(text: str, order: tuple[str, ...], answer_tag: str) -> tuple[str, str] | None:
+def extract(
+    text: str, order: tuple[str, ...], answer_tag: str, first: bool = False
+) -> tuple[str, str] | None:
     """Try the strategies in ``order``; the first that finds something gives
     ``(strategy, answer text)``. Strategies: ``answer_tag``, ``boxed``, ``hashes``,
-    ``last_number``."""
+    ``last_number``; each takes the last occurrence, or the first with ``first``."""
     for how in order:
         if how == "answer_tag":
-            found = tag_block(text, answer_tag)
+            found = tag_block(text, answer_tag, first)
             if found is not None:
                 inner = boxed(found)  # "<answer>\boxed{3}</answer>" is common
                 found = strip_lead_in(inner if inner is not None else found).strip()
         elif how == "boxed":
-            found = boxed(text)
+            found = boxed(text, first)
         elif how == "hashes":
-            found = hashes_line(text)
+            found = hashes_line(text, first)
         elif how == "last_number":
-            found = last_number(text)
+            found = last_number(text, first)
         else:  # pragma: no cover - params validate the names
             raise ValueError(f"unknown extraction strategy {how!r}")
         if found is not None and found.strip():

@@ -80,6 +80,11 @@ class MathParams(Params):
         "hashes (the last '####' line), last_number (last number in the text)",
     )
     answer_tag: str = Field("answer", description="name of the answer tag")
+    occurrence: Literal["last", "first"] = Field(
+        "last",
+        description="which occurrence a strategy takes: last (chat models answer at the end) "
+        "or first (few-shot base models go on to invent new questions after answering)",
+    )
     abs_tol: float = Field(1e-6, ge=0, description="numbers match within this absolute error")
     rel_tol: float = Field(
         1e-9, ge=0, description="... or within this error relative to the gold value"
@@ -125,7 +130,8 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
         gold_parsed = _parse(mv, gold_text, fallback=False)
         if not gold_parsed:
             return Score.error(f"reference {gold_text[:80]!r} cannot be parsed")
-    found = extract(sample.text, tuple(params.extract), params.answer_tag)
+    found = extract(sample.text, tuple(params.extract), params.answer_tag,
+                    first=params.occurrence == "first")
     if found is None:
         return Score.ok(params.wrong, "no answer found")
     how, answer = found

@@ -34,7 +34,8 @@ def test_yaml_and_toml_give_the_same_config(tmp_path):
     ("text", "path", "reason"),
     [
         ("rewards: {}\n", "rewards", "at least 1 item"),
-        ("rewards:\n  a: {reward: soft_fromat}\n", "rewards.a.reward", "did you mean 'soft_format'"),
+        ("rewards:\n  a: {reward: soft_fromat}\n", "rewards.a.reward",
+         "did you mean 'soft_format'"),
         ("rewards:\n  a: {reward: soft_format, weight: heavy}\n", "rewards.a.weight", ""),
         ("rewards:\n  a: {reward: soft_format, wieght: 1}\n", "rewards.a.wieght", "unknown key"),
         ("rewards:\n  a: {reward: soft_format, params: {scor: 2}}\n",

@@ -14,7 +14,7 @@ class WordRangeParams(Params):
     max_words: int = Field(100, ge=1)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "WordRangeParams":
+    def _ordered(self) -> WordRangeParams:
         if self.min_words > self.max_words:
             raise ValueError("min_words must not exceed max_words")
         return self
