@@ -5,6 +5,8 @@ import pytest
 
 from rewardkit import registry
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def faulty() -> None:

@@ -82,3 +82,15 @@ class Counter(Reward):
 
 ALL = [good, raises, hangs, dies, returns_nan, returns_text, wrong_count, worker_pid,
        slow_async, Counter]
+
+
+@reward(mode="process")
+def segfaults(sample: Sample) -> float:
+    if "crash" in sample.text:
+        import ctypes
+
+        ctypes.string_at(0)
+    return 1.0
+
+
+ALL.append(segfaults)

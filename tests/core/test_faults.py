@@ -123,3 +123,25 @@ def test_oversize_value_gives_a_penalty_instead():
     res = rs.score([{"completion": "x" * 11}])
     assert res.values("good") == [-1.0]
     assert res.totals == [-1.0]
+
+
+def test_segfaulting_reward_is_an_error_naming_the_signal():
+    rs = RewardSet.from_dict({"rewards": {"s": {"reward": "segfaults"}}})
+    res = rs.score([{"completion": "crash"}, {"completion": "fine"}])
+    assert res[0].scores["s"].status is Status.ERROR
+    assert "SIGSEGV" in res[0].scores["s"].reason
+    assert res.values("s")[1] == 1.0
+
+
+def test_concurrent_scoring_from_threads_gets_every_answer():
+    rs = RewardSet.from_dict({"rewards": {"h": {"reward": "hangs", "timeout": 2}}})
+    batch = [{"completion": str(i)} for i in range(30)]
+    results: list[object] = []
+    threads = [threading.Thread(target=lambda: results.append(rs.score(batch)))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(results) == 3
+    assert all(r.values("h") == [1.0] * 30 for r in results)  # type: ignore[attr-defined]
