@@ -1,0 +1,174 @@
+"""Action lists of a GUI agent: reading them from model output, and replaying them.
+
+An action list is what a navigation model answers, in any of the forms models and
+datasets use::
+
+    {'action': ['UP', 'UP', 'LEFT']}          # one dict, a list of actions
+    [{'action': 'UP'}, {'action': 'LEFT'}]     # a list of one-action dicts
+    ["up", "left"]                             # a plain list
+
+JSON or Python literal syntax (single quotes), any case, with text around it.
+
+>>> parse_actions("Sure! {'action': ['up', 'Left']} done")
+('UP', 'LEFT')
+>>> replay(("UP", "UP", "LEFT"))
+(-1, -2)
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+#: moves on the screen grid as (dx, dy); y grows downwards, as on a screen
+MOVES: dict[str, tuple[int, int]] = {
+    "UP": (0, -1),
+    "DOWN": (0, 1),
+    "LEFT": (-1, 0),
+    "RIGHT": (1, 0),
+}
+
+_ACTION_KEYS = ("action", "actions")
+# A bracketed span longer than this is not an action list anyone meant to write; it is
+# skipped so spam cannot make parsing slow.
+_MAX_SPAN_CHARS = 200_000
+# How many bracketed spans of one text are tried before giving up.
+_MAX_TRIES = 32
+
+Actions = tuple[str, ...]
+
+
+def parse_actions(value: Any) -> Actions | None:
+    """The action names in ``value``, upper-cased, or None when it holds no action list.
+
+    ``value`` is a string (model output or a serialised reference) or an already
+    decoded JSON value (a reference read from a dataset). In a string, the first
+    bracketed span (``[...]`` or ``{...}``) that decodes to an action list wins, so text
+    around the list is ignored. An empty list is a valid, empty action list ``()``.
+    """
+    if isinstance(value, str):
+        return _parse_text(value)
+    return _actions_of(value)
+
+
+def parse_literal(text: str) -> Any:
+    """Decode ``text`` as JSON, or as a Python literal (single quotes), or raise ValueError.
+
+    Only literals are evaluated (``ast.literal_eval``), never code.
+    """
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"not JSON or a Python literal: {exc}") from None
+
+
+def replay(actions: Actions) -> tuple[int, int]:
+    """Where ``actions`` lead from (0, 0): up is y-1, down y+1, left x-1, right x+1.
+
+    Names other than UP/DOWN/LEFT/RIGHT (e.g. ``OK``) do not move.
+    """
+    x = y = 0
+    for name in actions:
+        dx, dy = MOVES.get(name, (0, 0))
+        x += dx
+        y += dy
+    return x, y
+
+
+def manhattan(a: tuple[int, int], b: tuple[int, int]) -> int:
+    """Grid distance between two points."""
+    return abs(a[0] - b[0]) + abs(a[1] - b[1])
+
+
+def _parse_text(text: str) -> Actions | None:
+    for tries, (start, end) in enumerate(_bracket_spans(text)):
+        if tries >= _MAX_TRIES:
+            break
+        if end - start > _MAX_SPAN_CHARS:
+            continue
+        span = text[start:end]
+        try:
+            decoded = parse_literal(span)
+        except ValueError:
+            # model output often says 'UP' where JSON wants "UP"; try that cheaply
+            try:
+                decoded = json.loads(span.replace("'", '"'))
+            except (json.JSONDecodeError, RecursionError):
+                continue
+        actions = _actions_of(decoded)
+        if actions is not None:
+            return actions
+    return None
+
+
+def _bracket_spans(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of every balanced ``[...]`` / ``{...}`` span, by start position.
+
+    One pass with a stack, so unbalanced input (``[[[[`` x 1 MB) stays linear. A closer
+    that does not match the innermost opener resets the scan.
+    """
+    pairs = {"]": "[", "}": "{"}
+    stack: list[tuple[str, int]] = []
+    spans: list[tuple[int, int]] = []
+    for i, ch in enumerate(text):
+        if ch in "[{":
+            stack.append((ch, i))
+        elif ch in pairs:
+            if stack and stack[-1][0] == pairs[ch]:
+                _, start = stack.pop()
+                spans.append((start, i + 1))
+            else:
+                stack.clear()
+    spans.sort()
+    return iter(spans)
+
+
+def _actions_of(value: Any) -> Actions | None:
+    if isinstance(value, Mapping):
+        inner = _action_value(value)
+        if isinstance(inner, str):
+            return _names([inner])
+        if isinstance(inner, list | tuple):
+            return _list_actions(inner)
+        return None
+    if isinstance(value, list | tuple):
+        return _list_actions(value)
+    return None
+
+
+def _list_actions(items: list[Any] | tuple[Any, ...]) -> Actions | None:
+    names: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, Mapping):
+            inner = _action_value(item)
+            if isinstance(inner, str):
+                names.append(inner)
+            elif isinstance(inner, list | tuple) and all(isinstance(n, str) for n in inner):
+                names.extend(inner)
+            else:
+                return None
+        else:
+            return None
+    return _names(names)
+
+
+def _action_value(mapping: Mapping[Any, Any]) -> Any:
+    for key, inner in mapping.items():
+        if isinstance(key, str) and key.strip().lower() in _ACTION_KEYS:
+            return inner
+    return None
+
+
+def _names(raw: list[str]) -> Actions | None:
+    names = tuple(name.strip().upper() for name in raw)
+    if any(not name for name in names):
+        return None
+    return names

@@ -1,0 +1,97 @@
+"""``translation_verdict``: does the judge's rating list lead to the label's business verdict.
+
+The judge rates a translation on several criteria (0-5 each). What the business acts
+on is not the exact scores but whether a person must review the translation: any
+score at or below ``review_at_or_below`` means review. Rewarding that verdict, not the
+scores, trains the judge on the decision that matters.
+
+>>> from rewardkit import Sample
+>>> verdict = translation_verdict({"mode": "all"})
+>>> out = "<think>A unit is wrong.</think>, my ratings is [5, 5, 5, 5, 1, 5]"
+>>> verdict.score(Sample(completion=out, reference=[5, 5, 5, 5, 2, 5])).value
+1.0
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field
+
+from rewardkit import Params, Sample, Score, reward
+from rewardkit_translation.ratings import extract_ratings, needs_review, parse_rating_list
+
+_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+
+
+class VerdictParams(Params):
+    mode: Literal["all", "per_criterion"] = Field(
+        "all",
+        description="all: 1 when the predicted overall verdict (any criterion needs "
+        "review) equals the label's; per_criterion: the fraction of criteria whose "
+        "review/OK verdict matches the label's",
+    )
+    review_at_or_below: int = Field(
+        2, ge=0, description="a score at or below this needs human review (business rule)"
+    )
+    max_score: int = Field(5, ge=1, description="highest score; a larger one is malformed")
+    criteria: int | None = Field(
+        None,
+        ge=1,
+        description="number of scores each list must have; null = as many as the reference",
+    )
+    require_think: bool = Field(
+        False,
+        description="when true, an output without a non-empty <think> block before the "
+        "ratings counts as unreadable",
+    )
+    unreadable_value: float = Field(
+        0.0,
+        description="value (status ok) when the output's ratings are missing, malformed or "
+        "of the wrong length; the reason says which",
+    )
+
+
+@reward(params=VerdictParams)
+def translation_verdict(sample: Sample, params: VerdictParams) -> Score:
+    """Reward a translation judge for reaching the label's review verdict.
+
+    The reference is the label rating list (a list, its JSON text, or a judge answer);
+    when it cannot be read the grading fails (status error), it is not a 0. An output
+    whose ratings cannot be read scores ``unreadable_value`` with the reason
+    (``ratings missing`` / ``ratings malformed`` / ``ratings wrong_length``).
+    """
+    gold = parse_rating_list(
+        sample.reference, max_score=params.max_score, expected=params.criteria
+    )
+    if not gold.ok or gold.ratings is None:
+        return Score.error(f"reference rating list unreadable: {gold.detail}")
+    expected = len(gold.ratings)
+
+    text = sample.text
+    if params.require_think:
+        think = _THINK_BLOCK.search(text)
+        if think is None or not think.group(1).strip():
+            return Score.ok(params.unreadable_value, "no reasoning block", status="no_think")
+    predicted = extract_ratings(text, max_score=params.max_score, expected=expected)
+    if not predicted.ok or predicted.ratings is None:
+        return Score.ok(
+            params.unreadable_value,
+            f"ratings {predicted.status}: {predicted.detail}",
+            status=str(predicted.status),
+        )
+
+    gold_review = needs_review(gold.ratings, params.review_at_or_below)
+    pred_review = needs_review(predicted.ratings, params.review_at_or_below)
+    if params.mode == "all":
+        same = any(gold_review) == any(pred_review)
+        label = "needs review" if any(gold_review) else "ok"
+        reason = f"verdict matches ({label})" if same else f"verdict differs (label: {label})"
+        return Score.ok(1.0 if same else 0.0, reason, ratings=list(predicted.ratings))
+    matches = sum(g == p for g, p in zip(gold_review, pred_review, strict=True))
+    return Score.ok(
+        matches / expected,
+        f"{matches}/{expected} criteria verdicts match",
+        ratings=list(predicted.ratings),
+    )
