@@ -78,6 +78,7 @@ def main(fd: int) -> None:
                 rewards.pop(key, None)
                 conn.send(("load_error", f"{type(exc).__name__}: {exc}"[:500]))
                 continue
+            conn.send(("loaded",))
         reward = rewards.get(key)
         if reward is None:
             conn.send(("load_error", "reward not loaded in this worker"))

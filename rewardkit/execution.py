@@ -22,7 +22,7 @@ from rewardkit.workers import pickle_reward, shared_pool
 _INF = math.inf
 #: inline rewards are timed per chunk of this many samples (timing each call would cost
 #: more than many rewards do)
-INLINE_CHUNK = 256
+INLINE_CHUNK = 1024
 DEFAULT_TIMEOUT = 30.0
 
 

@@ -29,6 +29,8 @@ from rewardkit.types import Score, Status
 
 #: (index, payload) where the payload is a Sample (per-sample) or a list (per-group)
 Item = tuple[int, Any]
+#: seconds a worker may take to import and set up a reward before its first item
+LOAD_TIMEOUT = 120.0
 #: a Score as it crosses the pipe
 WireScore = tuple[float | None, str, str, Any]
 
@@ -54,6 +56,8 @@ class _Worker:
     loaded: set[str] = field(default_factory=set)
     pending: collections.deque[Item] = field(default_factory=collections.deque)
     started_item_at: float = 0.0
+    #: when the item in progress times out (longer while the reward is being loaded)
+    deadline: float = 0.0
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -170,6 +174,8 @@ class WorkerPool:
                 worker.loaded.add(key)
                 worker.pending.extend(batch)
                 worker.started_item_at = time.monotonic()
+                grace = LOAD_TIMEOUT if blob is not None else 0.0
+                worker.deadline = worker.started_item_at + max(timeout, grace)
                 busy[worker.conn] = worker
 
             def replace(worker: _Worker, failure: Score | None) -> None:
@@ -194,7 +200,7 @@ class WorkerPool:
                 if not busy:
                     continue
                 now = time.monotonic()
-                wait_for = min(w.started_item_at + timeout for w in busy.values()) - now
+                wait_for = min(w.deadline for w in busy.values()) - now
                 ready = wait(list(busy), timeout=max(0.0, wait_for))
                 for ready_conn in ready:
                     worker = busy[cast(Connection, ready_conn)]
@@ -212,9 +218,13 @@ class WorkerPool:
                             worker.pending.popleft()
                         results[idx] = (_to_scores(answer), seconds)
                         worker.started_item_at = time.monotonic()
+                        worker.deadline = worker.started_item_at + timeout
                         if not worker.pending:
                             busy.pop(conn)
                             idle.append(worker)
+                    elif kind == "loaded":  # set-up done: the first item's clock starts now
+                        worker.started_item_at = time.monotonic()
+                        worker.deadline = worker.started_item_at + timeout
                     elif kind == "load_error":
                         worker.loaded.discard(key)
                         failure = Score.error(
@@ -226,7 +236,7 @@ class WorkerPool:
                         idle.append(worker)
                 now = time.monotonic()
                 for worker in list(busy.values()):
-                    if now >= worker.started_item_at + timeout:
+                    if now >= worker.deadline:
                         replace(worker, Score.timeout(f"exceeded {timeout:g}s hard timeout"))
         return results
 

@@ -57,7 +57,8 @@ def overlong_penalty(sample: Sample, params: OverlongParams) -> Score:
     length = _length(sample.text, params.unit)
     start = params.max_length - params.buffer
     over = min(max(0, length - start), params.buffer)
-    return Score.ok(-params.penalty * over / params.buffer, length=length)
+    value = -params.penalty * over / params.buffer if over else 0.0
+    return Score.ok(value, length=length)
 
 
 class RepetitionParams(Params):

@@ -94,3 +94,19 @@ def segfaults(sample: Sample) -> float:
 
 
 ALL.append(segfaults)
+
+
+class SlowSetup(Reward):
+    """Process-mode reward whose set-up (imports, model load) takes a while."""
+
+    name = "slow_setup"
+    mode = "process"
+
+    def setup(self) -> None:
+        time.sleep(1.0)
+
+    def score(self, sample: Sample) -> float:
+        return 1.0
+
+
+ALL.append(SlowSetup)

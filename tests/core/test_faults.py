@@ -145,3 +145,9 @@ def test_concurrent_scoring_from_threads_gets_every_answer():
         t.join(30)
     assert len(results) == 3
     assert all(r.values("h") == [1.0] * 30 for r in results)  # type: ignore[attr-defined]
+
+
+def test_slow_reward_setup_does_not_count_against_the_per_sample_timeout():
+    rs = RewardSet.from_dict({"workers": 1,
+                              "rewards": {"s": {"reward": "slow_setup", "timeout": 0.5}}})
+    assert rs.score([{"completion": "a"}, {"completion": "b"}]).values("s") == [1.0, 1.0]
