@@ -1,0 +1,34 @@
+"""rewardkit-sandbox: isolated execution of untrusted code for reward computation.
+
+>>> from rewardkit_sandbox import SandboxPool, PythonRunner
+>>> with SandboxPool(size=2) as pool:                                  # doctest: +SKIP
+...     runner = PythonRunner(pool)
+...     result = runner.run("def add(a, b): return a + b", tests=["assert add(1, 2) == 3"])
+...     result.status, result.tests_passed
+(<Status.OK: 'ok'>, 1)
+"""
+
+from rewardkit_sandbox.layers import Layer, LayerReport, detect_layers
+from rewardkit_sandbox.limits import SandboxLimits
+from rewardkit_sandbox.pool import SandboxPool, SandboxTask, SandboxUnavailableError
+from rewardkit_sandbox.result import SandboxResult, Status, TestResult
+from rewardkit_sandbox.runners import PythonRunner, Runner, SandboxFusionRunner
+
+doctor = detect_layers
+
+__all__ = [
+    "Layer",
+    "LayerReport",
+    "PythonRunner",
+    "Runner",
+    "SandboxFusionRunner",
+    "SandboxLimits",
+    "SandboxPool",
+    "SandboxResult",
+    "SandboxTask",
+    "SandboxUnavailableError",
+    "Status",
+    "TestResult",
+    "detect_layers",
+    "doctor",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from rewardkit_sandbox.doctor import main
+
+sys.exit(main())

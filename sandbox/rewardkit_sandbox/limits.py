@@ -1,0 +1,44 @@
+"""Resource limits of one sandboxed task."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one task may use.  Every limit is enforced from outside the task.
+
+    ``wall_time_s`` is enforced by the zygote (kill of the whole task), ``cpu_time_s`` by
+    RLIMIT_CPU (rounded up to whole seconds), ``memory_bytes`` by RLIMIT_AS (address
+    space, so leave room for the interpreter: ~30 MiB), ``file_size_bytes`` by
+    RLIMIT_FSIZE, ``open_files`` by RLIMIT_NOFILE, ``processes`` by RLIMIT_NPROC (threads
+    count too; per slot uid), ``stdout_bytes``/``stderr_bytes`` by the pool, which keeps
+    that much and ends the task when it writes more.  ``disk_bytes`` sizes each slot's
+    private tmpfs ``/tmp`` and is read once, when the pool starts.
+
+    >>> SandboxLimits(wall_time_s=2.0, memory_bytes=256 * 1024 * 1024).cpu_time_s
+    10.0
+    """
+
+    wall_time_s: float = 10.0
+    cpu_time_s: float = 10.0
+    memory_bytes: int = 1024 * _MIB
+    file_size_bytes: int = 16 * _MIB
+    open_files: int = 64
+    processes: int = 32
+    stdout_bytes: int = 1 * _MIB
+    stderr_bytes: int = 256 * 1024
+    disk_bytes: int = 64 * _MIB
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not value > 0:
+                raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")
+
+    def to_message(self) -> dict[str, Any]:
+        """The limits as sent to the zygote."""
+        return asdict(self)

@@ -1,0 +1,572 @@
+"""``SandboxPool``: a thread-safe pool of zygotes, one per concurrent slot."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import queue
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rewardkit_sandbox._protocol import ProtocolError, receive_message, send_message
+from rewardkit_sandbox.layers import REQUIRED_LAYERS, LayerReport
+from rewardkit_sandbox.limits import SandboxLimits
+from rewardkit_sandbox.result import SandboxResult, Status, TestResult
+
+logger = logging.getLogger("rewardkit_sandbox")
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+# Runs under ``python -I -S``: registers this package without executing its __init__
+# (the zygote needs the standard library and pyseccomp only).
+_BOOTSTRAP = """\
+import json, sys, types
+config = json.loads(sys.argv[1])
+sys.path[:0] = config["bootstrap_paths"]
+package = types.ModuleType("rewardkit_sandbox")
+package.__path__ = [config["package_dir"]]
+sys.modules["rewardkit_sandbox"] = package
+from rewardkit_sandbox._zygote import main
+main()
+"""
+_ZYGOTE_START_TIMEOUT_S = 30.0
+_BACKSTOP_GRACE_S = 10.0
+_OUTPUT_DRAIN_S = 2.0
+_READ_CHUNK = 65536
+
+
+class SandboxUnavailableError(RuntimeError):
+    """The machine lacks a layer the pool was told to require; the message says which."""
+
+
+@dataclass(frozen=True)
+class SandboxTask:
+    """One program to run, for ``SandboxPool.run_many``; fields as in ``SandboxPool.run``."""
+
+    code: str
+    stdin: str | bytes | None = None
+    tests: Sequence[str] | None = None
+    test_timeout_s: float | None = None
+    stop_on_first_failure: bool = False
+    limits: SandboxLimits | None = None
+
+
+class _Slot:
+    def __init__(self, index: int, uid: int) -> None:
+        self.index = index
+        self.uid = uid
+        self.process: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+
+
+class _Capture:
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.truncated = False
+
+    def add(self, chunk: bytes) -> bool:
+        """Keep up to the cap; True once more than the cap was written."""
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.data += chunk[: max(room, 0)]
+            self.truncated = True
+        else:
+            self.data += chunk
+        return self.truncated
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+def _zygote_environment() -> dict[str, str]:
+    """An allow-list, not a deny-list: nothing of the trainer's environment is inherited."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "CUDA_VISIBLE_DEVICES": "",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+
+
+def _default_hidden_paths() -> list[str]:
+    """Home directories and the current directory (usually the repository).
+
+    The zygote re-exposes, read-only, the interpreter's library and ``import_paths``
+    found under them; paths holding ``/tmp`` or ``/`` itself are never hidden.
+    """
+    hidden: list[str] = []
+    for path in ("/root", "/home", os.getcwd()):
+        real = os.path.realpath(path)
+        if real != "/" and real not in hidden:
+            hidden.append(real)
+    return hidden
+
+
+def _kill_processes_of_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid`` (used when a zygote died and cannot clean up).
+
+    A forked helper becomes ``uid`` and calls kill(-1): the kernel signals every process
+    of that uid at once, which a fork bomb cannot outrun.  The helper only makes
+    syscalls, so forking from this (possibly threaded) process is safe.
+    """
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _shutdown(slots: list[_Slot]) -> None:
+    for slot in slots:
+        if slot.sock is not None:
+            slot.sock.close()
+            slot.sock = None
+    for slot in slots:
+        if slot.process is not None:
+            try:
+                slot.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                slot.process.kill()
+                slot.process.wait()
+            slot.process = None
+
+
+class SandboxPool:
+    """Runs untrusted Python programs in confined children of pre-started zygotes.
+
+    One zygote per slot, each with its own unprivileged uid (``uid_base + slot``) when
+    the pool runs as root.  ``run`` is thread-safe: it waits for a free slot.  A zygote
+    that dies is replaced on the slot's next use; the run it was serving ends with
+    ``Status.SANDBOX_ERROR``.  Missing isolation layers are logged as warnings and
+    listed in ``layers.missing``; without the ``require_layers`` the pool refuses to
+    start (``SandboxUnavailableError``).
+
+    >>> with SandboxPool(size=2) as pool:                  # doctest: +SKIP
+    ...     pool.run("print(input()[::-1])", stdin="abc").stdout
+    'cba\\n'
+    """
+
+    def __init__(
+        self,
+        size: int | None = None,
+        limits: SandboxLimits | None = None,
+        *,
+        uid_base: int = 60000,
+        import_paths: Sequence[str] = (),
+        hidden_paths: Sequence[str] | None = None,
+        require_layers: Sequence[str] = REQUIRED_LAYERS,
+        max_code_bytes: int = 4 * 1024 * 1024,
+    ) -> None:
+        self.size = size or len(os.sched_getaffinity(0))
+        self.limits = limits or SandboxLimits()
+        self.max_code_bytes = max_code_bytes
+        self.missing_layer_warnings = 0
+        self._import_paths = [str(path) for path in import_paths]
+        self._hidden_paths = (
+            list(hidden_paths) if hidden_paths is not None else _default_hidden_paths()
+        )
+        self._is_root = os.geteuid() == 0
+        self._slots = [_Slot(index, uid_base + index) for index in range(self.size)]
+        self._free: queue.Queue[_Slot] = queue.Queue()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _shutdown, self._slots)
+        self.layers: LayerReport
+        try:
+            for slot in self._slots:
+                self._launch(slot)
+            for slot in self._slots:
+                self._await_ready(slot)
+                self._free.put(slot)
+        except BaseException:
+            self.close()
+            raise
+        missing = [name for name in require_layers if name in self.layers.missing]
+        if missing:
+            self.close()
+            details = "; ".join(f"{name}: {self.layers[name].detail}" for name in missing)
+            raise SandboxUnavailableError(
+                f"refusing to run untrusted code without {', '.join(missing)} ({details}). "
+                "Run on Linux with rlimits and process groups available; "
+                "`python -m rewardkit_sandbox doctor` shows every layer."
+            )
+
+    # -- zygote life cycle -----------------------------------------------------------
+
+    def _config(self, slot: _Slot, socket_fd: int) -> dict[str, Any]:
+        bootstrap_paths = []
+        spec = importlib.util.find_spec("pyseccomp")
+        if spec is not None and spec.origin:
+            bootstrap_paths.append(os.path.dirname(spec.origin))
+        return {
+            "socket_fd": socket_fd,
+            "package_dir": _PACKAGE_DIR,
+            "bootstrap_paths": bootstrap_paths,
+            "import_paths": self._import_paths,
+            "hidden_paths": self._hidden_paths,
+            "uid": slot.uid,
+            "gid": slot.uid,
+            "disk_bytes": self.limits.disk_bytes,
+        }
+
+    def _launch(self, slot: _Slot) -> None:
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            config = json.dumps(self._config(slot, child_end.fileno()))
+            slot.process = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, config],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env=_zygote_environment(),
+                pass_fds=[child_end.fileno()],
+                start_new_session=True,
+            )
+        except BaseException:
+            parent_end.close()
+            raise
+        finally:
+            child_end.close()
+        slot.sock = parent_end
+
+    def _await_ready(self, slot: _Slot) -> None:
+        assert slot.sock is not None
+        slot.sock.settimeout(_ZYGOTE_START_TIMEOUT_S)
+        try:
+            message, _ = receive_message(slot.sock)
+        except (OSError, ProtocolError, ValueError) as error:
+            raise SandboxUnavailableError(
+                f"zygote of slot {slot.index} did not start: {error}"
+            ) from error
+        finally:
+            slot.sock.settimeout(None)
+        if message is None or message.get("event") != "ready":
+            raise SandboxUnavailableError(
+                f"zygote of slot {slot.index} exited during start-up (see its stderr above)"
+            )
+        report = LayerReport.from_message(message["layers"])
+        with self._lock:
+            first = not hasattr(self, "layers")
+            self.layers = report
+        if first:
+            for layer in report.layers:
+                if not layer.active:
+                    self.missing_layer_warnings += 1
+                    logger.warning(
+                        "sandbox layer %r is missing (%s): %s is not guarded",
+                        layer.name,
+                        layer.detail,
+                        layer.guards,
+                    )
+
+    def _discard(self, slot: _Slot) -> None:
+        """Kill a broken zygote and everything its uid still runs."""
+        if slot.sock is not None:
+            slot.sock.close()
+            slot.sock = None
+        if slot.process is not None:
+            if slot.process.poll() is None:
+                slot.process.kill()
+            slot.process.wait()
+            slot.process = None
+        if self._is_root and self.layers["uid_isolation"].active:
+            _kill_processes_of_uid(slot.uid)
+
+    def _ensure_alive(self, slot: _Slot) -> None:
+        if slot.process is None or slot.process.poll() is not None:
+            logger.warning("sandbox zygote of slot %d is gone; starting a new one", slot.index)
+            self._discard(slot)
+            self._launch(slot)
+            self._await_ready(slot)
+
+    # -- running -----------------------------------------------------------------------
+
+    def run(
+        self,
+        code: str,
+        *,
+        stdin: str | bytes | None = None,
+        tests: Sequence[str] | None = None,
+        test_timeout_s: float | None = None,
+        stop_on_first_failure: bool = False,
+        limits: SandboxLimits | None = None,
+    ) -> SandboxResult:
+        """Run ``code`` as a Python program in a fresh confined child and wait for it.
+
+        With ``tests`` (assert-style snippets), each test runs in its own process after
+        the program, with ``test_timeout_s`` each; ``stop_on_first_failure`` skips the rest
+        after a failing one.  Otherwise ``stdin`` is fed to the program.
+        """
+        limits = limits or self.limits
+        size = len(code.encode("utf-8", errors="surrogatepass"))
+        if size > self.max_code_bytes:
+            return SandboxResult(
+                Status.FAILED, error=f"program of {size} bytes exceeds {self.max_code_bytes}"
+            )
+        request = {
+            "op": "run",
+            "code": code,
+            "tests": list(tests) if tests is not None else None,
+            "test_timeout_s": test_timeout_s,
+            "stop_on_first_failure": stop_on_first_failure,
+            "limits": limits.to_message(),
+        }
+        stdin_bytes = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+        slot = self._acquire()
+        try:
+            try:
+                self._ensure_alive(slot)
+            except (OSError, SandboxUnavailableError) as error:
+                return SandboxResult(Status.SANDBOX_ERROR, error=f"zygote restart failed: {error}")
+            return self._run_on_slot(slot, request, stdin_bytes, limits)
+        finally:
+            self._free.put(slot)
+
+    def run_task(self, task: SandboxTask) -> SandboxResult:
+        """``run`` with the fields of ``task``."""
+        return self.run(
+            task.code,
+            stdin=task.stdin,
+            tests=task.tests,
+            test_timeout_s=task.test_timeout_s,
+            stop_on_first_failure=task.stop_on_first_failure,
+            limits=task.limits,
+        )
+
+    def run_many(self, tasks: Iterable[SandboxTask]) -> list[SandboxResult]:
+        """Run tasks on all slots at once; results in the order of ``tasks``."""
+        with ThreadPoolExecutor(max_workers=self.size) as executor:
+            return list(executor.map(self.run_task, tasks))
+
+    def close(self) -> None:
+        """Stop every zygote (each kills its running task first).  Idempotent."""
+        self._closed = True
+        self._finalizer()
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _acquire(self) -> _Slot:
+        while True:
+            if self._closed:
+                raise RuntimeError("SandboxPool is closed")
+            try:
+                return self._free.get(timeout=0.5)
+            except queue.Empty:
+                continue
+
+    def _run_on_slot(
+        self, slot: _Slot, request: dict[str, Any], stdin_bytes: bytes, limits: SandboxLimits
+    ) -> SandboxResult:
+        assert slot.sock is not None
+        started = time.monotonic()
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        stderr_read, stderr_write = os.pipe()
+        try:
+            send_message(slot.sock, request, (stdin_read, stdout_write, stderr_write))
+        except OSError as error:
+            for fd in (stdin_write, stdout_read, stderr_read):
+                os.close(fd)
+            self._discard(slot)
+            return SandboxResult(Status.SANDBOX_ERROR, error=f"zygote unreachable: {error}")
+        finally:
+            for fd in (stdin_read, stdout_write, stderr_write):
+                os.close(fd)
+        stdout = _Capture(limits.stdout_bytes)
+        stderr = _Capture(limits.stderr_bytes)
+        finished: dict[str, Any] | None = None
+        zygote_lost = False
+        selector = selectors.DefaultSelector()
+        try:
+            selector.register(stdout_read, selectors.EVENT_READ, stdout)
+            selector.register(stderr_read, selectors.EVENT_READ, stderr)
+            selector.register(slot.sock, selectors.EVENT_READ, None)
+            pending_stdin = memoryview(stdin_bytes)
+            if pending_stdin:
+                os.set_blocking(stdin_write, False)
+                selector.register(stdin_write, selectors.EVENT_WRITE, None)
+            else:
+                os.close(stdin_write)
+                stdin_write = -1
+            open_outputs = 2
+            kill_sent = False
+            deadline = started + limits.wall_time_s + _BACKSTOP_GRACE_S
+            while open_outputs or finished is None:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    break
+                for key, _ in selector.select(timeout):
+                    if key.fd == slot.sock.fileno():
+                        message, _ = receive_message(slot.sock)
+                        selector.unregister(slot.sock)
+                        if message is None:
+                            zygote_lost = True
+                            break
+                        finished = message
+                        deadline = min(deadline, time.monotonic() + _OUTPUT_DRAIN_S)
+                    elif key.fd == stdin_write:
+                        try:
+                            written = os.write(stdin_write, pending_stdin[:_READ_CHUNK])
+                            pending_stdin = pending_stdin[written:]
+                        except BlockingIOError:
+                            continue
+                        except OSError:  # the program closed stdin or exited
+                            pending_stdin = pending_stdin[:0]
+                        if not pending_stdin:
+                            selector.unregister(stdin_write)
+                            os.close(stdin_write)
+                            stdin_write = -1
+                    else:
+                        chunk = os.read(key.fd, _READ_CHUNK)
+                        if not chunk:
+                            selector.unregister(key.fd)
+                            open_outputs -= 1
+                        elif key.data.add(chunk) and not kill_sent and finished is None:
+                            kill_sent = True
+                            send_message(slot.sock, {"op": "kill", "reason": "output_limit"})
+                if zygote_lost:
+                    break
+        except (OSError, ProtocolError, ValueError) as error:
+            logger.warning("sandbox slot %d: lost the zygote: %s", slot.index, error)
+            zygote_lost = True
+        finally:
+            selector.close()
+            for fd in (stdin_write, stdout_read, stderr_read):
+                if fd >= 0:
+                    os.close(fd)
+        wall_time_s = time.monotonic() - started
+        if finished is None:
+            self._discard(slot)
+            reason = "zygote died" if zygote_lost else "zygote did not answer in time"
+            return SandboxResult(
+                Status.SANDBOX_ERROR,
+                stdout=stdout.text(),
+                stderr=stderr.text(),
+                stdout_truncated=stdout.truncated,
+                stderr_truncated=stderr.truncated,
+                wall_time_s=wall_time_s,
+                error=f"{reason} during the run; it will be replaced",
+            )
+        if finished.get("fatal"):
+            self._discard(slot)
+        return _verdict(finished, request, limits, stdout, stderr, wall_time_s)
+
+
+def _verdict(
+    finished: dict[str, Any],
+    request: dict[str, Any],
+    limits: SandboxLimits,
+    stdout: _Capture,
+    stderr: _Capture,
+    wall_time_s: float,
+) -> SandboxResult:
+    """Turn the zygote's facts about a run into a status."""
+    exit_code = finished.get("exit_code")
+    signal_number = finished.get("signal")
+    cpu_time_s = float(finished.get("cpu_time_s", 0.0))
+    tests = _test_results(finished, request)
+    status, error = _status_of(finished, limits, tests, exit_code, signal_number, cpu_time_s)
+    if stdout.truncated or stderr.truncated:
+        status, error = Status.OUTPUT_LIMIT, error or "output exceeded its cap"
+    if finished.get("infra_error"):
+        status, error = Status.SANDBOX_ERROR, str(finished["infra_error"])
+    return SandboxResult(
+        status=status,
+        exit_code=exit_code,
+        signal=signal_number,
+        stdout=stdout.text(),
+        stderr=stderr.text(),
+        stdout_truncated=stdout.truncated,
+        stderr_truncated=stderr.truncated,
+        wall_time_s=round(wall_time_s, 6),
+        cpu_time_s=cpu_time_s,
+        tests=tests,
+        error=error,
+        metadata={"max_rss_kib": finished.get("max_rss_kib")},
+    )
+
+
+def _status_of(
+    finished: dict[str, Any],
+    limits: SandboxLimits,
+    tests: tuple[TestResult, ...] | None,
+    exit_code: int | None,
+    signal_number: int | None,
+    cpu_time_s: float,
+) -> tuple[Status, str | None]:
+    kill_reason = finished.get("kill_reason")
+    if kill_reason == "timeout":
+        return Status.TIMEOUT, f"wall time limit of {limits.wall_time_s:g}s exceeded"
+    if kill_reason == "output_limit":
+        return Status.OUTPUT_LIMIT, "output exceeded its cap"
+    if finished.get("setup_incomplete"):
+        return Status.SANDBOX_ERROR, "the task child ended before its set-up completed"
+    if finished.get("memory"):
+        return Status.MEMORY, f"memory limit of {limits.memory_bytes} bytes exceeded"
+    if signal_number is not None:
+        cpu_limit = max(1, -(-limits.cpu_time_s // 1))
+        if signal_number == signal.SIGXCPU or (
+            signal_number == signal.SIGKILL and cpu_time_s >= cpu_limit
+        ):
+            return Status.TIMEOUT, f"CPU time limit of {cpu_limit:g}s exceeded"
+        if signal_number == signal.SIGXFSZ:
+            return Status.OUTPUT_LIMIT, f"file size limit of {limits.file_size_bytes} exceeded"
+        return Status.CRASHED, f"killed by {signal.Signals(signal_number).name}"
+    if tests is None:
+        if exit_code == 0:
+            return Status.OK, None
+        return Status.FAILED, f"exited with code {exit_code}"
+    for test in tests:
+        if test.status is not None and test.status is not Status.OK:
+            return test.status, f"test {test.index}: {test.error}"
+    if exit_code != 0 or any(test.status is None for test in tests):
+        return Status.FAILED, "the test harness ended before every test ran"
+    return Status.OK, None
+
+
+def _test_results(
+    finished: dict[str, Any], request: dict[str, Any]
+) -> tuple[TestResult, ...] | None:
+    if request.get("tests") is None:
+        return None
+    reported: dict[int, dict[str, Any]] = {}
+    for record in finished.get("tests") or []:
+        index = record.get("index")
+        if isinstance(index, int) and index not in reported:
+            reported[index] = record
+    results = []
+    for index in range(len(request["tests"])):
+        record = reported.get(index)
+        if record is None:
+            results.append(TestResult(index, None))
+            continue
+        try:
+            status = Status(str(record.get("status")))
+        except ValueError:
+            status = Status.FAILED
+        results.append(
+            TestResult(index, status, record.get("error"), float(record.get("wall_time_s", 0.0)))
+        )
+    return tuple(results)

@@ -1,0 +1,27 @@
+"""Fixtures for the sandbox suite: one small shared pool, audited after every test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rewardkit_sandbox import SandboxPool
+from sandbox_audit import SLOT_UID_BASE, TEST_LIMITS, leftover_files, processes_of_uids
+
+
+@pytest.fixture(scope="session")
+def pool() -> Iterator[SandboxPool]:
+    with SandboxPool(size=2, limits=TEST_LIMITS, uid_base=SLOT_UID_BASE) as shared:
+        yield shared
+
+
+@pytest.fixture
+def contained(pool: SandboxPool) -> Iterator[SandboxPool]:
+    """The shared pool; afterwards nothing of the task survives and the pool still serves."""
+    yield pool
+    uids = {slot.uid for slot in pool._slots}
+    assert processes_of_uids(uids) == []
+    assert leftover_files(pool) == []
+    for _ in range(pool.size):
+        after = pool.run("print(6 * 7)")
+        assert (after.status.value, after.stdout) == ("ok", "42\n")
