@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 # every distribution of the repo, installed editable into one environment
 DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sandbox/pyproject.toml trainers/pyproject.toml tests/thirdparty/*/pyproject.toml))
 STAMP  := $(VENV)/.installed
+# optional extras a distribution needs for its tests
+EXTRAS_rewardkit-gui := [generate]
 
 .PHONY: setup test demo lint typecheck bench clean
 
@@ -13,7 +15,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[math,test]" $(addprefix -e ,$(DISTS))
+	$(BIN)/python -m pip install -q -e ".[math,test]" $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
 	touch $(STAMP)
 
 test: setup

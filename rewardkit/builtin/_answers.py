@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 #: longest text read as a plain number; longer "numbers" are spam, not answers
@@ -121,11 +122,93 @@ def last_number(text: str, first: bool = False) -> str | None:
     return found.group(0) if found else None
 
 
+#: a whole output that is only an answer: no word of two or more letters outside a LaTeX
+#: command, short
+_BARE_ANSWER_MAX = 100
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+
+
+def bare_answer(text: str) -> str | None:
+    """The whole output when it is nothing but an answer (``\\frac{3}{4}``, ``x = 3``,
+    ``1,000``), else None.
+
+    >>> bare_answer(" x = -2 ")
+    '-2'
+    >>> bare_answer("the answer is 2") is None
+    True
+    """
+    stripped = text.strip()
+    if not stripped or len(stripped) > _BARE_ANSWER_MAX or _WORD.search(stripped):
+        return None
+    return strip_lead_in(stripped).strip()
+
+
+_MAX_SPAN = 1000
+
+
+def _math_spans(text: str) -> list[tuple[int, str]]:
+    """(position, content) of the math spans of ``text``, in order; linear time.
+
+    ``$...$`` pairs are taken left to right and must hug their content (TeX style, so
+    "costs $5 and $6" is currency, not math); ``$$...$$``, ``\\(...\\)`` and
+    ``\\[...\\]`` pair with the next closer. Spans over 1000 characters are ignored."""
+    spans: list[tuple[int, str]] = []
+    for opener, closer in (("\\(", "\\)"), ("\\[", "\\]")):
+        pos = text.find(opener)
+        while pos >= 0:
+            end = text.find(closer, pos + 2)
+            if end < 0:
+                break
+            if end - pos - 2 <= _MAX_SPAN:
+                spans.append((pos, text[pos + 2 : end]))
+            pos = text.find(opener, end + 2)
+    dollars = [m.start() for m in re.finditer(r"(?<!\\)\$", text)]
+    k = 0
+    while k + 1 < len(dollars):
+        a, b = dollars[k], dollars[k + 1]
+        if b == a + 1:  # "$$": display math up to the next "$$"
+            close = next((m for m in range(k + 2, len(dollars) - 1)
+                          if dollars[m + 1] == dollars[m] + 1), None)
+            if close is None:
+                break
+            content = text[a + 2 : dollars[close]]
+            if len(content) <= _MAX_SPAN:
+                spans.append((a, content))
+            k = close + 2
+            continue
+        content = text[a + 1 : b]
+        hugs = content[:1].strip() and content[-1:].strip() and not text[b + 1 : b + 2].isdigit()
+        if hugs and len(content) <= _MAX_SPAN:
+            spans.append((a, content))
+            k += 2
+        else:
+            k += 1
+    spans.sort()
+    return spans
+
+
+def math_span(text: str, first: bool = False) -> str | None:
+    """Content of the last (or ``first``) ``$...$``, ``$$...$$``, ``\\(...\\)`` or
+    ``\\[...\\]`` span that holds math (no words), lead-in removed.
+
+    >>> math_span(r"We get $x^2$, so the answer is $\\frac{1}{2}$.")
+    '\\\\frac{1}{2}'
+    >>> math_span("It costs $5 and then $6 more.") is None
+    True
+    """
+    spans = [inner for _, inner in _math_spans(text)
+             if not _WORD.search(inner.replace("\\text", ""))]
+    if not spans:
+        return None
+    return strip_lead_in(spans[0] if first else spans[-1]).strip()
+
+
 def extract(
     text: str, order: tuple[str, ...], answer_tag: str, first: bool = False
 ) -> tuple[str, str] | None:
     """Try the strategies in ``order``; the first that finds something gives
     ``(strategy, answer text)``. Strategies: ``answer_tag``, ``boxed``, ``hashes``,
+    ``bare`` (the whole output is just an answer), ``math_span`` (last ``$...$``),
     ``last_number``; each takes the last occurrence, or the first with ``first``."""
     for how in order:
         if how == "answer_tag":
@@ -137,6 +220,10 @@ def extract(
             found = boxed(text, first)
         elif how == "hashes":
             found = hashes_line(text, first)
+        elif how == "bare":
+            found = bare_answer(text)
+        elif how == "math_span":
+            found = math_span(text, first)
         elif how == "last_number":
             found = last_number(text, first)
         else:  # pragma: no cover - params validate the names
@@ -173,6 +260,7 @@ _CURRENCY = re.compile(r"^([-+]?)\s*(?:\$|€|£|¥|₹|USD|EUR|Rs\.?)\s*", re.I
 _DECIMAL = re.compile(
     r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?"
 )
+_INTEGER = re.compile(r"[-+]?\d{1,100}")
 _SLASH = re.compile(r"([-+]?\d+)\s*/\s*(\d+)")
 _FRAC = re.compile(r"([-+]?)\\frac\s*(?:\{\s*([-+]?\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
 _SCI = re.compile(r"(.+?)\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*\{?\s*([-+]?\d{1,3})\s*\}?")
@@ -209,6 +297,8 @@ def read_number(answer: str) -> PlainNumber | None:
     """
     if len(answer) > 4 * MAX_NUMBER_CHARS:
         return None
+    if _INTEGER.fullmatch(answer):  # the common case, at a fraction of the cost
+        return PlainNumber(Fraction(int(answer)))
     s = normalise(answer)
     percent = False
     m = _PERCENT_WORD.search(s)
@@ -252,10 +342,17 @@ def _exact_value(s: str) -> Fraction | None:
 def numbers_match(gold: PlainNumber, pred: PlainNumber, abs_tol: float, rel_tol: float) -> bool:
     """True when some reading of ``pred`` is within tolerance of some reading of ``gold``
     (``|p - g| <= max(abs_tol, rel_tol * |g|)``, exact arithmetic)."""
-    a, r = Fraction(abs_tol), Fraction(rel_tol)
+    if not (gold.percent or pred.percent) and gold.value == pred.value:
+        return True
+    a, r = _tolerances(abs_tol, rel_tol)
     return any(
         abs(p - g) <= max(a, r * abs(g)) for g in gold.candidates() for p in pred.candidates()
     )
+
+
+@lru_cache(maxsize=32)
+def _tolerances(abs_tol: float, rel_tol: float) -> tuple[Fraction, Fraction]:
+    return Fraction(abs_tol), Fraction(rel_tol)
 
 
 def reference_text(reference: Any) -> str | None:

@@ -33,6 +33,8 @@ def _length(text: str, unit: Unit) -> int:
 
 
 class OverlongParams(Params):
+    """Parameters of overlong_penalty."""
+
     max_length: int = Field(gt=0, description="length at which the full penalty applies")
     buffer: int = Field(gt=0, description="width of the linear ramp before max_length")
     unit: Unit = Field("chars", description="chars, or whitespace-separated tokens")
@@ -47,7 +49,9 @@ class OverlongParams(Params):
 
 @reward(params=OverlongParams)
 def overlong_penalty(sample: Sample, params: OverlongParams) -> Score:
-    """Soft overlong penalty (DAPO): 0 while ``length <= max_length - buffer``, then
+    """Soft overlong penalty (DAPO): 0, then a linear ramp down to ``-penalty``.
+
+    0 while ``length <= max_length - buffer``, then
     ``-penalty * (length - (max_length - buffer)) / buffer``, at most ``-penalty``.
 
     Why soft: a hard cut-off punishes a sound answer one token over the limit as hard as
@@ -62,6 +66,8 @@ def overlong_penalty(sample: Sample, params: OverlongParams) -> Score:
 
 
 class RepetitionParams(Params):
+    """Parameters of repetition_penalty."""
+
     n: int = Field(3, ge=1, description="n-gram size, in words")
     penalty: float = Field(1.0, ge=0, description="value of an output that is all repeats")
     min_ngrams: int = Field(
@@ -71,7 +77,9 @@ class RepetitionParams(Params):
 
 @reward(params=RepetitionParams)
 def repetition_penalty(sample: Sample, params: RepetitionParams) -> Score:
-    """``-penalty * repeated / total`` over the word n-grams of the output, where
+    """Minus the share of word n-grams that repeat an earlier one.
+
+    ``-penalty * repeated / total`` over the word n-grams of the output, where
     ``repeated`` counts n-grams already seen earlier in it (case-insensitive).
 
     0 for text without repeats; near ``-penalty`` for a loop (``"the answer is 4. "``
@@ -103,6 +111,8 @@ class KeywordGroup(Params):
 
 
 class KeywordParams(Params):
+    """Parameters of keyword_coverage."""
+
     groups: list[KeywordGroup] = Field(min_length=1, description="the required groups")
     score: float = Field(1.0, description="value when every group is found (in order)")
     partial: float = Field(
@@ -133,9 +143,10 @@ class KeywordParams(Params):
 
 
 class KeywordCoverage(Reward):
-    """Coverage of groups of required keywords: ``score`` when every group is found
-    (and, with ``in_order``, first mentioned in the listed order); otherwise
-    ``partial * score * found / groups``.
+    """Coverage of groups of required keywords: full for all, partial for some.
+
+    ``score`` when every group is found (and, with ``in_order``, first mentioned in the
+    listed order); otherwise ``partial * score * found / groups``.
 
     Example (SEEDS B domain text): groups ``symptom`` (fever|cough), ``diagnosis``
     (influenza|pneumonia), ``therapy`` (oseltamivir|antibiotic); "fever, likely

@@ -37,6 +37,8 @@ class TagParams(Params):
 
 
 class LayoutParams(TagParams):
+    """Parameters of soft_format and strict_format."""
+
     min_reasoning_chars: int = Field(
         0,
         ge=0,
@@ -52,8 +54,9 @@ def _junction(r: str, a: str) -> re.Pattern[str]:
 
 @reward(params=LayoutParams)
 def soft_format(sample: Sample, params: LayoutParams) -> float:
-    """Both tag pairs present, reasoning block before answer block (only whitespace
-    between them), anything before and after.
+    """Both tag pairs present, reasoning block then answer block, anything around them.
+
+    Only whitespace may separate the two blocks.
 
     Pays ``score``, else 0. Example: ``<think>2+2</think> <answer>4</answer>`` -> 1.0.
     Linear in the output (a lazy regex would be quadratic on repeated tags).
@@ -87,8 +90,10 @@ def _strict_pattern(r: str, a: str) -> re.Pattern[str]:
 
 @reward(params=LayoutParams)
 def strict_format(sample: Sample, params: LayoutParams) -> float:
-    """The whole output is exactly ``<r>\\n...\\n</r>\\n<a>\\n...\\n</a>`` (one optional final
-    newline), each tag once, nothing before or after.
+    """The whole output is exactly the reasoning block, a newline, the answer block.
+
+    That is ``<r>\\n...\\n</r>\\n<a>\\n...\\n</a>`` with one optional final newline,
+    each tag once, nothing before or after.
 
     Pays ``score``, else 0. Why: the soft check lets a policy pad the output; this one
     is what the prompt actually asked for.
@@ -104,6 +109,8 @@ def strict_format(sample: Sample, params: LayoutParams) -> float:
 
 
 class TagCountParams(Params):
+    """Parameters of tag_count."""
+
     reasoning_tag: str = Field("think", description="name of the reasoning tag")
     answer_tag: str = Field("answer", description="name of the answer tag")
     per_tag: float = Field(
@@ -119,9 +126,11 @@ class TagCountParams(Params):
 
 @reward(params=TagCountParams)
 def tag_count(sample: Sample, params: TagCountParams) -> Score:
-    """Partial format credit: ``per_tag`` for each of ``<r>\\n``, ``\\n</r>\\n``, ``\\n<a>\\n``
-    and ``\\n</a>`` that occurs exactly once, minus ``trailing_penalty`` per character
-    after the last ``</a>`` (one final newline is free).
+    """Partial format credit per tag found exactly once, minus text after the answer.
+
+    ``per_tag`` for each of ``<r>\\n``, ``\\n</r>\\n``, ``\\n<a>\\n`` and ``\\n</a>`` that
+    occurs exactly once, minus ``trailing_penalty`` per character after the last
+    ``</a>`` (one final newline is free).
 
     A smooth signal early in training, when the strict layout is still rare. Repeating a
     tag loses its credit, and text after the answer costs, so neither pays as a hack.
@@ -147,6 +156,8 @@ def tag_count(sample: Sample, params: TagCountParams) -> Score:
 
 
 class NumberParams(Params):
+    """Parameters of answer_is_number."""
+
     answer_tag: str = Field("answer", description="name of the answer tag")
     score: float = Field(1.0, description="value when the answer is a plain number")
     integer_only: bool = Field(
@@ -160,9 +171,10 @@ _DECIMAL = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)")
 
 @reward(params=NumberParams)
 def answer_is_number(sample: Sample, params: NumberParams) -> float:
-    """The last ``<answer>`` block holds a plain number and nothing else (surrounding
-    whitespace allowed): ``42``, ``-3``, ``2.5`` (not with ``integer_only``); not
-    ``1,000``, ``$5``, ``42 apples`` or ``x = 4``.
+    """The last answer block holds a plain number and nothing else.
+
+    Surrounding whitespace is allowed: ``42``, ``-3``, ``2.5`` (not with
+    ``integer_only``); not ``1,000``, ``$5``, ``42 apples`` or ``x = 4``.
 
     Pays ``score``, else 0. A format nudge toward answers a numeric grader can read.
     """
@@ -174,6 +186,8 @@ def answer_is_number(sample: Sample, params: NumberParams) -> float:
 
 
 class LineParams(Params):
+    """Parameters of final_answer_line."""
+
     pattern: str = Field(
         r"\n#### The final answer is \d+",
         description="regular expression searched for in the output (Python `re` syntax)",
@@ -197,8 +211,9 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 @reward(params=LineParams)
 def final_answer_line(sample: Sample, params: LineParams) -> float:
-    """The output contains ``pattern`` (default ``\\n#### The final answer is \\d+``, the
-    closing line of the 8-shot GSM8K prompt).
+    """The output contains ``pattern``, by default the 8-shot GSM8K closing line.
+
+    The default is ``\\n#### The final answer is \\d+``.
 
     Pays ``score``, else 0. Keep custom patterns free of nested quantifiers: they run on
     every completion.

@@ -40,6 +40,8 @@ from rewardkit.types import Sample, Score
 
 
 class ExactParams(Params):
+    """Parameters of exact_answer."""
+
     answer_tag: str = Field("answer", description="name of the answer tag")
     score: float = Field(1.0, description="value when the answer equals the gold string")
     wrong: float = Field(0.0, description="value otherwise (also when there is no answer)")
@@ -67,17 +69,23 @@ def exact_answer(sample: Sample, params: ExactParams) -> Score:
     return Score.ok(params.score if answer == gold else params.wrong, extracted=answer[:200])
 
 
-Strategy = Literal["answer_tag", "boxed", "hashes", "last_number"]
-_ALL_STRATEGIES: tuple[Strategy, ...] = ("answer_tag", "boxed", "hashes", "last_number")
+Strategy = Literal["answer_tag", "boxed", "hashes", "bare", "math_span", "last_number"]
+_ALL_STRATEGIES: tuple[Strategy, ...] = (
+    "answer_tag", "boxed", "hashes", "bare", "math_span", "last_number"
+)
 
 
 class MathParams(Params):
+    """Parameters of math_answer."""
+
     extract: list[Strategy] = Field(
         default_factory=lambda: list(_ALL_STRATEGIES),
         min_length=1,
         description="where to look for the final answer, in order; the first strategy that "
         "finds something decides: answer_tag (last <answer> block), boxed (last \\boxed{}), "
-        "hashes (the last '####' line), last_number (last number in the text)",
+        "hashes (the last '####' line), bare (the whole output is only an answer, e.g. "
+        "'\\frac{3}{4}' or 'x = 3'), math_span (last $...$ or \\(...\\)), last_number "
+        "(last number in the text)",
     )
     answer_tag: str = Field("answer", description="name of the answer tag")
     occurrence: Literal["last", "first"] = Field(
@@ -142,6 +150,10 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     if not params.symbolic:
         return Score.ok(params.wrong, "answer is not a plain number", via=how,
                         extracted=answer[:200])
+    if gold_number is not None:  # hand math-verify the value, not "72 clips"
+        value = gold_number.value
+        gold_text = str(value.numerator) if value.denominator == 1 else \
+            f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
     return _symbolic(gold_parsed or gold_text, answer, how, params)
 
 

@@ -1,0 +1,186 @@
+"""math_answer and exact_answer: behaviours beyond the golden cases in
+tests/cases/builtin/ (imports, timeouts, threads, missing dependencies, number reading)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from fractions import Fraction
+
+import pytest
+
+from rewardkit import RewardSet, Sample, Status, get_reward
+from rewardkit.builtin import math as builtin_math
+from rewardkit.builtin._answers import read_number
+
+
+def test_plain_numbers_never_import_sympy_or_math_verify() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from rewardkit import Sample, get_reward
+        reward = get_reward("math_answer")()
+        cases = [("<answer>1,000</answer>", "1000"), ("#### $18.50", "18.5"),
+                 ("so \\\\boxed{\\\\frac{3}{4}}", "0.75"), ("12 apples", 13),
+                 ("nothing here", "7")]
+        scores = [reward.score(Sample(completion=c, reference=r)) for c, r in cases]
+        assert [s.value for s in scores] == [1.0, 1.0, 1.0, 0.0, 0.0], scores
+        loaded = sorted(m for m in ("sympy", "math_verify") if m in sys.modules)
+        print("LOADED", loaded)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "LOADED []" in out.stdout
+
+
+def test_symbolic_answer_is_graded_through_math_verify() -> None:
+    score = get_reward("math_answer")().score(
+        Sample(completion="\\boxed{\\frac{\\pi}{2}}", reference="\\pi/2"))
+    assert score.value == 1.0
+
+
+def test_unparseable_reference_is_an_error_not_a_wrong_answer() -> None:
+    score = get_reward("math_answer")().score(
+        Sample(completion="<answer>3</answer>", reference="\\frac{1}{"))
+    assert score.status is Status.ERROR
+    assert "reference" in score.reason
+
+
+def test_non_numeric_reference_without_symbolic_is_an_error() -> None:
+    score = get_reward("math_answer")({"symbolic": False}).score(
+        Sample(completion="<answer>3</answer>", reference="x + 1"))
+    assert score.status is Status.ERROR
+
+
+def test_missing_math_verify_is_reported_as_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(builtin_math, "_math_verify", lambda: None)
+    score = get_reward("math_answer")().score(
+        Sample(completion="\\boxed{x+1}", reference="1+x"))
+    assert score.status is Status.ERROR
+    assert "rewardkit[math]" in score.reason
+
+
+def test_symbolic_path_works_off_the_main_thread() -> None:
+    """math-verify's own signal timeouts would raise here; rewardkit turns them off."""
+    reward = get_reward("math_answer")()
+    got: list[float | None] = []
+    thread = threading.Thread(target=lambda: got.append(
+        reward.score(Sample(completion="\\boxed{2(x+1)}", reference="2x+2")).value))
+    thread.start()
+    thread.join(60)
+    assert got == [1.0]
+
+
+def test_first_occurrence_grades_the_first_hashes_line() -> None:
+    text = "#### 72\nQuestion: next?\n#### 5"
+    first = get_reward("math_answer")({"extract": ["hashes"], "occurrence": "first"})
+    last = get_reward("math_answer")({"extract": ["hashes"]})
+    assert first.score(Sample(completion=text, reference="72")).value == 1.0
+    assert last.score(Sample(completion=text, reference="72")).value == 0.0
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [
+        ("1,234,567", Fraction(1234567)),
+        ("$1,234.50", Fraction("1234.5")),
+        ("-$5", Fraction(-5)),
+        ("72 clips", Fraction(72)),
+        ("10cm", Fraction(10)),
+        ("3/4", Fraction(3, 4)),
+        ("-\\frac{3}{4}", Fraction(-3, 4)),
+        ("\\dfrac12", Fraction(1, 2)),
+        ("1.5 \\times 10^{3}", Fraction(1500)),
+        ("$42$", Fraction(42)),
+        ("\\text{\\$}18.", Fraction(18)),
+        ("90^\\circ", Fraction(90)),
+    ],
+)
+def test_plain_numbers_are_read_exactly(written: str, value: Fraction) -> None:
+    number = read_number(written)
+    assert number is not None and number.value == value
+
+
+@pytest.mark.parametrize("written", ["x^2", "1, 2", "2x", "\\sqrt{2}", "1 2 3", "9" * 500,
+                                     "1e99999", ""])
+def test_non_plain_answers_are_left_to_the_symbolic_path(written: str) -> None:
+    assert read_number(written) is None
+
+
+def test_percent_is_read_as_both_readings() -> None:
+    number = read_number("12.5%")
+    assert number is not None and number.candidates() == (Fraction(25, 2), Fraction(1, 8))
+
+
+# -- hard limits: nothing runs past timeout + 0.5 s through a RewardSet ------------------
+TIMEOUT = 3.0
+PATHOLOGICAL = {
+    "nested_frac": "\\boxed{" + "\\frac{1}{" * 10_000 + "}",
+    "nested_frac_answer_tag": "<answer>$" + "\\frac{1}{" * 10_000 + "$</answer>",
+    "power_tower": "\\boxed{10^{10^{10^{10}}}}",
+    "power_tower_plain": "<answer>2**2**2**2**2**2</answer>",
+    "big_factorial": "\\boxed{123456!}",
+    "one_mb_digits": "9" * 1_000_000,
+    "one_mb_latex": "\\boxed{" + "x+" * 500_000 + "1}",
+    "one_mb_braces": "\\boxed{" + "{" * 1_000_000,
+    "one_mb_answer_tags": "<answer>" * 130_000 + "</answer>",
+}
+
+
+@pytest.fixture(scope="module")
+def guarded_set() -> RewardSet:
+    rs = RewardSet.from_dict({
+        "rewards": {"math": {"reward": "math_answer", "timeout": TIMEOUT}},
+        "limits": {"max_completion_chars": 10_000_000},
+    })
+    # start the workers and load math-verify in them, so the timings below measure scoring
+    rs.score([Sample(completion="\\boxed{x+1}", reference="1+x")] * 4)
+    return rs
+
+
+def _timed_score(rs: RewardSet, completion: str, reference: str) -> tuple[float, Status]:
+    start = time.monotonic()
+    result = rs.score([Sample(completion=completion, reference=reference)])
+    return time.monotonic() - start, result[0].scores["math"].status
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_pathological_answer_is_answered_within_the_timeout(guarded_set: RewardSet,
+                                                            name: str) -> None:
+    seconds, status = _timed_score(guarded_set, PATHOLOGICAL[name], "42")
+    assert seconds < TIMEOUT + 0.5
+    assert status in (Status.OK, Status.TIMEOUT)
+
+
+@pytest.mark.parametrize("name", ["nested_frac", "power_tower", "one_mb_latex"])
+def test_pathological_reference_is_answered_within_the_timeout(guarded_set: RewardSet,
+                                                               name: str) -> None:
+    seconds, status = _timed_score(guarded_set, "<answer>42</answer>",
+                                   PATHOLOGICAL[name].replace("\\boxed", ""))
+    assert seconds < TIMEOUT + 0.5
+    assert status in (Status.ERROR, Status.TIMEOUT)
+
+
+def test_pathological_answers_from_another_thread_keep_the_limit(guarded_set: RewardSet) -> None:
+    timings: list[tuple[float, Status]] = []
+
+    def run() -> None:
+        for name in ("nested_frac", "power_tower", "one_mb_latex"):
+            timings.append(_timed_score(guarded_set, PATHOLOGICAL[name], "42"))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(3 * (TIMEOUT + 0.5) + 5)
+    assert len(timings) == 3
+    assert all(seconds < TIMEOUT + 0.5 for seconds, _ in timings)
+
+
+def test_exact_answer_can_ignore_case() -> None:
+    reward = get_reward("exact_answer")({"case_sensitive": False})
+    assert reward.score(Sample(completion="<answer>Paris</answer>", reference="paris")).value \
+        == 1.0
