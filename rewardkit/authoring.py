@@ -191,6 +191,7 @@ def reward(
     group: bool = False,
     timeout: float | None = None,
     description: str | None = None,
+    setup: Callable[[Any], None] | None = None,
 ) -> Callable[[F], type[FunctionReward]]: ...
 
 
@@ -204,6 +205,7 @@ def reward(
     group: bool = False,
     timeout: float | None = None,
     description: str | None = None,
+    setup: Callable[[Any], None] | None = None,
 ) -> Any:
     """Turn a function into a registered-ready reward class.
 
@@ -211,6 +213,9 @@ def reward(
     parameter) and returns a float, a bool, a :class:`Score`, or ``None`` (does not
     apply). With ``group=True`` it takes the list of samples of one prompt and returns
     one value per sample. ``async def`` functions run in async mode.
+
+    ``setup(params)``, when given, runs once per instance before scoring (in process mode:
+    in the worker, before its clock starts), e.g. to import a heavy library.
 
     The name under which the module exposes the function becomes the reward class, so it
     pickles by reference for process workers.
@@ -242,6 +247,8 @@ def reward(
             "__qualname__": func.__qualname__,
             "_rk_attr": func.__qualname__,
         }
+        if setup is not None:
+            attrs["setup"] = lambda self: setup(self.params)
         if chosen_mode is ExecutionMode.ASYNC:
             attrs["score"] = _async_score
             attrs["score_group"] = _async_score_group

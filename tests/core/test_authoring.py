@@ -78,3 +78,16 @@ def test_completion_text_handles_strings_and_chat_messages(completion, text):
 def test_sample_from_row_puts_other_columns_in_metadata():
     s = Sample.from_dict({"prompt": "p", "completion": "c", "reference": 4, "task": "math"})
     assert (s.prompt, s.text, s.reference, s.metadata) == ("p", "c", 4, {"task": "math"})
+
+
+def test_decorator_setup_runs_once_per_instance_with_the_params():
+    seen: list[int] = []
+
+    @reward(params=P, setup=lambda params: seen.append(params.limit))
+    def with_setup(sample: Sample, params: P) -> float:
+        return 1.0
+
+    inst = with_setup({"limit": 7})
+    inst.score(Sample(completion="x"))
+    inst.score(Sample(completion="y"))
+    assert seen == [7]
