@@ -21,3 +21,16 @@ def test_every_config_key_is_documented():
     for key in ("aggregate", "on_error", "rewards", "limits", "weight", "stages", "when",
                 "timeout", "mode", "until_step", "max_completion_chars", "piecewise"):
         assert f"`{key}`" in page
+
+
+def test_readme_tour_config_is_valid():
+    import re
+
+    import yaml
+
+    from rewardkit import parse_config
+
+    readme = (DOCS.parent / "README.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", readme, re.DOTALL)
+    assert block is not None
+    parse_config(yaml.safe_load(block.group(1)), "README.md")
