@@ -5,7 +5,6 @@ import pytest
 
 from rewardkit import registry
 
-pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(scope="session", autouse=True)
