@@ -48,7 +48,20 @@ class CasesFile(pytest.File):
                 yield ProbeItem.from_parent(self, name=f"probe:{name}", probe=name)
 
 
-class CaseItem(pytest.Item):
+class _CasesItem(pytest.Item):
+    """An item of a cases file: failures print as the case's message, not a traceback."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.path.name}::{self.name}"
+
+
+class CaseItem(_CasesItem):
     def __init__(self, *, index: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.index = index
@@ -70,17 +83,8 @@ class CaseItem(pytest.Item):
                 f"  got:        {score.to_dict()}"
             )
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
 
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"{self.path.name}::{self.name}"
-
-
-class ProbeItem(pytest.Item):
+class ProbeItem(_CasesItem):
     def __init__(self, *, probe: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.probe = probe
@@ -99,15 +103,6 @@ class ProbeItem(pytest.Item):
             raise CaseFailure(exc.render()) from None
         if not result.passed:
             raise CaseFailure(f"{spec.reward} failed probe {self.probe!r}: {result.problem}")
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"{self.path.name}::{self.name}"
 
 
 ScoreFn = Callable[..., ScoreResult]

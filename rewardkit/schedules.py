@@ -33,31 +33,33 @@ class ConstantSchedule(_Schedule):
         return self.value
 
 
-class LinearSchedule(_Schedule):
+class _Ramp(_Schedule):
+    start: float
+    end: float
+    steps: int = Field(gt=0)
+    start_step: int = Field(0, ge=0)
+
+    def progress(self, step: int) -> float:
+        """0 at ``start_step``, 1 from ``start_step + steps`` on."""
+        return min(max(step - self.start_step, 0) / self.steps, 1.0)
+
+
+class LinearSchedule(_Ramp):
     """From ``start`` at ``start_step`` to ``end`` at ``start_step + steps``, then ``end``."""
 
     schedule: Literal["linear"]
-    start: float
-    end: float
-    steps: int = Field(gt=0)
-    start_step: int = Field(0, ge=0)
 
     def __call__(self, step: int) -> float:
-        t = min(max(step - self.start_step, 0) / self.steps, 1.0)
-        return self.start + (self.end - self.start) * t
+        return self.start + (self.end - self.start) * self.progress(step)
 
 
-class CosineSchedule(_Schedule):
+class CosineSchedule(_Ramp):
     """Half-cosine from ``start`` to ``end`` over ``steps`` steps after ``start_step``."""
 
     schedule: Literal["cosine"]
-    start: float
-    end: float
-    steps: int = Field(gt=0)
-    start_step: int = Field(0, ge=0)
 
     def __call__(self, step: int) -> float:
-        t = min(max(step - self.start_step, 0) / self.steps, 1.0)
+        t = self.progress(step)
         return self.end + (self.start - self.end) * 0.5 * (1.0 + math.cos(math.pi * t))
 
 

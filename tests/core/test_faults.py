@@ -48,7 +48,7 @@ def test_hanging_reward_times_out_and_the_rest_is_scored():
     assert res[1].scores["bad"].status is Status.TIMEOUT
     assert res.values("bad") == [1.0, None, 1.0]
     assert res.values("good") == [4.0, 10.0, 9.0]
-    assert elapsed < 1.0 + 3.0  # timeout plus worker restart, not a hang
+    assert elapsed < 1.0 + 8.0  # timeout plus a worker restart on a busy machine, not a hang
 
 
 def test_hard_timeout_works_outside_the_main_thread():
@@ -102,7 +102,7 @@ def test_async_reward_times_out_per_sample():
                                                 "params": {"delay": 5}}}})
     start = time.monotonic()
     res = rs.score([{"completion": "slow"}, {"completion": "fast"}])
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 4  # 0.3 s timeout, not the 5 s sleep
     assert res[0].scores["a"].status is Status.TIMEOUT
     assert res.values("a")[1] == 1.0
 
