@@ -1,0 +1,371 @@
+"""``code_execution``: run the model's program against tests in the sandbox.
+
+The program is taken from the completion (a fenced block, the last block, or the whole
+text), then run against the reference: assert-style tests (each in its own process,
+after the program) or stdin/stdout cases (one run per case). What a run costs the
+candidate (a timeout, the memory limit, a crash) is a wrong answer with the reason;
+what the infrastructure fails to do (``sandbox_error``, an unreachable SandboxFusion)
+is an error score, never a 0.
+
+Modes: ``binary`` (1 when everything passes), ``pass_fraction`` (passed / total) and
+``partial`` (SEEDS B: ``compiles_value`` for a program that compiles, ``runs_value`` for
+one that also runs clean, ``pass_value`` when every test passes).
+
+>>> from rewardkit import Sample
+>>> grader = CodeExecution({"mode": "binary"})                        # doctest: +SKIP
+>>> answer = "```python\\ndef add(a, b):\\n    return a + b\\n```"
+>>> grader.grade(Sample(completion=answer, reference=["assert add(1, 2) == 3"]))  # doctest: +SKIP
+Score(value=1.0, status=<Status.OK: 'ok'>, reason='all 1 tests passed', ...)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+from urllib.parse import urlparse
+
+from pydantic import Field, model_validator
+from rewardkit_sandbox import (
+    PythonRunner,
+    Runner,
+    SandboxFusionRunner,
+    SandboxLimits,
+    SandboxResult,
+    SandboxUnavailableError,
+    Status,
+)
+
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score
+from rewardkit_code.extraction import ExtractMode, extract_code
+from rewardkit_code.references import IOCase, ReferenceFormatError, TestSuite, parse_reference
+from rewardkit_code.sandboxes import default_slots, shared_executor, shared_pool
+
+_MIB = 1024 * 1024
+#: time a test batch may take beyond its tests' own limits (harness start, forks)
+_BATCH_OVERHEAD_S = 1.0
+_REMOTE_CONCURRENCY = 16
+
+# Compiles the candidate first, says so on stderr (with a per-run token), then runs it
+# as __main__: tells "does not compile" from "compiles but fails" without parsing
+# tracebacks. Faking the token only moves a program from 0 to its true stage.
+_STAGE_PROBE = """\
+import sys as _rewardkit_sys
+try:
+    _rewardkit_code = compile({source!r}, "main.py", "exec", dont_inherit=True)
+except (SyntaxError, ValueError) as _rewardkit_error:
+    print(f"{{type(_rewardkit_error).__name__}}: {{_rewardkit_error}}", file=_rewardkit_sys.stderr)
+    raise SystemExit(1)
+print({token!r}, file=_rewardkit_sys.stderr, flush=True)
+exec(_rewardkit_code, globals())
+"""
+
+
+class CodeExecutionParams(Params):
+    """Parameters of ``code_execution``."""
+
+    language: str = Field(
+        "python",
+        description="language of the program: the fenced-block tag looked for, and what the "
+        "runner runs (the local runner runs python only)",
+    )
+    extract: ExtractMode = Field(
+        "fenced",
+        description="fenced: the last block tagged with the language (else the last "
+        "untagged one); last_block: the last fenced block; whole: the whole completion",
+    )
+    mode: Literal["binary", "pass_fraction", "partial"] = Field(
+        "pass_fraction",
+        description="binary: 1 when every test passes; pass_fraction: passed / total; "
+        "partial: compiles_value / runs_value / pass_value by the stage reached",
+    )
+    compiles_value: float = Field(0.1, ge=0, description="partial: the program compiles")
+    runs_value: float = Field(
+        0.2, ge=0, description="partial: it also runs clean (exit 0, no exception)"
+    )
+    pass_value: float = Field(1.0, ge=0, description="partial: every test passes")
+    batch_size: int | None = Field(
+        None,
+        ge=1,
+        description="tests run in batches of this many; after the first batch with a "
+        "failure the rest are not run (and count as failed); null: one batch",
+    )
+    timeout_s: float = Field(5.0, gt=0, le=600, description="limit per test / per case run")
+    memory_mb: int = Field(512, ge=32, description="address-space limit of the program")
+    compare: Literal["exact", "rstrip", "whitespace"] = Field(
+        "rstrip",
+        description="stdout comparison: exact; rstrip: trailing whitespace of each line and "
+        "trailing blank lines ignored; whitespace: the whitespace-separated tokens",
+    )
+    runner: Literal["local", "sandboxfusion"] = Field(
+        "local", description="local: this machine's SandboxPool; sandboxfusion: a server"
+    )
+    endpoint: str | None = Field(
+        None, description="SandboxFusion base URL (runner: sandboxfusion), e.g. http://host:8080"
+    )
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        description="programs run at once: sandbox slots (local, default: CPU count) or "
+        f"requests in flight (sandboxfusion, default {_REMOTE_CONCURRENCY})",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CodeExecutionParams:
+        if self.runner == "sandboxfusion":
+            url = urlparse(self.endpoint or "")
+            if url.scheme not in ("http", "https") or not url.netloc:
+                raise ValueError(
+                    "runner sandboxfusion needs endpoint: the server's http(s) URL "
+                    f"(got {self.endpoint!r})"
+                )
+        elif self.language.lower() != "python":
+            raise ValueError(
+                f"the local runner runs python only (language {self.language!r}); "
+                "use runner: sandboxfusion for other languages"
+            )
+        if self.mode == "partial":
+            if self.language.lower() != "python":
+                raise ValueError("mode partial needs language python (its compile check)")
+            if not self.compiles_value <= self.runs_value <= self.pass_value:
+                raise ValueError(
+                    "partial values must rise: compiles_value <= runs_value <= pass_value"
+                )
+        return self
+
+
+@dataclass
+class _Tally:
+    passed: int = 0
+    failure: str | None = None
+    error: str | None = None  # infrastructure failure: the score is an error
+
+
+class CodeExecution(Reward):
+    """Run the answer's program against unit tests or stdin/stdout cases in the sandbox.
+
+    Async: each sample is graded in a thread of a shared executor sized to the sandbox,
+    so a batch keeps every sandbox slot busy (``grade`` is the blocking form). The
+    sandbox enforces ``timeout_s`` per test; the reward's own ``timeout`` (600 s) is a
+    backstop that also counts the wait for a free slot.
+    """
+
+    name: ClassVar[str] = "code_execution"
+    Params: ClassVar[type[CodeExecutionParams]] = CodeExecutionParams
+    mode: ClassVar[ExecutionMode] = ExecutionMode.ASYNC
+    timeout: ClassVar[float | None] = 600.0
+    description: ClassVar[str] = (
+        "Run the answer's code against assert tests or stdin/stdout cases in the sandbox"
+    )
+
+    params: CodeExecutionParams
+
+    def score(self, sample: Sample) -> Score | asyncio.Future[Score]:
+        """Grade ``sample``: on the shared executor when called from an event loop (async
+        mode: the engine awaits the future), else right here (inline or process mode)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self.grade(sample)
+        return loop.run_in_executor(self._executor(), self.grade, sample)
+
+    def grade(self, sample: Sample) -> Score:
+        """Grade one sample, blocking until its runs are done."""
+        params = self.params
+        try:
+            suite = parse_reference(sample.reference)
+        except ReferenceFormatError as error:
+            return Score.error(str(error))
+        code = extract_code(sample.text, params.extract, params.language)
+        if code is None:
+            return Score.ok(
+                0.0,
+                f"no {params.language} code found (extract: {params.extract})",
+                passed=0,
+                total=len(suite),
+            )
+        try:
+            runner = self._runner(0)
+        except SandboxUnavailableError as error:
+            return Score.error(f"sandbox unavailable: {error}")
+        first_case: SandboxResult | None = None
+        stage_value = 0.0
+        if params.mode == "partial":
+            probe, compiled = self._probe(runner, code, suite)
+            if probe.status is Status.SANDBOX_ERROR:
+                return Score.error(f"sandbox error: {probe.error}")
+            stage_value, verdict = self._stage(probe, compiled)
+            if verdict is not None:
+                return Score.ok(stage_value, verdict, passed=0, total=len(suite))
+            if suite.cases:
+                first_case = probe
+        tally = (
+            self._run_tests(code, suite.tests)
+            if suite.tests
+            else self._run_cases(runner, code, suite.cases, first_case)
+        )
+        if tally.error is not None:
+            return Score.error(tally.error)
+        return self._verdict(tally, len(suite), "tests" if suite.tests else "cases", stage_value)
+
+    # -- running ----------------------------------------------------------------------
+
+    def _executor(self) -> ThreadPoolExecutor:
+        params = self.params
+        if params.runner == "sandboxfusion":
+            threads = params.concurrency or _REMOTE_CONCURRENCY
+            return shared_executor("rewardkit-code-remote", threads)
+        return shared_executor("rewardkit-code-sandbox", params.concurrency or default_slots())
+
+    def _runner(self, n_tests: int) -> Runner:
+        """A runner whose wall limit fits ``n_tests`` tests (0: one program run)."""
+        params = self.params
+        stop_early = params.mode == "binary"
+        if params.runner == "sandboxfusion":
+            assert params.endpoint is not None
+            return SandboxFusionRunner(
+                params.endpoint,
+                language=params.language,
+                run_timeout_s=params.timeout_s,
+                memory_limit_mb=params.memory_mb,
+                stop_on_first_failure=stop_early,
+            )
+        wall = params.timeout_s if n_tests == 0 else params.timeout_s * n_tests
+        limits = SandboxLimits(
+            wall_time_s=wall + (_BATCH_OVERHEAD_S if n_tests else 0.0),
+            cpu_time_s=params.timeout_s,
+            memory_bytes=params.memory_mb * _MIB,
+        )
+        return PythonRunner(
+            shared_pool(params.concurrency),
+            limits=limits,
+            test_timeout_s=params.timeout_s,
+            stop_on_first_failure=stop_early,
+        )
+
+    def _probe(self, runner: Runner, code: str, suite: TestSuite) -> tuple[SandboxResult, bool]:
+        """Run the program once (on the first case's stdin): (result, did it compile)."""
+        token = f"rewardkit-compiled-{secrets.token_hex(8)}"
+        program = _STAGE_PROBE.format(source=code, token=token)
+        stdin = suite.cases[0].stdin if suite.cases else None
+        result = runner.run(program, stdin=stdin)
+        return result, token in result.stderr
+
+    def _stage(self, probe: SandboxResult, compiled: bool) -> tuple[float, str | None]:
+        """(value so far, final verdict or None when the tests should run)."""
+        params = self.params
+        if not compiled:
+            return 0.0, f"does not compile: {_last_line(probe.stderr) or probe.status}"
+        if probe.status is not Status.OK:
+            why = _run_failure(probe)
+            return params.compiles_value, f"compiles but does not run clean: {why}"
+        return params.runs_value, None
+
+    def _run_tests(self, code: str, tests: Sequence[str]) -> _Tally:
+        tally = _Tally()
+        for start in range(0, len(tests), self.params.batch_size or len(tests)):
+            batch = list(tests[start : start + (self.params.batch_size or len(tests))])
+            result = self._runner(len(batch)).run(code, tests=batch)
+            if result.status is Status.SANDBOX_ERROR:
+                tally.error = f"sandbox error: {result.error}"
+                return tally
+            outcomes = result.tests or ()
+            tally.passed += sum(test.passed for test in outcomes)
+            failed = next((test for test in outcomes if not test.passed), None)
+            if failed is None and len(outcomes) < len(batch):
+                tally.failure = f"test {start + len(outcomes)}: not run ({result.status})"
+            elif failed is not None:
+                what = failed.status or "not run"
+                detail = f": {failed.error}" if failed.error else ""
+                if failed.status is None and result.error:
+                    detail = f" ({result.error})"
+                tally.failure = f"test {start + failed.index} {what}{detail}"
+            if tally.failure is not None:
+                break
+        return tally
+
+    def _run_cases(
+        self,
+        runner: Runner,
+        code: str,
+        cases: Sequence[IOCase],
+        first: SandboxResult | None,
+    ) -> _Tally:
+        tally = _Tally()
+        size = self.params.batch_size or len(cases)
+        binary = self.params.mode == "binary"
+        for start in range(0, len(cases), size):
+            for index in range(start, min(start + size, len(cases))):
+                case = cases[index]
+                if index == 0 and first is not None:
+                    result = first
+                else:
+                    result = runner.run(code, stdin=case.stdin)
+                if result.status is Status.SANDBOX_ERROR:
+                    tally.error = f"sandbox error: {result.error}"
+                    return tally
+                problem = self._case_problem(result, case)
+                if problem is None:
+                    tally.passed += 1
+                    continue
+                if tally.failure is None:
+                    tally.failure = f"case {index} {problem}"
+                if binary:
+                    return tally
+            if tally.failure is not None:
+                break
+        return tally
+
+    def _case_problem(self, result: SandboxResult, case: IOCase) -> str | None:
+        if result.status is not Status.OK:
+            return _run_failure(result)
+        if _normalised(result.stdout, self.params.compare) == _normalised(
+            case.stdout, self.params.compare
+        ):
+            return None
+        return f"wrong output: expected {_clip(case.stdout)}, got {_clip(result.stdout)}"
+
+    def _verdict(self, tally: _Tally, total: int, kind: str, stage_value: float) -> Score:
+        params = self.params
+        all_passed = tally.passed == total
+        if params.mode == "binary":
+            value = 1.0 if all_passed else 0.0
+        elif params.mode == "pass_fraction":
+            value = tally.passed / total
+        else:
+            value = params.pass_value if all_passed else stage_value
+        if all_passed:
+            reason = f"all {total} {kind} passed"
+        else:
+            reason = f"{tally.passed}/{total} {kind} passed; {tally.failure}"
+        return Score.ok(value, reason, passed=tally.passed, total=total)
+
+
+def _normalised(text: str, compare: str) -> object:
+    if compare == "exact":
+        return text
+    if compare == "whitespace":
+        return text.split()
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _run_failure(result: SandboxResult) -> str:
+    """Why a run was not clean, for people: the status and its last error line."""
+    detail = _last_line(result.stderr) if result.status is Status.FAILED else None
+    return f"{result.status}: {detail or result.error or 'no detail'}"
+
+
+def _last_line(text: str) -> str | None:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else None
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."

@@ -1,0 +1,129 @@
+"""One sandbox pool (and one thread executor feeding it) per process, shared by rewards.
+
+Starting a ``SandboxPool`` costs a zygote per slot, so rewards do not own pools: they
+ask for one here on first use and every reward instance with the same settings gets
+the same pool. Pools are closed when the process exits. A process forked after a pool
+was made (a worker) does not reuse its parent's zygotes: it makes its own.
+
+Each pool gets its own block of slot uids. Two pools sharing a uid would share its
+process limit, and the zygote's end-of-task sweep (``kill(-1)`` as the slot uid) of
+one would kill the other's tasks; so every pool, in this process or another one on the
+machine (trainer ranks, worker processes), claims a block of ``UID_BLOCK`` uids from
+``UID_START`` up with a lock file held for the pool's life.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from rewardkit_sandbox import SandboxPool
+
+#: first slot uid of rewardkit-code pools (the sandbox's own default, 60000, and its
+#: test suite's 61000 range stay free for direct SandboxPool users)
+UID_START = 64000
+UID_BLOCK = 256
+UID_BLOCKS = 64
+
+_lock = threading.Lock()
+_owner_pid = os.getpid()
+_pools: dict[tuple[int, tuple[str, ...]], SandboxPool] = {}
+_uid_claims: list[int] = []  # lock-file descriptors held for this process's pools
+_executors: dict[tuple[str, int], ThreadPoolExecutor] = {}
+#: objects inherited over fork: kept referenced so their finalizers never run here
+_inherited: list[object] = []
+
+
+def default_slots() -> int:
+    """Sandbox slots when a reward does not say: the CPUs this process may use."""
+    return len(os.sched_getaffinity(0))
+
+
+def _forget_if_forked() -> None:
+    global _owner_pid
+    if os.getpid() != _owner_pid:
+        _inherited.extend([*_pools.values(), *_executors.values(), *_uid_claims])
+        _pools.clear()
+        _executors.clear()
+        _uid_claims.clear()
+        _owner_pid = os.getpid()
+
+
+def shared_pool(slots: int | None = None, import_paths: Sequence[str] = ()) -> SandboxPool:
+    """The process's pool with ``slots`` slots (default: CPU count) and ``import_paths``.
+
+    Raises ``rewardkit_sandbox.SandboxUnavailableError`` when the machine cannot confine
+    untrusted code; the reward reports that as an error score.
+    """
+    key = (slots or default_slots(), tuple(import_paths))
+    with _lock:
+        _forget_if_forked()
+        pool = _pools.get(key)
+        if pool is None:
+            if key[0] > UID_BLOCK:
+                raise ValueError(f"at most {UID_BLOCK} sandbox slots per pool, got {key[0]}")
+            claim, uid_base = _claim_uid_block()
+            try:
+                pool = SandboxPool(size=key[0], import_paths=list(key[1]), uid_base=uid_base)
+            except BaseException:
+                os.close(claim)
+                raise
+            _uid_claims.append(claim)
+            _pools[key] = pool
+        return pool
+
+
+def _claim_uid_block() -> tuple[int, int]:
+    """(lock descriptor, first uid) of a uid block no other live pool holds."""
+    directory = os.path.join(tempfile.gettempdir(), "rewardkit-code-uids")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    for block in range(UID_BLOCKS):
+        fd = os.open(os.path.join(directory, f"block-{block}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        return fd, UID_START + block * UID_BLOCK
+    raise RuntimeError(
+        f"all {UID_BLOCKS} sandbox uid blocks are taken (lock files in {directory})"
+    )
+
+
+def shared_executor(name: str, threads: int) -> ThreadPoolExecutor:
+    """A thread executor named ``name`` with ``threads`` threads, made once per process.
+
+    Blocking sandbox calls run here so an async reward keeps every slot busy.
+    """
+    key = (name, threads)
+    with _lock:
+        _forget_if_forked()
+        executor = _executors.get(key)
+        if executor is None:
+            executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+            _executors[key] = executor
+        return executor
+
+
+@atexit.register
+def close_all() -> None:
+    """Stop every pool this process started (also run at interpreter exit)."""
+    with _lock:
+        _forget_if_forked()
+        pools = list(_pools.values())
+        executors = list(_executors.values())
+        claims = list(_uid_claims)
+        _pools.clear()
+        _executors.clear()
+        _uid_claims.clear()
+    for executor in executors:
+        executor.shutdown(wait=False, cancel_futures=True)
+    for pool in pools:
+        pool.close()
+    for claim in claims:
+        os.close(claim)
