@@ -7,28 +7,34 @@ DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sand
 STAMP  := $(VENV)/.installed
 # optional extras a distribution needs for its tests
 EXTRAS_rewardkit-gui := [generate]
+EXTRAS_trainers      := [trl,sagemaker,test]
+# the CPU build of torch lies on disk; pinned first so nothing pulls a CUDA build
+TORCH  := torch==2.13.0
 
-.PHONY: setup test demo lint typecheck bench clean
+.PHONY: setup backends test demo lint bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[math,test]" $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,test]" \
+	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
 	touch $(STAMP)
 
-test: setup
+# ms-swift and verl pin their own trl / transformers: each gets its own venv for its tests
+backends: setup
+	PYTHON=$(PYTHON) trainers/scripts/make_backend_venvs.sh swift verl
+
+test: setup backends
 	$(BIN)/python -m pytest -q
 
+# the main job: GRPO with TRL on CPU on the embedded default (tiny model, generated data),
+# reward curves in runs/quickstart/, then base vs trained evaluation
 demo: setup
-	@mkdir -p runs/demo
-	@for cfg in examples/*.yaml; do \
-	  name=$$(basename $$cfg .yaml); data=examples/data/$$name.jsonl; \
-	  [ -f $$data ] || continue; \
-	  echo "== $$cfg"; \
-	  $(BIN)/rewardkit score $$cfg $$data --out runs/demo/$$name.scored.jsonl || exit $$?; \
-	done
+	$(BIN)/rewardkit train examples/quickstart.yaml
+	$(BIN)/rewardkit eval examples/quickstart.yaml
 
 lint: setup
 	$(BIN)/ruff check .
@@ -36,6 +42,8 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/bench_math.py
+	$(BIN)/python benchmarks/bench_sandbox.py
 
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) .venv-swift .venv-verl runs

@@ -1,0 +1,39 @@
+"""Fixtures for the trainer-adapter tests (backend venv helpers: backend_venvs.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rewardkit import Sample, Score, registry, reward
+
+
+@reward(description="test reward: fails to grade when the reference is 'unparseable'")
+def grades_or_fails(sample: Sample) -> Score:
+    """1.0 when the completion contains the reference, 0.0 when not; error when the
+    reference is the string 'unparseable'."""
+    if sample.reference == "unparseable":
+        return Score.error("reference unparseable")
+    return Score.ok(1.0 if str(sample.reference) in sample.text else 0.0)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def trainer_test_rewards() -> None:
+    """Register the test-only rewards for this folder's tests."""
+    if "grades_or_fails" not in registry.names():
+        registry.register(grades_or_fails, "tests-trainers")
+    yield
+    if "grades_or_fails" in registry.names():
+        registry.unregister("grades_or_fails")
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved word-level tokenizer (quickstart vocabulary) for backend checks."""
+    pytest.importorskip("transformers")
+    from rewardkit_trainers.quickstart import build_tokenizer, generate_rows, tokenizer_corpus
+
+    path = tmp_path_factory.mktemp("tokenizer")
+    build_tokenizer(tokenizer_corpus(generate_rows(32))).save_pretrained(path)
+    return path

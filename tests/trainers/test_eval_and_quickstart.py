@@ -1,0 +1,80 @@
+"""`rewardkit eval` and the quickstart's generated data, tokenizer and tiny model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("transformers")
+
+from backend_venvs import ROOT
+from rewardkit_trainers.config import TinyModel
+from rewardkit_trainers.evaluate import (
+    accuracy_component,
+    evaluate_config,
+    score_completions,
+)
+from rewardkit_trainers.quickstart import (
+    build_tiny,
+    build_tokenizer,
+    generate_rows,
+    target_text,
+    tokenizer_corpus,
+)
+
+from rewardkit import RewardSet
+
+GOOD = "<think>\n3 plus 4 is 7\n</think>\n<answer>\n7\n</answer>"
+
+
+def test_generated_rows_are_conversational_with_a_reference():
+    rows = generate_rows(4, seed=1)
+    assert rows == generate_rows(4, seed=1)
+    assert rows[0]["prompt"][0]["role"] == "system"
+    assert int(rows[0]["reference"]) == sum(
+        int(w) for w in rows[0]["prompt"][1]["content"].split() if w.isdigit())
+
+
+def test_tokenizer_round_trips_the_answer_layout_and_has_a_chat_template():
+    tok = build_tokenizer(tokenizer_corpus(generate_rows(8)))
+    text = target_text(3, 4)
+    assert tok.decode(tok(text)["input_ids"]) == text
+    assert "<think>\n" in tok.get_vocab()  # tag + newline is one token
+    chat = tok.apply_chat_template([{"role": "user", "content": "add 3 and 4"}],
+                                   tokenize=False, add_generation_prompt=True)
+    assert chat == "<|user|>add 3 and 4<|end|><|assistant|>"
+
+
+def test_accuracy_counts_rows_where_the_accuracy_component_is_at_its_maximum():
+    rs = RewardSet.from_dict({"rewards": {"accuracy": {"reward": "soft_format"},
+                                          "tags": {"reward": "tag_count"}}})
+    rows = [{"prompt": "p", "reference": "7"}] * 4
+    report = score_completions(rs, rows, [GOOD, GOOD, "x", GOOD], "accuracy", 0, None)
+    assert report["accuracy"] == 0.75
+    assert report["components"]["tags"] == pytest.approx(0.375)
+
+
+def test_accuracy_component_defaults_to_conventional_names():
+    assert accuracy_component(["format", "correctness"], None) == "correctness"
+    assert accuracy_component(["format"], None) is None
+    assert accuracy_component(["format"], "format") == "format"
+
+
+def test_eval_reports_base_and_trained_models(tmp_path: Path):
+    rows = generate_rows(16)
+    build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows, tmp_path / "out" / "final")
+    build_tiny(TinyModel(hidden_size=32, intermediate_size=64, seed=1), rows,
+               tmp_path / "out" / "base-model")
+    config = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    config["train"]["output_dir"] = str(tmp_path / "out")
+    config["eval"]["limit"] = 8
+    path = tmp_path / "q.yaml"
+    path.write_text(yaml.safe_dump(config))
+    report = evaluate_config(path)
+    assert report["rows"] == 8
+    assert set(report["models"]) == {"base", "trained"}
+    for info in report["models"].values():
+        assert 0.0 <= info["accuracy"] <= 1.0
+        assert set(info["components"]) == {"tags", "format", "number"}

@@ -1,0 +1,143 @@
+"""Real TRL GRPOTrainer runs (a tiny model built from a config, CPU, a few steps)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from backend_venvs import ROOT
+from rewardkit_trainers.cli import run as cli_run
+from rewardkit_trainers.config import TinyModel
+from rewardkit_trainers.quickstart import build_tiny, generate_rows
+from rewardkit_trainers.trl import trl_rewards
+
+CONFIG = {
+    "rewards": {
+        "format": {"reward": "soft_format", "weight": 0.5},
+        "tags": {"reward": "tag_count",
+                 "weight": {"schedule": "linear", "start": 0.0, "end": 1.0, "steps": 2}},
+        "graded": {"reward": "grades_or_fails", "weight": 1.0},
+    },
+    "on_error": "ignore",
+}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory):
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(2)
+    out = tmp_path_factory.mktemp("trl")
+    rows = generate_rows(16, seed=3)
+    for i, row in enumerate(rows):  # every other prompt has a reference nobody can grade
+        if i % 2 == 0:
+            row["reference"] = "unparseable"
+    model, tokenizer = build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows,
+                                  out / "base")
+    rewards = trl_rewards(CONFIG)
+    args = GRPOConfig(output_dir=str(out), per_device_train_batch_size=8, num_generations=4,
+                      max_completion_length=8, max_steps=3, learning_rate=1e-3,
+                      logging_steps=1, report_to="none", use_cpu=True, save_strategy="no",
+                      disable_tqdm=True, shuffle_dataset=False, **rewards.grpo_kwargs())
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    rewards.attach(trainer)
+    trainer.train()
+    return trainer
+
+
+def test_grpo_trainer_logs_every_component(trained):
+    logs = [entry for entry in trained.state.log_history if "reward" in entry]
+    assert len(logs) == 3
+    for name in ("format", "tags", "graded"):
+        assert all(f"rewards/{name}/mean" in entry for entry in logs)
+
+
+def test_status_rates_and_latency_are_logged_through_log_metric(trained):
+    logs = [entry for entry in trained.state.log_history if "reward" in entry]
+    # two prompts per step, in order, one of them ungradable
+    assert [entry["rewards/graded/error_rate"] for entry in logs] == [0.5, 0.5, 0.5]
+    assert all("rewards/format/latency_ms_p95" in entry for entry in logs)
+
+
+def test_weight_schedule_moves_trainer_reward_weights(trained):
+    logs = [entry for entry in trained.state.log_history if "reward" in entry]
+    assert [entry["rewards/tags/weight"] for entry in logs] == [0.0, 0.5, 1.0]
+    assert trained.reward_weights.tolist() == [0.5, 1.0, 1.0]
+
+
+def test_rewardkit_train_runs_trl_and_writes_curves(tmp_path: Path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        (ROOT / "examples" / "quickstart.yaml").read_text()
+        .replace("output_dir: ../runs/quickstart", f"output_dir: {tmp_path / 'out'}"))
+    code = cli_run("train", [str(config), "--max-steps", "3"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "mean reward: start" in out
+    with (tmp_path / "out" / "reward_curves.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 3
+    assert set(rows[0]) == {"step", "reward", "tags", "format", "number"}
+    assert (tmp_path / "out" / "reward_curves.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "final" / "config.json").exists()
+
+
+def test_grpo_trainer_trains_on_a_plain_text_dataset(tmp_path: Path):
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(2)
+    rows = [{"prompt": row["prompt"][1]["content"], "reference": row["reference"]}
+            for row in generate_rows(8, seed=5)]
+    model, tokenizer = build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows,
+                                  tmp_path / "base")
+    rewards = trl_rewards({"rewards": {"tags": {"reward": "tag_count"},
+                                       "graded": {"reward": "grades_or_fails"}}})
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4,
+                      num_generations=4, max_completion_length=6, max_steps=2,
+                      logging_steps=1, report_to="none", use_cpu=True, save_strategy="no",
+                      disable_tqdm=True, **rewards.grpo_kwargs())
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    assert rewards.attach(trainer) is None  # constant weights: no callback needed
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "reward" in entry]
+    assert len(logs) == 2
+    assert all("rewards/tags/mean" in e and "rewards/graded/mean" in e for e in logs)
+
+
+def test_lora_maps_to_peft_config(tmp_path: Path):
+    from rewardkit_trainers.config import parse_train
+    from rewardkit_trainers.trl_train import grpo_kwargs, peft_config
+
+    train = parse_train({"model": "m", "dataset": {"train": "x.jsonl"},
+                         "lora": {"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"]},
+                         "warmup_ratio": 0.1, "batch_size": 2, "num_generations": 4})
+    lora = peft_config(train)
+    assert (lora.r, lora.lora_alpha) == (8, 16)
+    assert set(lora.target_modules) == {"q_proj", "v_proj"}
+    kwargs, _ = grpo_kwargs(train, tmp_path, {}, gpu=False)
+    assert kwargs["per_device_train_batch_size"] == 8
+    assert kwargs.get("warmup_ratio", kwargs.get("warmup_steps")) == 0.1
+
+
+def test_rewardkit_train_resumes_from_the_newest_checkpoint(tmp_path: Path, capsys):
+    config = tmp_path / "run.yaml"
+    text = (ROOT / "examples" / "quickstart.yaml").read_text().replace(
+        "output_dir: ../runs/quickstart", f"output_dir: {tmp_path / 'out'}\n  save_steps: 2")
+    config.write_text(text)
+    assert cli_run("train", [str(config), "--max-steps", "2"]) == 0
+    assert (tmp_path / "out" / "checkpoint-2").is_dir()
+    capsys.readouterr()
+    assert cli_run("train", [str(config), "--max-steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "resuming from" in out and "checkpoint-2" in out
+    assert "3 steps" in out

@@ -1,0 +1,98 @@
+"""verl: ``pkg://rewardkit_trainers.verl`` through verl's own loader and reward manager
+(in .venv-verl), plus the function's contract."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from backend_venvs import CONFIGS, run_in_venv
+from rewardkit_trainers import verl
+
+GOOD = "<think>\n3 plus 4 is 7\n</think>\n<answer>\n7\n</answer>"
+KEYS = ["format", "format_failed", "number", "number_failed", "score", "tags", "tags_failed"]
+
+
+@pytest.mark.parametrize("name", ["compute_score", "compute_score_async"])
+def test_verl_loads_pkg_function_and_its_reward_manager_scores_a_batch(
+        name: str, tiny_tokenizer_dir: Path):
+    result = run_in_venv("verl", "verl_check.py", name, str(tiny_tokenizer_dir),
+                         env={"REWARDKIT_CONFIG": str(CONFIGS / "staged.yaml")})
+    assert result["manager"] == "NaiveRewardManager"
+    # step 5 (reward_kwargs): format 0.1 x 1 + tags 1.0 x 0.5 + number 0.5 x 1
+    assert [round(s, 6) for s in result["scores"]] == [1.1, 0.0, 0.625]
+    assert result["extra_keys"] == [KEYS] * 3
+    assert [round(s, 6) for s in result["rm_scores_sum"]] == [1.1, 0.0, 0.625]
+
+
+@pytest.fixture
+def graded_config(tmp_path: Path) -> Path:
+    path = tmp_path / "graded.yaml"
+    path.write_text("rewards:\n  graded: {reward: grades_or_fails}\n"
+                    "  format: {reward: soft_format, weight: 0.5}\n")
+    return path
+
+
+def test_same_keys_on_every_call_and_fallback_for_failed_grading(graded_config: Path):
+    ok = verl.compute_score("src", GOOD, "7", {}, config=str(graded_config))
+    failed = verl.compute_score("src", GOOD, "unparseable", {}, config=str(graded_config),
+                                fallback=-1.0)
+    assert sorted(ok) == sorted(failed)
+    assert ok == {"score": 1.5, "graded": 1.0, "graded_failed": 0.0, "format": 1.0,
+                  "format_failed": 0.0}
+    assert failed["graded"] == -1.0 and failed["graded_failed"] == 1.0
+    assert failed["score"] == -1.0  # on_error: null -> the total falls back too
+
+
+def test_config_from_environment_and_step_pinned(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("REWARDKIT_CONFIG", str(CONFIGS / "staged.yaml"))
+    monkeypatch.setenv("REWARDKIT_STEP", "0")
+    assert verl.compute_score("s", GOOD, "7")["score"] == pytest.approx(1.0)
+    assert verl.compute_score("s", GOOD, "7", step=5)["score"] == pytest.approx(1.1)
+
+
+def test_async_variant_matches_sync(graded_config: Path):
+    sync = verl.compute_score("s", GOOD, "7", {}, config=str(graded_config))
+    coro = verl.compute_score_async("s", GOOD, "7", {}, config=str(graded_config))
+    assert asyncio.run(coro) == sync
+
+
+def test_missing_config_says_how_to_set_it(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("REWARDKIT_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="REWARDKIT_CONFIG"):
+        verl.compute_score("s", GOOD, "7", {})
+
+
+def test_rewardkit_train_verl_overrides_compose_with_verl_own_config(
+        tmp_path: Path, tiny_tokenizer_dir: Path):
+    import json
+
+    from rewardkit_trainers.runner import load_run
+
+    plan = load_run(CONFIGS / "staged.yaml", backend="verl", output_dir=str(tmp_path))
+    jobs = plan.jobs()
+    assert [j.label.split(":")[0] for j in jobs] == ["verl stage 0", "verl stage 1"]
+    argv_file = tmp_path / "argv.json"
+    argv_file.write_text(json.dumps(jobs[1].argv))
+    result = run_in_venv("verl", "verl_args_check.py", str(argv_file), str(tiny_tokenizer_dir))
+    assert result["adv_estimator"] == "grpo" and result["rollout_n"] == 4
+    assert result["total_training_steps"] == 6
+    assert result["resume_mode"] == "resume_path"
+    assert result["resume_from_path"].endswith("checkpoints/global_step_2")
+    assert result["reward"] == {"path": "pkg://rewardkit_trainers.verl", "name": "compute_score",
+                                "reward_kwargs": {"config": str(CONFIGS / "staged.yaml"),
+                                                  "step": 2}}
+    # verl's RLHFDataset reads the converted parquet
+    assert result["rows"] == 32
+    assert result["raw_prompt"][-1]["role"] == "user"
+    assert result["extra_info_keys"] == ["index", "metadata", "prompt", "split"]
+
+
+def test_packed_dataset_columns_reach_metadata(tmp_path: Path):
+    path = tmp_path / "routed.yaml"
+    path.write_text("rewards:\n  fmt: {reward: soft_format, when: {task: math}}\n")
+    info = {"metadata": '{"task": "math"}', "prompt": "add 3 and 4"}
+    assert verl.compute_score("s", GOOD, "7", info, config=str(path))["fmt"] == 1.0
+    info["metadata"] = '{"task": "code"}'
+    assert verl.compute_score("s", GOOD, "7", info, config=str(path))["score"] == 0.0

@@ -1,0 +1,218 @@
+"""``rewardkit train | export | eval | launch | jobs``: the trainer commands.
+
+The core CLI (``rewardkit.cli``) hands these commands to :func:`run`. Config problems
+print as ``file: key.path: reason`` lines with exit code 2 and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rewardkit import ConfigError
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A command-line problem a person can fix (printed without a traceback)."""
+
+
+def run(command: str, argv: list[str]) -> int:
+    """Run ``rewardkit <command> <argv...>``; returns the exit code."""
+    handlers = {"train": _train, "export": _export, "eval": _eval,
+                "launch": _launch, "jobs": _jobs}
+    handler = handlers.get(command)
+    if handler is None:
+        print(f"rewardkit: unknown trainer command {command!r} "
+              f"(one of: {', '.join(handlers)})", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return handler(argv)
+    except ConfigError as exc:
+        print(exc.render(), file=sys.stderr)
+    except UsageError as exc:
+        print(f"rewardkit {command}: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return EXIT_USAGE
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=False, highlight=False)
+
+
+# ---------------------------------------------------------------- train
+
+
+def _train_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rewardkit train",
+        description="Run GRPO with the config's composed reward and its train: section. "
+        "TRL runs in this process; ms-swift, EasyR1 and verl run as their own commands "
+        "(data converted, reward file exported). EasyR1 and verl, which pass no step to "
+        "rewards, run one job per reward stage, each resuming from the previous one.",
+    )
+    p.add_argument("config", help="reward config (.yaml/.toml) with a train: section")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the exact command(s)/config and write the files, run nothing")
+    p.add_argument("--backend", choices=["trl", "swift", "easyr1", "verl"],
+                   help="override train.backend")
+    p.add_argument("--output-dir", help="override train.output_dir")
+    p.add_argument("--max-steps", type=int, help="override train.max_steps")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    return p
+
+
+def _train(argv: list[str]) -> int:
+    args = _train_parser().parse_args(argv)
+    from rewardkit_trainers.runner import load_run
+
+    plan = load_run(args.config, backend=args.backend, output_dir=args.output_dir,
+                    max_steps=args.max_steps)
+    console = _console()
+    if args.dry_run:
+        description = plan.dry_run()
+        if args.json:
+            print(json.dumps(description, indent=2, default=str))
+        else:
+            _print_description(console, description)
+        return EXIT_OK
+    return plan.execute(console)
+
+
+def _print_description(console: Any, description: dict[str, Any]) -> None:
+    commands = description.get("commands")
+    if commands:
+        for i, job in enumerate(commands):
+            console.rule(f"job {i + 1}/{len(commands)}: {job.get('label', '')}")
+            console.print(job["shell"], markup=False, soft_wrap=True)
+            for path, text in job.get("files", {}).items():
+                console.print(f"[dim]# {path}[/]")
+                console.print(text, markup=False, soft_wrap=True)
+    rest = {k: v for k, v in description.items() if k != "commands"}
+    console.print_json(json.dumps(rest, default=str))
+
+
+# ---------------------------------------------------------------- export
+
+
+def _export_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rewardkit export",
+        description="Write the composed reward in a trainer's own format.",
+    )
+    p.add_argument("target", choices=["trl", "swift", "easyr1", "verl"])
+    p.add_argument("config", help="reward config (.yaml/.toml)")
+    p.add_argument("-o", "--output", help="file to write (swift, easyr1, trl)")
+    p.add_argument("--step", type=int, default=None,
+                   help="easyr1/verl: pin stages and schedules to this step (EasyR1 passes none)")
+    p.add_argument("--fallback", type=float, default=0.0,
+                   help="easyr1/verl: value for a failed grading (counted in *_failed)")
+    return p
+
+
+def _export(argv: list[str]) -> int:
+    args = _export_parser().parse_args(argv)
+    from rewardkit.config import load_config
+
+    config_path = Path(args.config)
+    reward_config = load_config(config_path)
+    console = _console()
+    if args.target == "swift":
+        from rewardkit_trainers.swift import export_plugin
+
+        out = Path(args.output or "rewardkit_swift_plugin.py")
+        info = export_plugin(reward_config, config_path, out)
+        console.print(f"wrote {out}")
+        console.print("ms-swift arguments:", style="bold")
+        console.print(" ".join(info.arguments()), markup=False, soft_wrap=True)
+        return EXIT_OK
+    if args.target == "easyr1":
+        from rewardkit_trainers.easyr1 import export_reward_file
+
+        out = Path(args.output or "rewardkit_easyr1_reward.py")
+        export_reward_file(reward_config, config_path, out, step=args.step or 0,
+                           fallback=args.fallback)
+        console.print(f"wrote {out}")
+        console.print("EasyR1 argument:", style="bold")
+        console.print(f"worker.reward.reward_function={out.resolve()}:compute_score",
+                      markup=False, soft_wrap=True)
+        return EXIT_OK
+    if args.target == "verl":
+        from rewardkit_trainers.verl import overrides
+
+        for line in overrides(config_path, step=args.step, fallback=args.fallback):
+            console.print(line, markup=False, soft_wrap=True)
+        return EXIT_OK
+    from rewardkit_trainers.trl import export_module
+
+    out = Path(args.output or "rewardkit_trl_rewards.py")
+    export_module(config_path, out)
+    console.print(f"wrote {out}")
+    console.print(f"use: from {out.stem} import reward_funcs, grpo_kwargs", markup=False)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- eval
+
+
+def _eval_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rewardkit eval",
+        description="Generate on the test split and score with the composed reward: accuracy "
+        "and mean reward per component, base model vs trained model.",
+    )
+    p.add_argument("config")
+    p.add_argument("--model", help="trained model (default: train.output_dir/final)")
+    p.add_argument("--base-model", help="base model (default: train.model)")
+    p.add_argument("--split", help="test file (jsonl/json/parquet)")
+    p.add_argument("--limit", type=int, help="first N test rows")
+    p.add_argument("--no-base", action="store_true", help="evaluate only the trained model")
+    p.add_argument("--json", action="store_true")
+    return p
+
+
+def _eval(argv: list[str]) -> int:
+    args = _eval_parser().parse_args(argv)
+    from rewardkit_trainers.evaluate import evaluate_config, print_report
+
+    report = evaluate_config(args.config, model=args.model, base_model=args.base_model,
+                             split=args.split, limit=args.limit, include_base=not args.no_base)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print_report(_console(), report)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- launch / jobs
+
+
+def _sagemaker(name: str, argv: list[str]) -> int:
+    try:
+        from rewardkit_trainers.sagemaker import cli as sm_cli
+    except ImportError as exc:
+        raise UsageError(
+            f"`rewardkit {name}` needs rewardkit_trainers.sagemaker, which is not available "
+            f"here ({exc}); install rewardkit-trainers[sagemaker]"
+        ) from None
+    func = getattr(sm_cli, name, None)
+    if func is None:
+        raise UsageError(f"rewardkit_trainers.sagemaker.cli has no {name}()")
+    code: int = func(argv)
+    return code
+
+
+def _launch(argv: list[str]) -> int:
+    return _sagemaker("launch", argv)
+
+
+def _jobs(argv: list[str]) -> int:
+    return _sagemaker("jobs", argv)

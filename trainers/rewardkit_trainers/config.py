@@ -1,0 +1,224 @@
+"""The ``train:`` and ``eval:`` sections of a reward config, as pydantic models.
+
+The core config keeps both sections as free-form dicts; this module validates them
+with the same "file: key.path: reason" errors as the rest of the config
+(:class:`rewardkit.ConfigError`). One set of names for every backend: each backend
+module maps them onto its own argument names (``learning_rate`` becomes TRL's
+``learning_rate``, ms-swift's ``--learning_rate``, EasyR1's ``worker.actor.optim.lr``).
+
+>>> cfg = parse_train({"backend": "trl", "model": "Qwen/Qwen2.5-0.5B-Instruct",
+...                    "dataset": {"train": "data/train.jsonl"}})
+>>> cfg.num_generations, cfg.lora is None
+(8, True)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from rewardkit import ConfigError
+
+Backend = Literal["trl", "swift", "easyr1", "verl"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TinyModel(_Model):
+    """A small causal LM built from a config (random weights), for demos and tests.
+
+    The tokenizer is a word-level tokenizer trained on the run's dataset, with a chat
+    template, so nothing is downloaded.
+    """
+
+    build: Literal["qwen2", "llama"] = Field("qwen2", description="architecture")
+    hidden_size: int = Field(64, gt=0)
+    num_layers: int = Field(2, gt=0)
+    num_heads: int = Field(4, gt=0)
+    intermediate_size: int = Field(128, gt=0)
+    seed: int = 0
+
+
+class GeneratedData(_Model):
+    """A dataset generated on the fly (see :mod:`rewardkit_trainers.quickstart`)."""
+
+    generate: Literal["quickstart"] = Field(description="name of the generator")
+    size: int = Field(256, gt=0, description="rows in the train split")
+    test_size: int = Field(64, ge=0, description="rows in the test split")
+    seed: int = 0
+
+
+class DatasetSpec(_Model):
+    """Where the prompts come from and which columns mean what."""
+
+    train: str | GeneratedData = Field(
+        description="a .jsonl/.json/.parquet file, a local dataset folder, or {generate: ...}"
+    )
+    test: str | None = Field(None, description="test split for `rewardkit eval` (file)")
+    prompt_column: str = Field("prompt", description="str or chat-messages column")
+    reference_column: str = Field(
+        "reference", description="ground truth column (becomes Sample.reference)"
+    )
+    system_prompt: str | None = Field(
+        None, description="prepended as a system message (prompts become conversational)"
+    )
+    prompt_template: str = Field(
+        "{{ content | trim }}",
+        description="Jinja template applied to the prompt text (EasyR1 format_prompt file)",
+    )
+
+
+class LoRA(_Model):
+    """LoRA adapters; ``quantize: 4bit`` makes it QLoRA."""
+
+    r: int = Field(16, gt=0)
+    alpha: int = Field(16, gt=0)
+    dropout: float = Field(0.05, ge=0, lt=1)
+    target_modules: str | list[str] = Field("all-linear")
+    quantize: Literal["4bit", "8bit"] | None = Field(None, description="QLoRA when set")
+
+
+class VLLM(_Model):
+    """Generation with vLLM (GPU only)."""
+
+    enabled: bool = False
+    mode: Literal["colocate", "server"] = "colocate"
+    gpu_memory_utilization: float = Field(default=0.5, gt=0, le=1)
+    tensor_parallel_size: int = Field(default=1, gt=0)
+
+
+class TrainConfig(_Model):
+    """The ``train:`` section: what ``rewardkit train CONFIG`` runs."""
+
+    backend: Backend = Field(
+        "trl", description="trl runs in-process; swift, easyr1 and verl as their commands")
+    model: str | TinyModel = Field(description="hub id or local path, or a tiny model spec")
+    dataset: DatasetSpec
+    output_dir: str = Field("runs/rewardkit", description="relative to the config file")
+    learning_rate: float = Field(1e-6, gt=0)
+    lr_scheduler: str = Field("constant", description="constant | linear | cosine ...")
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    num_generations: int = Field(8, ge=2, description="completions per prompt (group size)")
+    batch_size: int = Field(
+        8, gt=0, description="prompts per optimizer step (x num_generations completions)"
+    )
+    gradient_accumulation_steps: int = Field(1, gt=0)
+    max_prompt_length: int = Field(512, gt=0)
+    max_completion_length: int = Field(256, gt=0)
+    beta: float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
+    epochs: float = Field(1.0, gt=0)
+    max_steps: int | None = Field(None, gt=0, description="overrides epochs when set")
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    lora: LoRA | None = None
+    vllm: VLLM = VLLM()
+    bf16: bool = False
+    seed: int = 42
+    logging_steps: int = Field(1, gt=0)
+    save_steps: int | None = Field(None, gt=0, description="checkpoint every N steps")
+    stages: list[int] | Literal["auto"] = Field(
+        "auto",
+        description="step boundaries between successive jobs for backends that pass no step "
+        "(EasyR1): auto = the until_step values of the reward stages",
+    )
+    resume: bool | str = Field(
+        "auto",
+        description="auto: continue from the newest checkpoint-* in output_dir when there is "
+        "one (TRL; spot restarts); a path: resume from it (TRL, ms-swift); false: start over",
+    )
+    gpus: int = Field(1, gt=0, description="GPUs per node for command backends")
+    nnodes: int = Field(1, gt=0)
+    extra_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="passed through verbatim: GRPOConfig kwargs (trl), --flags (swift), "
+        "dotted overrides (easyr1/verl)",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainConfig:
+        if isinstance(self.model, TinyModel) and self.backend != "trl":
+            raise ValueError("a tiny built model only works with backend trl")
+        return self
+
+    def total_batch(self) -> int:
+        """Completions per optimizer step."""
+        return self.batch_size * self.num_generations
+
+
+class EvalConfig(_Model):
+    """The ``eval:`` section: what ``rewardkit eval CONFIG`` measures."""
+
+    model: str | None = Field(None, description="default: train.output_dir's final model")
+    base_model: str | None = Field(None, description="compare against (default: train.model)")
+    split: str | None = Field(None, description="test file (default: train.dataset.test)")
+    limit: int | None = Field(100, gt=0, description="first N rows of the test split")
+    accuracy_component: str | None = Field(
+        None, description="component whose value == max counts as correct "
+        "(default: 'accuracy'/'correctness' if present, else the total)",
+    )
+    max_new_tokens: int = Field(256, gt=0)
+    temperature: float = Field(0.0, ge=0, description="0 = greedy")
+    batch_size: int = Field(16, gt=0)
+    seed: int = Field(0, description="sampling seed (temperature > 0)")
+    use_vllm: bool | Literal["auto"] = "auto"
+
+
+def parse_train(data: Any, source: str = "<config>") -> TrainConfig:
+    """Validate a ``train:`` mapping; raise :class:`rewardkit.ConfigError` on problems."""
+    if data is None:
+        raise ConfigError(source, [("train", "missing: `rewardkit train` needs a train: section")])
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, _problems(exc, "train")) from None
+
+
+def parse_eval(data: Any, source: str = "<config>") -> EvalConfig:
+    """Validate an ``eval:`` mapping (absent = defaults)."""
+    try:
+        return EvalConfig.model_validate(data or {})
+    except ValidationError as exc:
+        raise ConfigError(source, _problems(exc, "eval")) from None
+
+
+def resolve(path: str, config_file: str | Path | None) -> Path:
+    """A path from the config, relative to the config file's folder (absolute stays)."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or config_file is None:
+        return p
+    return (Path(config_file).resolve().parent / p).resolve()
+
+
+def _problems(exc: ValidationError, prefix: str) -> list[tuple[str, str]]:
+    errors = exc.errors(include_url=False)
+    located = [(err, [str(p) for p in err["loc"] if not _is_branch(str(p))]) for err in errors]
+    out = []
+    for err, loc in located:
+        if _other_branch(err, loc, located):
+            continue
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        if "input" in err and err["type"] not in ("missing", "extra_forbidden"):
+            shown = repr(err["input"])
+            msg = f"{msg} (got {shown[:57] + '...' if len(shown) > 60 else shown})"
+        out.append((".".join([prefix, *loc]), msg))
+    return out
+
+
+def _other_branch(err: Any, loc: list[str], located: list[tuple[Any, list[str]]]) -> bool:
+    """A union's "not a string" / "not 'auto'" complaint about a mapping or list, when the
+    branch that takes a mapping or list has its own, more telling errors."""
+    if err["type"] not in ("string_type", "literal_error"):
+        return False
+    if not isinstance(err.get("input"), dict | list):
+        return False
+    return any(other is not err and other_loc[: len(loc)] == loc and len(other_loc) > len(loc)
+               for other, other_loc in located)
+
+
+def _is_branch(part: str) -> bool:
+    return part in {"str", "TinyModel", "GeneratedData", "list[int]", "literal['auto']"} or (
+        part.startswith(("function-", "literal["))
+    )

@@ -1,0 +1,249 @@
+"""``rewardkit eval``: generate on a test split and score with the composed reward.
+
+Reports, per model (the base model and the trained one): accuracy (share of prompts
+whose accuracy component reaches its maximum, or whose total is positive when no such
+component exists) and the mean value of every component and of the total. SEEDS B
+reads 11% -> 41% this way.
+
+Generation uses vLLM when it is installed and a GPU is present (``use_vllm: auto``),
+else transformers' ``generate`` (greedy at ``temperature: 0``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from rewardkit import ConfigError, RewardSet, Sample
+from rewardkit.config import load_config
+
+from rewardkit_trainers.config import (
+    EvalConfig,
+    GeneratedData,
+    TrainConfig,
+    parse_eval,
+    parse_train,
+    resolve,
+)
+from rewardkit_trainers.data import normalise_rows, read_rows
+
+_ACCURACY_NAMES = ("accuracy", "correctness", "correct", "acc")
+
+
+def accuracy_component(names: list[str], chosen: str | None) -> str | None:
+    """The component that decides correctness (explicit, or a conventional name)."""
+    if chosen:
+        return chosen
+    return next((n for n in names if n.lower() in _ACCURACY_NAMES), None)
+
+
+def evaluate_config(config: str | Path, model: str | None = None,
+                    base_model: str | None = None, split: str | None = None,
+                    limit: int | None = None, include_base: bool = True) -> dict[str, Any]:
+    """Evaluate the base and trained models of a config; returns the report dict."""
+    path = Path(config)
+    reward_config = load_config(path)
+    source = str(path)
+    ev = parse_eval(reward_config.eval, source)
+    train = parse_train(reward_config.train, source) if reward_config.train else None
+    rows = _test_rows(path, ev, train, split)
+    if limit or ev.limit:
+        rows = rows[: (limit or ev.limit)]
+    reward_set = RewardSet(reward_config)
+    acc_name = accuracy_component(reward_set.names, ev.accuracy_component)
+    if acc_name is not None and acc_name not in reward_set.names:
+        raise ConfigError(source, [("eval.accuracy_component",
+                                    f"no component {acc_name!r} (have {reward_set.names})")])
+    models: list[tuple[str, str]] = []
+    out_dir = resolve(train.output_dir, path) if train else None
+    base = base_model or ev.base_model or _base_model(train, out_dir)
+    trained = model or ev.model or (str(out_dir / "final") if out_dir else None)
+    if include_base and base:
+        models.append(("base", base))
+    if trained:
+        models.append(("trained", trained))
+    if not models:
+        raise ConfigError(source, [("eval.model", "no model to evaluate: set eval.model or "
+                                                  "train.model, or pass --model")])
+    step = train.max_steps if train and train.max_steps else 0
+    report: dict[str, Any] = {"rows": len(rows), "accuracy_component": acc_name,
+                              "step": step, "models": {}}
+    for label, name in models:
+        if not _exists(name):
+            report["models"][label] = {"model": name, "error": "not found (train first?)"}
+            continue
+        completions = generate(name, rows, ev)
+        report["models"][label] = {"model": name,
+                                   **score_completions(reward_set, rows, completions,
+                                                       acc_name, step, train)}
+    return report
+
+
+def _exists(name: str) -> bool:
+    p = Path(name)
+    return p.exists() or not (name.startswith((".", "/", "~")) or p.suffix)
+
+
+def _base_model(train: TrainConfig | None, out_dir: Path | None) -> str | None:
+    if train is None:
+        return None
+    if isinstance(train.model, str):
+        return train.model
+    return str(out_dir / "base-model") if out_dir else None
+
+
+def _test_rows(path: Path, ev: EvalConfig, train: TrainConfig | None,
+               split: str | None) -> list[dict[str, Any]]:
+    source = str(path)
+    chosen = split or ev.split
+    if chosen:
+        file = resolve(chosen, path)
+        rows = read_rows(file, source, "eval.split")
+    elif train is not None and isinstance(train.dataset.train, GeneratedData):
+        from rewardkit_trainers.quickstart import generate_rows
+
+        spec = train.dataset.train
+        rows = generate_rows(spec.test_size or 64, spec.seed + 1)
+    elif train is not None and train.dataset.test:
+        rows = read_rows(resolve(train.dataset.test, path), source, "train.dataset.test")
+    else:
+        raise ConfigError(source, [("eval.split", "no test split: set eval.split or "
+                                                  "train.dataset.test, or pass --split")])
+    if train is not None:
+        rows = normalise_rows(rows, train.dataset)
+    return rows
+
+
+def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], completions: list[str],
+                      acc_name: str | None, step: int, train: TrainConfig | None
+                      ) -> dict[str, Any]:
+    """Accuracy and per-component means of ``completions`` for ``rows``."""
+    ref_col = train.dataset.reference_column if train else "reference"
+    samples = []
+    for row, completion in zip(rows, completions, strict=True):
+        meta = {k: v for k, v in row.items() if k not in ("prompt", ref_col)}
+        samples.append(Sample(prompt=row.get("prompt", ""), completion=completion,
+                              reference=row.get(ref_col), metadata=meta))
+    result = reward_set.score(samples, step=step)
+    means = {name: m["mean"] for name, m in result.metrics["components"].items()}
+    if acc_name is not None:
+        values = result.values(acc_name)
+        top = max((v for v in values if v is not None), default=None)
+        best = max(top or 0.0, _max_value(reward_set, acc_name, step))
+        correct = [v is not None and best > 0 and v >= best - 1e-9 for v in values]
+    else:
+        correct = [t is not None and t > 0 for t in result.totals]
+    return {"accuracy": sum(correct) / len(correct) if correct else math.nan,
+            "mean_reward": result.metrics["total"]["mean"], "components": means,
+            "examples": completions[:3]}
+
+
+def _max_value(reward_set: RewardSet, name: str, step: int) -> float:
+    params = reward_set.components[name].stage_at(step).reward.params
+    for key in ("score", "value", "max_value"):
+        if hasattr(params, key):
+            return float(getattr(params, key))
+    return 1.0
+
+
+def generate(model_name: str, rows: list[dict[str, Any]], ev: EvalConfig) -> list[str]:
+    """Completions of every row's prompt (vLLM when usable, else transformers)."""
+    if _use_vllm(ev):
+        return _generate_vllm(model_name, rows, ev)
+    return _generate_transformers(model_name, rows, ev)
+
+
+def _use_vllm(ev: EvalConfig) -> bool:
+    if ev.use_vllm is False:
+        return False
+    try:
+        import torch
+        import vllm  # noqa: F401
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def _prompt_texts(tokenizer: Any, rows: list[dict[str, Any]]) -> list[str]:
+    texts = []
+    for row in rows:
+        prompt = row.get("prompt", "")
+        if isinstance(prompt, list):
+            texts.append(tokenizer.apply_chat_template(prompt, tokenize=False,
+                                                       add_generation_prompt=True))
+        else:
+            texts.append(str(prompt))
+    return texts
+
+
+def _generate_transformers(model_name: str, rows: list[dict[str, Any]],
+                           ev: EvalConfig) -> list[str]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_name)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model: Any = AutoModelForCausalLM.from_pretrained(model_name)
+    torch.manual_seed(ev.seed)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device).eval()
+    texts = _prompt_texts(tokenizer, rows)
+    out: list[str] = []
+    sampling: dict[str, Any] = {"do_sample": ev.temperature > 0}
+    if ev.temperature > 0:
+        sampling["temperature"] = ev.temperature
+    for start in range(0, len(texts), ev.batch_size):
+        chunk = texts[start:start + ev.batch_size]
+        enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = {k: v.to(device) for k, v in enc.items()}
+        with torch.no_grad():
+            gen = model.generate(**enc, max_new_tokens=ev.max_new_tokens,
+                                 pad_token_id=tokenizer.pad_token_id, **sampling)
+        new = gen[:, enc["input_ids"].shape[1]:]
+        out.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+    return out
+
+
+def _generate_vllm(model_name: str, rows: list[dict[str, Any]], ev: EvalConfig) -> list[str]:
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=model_name)
+    tokenizer = llm.get_tokenizer()
+    params = SamplingParams(temperature=ev.temperature, max_tokens=ev.max_new_tokens)
+    outputs = llm.generate(_prompt_texts(tokenizer, rows), params)
+    return [o.outputs[0].text for o in outputs]
+
+
+def print_report(console: Any, report: dict[str, Any]) -> None:
+    """A table: one column per model, rows accuracy, mean reward, each component."""
+    from rich.table import Table
+
+    models = report["models"]
+    table = Table(title=f"rewardkit eval: {report['rows']} test prompts "
+                        f"(accuracy = {report['accuracy_component'] or 'total > 0'})")
+    table.add_column("")
+    for label, info in models.items():
+        table.add_column(f"{label}\n{Path(info['model']).name}", justify="right")
+    table.add_row("accuracy", *[_pct(i.get("accuracy")) for i in models.values()])
+    table.add_row("mean reward", *[_num(i.get("mean_reward")) for i in models.values()])
+    names: list[str] = []
+    for info in models.values():
+        names += [n for n in info.get("components", {}) if n not in names]
+    for name in names:
+        table.add_row(f"  {name}", *[_num(i.get("components", {}).get(name))
+                                     for i in models.values()])
+    console.print(table)
+    for label, info in models.items():
+        if "error" in info:
+            console.print(f"[yellow]{label}: {info['model']}: {info['error']}[/]")
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None or math.isnan(v) else f"{100 * v:.1f}%"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None or math.isnan(v) else f"{v:.3f}"

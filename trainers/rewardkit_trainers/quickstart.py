@@ -1,0 +1,150 @@
+"""Generated data and a tiny model for the quickstart (``examples/quickstart.yaml``).
+
+Nothing is downloaded: the prompts are generated ("add 3 and 4"), the tokenizer is a
+word-level tokenizer trained on those prompts and on the answer layout the rewards ask
+for, and the model is a two-layer Qwen2 (or Llama) built from a config with random
+weights. Small enough to train with GRPO on two CPU cores in a couple of minutes,
+and the format rewards give a signal from the first step: the tags are single tokens
+(``<think>`` plus its newline is one token), so a random policy emits some of them and
+GRPO makes them more likely.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rewardkit_trainers.config import GeneratedData, TinyModel
+
+SYSTEM_PROMPT = "think in <think> tags then answer in <answer> tags"
+#: tag tokens that carry their newlines (the layout tag_count / strict_format check)
+TAG_TOKENS = ["<think>\n", "\n</think>\n", "<answer>\n", "\n</answer>"]
+SPECIAL = {"unk": "<|unk|>", "pad": "<|pad|>", "eos": "<|end|>"}
+ROLE_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>"]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+_WORDS = ["add", "and", "plus", "is", "so", "the", "sum", "answer", "think", "first", "then"]
+
+
+def generate_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` conversational rows: ``prompt`` (chat messages) and ``reference`` (the sum)."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        a, b = rng.randint(0, 9), rng.randint(0, 9)
+        rows.append({
+            "prompt": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": f"add {a} and {b}"},
+            ],
+            "reference": str(a + b),
+            "task": "math",
+        })
+    return rows
+
+
+def target_text(a: int, b: int) -> str:
+    """The completion the rewards pay most for (used only to build the vocabulary)."""
+    return f"<think>\n{a} plus {b} is {a + b}\n</think>\n<answer>\n{a + b}\n</answer>"
+
+
+def write_splits(spec: GeneratedData, folder: Path) -> tuple[Path, Path | None]:
+    """Write ``train.jsonl`` (and ``test.jsonl`` when ``test_size``) into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    train = folder / "train.jsonl"
+    _write_jsonl(train, generate_rows(spec.size, spec.seed))
+    test = None
+    if spec.test_size:
+        test = folder / "test.jsonl"
+        _write_jsonl(test, generate_rows(spec.test_size, spec.seed + 1))
+    return train, test
+
+
+def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+
+
+def build_tokenizer(texts: Iterable[str]) -> Any:
+    """A word-level ``PreTrainedTokenizerFast`` over ``texts`` with a chat template.
+
+    Words, numbers, single spaces and newlines are tokens; decoding concatenates them,
+    so ``decode(encode(text)) == text`` for text made of known words.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel(unk_token=SPECIAL["unk"]))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"<[^>\s]+>|\w+|\n| |[^\w\s]"),
+                                             behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    specials = [SPECIAL["unk"], SPECIAL["pad"], SPECIAL["eos"], *ROLE_TOKENS]
+    trainer = trainers.WordLevelTrainer(special_tokens=specials, min_frequency=1)
+    corpus = [*texts, " ".join(_WORDS), "\n".join(str(i) for i in range(19))]
+    tok.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token=SPECIAL["unk"],
+        pad_token=SPECIAL["pad"],
+        eos_token=SPECIAL["eos"],
+        clean_up_tokenization_spaces=False,
+    )
+    fast.add_tokens(TAG_TOKENS)  # whole-tag tokens, matched before the word splitter
+    fast.chat_template = CHAT_TEMPLATE
+    fast.padding_side = "left"
+    return fast
+
+
+def build_model(spec: TinyModel, tokenizer: Any) -> Any:
+    """A randomly initialised causal LM of ``spec``'s shape for ``tokenizer``."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+    torch.manual_seed(spec.seed)
+    common = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_heads,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    config = Qwen2Config(**common) if spec.build == "qwen2" else LlamaConfig(**common)
+    model = AutoModelForCausalLM.from_config(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def tokenizer_corpus(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """Texts the quickstart tokenizer is trained on: prompts and target layouts."""
+    texts: list[str] = []
+    for row in rows:
+        prompt = row["prompt"]
+        if isinstance(prompt, list):
+            texts.extend(str(m.get("content", "")) for m in prompt)
+        else:
+            texts.append(str(prompt))
+    texts.extend(target_text(a, b) for a in range(10) for b in range(10))
+    return texts
+
+
+def build_tiny(spec: TinyModel, rows: list[dict[str, Any]], save_to: Path) -> tuple[Any, Any]:
+    """Build (model, tokenizer) for ``rows`` and save both to ``save_to`` (the base model)."""
+    tokenizer = build_tokenizer(tokenizer_corpus(rows))
+    model = build_model(spec, tokenizer)
+    save_to.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(save_to)
+    model.save_pretrained(save_to)
+    return model, tokenizer

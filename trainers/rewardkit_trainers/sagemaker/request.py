@@ -1,0 +1,175 @@
+"""Build the ``create_training_job`` request for a rewardkit run, and stage its inputs.
+
+The request is a plain dict of boto3 ``sagemaker.create_training_job`` arguments, so it
+can be printed (``--dry-run``), diffed and tested without AWS. We call boto3 directly
+rather than the SageMaker SDK's ``ModelTrainer``: the SDK validates the role through
+IAM ``simulate_principal_policy`` before sending anything, which adds a permission
+requirement and cannot run against a local API server; the request it sends is the
+same one built here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rewardkit_trainers.sagemaker.config import SageMakerSettings, split_s3_uri
+from rewardkit_trainers.sagemaker.spec import SPEC_FILE_NAME, RunSpec
+
+ENTRYPOINT = ["python", "-m", "rewardkit_trainers.sagemaker"]
+CONFIG_CHANNEL = "config"
+SAGEMAKER_CHECKPOINT_PATH = "/opt/ml/checkpoints"
+DEFAULT_COMMAND = ["rewardkit", "train", "{config}", "--output-dir", "{checkpoint_dir}"]
+"""Without a ``command``: ``rewardkit train``, which learns the resume step from
+``REWARDKIT_RESUME_FROM`` rather than from backend arguments."""
+
+
+def job_name(settings: SageMakerSettings, now: float | None = None) -> str:
+    """``<prefix>-YYYYmmdd-HHMMSS`` (max 63 characters, SageMaker's limit)."""
+    prefix = settings.job_name or f"rewardkit-{settings.backend}"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"{prefix}-{stamp}"
+
+
+@dataclass
+class StagedInputs:
+    """Where every channel lives in S3, and the local files still to upload there."""
+
+    channels: dict[str, str]
+    uploads: list[tuple[Path, str]] = field(default_factory=list)
+    """(local file, s3:// destination) pairs"""
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    """s3:// destination -> content written at launch (reward config, run spec)"""
+
+
+def run_spec(settings: SageMakerSettings, config_name: str) -> RunSpec:
+    """The container's instructions derived from the settings."""
+    return RunSpec(
+        backend=settings.backend,
+        command=settings.command or DEFAULT_COMMAND,
+        checkpoint_args=(
+            settings.checkpoint_args
+            if settings.checkpoint_args is not None
+            else settings.command is not None
+        ),
+        merge_command=settings.merge_command,
+        config_file=config_name,
+        checkpoint_s3=f"{settings.checkpoint}/steps" if settings.checkpoint else None,
+        output_s3=settings.output,
+        keep_last=settings.keep_last,
+        gpus_per_node=settings.gpus_per_node,
+    )
+
+
+def stage_inputs(
+    settings: SageMakerSettings, config_path: Path, config_text: str, name: str
+) -> StagedInputs:
+    """Plan the uploads: local channels and the reward config go under the upload prefix.
+
+    Nothing is uploaded here (see :func:`upload`), so ``--dry-run`` can print the plan.
+    A missing local path is a :class:`FileNotFoundError` naming the channel.
+    """
+    base = f"{settings.upload}/{name}" if settings.upload else f"{settings.output}/{name}/input"
+    channels: dict[str, str] = {}
+    uploads: list[tuple[Path, str]] = []
+    for channel, source in settings.data.items():
+        if source.is_s3:
+            channels[channel] = source.source
+            continue
+        local = Path(source.source)
+        if not local.is_absolute():
+            local = config_path.parent / local
+        if not local.exists():
+            raise FileNotFoundError(
+                f"sagemaker.data.{channel}: {source.source} does not exist (resolved to {local})"
+            )
+        prefix = f"{base}/{channel}"
+        channels[channel] = prefix + "/"
+        if local.is_dir():
+            for path in sorted(p for p in local.rglob("*") if p.is_file()):
+                uploads.append((path, f"{prefix}/{path.relative_to(local).as_posix()}"))
+        else:
+            uploads.append((local, f"{prefix}/{local.name}"))
+    config_prefix = f"{base}/{CONFIG_CHANNEL}"
+    channels[CONFIG_CHANNEL] = config_prefix + "/"
+    spec = run_spec(settings, config_path.name)
+    blobs = {
+        f"{config_prefix}/{config_path.name}": config_text.encode("utf-8"),
+        f"{config_prefix}/{SPEC_FILE_NAME}": spec.dump().encode("utf-8"),
+    }
+    return StagedInputs(channels=channels, uploads=uploads, blobs=blobs)
+
+
+def upload(staged: StagedInputs, s3: Any) -> None:
+    """Upload the planned files and blobs with a boto3 S3 client."""
+    for local, uri in staged.uploads:
+        bucket, key = split_s3_uri(uri)
+        s3.upload_file(str(local), bucket, key)
+    for uri, body in staged.blobs.items():
+        bucket, key = split_s3_uri(uri)
+        s3.put_object(Bucket=bucket, Key=key, Body=body)
+
+
+def build_request(settings: SageMakerSettings, name: str, staged: StagedInputs) -> dict[str, Any]:
+    """The boto3 ``create_training_job`` keyword arguments for this run."""
+    image = settings.images[settings.backend]
+    environment = {
+        "REWARDKIT_RUN_SPEC": f"/opt/ml/input/data/{CONFIG_CHANNEL}/{SPEC_FILE_NAME}",
+        "REWARDKIT_BACKEND": settings.backend,
+        **settings.environment,
+    }
+    stopping: dict[str, int] = {"MaxRuntimeInSeconds": settings.max_run}
+    if settings.spot:
+        assert settings.max_wait is not None  # filled in by validation
+        stopping["MaxWaitTimeInSeconds"] = settings.max_wait
+    resources: dict[str, Any] = {
+        "InstanceType": settings.instance_type,
+        "InstanceCount": settings.instance_count,
+        "VolumeSizeInGB": settings.volume_size_gb,
+    }
+    if settings.keep_alive_period:
+        resources["KeepAlivePeriodInSeconds"] = settings.keep_alive_period
+    channels = []
+    content_types = {k: v.content_type for k, v in settings.data.items()}
+    for channel, uri in staged.channels.items():
+        entry: dict[str, Any] = {
+            "ChannelName": channel,
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataType": "S3Prefix",
+                    "S3Uri": uri,
+                    "S3DataDistributionType": "FullyReplicated",
+                }
+            },
+            "InputMode": "File",
+        }
+        if content_types.get(channel):
+            entry["ContentType"] = content_types[channel]
+        channels.append(entry)
+    request: dict[str, Any] = {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {
+            "TrainingImage": image,
+            "TrainingInputMode": "File",
+            "ContainerEntrypoint": ENTRYPOINT,
+        },
+        "RoleArn": settings.role,
+        "InputDataConfig": channels,
+        "OutputDataConfig": {"S3OutputPath": settings.output},
+        "ResourceConfig": resources,
+        "StoppingCondition": stopping,
+        "EnableManagedSpotTraining": settings.spot,
+        "Environment": environment,
+    }
+    if settings.checkpoint:
+        # SageMaker's own sync gets a sub-prefix that stays empty; rewardkit syncs steps
+        # itself under <checkpoint>/steps with per-node completion markers.
+        request["CheckpointConfig"] = {
+            "S3Uri": f"{settings.checkpoint}/sagemaker",
+            "LocalPath": SAGEMAKER_CHECKPOINT_PATH,
+        }
+    if settings.tags:
+        request["Tags"] = [{"Key": k, "Value": v} for k, v in settings.tags.items()]
+    return request

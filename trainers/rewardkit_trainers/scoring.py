@@ -1,0 +1,133 @@
+"""One scoring pass per batch, shared by the per-component callables of an adapter.
+
+Trainers call one reward function per component (TRL, ms-swift), but a
+:class:`~rewardkit.RewardSet` scores best in one pass (process pools, group rewards,
+``on_error`` across components). :class:`SharedScorer` scores the whole batch the first
+time any component asks and hands the other components the same result.
+
+It pickles as its config (not its reward instances, locks or worker pools), so the
+callables holding it survive ``pickle``/``deepcopy`` as trainers require.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pprint
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rewardkit import RewardSet, Sample, ScoreResult, Status
+from rewardkit.config import RewardConfig, load_config, parse_config
+
+#: keyword arguments trainers pass that are not dataset columns
+TRAINER_KWARGS = frozenset({
+    "prompts", "completions", "completion_ids", "trainer_state", "log_metric", "log_extra",
+    "environments",
+})
+
+
+def load_reward_config(config: str | Path | Mapping[str, Any] | RewardConfig) -> RewardConfig:
+    """A validated reward config from a path, a dict or a config."""
+    if isinstance(config, RewardConfig):
+        return config
+    if isinstance(config, Mapping):
+        return parse_config(config)
+    return load_config(config)
+
+
+class SharedScorer:
+    """Scores a batch once for all components; picklable.
+
+    >>> scorer = SharedScorer({"rewards": {"fmt": {"reward": "soft_format"}}})
+    >>> scorer.score([Sample("q", "<think>a</think><answer>1</answer>")], step=0).values("fmt")
+    [1.0]
+    """
+
+    def __init__(self, config: str | Path | Mapping[str, Any] | RewardConfig) -> None:
+        self.config = load_reward_config(config)
+        self._reward_set: RewardSet | None = None
+        self._last: tuple[str, ScoreResult] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def reward_set(self) -> RewardSet:
+        if self._reward_set is None:
+            self._reward_set = RewardSet(self.config)
+        return self._reward_set
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.config.rewards)
+
+    def score(self, samples: Sequence[Sample], step: int) -> ScoreResult:
+        """Score ``samples`` at ``step``, reusing the result of an identical last call."""
+        key = _fingerprint(samples, step)
+        with self._lock:
+            if self._last is not None and self._last[0] == key:
+                return self._last[1]
+            result = self.reward_set.score(samples, step=step)
+            self._last = (key, result)
+            return result
+
+    def null_rows(self, result: ScoreResult) -> set[int]:
+        """Rows whose total is null because a weighted component failed (``on_error: null``).
+
+        Adapters return None for *every* component of these rows, so that a trainer
+        that masks a row only when all its rewards are missing (TRL) masks them.
+        """
+        if self.config.on_error != "null":
+            return set()
+        rows = set()
+        for i, total in enumerate(result.totals):
+            if total is not None:
+                continue
+            if any(result.outcomes[name].score(i).status in (Status.ERROR, Status.TIMEOUT)
+                   for name in result.outcomes if result.weights[name] != 0.0):
+                rows.add(i)
+        return rows
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump(mode="json")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(RewardConfig.model_validate(state["config"]))  # type: ignore[misc]
+
+
+def _fingerprint(samples: Sequence[Sample], step: int) -> str:
+    digest = hashlib.sha1(str(step).encode())
+    for s in samples:
+        digest.update(json.dumps([s.prompt, s.text, s.reference, s.metadata], default=str,
+                                 sort_keys=True).encode())
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def component_metrics(result: ScoreResult, name: str, prefix: str = "rewards") -> dict[str, float]:
+    """Status rates, latency and weight of one component, as flat logger keys."""
+    m = result.metrics["components"][name]
+    return {
+        f"{prefix}/{name}/weight": float(m["weight"]),
+        f"{prefix}/{name}/error_rate": float(m["error_rate"]),
+        f"{prefix}/{name}/timeout_rate": float(m["timeout_rate"]),
+        f"{prefix}/{name}/skip_rate": float(m["skip_rate"]),
+        f"{prefix}/{name}/latency_ms_p50": float(m["latency_ms_p50"]),
+        f"{prefix}/{name}/latency_ms_p95": float(m["latency_ms_p95"]),
+    }
+
+
+def weight_changes(rs: RewardSet, name: str) -> bool:
+    """Whether component ``name``'s weight depends on the step (a schedule, or stages
+    with different weights)."""
+    comp = rs.components[name]
+    if len(comp.stages) > 1 and len({repr(s.weight) for s in comp.stages}) > 1:
+        return True
+    return any(not isinstance(s.weight, int | float) for s in comp.stages)
+
+
+def config_literal(config: RewardConfig) -> str:
+    """The reward part of ``config`` as a Python literal, for generated plugin files."""
+    data = config.model_dump(mode="json", exclude={"train", "eval", "sagemaker"})
+    return pprint.pformat(data, indent=1, width=88, sort_dicts=False)

@@ -1,0 +1,274 @@
+"""``rewardkit train`` with ``backend: trl``: GRPO in this process with TRL.
+
+Maps the ``train:`` section onto ``GRPOConfig``, builds the reward callables with
+:func:`rewardkit_trainers.trl.trl_rewards`, shows a progress bar with the current mean
+reward, and writes the reward curves (CSV + PNG) and the final model into the output
+folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rewardkit.config import RewardConfig
+
+from rewardkit_trainers.config import GeneratedData, TinyModel, TrainConfig
+from rewardkit_trainers.curves import RewardCurves
+from rewardkit_trainers.data import materialise, normalise_rows, read_rows
+
+
+@dataclass
+class TrainReport:
+    """What a finished run reports."""
+
+    output_dir: Path
+    model_dir: Path
+    curves_csv: Path
+    curves_png: Path | None
+    start_reward: float
+    end_reward: float
+    steps: int
+    seconds: float
+
+
+def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, Any],
+                gpu: bool) -> tuple[dict[str, Any], list[str]]:
+    """``GRPOConfig`` keyword arguments for ``train`` and the names this TRL lacks.
+
+    TRL counts ``per_device_train_batch_size`` in completions, so it is
+    ``batch_size x num_generations``.
+    """
+    wanted: dict[str, Any] = {
+        "output_dir": str(output_dir),
+        "learning_rate": train.learning_rate,
+        "lr_scheduler_type": train.lr_scheduler,
+        "warmup_ratio": train.warmup_ratio,
+        "num_generations": train.num_generations,
+        "per_device_train_batch_size": train.total_batch(),
+        "gradient_accumulation_steps": train.gradient_accumulation_steps,
+        "max_prompt_length": train.max_prompt_length,
+        "max_completion_length": train.max_completion_length,
+        "beta": train.beta,
+        "num_train_epochs": train.epochs,
+        "max_steps": train.max_steps or -1,
+        "temperature": train.temperature,
+        "top_p": train.top_p,
+        "use_vllm": train.vllm.enabled,
+        "bf16": train.bf16,
+        "seed": train.seed,
+        "logging_steps": train.logging_steps,
+        "save_strategy": "steps" if train.save_steps else "no",
+        "report_to": "none",
+        "remove_unused_columns": False,
+        "use_cpu": not gpu,
+        "disable_tqdm": True,
+        **reward_kwargs,
+    }
+    if train.save_steps:
+        wanted["save_steps"] = train.save_steps
+    if train.vllm.enabled:
+        wanted.update(vllm_mode=train.vllm.mode,
+                      vllm_gpu_memory_utilization=train.vllm.gpu_memory_utilization,
+                      vllm_tensor_parallel_size=train.vllm.tensor_parallel_size)
+    if train.lora is not None and train.lora.quantize:
+        wanted["model_init_kwargs"] = {"quantization_config": _quantization(train)}
+    wanted.update(train.extra_args)
+    from trl import GRPOConfig
+
+    known = {f.name for f in dataclasses.fields(GRPOConfig)}
+    if "multi_objective_aggregation" in wanted and "multi_objective_aggregation" not in known:
+        raise RuntimeError(
+            "aggregate: normalize_then_sum needs a TRL with GRPOConfig."
+            "multi_objective_aggregation (TRL >= 1.16 tested); upgrade trl or use weighted_sum")
+    if "warmup_ratio" not in known and "warmup_steps" in known:
+        # transformers 5: a float warmup_steps in [0, 1) is the ratio
+        ratio = wanted.pop("warmup_ratio")
+        if ratio:
+            wanted.setdefault("warmup_steps", float(ratio))
+    dropped = [k for k in wanted if k not in known]
+    return {k: v for k, v in wanted.items() if k in known}, dropped
+
+
+def _quantization(train: TrainConfig) -> Any:
+    from transformers import BitsAndBytesConfig
+
+    assert train.lora is not None
+    if train.lora.quantize == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                              bnb_4bit_use_double_quant=True)
+
+
+def peft_config(train: TrainConfig) -> Any:
+    """A ``peft.LoraConfig`` for ``train.lora`` (None without LoRA)."""
+    if train.lora is None:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=train.lora.r, lora_alpha=train.lora.alpha,
+                      lora_dropout=train.lora.dropout,
+                      target_modules=train.lora.target_modules, task_type="CAUSAL_LM")
+
+
+def prepare(reward_config: RewardConfig, train: TrainConfig, config_file: Path | None,
+            output_dir: Path) -> dict[str, Any]:
+    """Everything but the training itself: rows, model, tokenizer, GRPOConfig kwargs."""
+    train_file, _ = materialise(train, config_file, output_dir)
+    source = str(config_file) if config_file else "<config>"
+    rows = normalise_rows(read_rows(train_file, source), train.dataset)
+    from rewardkit_trainers.trl import trl_rewards
+
+    rewards = trl_rewards(reward_config, train.dataset.reference_column)
+    import torch
+
+    gpu = torch.cuda.is_available()
+    kwargs, dropped = grpo_kwargs(train, output_dir, rewards.grpo_kwargs(), gpu)
+    return {"rows": rows, "rewards": rewards, "kwargs": kwargs, "dropped": dropped,
+            "train_file": train_file, "gpu": gpu}
+
+
+def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | None,
+        output_dir: Path, console: Any) -> TrainReport:
+    """Train with TRL's GRPOTrainer; write curves and the final model."""
+    import time
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    started = time.monotonic()
+    prep = prepare(reward_config, train, config_file, output_dir)
+    rows, rewards, kwargs = prep["rows"], prep["rewards"], prep["kwargs"]
+    if prep["dropped"]:
+        console.print(f"[dim]this TRL's GRPOConfig has no {', '.join(prep['dropped'])}; "
+                      "not applied[/]")
+
+    import warnings
+
+    import torch
+    from datasets import Dataset
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOConfig, GRPOTrainer
+
+    # keep the terminal for the progress bar: no shard-writing bars, no v6 rename notices
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=".*deprecated and will be removed in v6",
+                            category=FutureWarning)
+    if not prep["gpu"]:
+        torch.set_num_threads(max(1, min(4, len(os.sched_getaffinity(0)))))
+    if isinstance(train.model, TinyModel):
+        from rewardkit_trainers.quickstart import build_tiny
+
+        model, tokenizer = build_tiny(train.model, rows, output_dir / "base-model")
+    else:
+        from transformers import AutoTokenizer
+
+        model = train.model
+        tokenizer = AutoTokenizer.from_pretrained(train.model)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+    dataset = Dataset.from_list(rows)
+    args = GRPOConfig(**kwargs)
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
+                          train_dataset=dataset, processing_class=tokenizer,
+                          peft_config=peft_config(train))
+    rewards.attach(trainer)
+    curves = RewardCurves(rewards.names)
+    progress = make_progress_callback(curves, console)
+    _quiet_printer(trainer)
+    trainer.add_callback(progress)
+    resume = resume_checkpoint(train, output_dir)
+    if resume:
+        console.print(f"resuming from {resume}")
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    finally:
+        progress.close()
+    model_dir = output_dir / "final"
+    trainer.save_model(str(model_dir))
+    tokenizer.save_pretrained(str(model_dir))
+    csv_path, png_path = curves.write(output_dir)
+    return TrainReport(output_dir, model_dir, csv_path, png_path,
+                       curves.mean("reward", first=True), curves.mean("reward", first=False),
+                       int(trainer.state.global_step), time.monotonic() - started)
+
+
+def resume_checkpoint(train: TrainConfig, output_dir: Path) -> str | None:
+    """The checkpoint to resume from: ``train.resume`` as a path, or (``auto``/true) the
+    newest ``checkpoint-<step>`` folder in ``output_dir``."""
+    if train.resume is False or train.resume == "false":
+        return None
+    if isinstance(train.resume, str) and train.resume not in ("auto", "true"):
+        return train.resume
+    found = [p for p in output_dir.glob("checkpoint-*")
+             if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    if not found:
+        return None
+    return str(max(found, key=lambda p: int(p.name.split("-")[-1])))
+
+
+def _quiet_printer(trainer: Any) -> None:
+    """Drop the per-step log-dict printing; the progress bar shows the reward."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+
+
+def make_progress_callback(curves: RewardCurves, console: Any) -> Any:
+    """A TrainerCallback: a rich progress bar with the current mean reward; fills ``curves``."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from transformers import TrainerCallback
+
+    class RewardProgress(TrainerCallback):
+        def __init__(self) -> None:
+            self.bar = Progress(TextColumn("[bold]GRPO"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.description}"), TimeElapsedColumn(),
+                                TimeRemainingColumn(), console=console, transient=False)
+            self.task: Any = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.bar.start()
+            self.task = self.bar.add_task("reward -", total=state.max_steps)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.task is not None:
+                self.bar.update(self.task, completed=state.global_step)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None,
+                   **kw: Any) -> None:
+            row = curves.add(state.global_step, logs or {})
+            if row and "reward" in row and self.task is not None:
+                self.bar.update(self.task, description=f"reward {row['reward']:.3f}")
+
+        def close(self) -> None:
+            self.bar.stop()
+
+    return RewardProgress()
+
+
+def describe(prep: dict[str, Any], train: TrainConfig) -> dict[str, Any]:
+    """What ``--dry-run`` shows for TRL: the GRPOConfig and the reward functions."""
+    rewards = prep["rewards"]
+    model = train.model if isinstance(train.model, str) else train.model.model_dump()
+    return {
+        "backend": "trl",
+        "model": model,
+        "dataset": str(prep["train_file"]),
+        "rows": len(prep["rows"]),
+        "data_generated": isinstance(train.dataset.train, GeneratedData),
+        "reward_funcs": rewards.names,
+        "weight_schedule_callback": rewards.scheduled,
+        "grpo_config": {k: (v if isinstance(v, str | int | float | bool | list | type(None))
+                            else repr(v)) for k, v in prep["kwargs"].items()},
+        "ignored_by_this_trl": prep["dropped"],
+        "peft": train.lora.model_dump() if train.lora else None,
+    }
