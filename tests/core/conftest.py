@@ -6,7 +6,6 @@ import pytest
 from rewardkit import registry
 
 
-
 @pytest.fixture(scope="session", autouse=True)
 def faulty() -> None:
     """Register the misbehaving rewards of faulty_rewards.py for the core tests."""
