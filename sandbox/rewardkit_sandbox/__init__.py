@@ -10,13 +10,19 @@
 
 from rewardkit_sandbox.layers import Layer, LayerReport, detect_layers
 from rewardkit_sandbox.limits import SandboxLimits
-from rewardkit_sandbox.pool import SandboxPool, SandboxTask, SandboxUnavailableError
+from rewardkit_sandbox.pool import (
+    DEFAULT_PRELOAD,
+    SandboxPool,
+    SandboxTask,
+    SandboxUnavailableError,
+)
 from rewardkit_sandbox.result import SandboxResult, Status, TestResult
 from rewardkit_sandbox.runners import PythonRunner, Runner, SandboxFusionRunner
 
 doctor = detect_layers
 
 __all__ = [
+    "DEFAULT_PRELOAD",
     "Layer",
     "LayerReport",
     "PythonRunner",

@@ -19,11 +19,13 @@ import os
 import select
 import signal
 import sys
-import threading
 import time
 import traceback
 import types
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per task
+    from typing import Any, NoReturn
 
 SETUP_FAILED_EXIT_CODE = 117
 _ERROR_TEXT_LIMIT = 1000
@@ -35,9 +37,48 @@ def write_report(fd: int, record: dict[str, Any]) -> None:
         os.write(fd, (json.dumps(record) + "\n").encode())
 
 
-def _fresh_main_namespace() -> dict[str, Any]:
+SETUP_DONE_RECORD = json.dumps({"setup": "ok"}).encode() + b"\n"
+
+
+def report_setup_done(fd: int) -> None:
+    """The first record of every task: confinement is complete."""
+    with contextlib.suppress(OSError):
+        os.write(fd, SETUP_DONE_RECORD)
+
+
+def warm_up() -> None:
+    """Run, once in the zygote, the lazy first-use paths of a task (see Zygote)."""
+    import ast  # noqa: F401 - traceback imports it lazily for every exception it prints
+    import unicodedata  # noqa: F401 - likewise, for wide characters in source lines
+
+    namespace: dict[str, Any] = {}
+    source = "def f():\n    return 1 / 0\nf()\n"
+    try:
+        exec(_compile(source, "<warm-up>"), namespace)  # compile() creates the AST types
+    except ZeroDivisionError as error:
+        traceback.format_exception(type(error), error, error.__traceback__)
+    linecache.cache.pop("<warm-up>", None)
+    json.loads(json.dumps({"test": {"status": "ok", "error": None, "index": 0}}))
+    for mode in ("r", "w"):  # the codec and error-handler look-ups of the task's stdio
+        open(os.devnull, mode, encoding="utf-8", errors="backslashreplace").close()
+    global _prepared_main
+    _prepared_main = _new_main_module()
+
+
+def _new_main_module() -> types.ModuleType:
     module = types.ModuleType("__main__")
     module.__dict__["__builtins__"] = __builtins__
+    return module
+
+
+# Built in the zygote (warm_up); each process that runs candidate code (the program child,
+# or one test's child) takes it once, in its own copy-on-write memory.
+_prepared_main: types.ModuleType | None = None
+
+
+def _fresh_main_namespace() -> dict[str, Any]:
+    global _prepared_main
+    module, _prepared_main = _prepared_main or _new_main_module(), None
     sys.modules["__main__"] = module
     return module.__dict__
 
@@ -78,9 +119,13 @@ def _flush_stdio() -> None:
 def _finish(exit_code: int) -> NoReturn:
     """End like an interpreter would (threads joined, atexit run, stdio flushed), fast."""
     with contextlib.suppress(BaseException):
-        for thread in threading.enumerate():
-            if thread is not threading.main_thread() and not thread.daemon:
-                thread.join()
+        # Like the interpreter, only when the program imported threading: the zygote does
+        # not, so that its at-fork hook does not run in every child.
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            for thread in threading.enumerate():
+                if thread is not threading.main_thread() and not thread.daemon:
+                    thread.join()
         atexit._run_exitfuncs()
     _flush_stdio()
     os._exit(exit_code)
@@ -104,12 +149,32 @@ def run_program(source: str, report_fd: int) -> NoReturn:
     _finish(exit_code)
 
 
-def _run_one_test(source: str, test: str, index: int, result_fd: int, token: str) -> NoReturn:
+def _compile_ahead(source: str, filename: str) -> types.CodeType | None:
+    """Compile in the harness (compiling runs no candidate code), once for every test.
+
+    None when it fails: the test child then compiles it itself and fails exactly as
+    before (its traceback on stderr, its error in the test's record).
+    """
+    try:
+        return _compile(source, filename)
+    except Exception:
+        return None
+
+
+def _run_one_test(
+    source: str,
+    test: str,
+    index: int,
+    result_fd: int,
+    token: str,
+    compiled: tuple[types.CodeType | None, types.CodeType | None] = (None, None),
+) -> NoReturn:
     namespace = _fresh_main_namespace()
+    program_code, test_code = compiled
     record: dict[str, Any]
     try:
-        exec(_compile(source, "main.py"), namespace)
-        exec(_compile(test, f"test_{index}.py"), namespace)
+        exec(program_code or _compile(source, "main.py"), namespace)
+        exec(test_code or _compile(test, f"test_{index}.py"), namespace)
         record = {"status": "ok"}
     except MemoryError:
         record = {"status": "memory", "error": "MemoryError"}
@@ -181,7 +246,9 @@ def run_tests(
     """Run each test in its own process after the program; report one line per test."""
     token = os.urandom(16).hex()
     sys.stdin = open(os.devnull)  # noqa: SIM115 - tests do not read the task's stdin
+    program_code = _compile_ahead(source, "main.py")
     for index, test in enumerate(tests):
+        compiled = (program_code, _compile_ahead(test, f"test_{index}.py"))
         read_fd, write_fd = os.pipe()
         started = time.monotonic()
         pid = os.fork()
@@ -192,7 +259,7 @@ def run_tests(
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.close(devnull)
-            _run_one_test(source, test, index, write_fd, token)
+            _run_one_test(source, test, index, write_fd, token, compiled)
         os.close(write_fd)
         try:
             outcome = _await_test(pid, read_fd, test_timeout_s, token)
