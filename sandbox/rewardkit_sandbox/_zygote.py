@@ -132,12 +132,23 @@ class Zygote:
             confinement.unshare(confinement.CLONE_NEWNS)
             confinement.mount("none", "/", None, confinement.MS_REC | confinement.MS_PRIVATE, None)
             flags = confinement.MS_NOSUID | confinement.MS_NODEV
-            confinement.mount("tmpfs", "/tmp", "tmpfs", flags, f"size={disk_bytes},mode=1777")
-            self.mounted.append("/tmp")
-            for path in _SCRATCH_DIRS[1:]:
-                if os.path.isdir(path):
-                    confinement.mount("tmpfs", path, "tmpfs", flags, "size=8m,mode=1777")
-                    self.mounted.append(path)
+            # import paths inside a scratch directory (a venv in /tmp) vanish under the
+            # private tmpfs: hold them by descriptor now, bind them back below
+            in_scratch = _paths_inside(self.child_path, _SCRATCH_DIRS)
+            handles = {item: os.open(item, os.O_PATH | os.O_DIRECTORY) for item in in_scratch}
+            try:
+                confinement.mount("tmpfs", "/tmp", "tmpfs", flags,
+                                  f"size={disk_bytes},mode=1777")
+                self.mounted.append("/tmp")
+                for path in _SCRATCH_DIRS[1:]:
+                    if os.path.isdir(path):
+                        confinement.mount("tmpfs", path, "tmpfs", flags, "size=8m,mode=1777")
+                        self.mounted.append(path)
+                if handles:
+                    self._reexpose(handles)
+            finally:
+                for handle in handles.values():
+                    os.close(handle)
             hidden = [path for path in hidden_paths if self._hide(path)]
         except OSError as error:
             self.layers["mount_namespace"] = _layer(
@@ -149,6 +160,26 @@ class Zygote:
         if hidden:
             detail += ", hidden: " + " ".join(hidden)
         self.layers["mount_namespace"] = _layer(True, detail)
+
+    def _reexpose(self, handles: dict[str, int]) -> None:
+        """Bind the import paths held by ``handles`` read-only under a read-only tmpfs on
+        ``_REEXPOSE_ROOT`` (outside every scratch directory, so task clean-up never meets
+        them) and point the children's ``sys.path`` there."""
+        if not os.path.isdir(_REEXPOSE_ROOT):
+            raise OSError(f"import paths {sorted(handles)} are inside a scratch directory "
+                          f"and there is no {_REEXPOSE_ROOT} to show them again under")
+        flags = confinement.MS_NOSUID | confinement.MS_NODEV
+        confinement.mount("tmpfs", _REEXPOSE_ROOT, "tmpfs", flags, "size=1m,mode=755")
+        moved: dict[str, str] = {}
+        for index, (item, handle) in enumerate(sorted(handles.items())):
+            target = os.path.join(_REEXPOSE_ROOT, f"import-{index}")
+            os.mkdir(target, 0o755)
+            _bind_read_only(handle, target, flags)
+            moved[item] = target
+        confinement.mount("tmpfs", _REEXPOSE_ROOT, "tmpfs",
+                          confinement.MS_REMOUNT | confinement.MS_RDONLY | flags,
+                          "size=1m,mode=755")
+        self.child_path = [moved.get(os.path.realpath(p), p) for p in self.child_path]
 
     def _hide(self, path: str) -> bool:
         """Cover ``path`` with an empty read-only tmpfs, re-exposing the import paths in it.
@@ -178,20 +209,7 @@ class Zygote:
             confinement.mount("tmpfs", path, "tmpfs", flags, "size=1m,mode=755")
             for item, handle in handles.items():
                 os.makedirs(item, mode=0o755, exist_ok=True)
-                confinement.mount(
-                    f"/proc/self/fd/{handle}",
-                    item,
-                    None,
-                    confinement.MS_BIND | confinement.MS_REC,
-                    None,
-                )
-                confinement.mount(
-                    "none",
-                    item,
-                    None,
-                    confinement.MS_REMOUNT | confinement.MS_BIND | confinement.MS_RDONLY | flags,
-                    None,
-                )
+                _bind_read_only(handle, item, flags)
             confinement.mount(
                 "tmpfs",
                 path,
@@ -762,6 +780,30 @@ class Zygote:
         except OSError:
             return False
         return "/tmp" in self.scratch_mounts and os.path.dirname(workdir) == "/tmp"
+
+
+#: where import paths from inside a scratch directory are shown again (under a tmpfs)
+_REEXPOSE_ROOT = "/mnt"
+
+
+def _paths_inside(paths: list[str], roots: tuple[str, ...]) -> list[str]:
+    """The existing directories of ``paths`` (resolved) that lie inside one of ``roots``."""
+    found = set()
+    for item in paths:
+        real = os.path.realpath(item)
+        if os.path.isdir(real) and any(real.startswith(root + os.sep) for root in roots):
+            found.add(real)
+    return sorted(found)
+
+
+def _bind_read_only(handle: int, target: str, flags: int) -> None:
+    """Bind-mount the directory held by the O_PATH descriptor ``handle`` on ``target``,
+    read-only."""
+    confinement.mount(f"/proc/self/fd/{handle}", target, None,
+                      confinement.MS_BIND | confinement.MS_REC, None)
+    confinement.mount("none", target, None,
+                      confinement.MS_REMOUNT | confinement.MS_BIND | confinement.MS_RDONLY | flags,
+                      None)
 
 
 def _remove_tree(path: str) -> None:

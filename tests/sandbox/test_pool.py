@@ -181,3 +181,27 @@ def test_every_layer_is_reported(contained: SandboxPool) -> None:
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError, match="wall_time_s"):
         SandboxLimits(wall_time_s=0)
+
+
+def test_import_paths_inside_tmp_stay_importable_and_read_only(tmp_path) -> None:
+    # a venv or checkout under /tmp: the private /tmp of the sandbox would hide it
+    package = tmp_path / "site"
+    package.mkdir()
+    (package / "helper_in_tmp.py").write_text("VALUE = 41 + 1\n")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(package, 0o755)
+    code = (
+        "import helper_in_tmp, os\n"
+        "print(helper_in_tmp.VALUE)\n"
+        "try:\n"
+        "    open(os.path.join(os.path.dirname(helper_in_tmp.__file__), 'x.py'), 'w')\n"
+        "    print('writable')\n"
+        "except OSError:\n"
+        "    print('read-only')\n"
+    )
+    with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=61000,
+                     import_paths=[str(package)]) as pool:
+        result = pool.run(code)
+    assert result.status is Status.OK, result.stderr
+    assert result.stdout.split() == ["42", "read-only"]
+    assert not (package / "x.py").exists()
