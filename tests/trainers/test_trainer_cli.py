@@ -118,3 +118,24 @@ def test_help_works(command: str):
     proc = rewardkit(command, "--help")
     assert proc.returncode == 0
     assert f"rewardkit {command}" in proc.stdout
+
+
+def _train_section() -> dict:
+    return {"backend": "trl", "model": {"build": "qwen2"},
+            "dataset": {"train": {"generate": "quickstart"}}}
+
+
+def test_resume_prefers_the_step_the_sagemaker_entrypoint_restored(tmp_path: Path,
+                                                                   monkeypatch):
+    from rewardkit_trainers.config import parse_train
+    from rewardkit_trainers.trl_train import resume_checkpoint
+
+    train = parse_train(_train_section())
+    (tmp_path / "checkpoint-4").mkdir()
+    assert resume_checkpoint(train, tmp_path) == str(tmp_path / "checkpoint-4")
+    restored = tmp_path / "restored" / "checkpoint-2"
+    restored.mkdir(parents=True)
+    monkeypatch.setenv("REWARDKIT_RESUME_FROM", str(restored))
+    assert resume_checkpoint(train, tmp_path) == str(restored)
+    monkeypatch.setenv("REWARDKIT_RESUME_FROM", str(tmp_path / "missing"))
+    assert resume_checkpoint(train, tmp_path) == str(tmp_path / "checkpoint-4")

@@ -196,11 +196,15 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
 
 def resume_checkpoint(train: TrainConfig, output_dir: Path) -> str | None:
     """The checkpoint to resume from: ``train.resume`` as a path, or (``auto``/true) the
-    newest ``checkpoint-<step>`` folder in ``output_dir``."""
+    step the SageMaker entrypoint restored (``REWARDKIT_RESUME_FROM``), else the newest
+    ``checkpoint-<step>`` folder in ``output_dir``."""
     if train.resume is False or train.resume == "false":
         return None
     if isinstance(train.resume, str) and train.resume not in ("auto", "true"):
         return train.resume
+    restored = os.environ.get("REWARDKIT_RESUME_FROM")
+    if restored and Path(restored).is_dir():
+        return restored
     found = [p for p in output_dir.glob("checkpoint-*")
              if p.is_dir() and p.name.split("-")[-1].isdigit()]
     if not found:
