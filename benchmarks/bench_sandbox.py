@@ -45,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rewardkit_sandbox import SandboxLimits, SandboxPool, SandboxTask, Status
+from rewardkit_sandbox.audit import leftover_files, processes_of_uids
 
 PROGRAM = "def f(n):\n    return sum(i * i for i in range(n))\nassert f(10) == 285\nprint(f(100))"
 LIMITS = SandboxLimits(
@@ -302,36 +303,6 @@ def interleaved(methods: list[tuple[str, int, Any, list[int]]], workers: int, ro
     return rows
 
 
-def processes_of_uids(uids: set[int]) -> int:
-    count = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as status:
-                for line in status:
-                    if line.startswith("Uid:"):
-                        count += int(line.split()[1]) in uids
-                        break
-        except OSError:
-            continue
-    return count
-
-
-def leaked_files(pool: SandboxPool) -> int:
-    count = 0
-    for slot in pool._slots:
-        if slot.process is None:
-            continue
-        for directory in ("tmp", "dev/shm", "var/tmp"):
-            try:
-                count += len(os.listdir(f"/proc/{slot.process.pid}/root/{directory}"))
-            except OSError:
-                continue
-    host_tmp = [name for name in os.listdir("/tmp") if name.startswith("rewardkit-task-")]
-    return count + len(host_tmp)
-
-
 def mixed_run(pool: SandboxPool, count: int) -> dict[str, Any]:
     rng = random.Random(1234)
     names = list(MIXED_PROGRAMS)
@@ -360,8 +331,8 @@ def mixed_run(pool: SandboxPool, count: int) -> dict[str, Any]:
         "tasks_per_s": count / seconds,
         "sandbox_errors": sum(result.status is Status.SANDBOX_ERROR for result in results),
         "misjudged": wrong,
-        "leaked_processes": processes_of_uids({slot.uid for slot in pool._slots}),
-        "leaked_files": leaked_files(pool),
+        "leaked_processes": len(processes_of_uids(set(pool.slot_uids))),
+        "leaked_files": len(leftover_files(pool)),
         "statuses": {name: dict(counter) for name, counter in by_kind.items()},
     }
 
@@ -378,7 +349,7 @@ def main() -> None:
 
     with SandboxPool(size=workers, limits=LIMITS, uid_base=UID_BASE) as pool:
         pool.run(PROGRAM)  # warm
-        zygotes = [slot.process.pid for slot in pool._slots if slot.process is not None]
+        zygotes = pool.zygote_pids()
         rows = interleaved(
             [
                 ("SandboxPool (zygote fork)", pool_tasks, pool.run, zygotes),

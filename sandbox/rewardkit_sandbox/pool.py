@@ -387,6 +387,16 @@ class SandboxPool:
         with ThreadPoolExecutor(max_workers=self.size) as executor:
             return list(executor.map(self.run_task, tasks))
 
+    @property
+    def slot_uids(self) -> list[int]:
+        """The uid each slot's tasks run as (when started as root)."""
+        return [slot.uid for slot in self._slots]
+
+    def zygote_pids(self) -> list[int]:
+        """Process ids of the live zygotes (for audits through /proc)."""
+        return [slot.process.pid for slot in self._slots
+                if slot.process is not None and slot.process.poll() is None]
+
     def close(self) -> None:
         """Stop every zygote (each kills its running task first).  Idempotent."""
         self._closed = True

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 from rewardkit_sandbox import SandboxPool
-from sandbox_audit import SLOT_UID_BASE, TEST_LIMITS, leftover_files, processes_of_uids
+from rewardkit_sandbox.audit import leftover_files, processes_of_uids
+from sandbox_audit import SLOT_UID_BASE, TEST_LIMITS
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +22,7 @@ def contained(pool: SandboxPool) -> Iterator[SandboxPool]:
     yield pool
     uids = {slot.uid for slot in pool._slots}
     assert processes_of_uids(uids) == []
-    assert leftover_files(pool) == []
+    assert leftover_files(pool, host_tmp=False) == []
     for _ in range(pool.size):
         after = pool.run("print(6 * 7)")
         assert (after.status.value, after.stdout) == ("ok", "42\n")

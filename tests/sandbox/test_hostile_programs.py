@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from rewardkit_sandbox import SandboxPool, SandboxResult, SandboxTask, Status
-from sandbox_audit import TEST_LIMITS, processes_of_uids
+from rewardkit_sandbox.audit import processes_of_uids
+from sandbox_audit import TEST_LIMITS
 
 
 def run(pool: SandboxPool, source: str, **kwargs: object) -> SandboxResult:
@@ -314,7 +315,7 @@ def test_hostile_runs_in_parallel_leave_nothing_behind(contained: SandboxPool) -
     ]
     results = contained.run_many([SandboxTask(source) for source in hostile * 2])
     assert Status.SANDBOX_ERROR not in {result.status for result in results}
-    assert processes_of_uids({slot.uid for slot in contained._slots}) == []
+    assert processes_of_uids(set(contained.slot_uids)) == []
 
 
 def test_the_runs_do_not_share_the_callers_threads(contained: SandboxPool) -> None:

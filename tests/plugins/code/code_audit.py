@@ -6,6 +6,7 @@ import os
 import time
 
 from rewardkit_code import sandboxes
+from rewardkit_sandbox import audit
 
 #: every uid a rewardkit-code pool may give its task children
 CODE_UIDS = range(
@@ -30,27 +31,12 @@ def own_task_uids() -> set[int]:
     return uids
 
 
-def task_processes() -> list[tuple[int, int, str]]:
+def task_processes() -> list[audit.LiveProcess]:
     """(pid, uid, command) of every live process running as a slot uid of our pools."""
-    uids = own_task_uids()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as status:
-                fields = dict(line.split(":", 1) for line in status if ":" in line)
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        uid = int(fields["Uid"].split()[0])
-        if uid in uids and fields.get("State", "").strip()[:1] != "Z":
-            found.append((int(entry), uid, command[:80]))
-    return found
+    return audit.processes_of_uids(own_task_uids())
 
 
-def wait_for_no_task_processes(seconds: float = 3.0) -> list[tuple[int, int, str]]:
+def wait_for_no_task_processes(seconds: float = 3.0) -> list[audit.LiveProcess]:
     """Task processes still alive after ``seconds`` (the zygote reaps right after a run)."""
     deadline = time.monotonic() + seconds
     while True:
