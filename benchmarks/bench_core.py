@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -25,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_rewards import CPU_BOUND, FIVE
 
 from rewardkit import RewardSet, Sample, registry
-from rewardkit.workers import WorkerPool, shared_pool
+from rewardkit.workers import shared_pool
 
 WEIGHTS = {"correct": 1.0, "integer": 1.0, "soft": 1.0, "strict": 1.0, "xml": 1.0}
 
@@ -120,7 +118,6 @@ def main() -> None:
     print(f"  2 workers  {up2:8.1f} samples/s  speed-up {up2 / up1:.2f}x  (target >= 1.7x)")
     ok = overhead <= 0.10 and up2 / up1 >= 1.7
     print("PASS" if ok else "MISS")
-    _ = statistics, WorkerPool, re
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import operator
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -90,13 +89,14 @@ class RewardSet:
     """A composed reward: score a batch at a training step into totals and components.
 
     Build it from a config file (:meth:`from_file`), a dict (:meth:`from_dict`) or a
-    validated :class:`RewardConfig`. Instances are thread-safe to score with.
+    validated :class:`RewardConfig`. Scoring from several threads at once is safe for the
+    engine (process-mode work is served one call at a time); an inline stateful reward
+    sees the calls of every thread.
     """
 
     def __init__(self, config: RewardConfig) -> None:
         self.config = config
         self.components = {name: ComponentSet(name, c) for name, c in config.rewards.items()}
-        self._lock = threading.Lock()
 
     @classmethod
     def from_file(cls, path: str | Path) -> RewardSet:
