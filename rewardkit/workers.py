@@ -29,6 +29,9 @@ from rewardkit.types import Score, Status
 
 #: (index, payload) where the payload is a Sample (per-sample) or a list (per-group)
 Item = tuple[int, Any]
+#: worker kills (crash or timeout) with no answer between them after which the rest of a
+#: call's samples are not tried
+FAILURES_IN_A_ROW = 8
 #: seconds a worker may take to import and set up a reward before its first item
 LOAD_TIMEOUT = 120.0
 #: a Score as it crosses the pipe
@@ -118,6 +121,13 @@ class WorkerPool:
     def _ensure_started(self) -> None:
         if self._closed:
             raise RuntimeError("worker pool is closed")
+        # a worker that died while idle (OOM killer, a stray signal) is replaced before it
+        # is handed work, so that no sample is blamed for it
+        for i, worker in enumerate(self._workers):
+            if worker.proc.poll() is not None:
+                worker.kill()
+                self._workers[i] = self._spawn()
+                self.restarts += 1
         while len(self._workers) < self.size:
             self._workers.append(self._spawn())
 
@@ -161,6 +171,7 @@ class WorkerPool:
                 queue.append(list(items[start : start + chunk]))
             idle = list(self._workers)
             busy: dict[Connection, _Worker] = {}
+            failures_in_a_row = 0
 
             def dispatch(worker: _Worker) -> None:
                 batch = queue.popleft()
@@ -179,7 +190,11 @@ class WorkerPool:
                 busy[worker.conn] = worker
 
             def replace(worker: _Worker, failure: Score | None) -> None:
-                """Kill ``worker``; the item it was on gets ``failure``; the rest go back."""
+                """Kill ``worker``; the item it was on gets ``failure``; the rest go back.
+                After ``FAILURES_IN_A_ROW`` kills with no answer between them, what is still
+                queued is not tried: a reward that crashes or hangs on every input must not
+                cost a worker restart (or a full timeout) per sample."""
+                nonlocal failures_in_a_row
                 busy.pop(worker.conn, None)
                 worker.kill()
                 pending = list(worker.pending)
@@ -187,8 +202,17 @@ class WorkerPool:
                 if failure is not None and pending:
                     idx, _ = pending.pop(0)
                     results[idx] = (failure, time.monotonic() - worker.started_item_at)
+                    failures_in_a_row += 1
                 if pending:
                     queue.appendleft(pending)
+                if failures_in_a_row >= FAILURES_IN_A_ROW and failure is not None:
+                    given_up = Score(None, failure.status,
+                                     f"not run: the reward failed {failures_in_a_row} times "
+                                     f"in a row (last: {failure.reason})")
+                    for batch in queue:
+                        for idx, _ in batch:
+                            results[idx] = (given_up, 0.0)
+                    queue.clear()
                 fresh = self._spawn()
                 self._workers[self._workers.index(worker)] = fresh
                 self.restarts += 1
@@ -213,6 +237,7 @@ class WorkerPool:
                         continue
                     kind = message[0]
                     if kind == "r":
+                        failures_in_a_row = 0
                         _, idx, answer, seconds = message
                         if worker.pending and worker.pending[0][0] == idx:
                             worker.pending.popleft()

@@ -110,3 +110,11 @@ class SlowSetup(Reward):
 
 
 ALL.append(SlowSetup)
+
+
+@reward(mode="process")
+def always_dies(sample: Sample) -> float:
+    os._exit(9)
+
+
+ALL.append(always_dies)

@@ -151,3 +151,36 @@ def test_slow_reward_setup_does_not_count_against_the_per_sample_timeout():
     rs = RewardSet.from_dict({"workers": 1,
                               "rewards": {"s": {"reward": "slow_setup", "timeout": 0.5}}})
     assert rs.score([{"completion": "a"}, {"completion": "b"}]).values("s") == [1.0, 1.0]
+
+
+def test_reward_that_crashes_on_every_input_is_given_up_after_a_few_restarts():
+    rs = RewardSet.from_dict({"rewards": {"good": {"reward": "good"},
+                                          "x": {"reward": "always_dies"}}})
+    start = time.monotonic()
+    res = rs.score([{"completion": str(i)} for i in range(200)])
+    assert time.monotonic() - start < 30  # not 200 worker restarts
+    scores = res.scores("x")
+    assert all(s.status is Status.ERROR for s in scores)
+    assert sum("exited with code 9" in s.reason and not s.reason.startswith("not run")
+               for s in scores) <= 8 + 2  # the tries, plus in-flight items of other workers
+    assert any(s.reason.startswith("not run: the reward failed 8 times in a row")
+               for s in scores)
+    assert res.values("good") == [1.0 if i < 10 else 2.0 if i < 100 else 3.0
+                                  for i in range(200)]
+    healthy = RewardSet.from_dict({"rewards": {"d": {"reward": "dies"}}})
+    assert healthy.score([{"completion": "fine"}]).values("d") == [1.0]  # pool still serves
+
+
+def test_worker_killed_while_idle_is_replaced_without_blaming_a_sample():
+    import os
+    import signal
+
+    from rewardkit.workers import shared_pool
+
+    rs = RewardSet.from_dict({"rewards": {"d": {"reward": "dies"}}})
+    rs.score([{"completion": "warm"}])
+    for pid in shared_pool().pids():
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    res = rs.score([{"completion": "a"}, {"completion": "b"}])
+    assert res.values("d") == [1.0, 1.0]
