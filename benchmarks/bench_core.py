@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_rewards import CPU_BOUND, FIVE
 
 from rewardkit import RewardSet, Sample, registry
-from rewardkit.workers import shared_pool
 
 WEIGHTS = {"correct": 1.0, "integer": 1.0, "soft": 1.0, "strict": 1.0, "xml": 1.0}
 
@@ -95,7 +94,6 @@ def bench_process_scaling(n: int) -> tuple[float, float]:
         elapsed = time.perf_counter() - t0
         assert all(v is not None for v in res.values("cpu"))
         rates.append(n / elapsed)
-    shared_pool().close()
     return rates[0], rates[1]
 
 

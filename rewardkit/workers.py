@@ -266,25 +266,25 @@ class WorkerPool:
         return results
 
 
-_pool: WorkerPool | None = None
-_pool_lock = threading.Lock()
+_pools: dict[int, WorkerPool] = {}
+_pools_lock = threading.Lock()
 
 
 def shared_pool(size: int | None = None) -> WorkerPool:
-    """The process-wide pool (created on first use, closed at exit)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool._closed or (size is not None and size != _pool.size):
-            if _pool is not None:
-                _pool.close()
-            _pool = WorkerPool(size)
-        return _pool
+    """The process-wide pool of ``size`` workers (default: usable cores), created on first
+    use and closed at exit. Configs asking for different sizes get separate pools."""
+    wanted = size or usable_cores()
+    with _pools_lock:
+        pool = _pools.get(wanted)
+        if pool is None or pool._closed:
+            pool = _pools[wanted] = WorkerPool(wanted)
+        return pool
 
 
 @atexit.register
-def _close_shared_pool() -> None:
-    if _pool is not None:
-        _pool.close()
+def _close_shared_pools() -> None:
+    for pool in list(_pools.values()):
+        pool.close()
 
 
 def pickle_reward(reward: Any) -> bytes:
