@@ -52,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(exc.render(), markup=False)
     except (RegistryError, CaseFileError, UsageError) as exc:
         err.print(f"error: {exc}", markup=False)
+    except OSError as exc:  # unreadable input, unwritable output, full disk
+        where = f": {exc.filename}" if exc.filename else ""
+        err.print(f"error: {exc.strerror or exc}{where}", markup=False)
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130

@@ -115,3 +115,11 @@ def test_new_plugin_installs_registers_and_passes_its_own_tests(tmp_path):
 def test_new_plugin_refuses_a_bad_name(tmp_path):
     proc = cli("new-plugin", "9 lives", "--dir", str(tmp_path))
     assert proc.returncode == 2 and "must start with a letter" in proc.stderr
+
+
+def test_unwritable_output_is_a_clean_error(files):
+    cfg, samples = files
+    proc = cli("score", str(cfg), str(samples), "--out", "/proc/no-such-dir/out.jsonl")
+    assert proc.returncode == 2
+    assert "error: No such file or directory: /proc/no-such-dir" in proc.stderr
+    assert "Traceback" not in proc.stderr
