@@ -120,7 +120,7 @@ class Sample:
     completion: Any = ""
     reference: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    text: str = field(default="", compare=False)
+    text: str = field(default="", init=False, compare=False)
     group: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
