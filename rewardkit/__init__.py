@@ -2,10 +2,11 @@
 composed in a config, tested against golden cases, and fed to any trainer."""
 
 from rewardkit.authoring import NoParams, Params, Reward, reward
-from rewardkit.composition import RewardSet, SampleScores, ScoreResult
+from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, RewardConfig, load_config, parse_config
 from rewardkit.hookspecs import hookimpl
 from rewardkit.registry import RegistryError, UnknownRewardError, get_reward, registry
+from rewardkit.score_result import SampleScores, ScoreResult
 from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text
 
 __version__ = "0.1.0"

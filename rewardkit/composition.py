@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 import math
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from rewardkit.config import Component, RewardConfig, load_config, parse_config
 from rewardkit.execution import Outcome, run_reward
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, weight_at
+from rewardkit.score_result import ScoreResult
 from rewardkit.types import ExecutionMode, Sample, Score, Status
 
 NORMALIZE_EPS = 1e-4
@@ -36,7 +36,7 @@ class _Stage:
     weight: Weight
 
 
-class ComponentSet:
+class ScheduledComponent:
     """One configured component: its reward instance per stage, routing and mode."""
 
     def __init__(self, name: str, config: Component) -> None:
@@ -96,7 +96,7 @@ class RewardSet:
 
     def __init__(self, config: RewardConfig) -> None:
         self.config = config
-        self.components = {name: ComponentSet(name, c) for name, c in config.rewards.items()}
+        self.components = {name: ScheduledComponent(name, c) for name, c in config.rewards.items()}
 
     @classmethod
     def from_file(cls, path: str | Path) -> RewardSet:
@@ -256,127 +256,3 @@ def _weighted_sum_fn(weights: Sequence[float]) -> Any:
     body = " + ".join(f"w[{i}] * {name}" for i, name in enumerate(names))
     fn: Any = eval(f"lambda {', '.join(names)}: {body}", {"w": tuple(weights)})
     return fn
-
-
-@dataclass
-class SampleScores:
-    """The scores of one sample: the total that trains and each component's Score."""
-
-    total: float | None
-    scores: dict[str, Score]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"reward": self.total,
-                "components": {k: v.to_dict() for k, v in self.scores.items()}}
-
-
-class ScoreResult:
-    """What :meth:`RewardSet.score` returns: totals, per-component scores and metrics."""
-
-    def __init__(self, step: int, samples: list[Sample], totals: list[float | None],
-                 outcomes: dict[str, Outcome], weights: dict[str, float],
-                 aggregate: str) -> None:
-        self.step = step
-        self.samples = samples
-        self.totals = totals
-        self.outcomes = outcomes
-        self.weights = weights
-        self.aggregate = aggregate
-
-    def __len__(self) -> int:
-        return len(self.totals)
-
-    @classmethod
-    def concat(cls, results: Sequence[ScoreResult], step: int = 0) -> ScoreResult:
-        """One result from consecutive batches (samples are not kept)."""
-        totals: list[float | None] = []
-        outcomes: dict[str, Outcome] = {}
-        weights: dict[str, float] = {}
-        for res in results:
-            offset = len(totals)
-            totals += res.totals
-            weights = res.weights
-            for name, part in res.outcomes.items():
-                merged = outcomes.setdefault(name, Outcome(0))
-                merged.values += part.values
-                merged.scores.update({offset + i: s for i, s in part.scores.items()})
-                merged.latencies += part.latencies
-        aggregate = results[0].aggregate if results else "weighted_sum"
-        return cls(step, [], totals, outcomes, weights, aggregate)
-
-    def __getitem__(self, i: int) -> SampleScores:
-        return SampleScores(self.totals[i],
-                            {name: out.score(i) for name, out in self.outcomes.items()})
-
-    def __iter__(self) -> Iterator[SampleScores]:
-        return (self[i] for i in range(len(self)))
-
-    def values(self, component: str) -> list[float | None]:
-        """One component's raw values (None where it did not score)."""
-        return self.outcomes[component].values
-
-    def scores(self, component: str) -> list[Score]:
-        out = self.outcomes[component]
-        return [out.score(i) for i in range(len(self))]
-
-    @cached_property
-    def metrics(self) -> dict[str, Any]:
-        """Per component: mean/std/min/max of the values scored, the mean weighted
-        contribution, status counts and rates, latency p50/p95 (ms); and the total."""
-        n = len(self)
-        comps: dict[str, Any] = {}
-        for name, out in self.outcomes.items():
-            vals = [v for v in out.values if v is not None]
-            counts = {str(s): 0 for s in Status}
-            for score in out.scores.values():
-                counts[str(score.status)] += 1
-            counts["ok"] = n - sum(counts[s] for s in ("skipped", "error", "timeout"))
-            weight = self.weights[name]
-            stats = _stats(vals)
-            comps[name] = {
-                **stats,
-                "weight": weight,
-                "contribution": weight * stats["mean"] if vals else 0.0,
-                "count": counts,
-                "error_rate": (counts["error"] / n) if n else 0.0,
-                "timeout_rate": (counts["timeout"] / n) if n else 0.0,
-                "skip_rate": (counts["skipped"] / n) if n else 0.0,
-                "latency_ms_p50": _percentile(out.latencies, 50) * 1000,
-                "latency_ms_p95": _percentile(out.latencies, 95) * 1000,
-            }
-        totals = [t for t in self.totals if t is not None]
-        return {"step": self.step, "samples": n, "components": comps,
-                "total": {**_stats(totals), "null": n - len(totals)}}
-
-    def flat_metrics(self, prefix: str = "rewards") -> dict[str, float]:
-        """Metrics as flat ``prefix/component/name`` keys for a logger."""
-        flat: dict[str, float] = {}
-        for name, m in self.metrics["components"].items():
-            for key in ("mean", "std", "min", "max", "contribution", "error_rate",
-                        "timeout_rate", "skip_rate", "latency_ms_p50", "latency_ms_p95"):
-                flat[f"{prefix}/{name}/{key}"] = float(m[key])
-        total = self.metrics["total"]
-        for key in ("mean", "std", "min", "max"):
-            flat[f"{prefix}/total/{key}"] = float(total[key])
-        return flat
-
-    def to_rows(self) -> list[dict[str, Any]]:
-        return [self[i].to_dict() for i in range(len(self))]
-
-
-def _stats(vals: Sequence[float]) -> dict[str, float]:
-    if not vals:
-        return {"mean": math.nan, "std": math.nan, "min": math.nan, "max": math.nan}
-    mean = math.fsum(vals) / len(vals)
-    var = math.fsum((v - mean) ** 2 for v in vals) / len(vals)
-    return {"mean": mean, "std": math.sqrt(var), "min": min(vals), "max": max(vals)}
-
-
-def _percentile(vals: Sequence[float], q: float) -> float:
-    if not vals:
-        return 0.0
-    ordered = sorted(vals)
-    pos = (len(ordered) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

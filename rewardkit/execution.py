@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rewardkit.authoring import FunctionReward, Reward
+from rewardkit.process_pool import pickle_reward, shared_pool
 from rewardkit.types import ExecutionMode, Sample, Score, coerce_value
-from rewardkit.workers import pickle_reward, shared_pool
 
 _INF = math.inf
 #: inline rewards are timed per chunk of this many samples (timing each call would cost

@@ -16,9 +16,10 @@ from typing import Any, cast
 import pytest
 
 from rewardkit.cases import CASES_SUFFIX, CaseFileError, LoadedCases, load_cases
-from rewardkit.composition import RewardSet, ScoreResult
+from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, load_config
 from rewardkit.probes import PROBES, ProbeResult, run_probes
+from rewardkit.score_result import ScoreResult
 from rewardkit.types import Sample
 
 

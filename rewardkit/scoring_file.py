@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rewardkit.composition import RewardSet, ScoreResult, group_key
+from rewardkit.composition import RewardSet, group_key
+from rewardkit.score_result import ScoreResult
 from rewardkit.types import Sample
 
 ProgressFn = Callable[[int, int | None], None]

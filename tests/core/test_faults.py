@@ -175,7 +175,7 @@ def test_worker_killed_while_idle_is_replaced_without_blaming_a_sample():
     import os
     import signal
 
-    from rewardkit.workers import shared_pool
+    from rewardkit.process_pool import shared_pool
 
     rs = RewardSet.from_dict({"rewards": {"d": {"reward": "dies"}}})
     rs.score([{"completion": "warm"}])

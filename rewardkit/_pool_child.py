@@ -1,4 +1,4 @@
-"""Entry point of a process-mode worker: ``python -m rewardkit._worker FD``.
+"""Entry point of a process-mode worker: ``python -m rewardkit._pool_child FD``.
 
 Receives ``("run", key, reward_blob | None, group, items)`` over the pipe, answers
 ``("r", index, wire_score(s), seconds)`` per item, in order. Exits when the pipe closes,

@@ -1,4 +1,4 @@
-"""rewardkit.fewshot: the 8-shot GSM8K prompt builder."""
+"""rewardkit_trainers.fewshot: the 8-shot GSM8K prompt builder."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from rewardkit import RewardSet
-from rewardkit.fewshot import (
+from rewardkit_trainers.fewshot import (
     FINAL_ANSWER,
     FewShotDataError,
     GSM8KExample,
@@ -17,6 +15,8 @@ from rewardkit.fewshot import (
     fewshot_samples,
     load_examples,
 )
+
+from rewardkit import RewardSet
 
 DATA = Path(__file__).resolve().parents[2] / "examples" / "data" / "gsm8k.jsonl"
 EXAMPLE_CONFIG = DATA.parents[1] / "gsm8k-rlvr.yaml"

@@ -1,6 +1,6 @@
 """Process-mode execution: a reusable pool of worker processes with hard timeouts.
 
-Each worker is a fresh interpreter (``python -m rewardkit._worker``) talking over a
+Each worker is a fresh interpreter (``python -m rewardkit._pool_child``) talking over a
 pipe. Work is sent in chunks; the parent gives every item ``timeout`` seconds from the
 moment the worker started it (the previous item's answer) and, past that, kills the
 worker, marks the item ``timeout`` and hands the rest of the chunk to a replacement.
@@ -109,7 +109,7 @@ class WorkerPool:
             env["PYTHONPATH"] = os.pathsep.join(path)
         fd = child_conn.fileno()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rewardkit._worker", str(fd)],
+            [sys.executable, "-m", "rewardkit._pool_child", str(fd)],
             pass_fds=(fd,),
             env=env,
             stdin=subprocess.DEVNULL,
