@@ -44,7 +44,7 @@ CLOSINGS = ("hashes", "answer_is", "boxed", "a_line", "tags")
 def solutions(n: int, seed: int = 0, closings: tuple[str, ...] = CLOSINGS) -> list[Solution]:
     """``n`` solutions; ``closings`` picks the closing styles (one at random each):
     hashes, answer_is, boxed, a_line, tags, eight_shot (``#### The final answer is N``,
-    the 8-shot prompt's closing) and none (the model ran out of tokens)."""
+    the 8-shot prompt's closing) and none (cut off by the length limit in step 2)."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
@@ -90,6 +90,8 @@ def solutions(n: int, seed: int = 0, closings: tuple[str, ...] = CLOSINGS) -> li
             lines.append(f"So {name} makes $\\boxed{{{shown}}}$ dollars.")
         elif closing == "a_line":
             lines.append(f"A: {shown}")
+        if closing == "none":  # cut off by the length limit in the middle of step 2
+            lines = [*lines[:4], lines[4][: len(lines[4]) // 2]]
         body = "\n".join(lines)
         if closing == "tags":
             body = f"<reasoning>\n{body}\n</reasoning>\n<answer>\n{shown}\n</answer>\n"

@@ -15,6 +15,7 @@ Everything here is private to :mod:`rewardkit.builtin`; the rewards are the publ
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -280,9 +281,13 @@ def math_span(text: str, first: bool = False) -> str | None:
     return strip_lead_in(spans[0] if first else spans[-1]).strip()
 
 
+#: strategies that would read a calculator note as an answer (the others never look there)
+_READS_NOTES = frozenset({"closing", "bare", "math_span", "last_number"})
+
+
 def extract(
     text: str,
-    order: tuple[str, ...],
+    order: Sequence[str],
     answer_tag: str,
     first: bool = False,
     decimal_comma: bool = False,
@@ -293,8 +298,10 @@ def extract(
     answer), ``math_span`` (last ``$...$``), ``last_number``; each takes the last
     occurrence, or the first with ``first``. GSM8K calculator notes (``<<3*4=12>>``) are
     not read."""
-    text = strip_calculator_notes(text)
+    stripped = False
     for how in order:
+        if not stripped and how in _READS_NOTES:
+            text, stripped = strip_calculator_notes(text), True
         if how == "answer_tag":
             found = tag_block(text, answer_tag, first)
             if found is not None:
@@ -324,13 +331,13 @@ def extract(
 class PlainNumber:
     """A number read without a CAS; ``percent`` when it was written with ``%``."""
 
-    value: Fraction
+    value: Fraction | int  # an int when it is one: cheaper than Fraction(n, 1)
     percent: bool = False
 
-    def candidates(self) -> tuple[Fraction, ...]:
+    def candidates(self) -> tuple[Fraction | int, ...]:
         """Values the answer may stand for: ``50%`` is 50 (GSM8K style) or 0.5."""
         if self.percent:
-            return (self.value, self.value / 100)
+            return (self.value, Fraction(self.value) / 100)
         return (self.value,)
 
 
@@ -347,6 +354,7 @@ _DECIMAL = re.compile(
     r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?"
 )
 _INTEGER = re.compile(r"[-+]?\d{1,100}")
+_GROUPED_INTEGER = re.compile(r"[-+]?\d{1,3}(?:,\d{3}){1,30}")
 _SPACED_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _THOUSANDS_GAP = re.compile(r"\s+")
 _THIN_SPACE_GROUP = re.compile(r"(?<=\d),\\!\s*(?=\d{3})")
@@ -390,8 +398,10 @@ def read_number(answer: str, decimal_comma: bool = False) -> PlainNumber | None:
     """
     if len(answer) > 4 * MAX_NUMBER_CHARS:
         return None
-    if _INTEGER.fullmatch(answer):  # the common case, at a fraction of the cost
-        return PlainNumber(Fraction(int(answer)))
+    if _INTEGER.fullmatch(answer):  # the common cases, at a fraction of the cost
+        return PlainNumber(int(answer))
+    if _GROUPED_INTEGER.fullmatch(answer):
+        return PlainNumber(int(answer.replace(",", "")))
     s = normalise(answer)
     percent = False
     m = _PERCENT_WORD.search(s)
@@ -447,7 +457,8 @@ def numbers_match(gold: PlainNumber, pred: PlainNumber, abs_tol: float, rel_tol:
             return abs(p.numerator - g.numerator) <= max(abs_tol, rel_tol * abs(g.numerator))
     a, r = _tolerances(abs_tol, rel_tol)
     return any(
-        abs(p - g) <= max(a, r * abs(g)) for g in gold.candidates() for p in pred.candidates()
+        abs(Fraction(p) - g) <= max(a, r * abs(Fraction(g)))
+        for g in gold.candidates() for p in pred.candidates()
     )
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import Field
@@ -40,7 +41,7 @@ from rewardkit.builtin._answers import (
     tag_block,
 )
 from rewardkit.hookspecs import hookimpl
-from rewardkit.types import Sample, Score
+from rewardkit.types import Sample, Score, Status
 
 
 class ExactParams(Params):
@@ -150,7 +151,7 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     text = _graded_text(sample.text, params)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
-    found = extract(text, tuple(params.extract), params.answer_tag,
+    found = extract(text, params.extract, params.answer_tag,
                     first=params.occurrence == "first", decimal_comma=params.decimal_comma)
     if isinstance(gold, _WordAnswer):
         answer = found[1] if found else _last_words(text)
@@ -163,6 +164,8 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
             return Score.ok(params.wrong, "no answer found")
         how, answer = found
         pred_number = read_number(answer, params.decimal_comma)
+        if pred_number is None and "=" in answer:  # "4 \\times 3 = 12": the last side
+            pred_number = read_number(answer.rsplit("=", 1)[1], params.decimal_comma)
         if pred_number is not None:
             same = numbers_match(gold, pred_number, params.abs_tol, params.rel_tol)
             return _verdict(same, params, how, answer)
@@ -205,7 +208,7 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
             return parsed
         gold_parsed = parsed
     text = _graded_text(sample.text, params) or ""
-    found = extract(text, tuple(params.extract), params.answer_tag,
+    found = extract(text, params.extract, params.answer_tag,
                     first=params.occurrence == "first", decimal_comma=params.decimal_comma)
     return _symbolic(gold_parsed, text, found, params)
 
@@ -216,7 +219,9 @@ def _graded_text(text: str, params: MathParams) -> str | None:
 
 
 def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:
-    return Score.ok(params.score if same else params.wrong, via=how, extracted=answer[:200])
+    # built directly: this runs once per sample on the fast path
+    return Score(float(params.score if same else params.wrong), Status.OK, "",
+                 {"via": how, "extracted": answer[:200]})
 
 
 class _WordAnswer:
@@ -267,10 +272,24 @@ def _plain_reference(
     """The gold answer as a plain number or a word answer, read without math-verify; a
     ``_Symbolic`` when math-verify must read it; a Score with status error when it is
     missing or prose."""
-    gold_text = reference_text(reference)
-    if gold_text is None:
+    if type(reference) is str:  # the common case: read each distinct reference once
+        return _reference_kind(reference, params.decimal_comma, params.symbolic)
+    text = reference_text(reference)
+    if text is None:
         return Score.error("sample has no reference answer")
-    number = read_number(gold_text, params.decimal_comma)
+    return _reference_kind(text, params.decimal_comma, params.symbolic)
+
+
+@lru_cache(maxsize=4096)
+def _reference_kind(
+    reference: str, decimal_comma: bool, symbolic: bool
+) -> PlainNumber | _WordAnswer | _Symbolic | Score:
+    """What a gold answer is, read once per distinct reference (a GRPO group shares one)."""
+    text = reference_text(reference)
+    if text is None:
+        return Score.error("sample has no reference answer")
+    gold_text = text
+    number = read_number(gold_text, decimal_comma)
     if number is not None:
         return number
     inner = gold_text.strip().strip("$").strip()
@@ -283,10 +302,10 @@ def _plain_reference(
                                "mathematics or a word answer in \\text{}")
         # a worked solution (MATH style): its boxed answer is the gold
         if gold_text.count("\\boxed") + gold_text.count("\\fbox") == 1:
-            number = read_number(boxed(gold_text) or "", params.decimal_comma)
+            number = read_number(boxed(gold_text) or "", decimal_comma)
             if number is not None:
                 return number
-    if not params.symbolic:
+    if not symbolic:
         return Score.error(f"reference {gold_text[:80]!r} is not a plain number")
     return _Symbolic(gold_text)
 
