@@ -148,6 +148,8 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     gold = _plain_reference(sample.reference, params)
     if isinstance(gold, Score):
         return gold
+    if isinstance(gold, _Symbolic):
+        return None  # math-verify must first say whether the reference is an answer at all
     text = _graded_text(sample.text, params)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
@@ -194,10 +196,17 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     quick = _quick_verdict(sample, params)
     if quick is not None:
         return quick
+    gold = _plain_reference(sample.reference, params)
+    if isinstance(gold, PlainNumber):  # refuse what sympy must not see before importing it
+        text = _graded_text(sample.text, params) or ""
+        found = extract(text, params.extract, params.answer_tag,
+                        first=params.occurrence == "first", decimal_comma=params.decimal_comma)
+        refusal = _too_costly(found[1], params.max_symbolic_chars) if found else ""
+        if refusal and found:
+            return Score.ok(params.wrong, refusal, via=found[0])
     mv = _math_verify()
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
-    gold = _plain_reference(sample.reference, params)
     if isinstance(gold, PlainNumber):  # hand math-verify the value, not "72 clips"
         value = gold.value
         gold_parsed = _parse(mv, str(value.numerator) if value.denominator == 1 else
@@ -207,7 +216,9 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
         if isinstance(parsed, Score):
             return parsed
         gold_parsed = parsed
-    text = _graded_text(sample.text, params) or ""
+    text = _graded_text(sample.text, params)
+    if text is None:
+        return Score.ok(params.wrong, "the reasoning never closes")
     found = extract(text, params.extract, params.answer_tag,
                     first=params.occurrence == "first", decimal_comma=params.decimal_comma)
     return _symbolic(gold_parsed, text, found, params)
