@@ -198,12 +198,12 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
         return quick
     gold = _plain_reference(sample.reference, params)
     if isinstance(gold, PlainNumber):  # refuse what sympy must not see before importing it
-        text = _graded_text(sample.text, params) or ""
-        found = extract(text, params.extract, params.answer_tag,
-                        first=params.occurrence == "first", decimal_comma=params.decimal_comma)
-        refusal = _too_costly(found[1], params.max_symbolic_chars) if found else ""
-        if refusal and found:
-            return Score.ok(params.wrong, refusal, via=found[0])
+        early = extract(_graded_text(sample.text, params) or "", params.extract,
+                        params.answer_tag, first=params.occurrence == "first",
+                        decimal_comma=params.decimal_comma)
+        refusal = _too_costly(early[1], params.max_symbolic_chars) if early else ""
+        if refusal and early:
+            return Score.ok(params.wrong, refusal, via=early[0])
     mv = _math_verify()
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
