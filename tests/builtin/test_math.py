@@ -141,7 +141,8 @@ def guarded_set() -> RewardSet:
         "limits": {"max_completion_chars": 10_000_000},
     })
     # start the workers and load math-verify in them, so the timings below measure scoring
-    rs.score([Sample(completion="\\boxed{x+1}", reference="1+x")] * 4)
+    # (enough chunks that every worker gets some, whatever the pool's chunking)
+    rs.score([Sample(completion="\\boxed{x+1}", reference="1+x")] * 32)
     return rs
 
 
