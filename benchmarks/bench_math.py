@@ -159,6 +159,42 @@ def speed(n: int, label: str, golds: list[str], texts: list[str],
                                    for i in differ[:5]]}
 
 
+def baseline_reward(ref: str) -> Any:
+    """math_answer as it was at git ``ref`` (its two modules, imported under another
+    package name), for the "no slower than before" comparison."""
+    import importlib
+    import subprocess
+    import tempfile
+
+    root = Path(__file__).resolve().parents[1]
+    folder = Path(tempfile.mkdtemp()) / "rewardkit_math_baseline"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    for name in ("_answers.py", "math.py"):
+        source = subprocess.run(["git", "show", f"{ref}:rewardkit/builtin/{name}"], cwd=root,
+                                capture_output=True, text=True, check=True).stdout
+        source = source.replace("rewardkit.builtin._answers", "rewardkit_math_baseline._answers")
+        (folder / name).write_text(source)
+    sys.path.insert(0, str(folder.parent))
+    return importlib.import_module("rewardkit_math_baseline.math").math_answer()
+
+
+def baseline_speed(ref: str, golds: list[str], texts: list[str]) -> dict[str, Any]:
+    """In-process rows/s of math_answer now and at ``ref`` on the same answers, alternated
+    three times (the machine is shared), best of each."""
+    old = baseline_reward(ref)
+    new = get_reward("math_answer")()
+    samples = [Sample(completion=t, reference=g) for g, t in zip(golds, texts, strict=True)]
+    best: dict[str, float] = {"now": 0.0, ref: 0.0}
+    verdicts: dict[str, list[Any]] = {}
+    for _ in range(3):
+        for name, reward in (("now", new), (ref, old)):
+            start = time.process_time()
+            verdicts[name] = [reward.score(s).value for s in samples]
+            best[name] = max(best[name], len(samples) / (time.process_time() - start))
+    return {"ref": ref, "rows_per_cpu_s": best, "same_verdicts": verdicts["now"] == verdicts[ref]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", action="append", default=[], metavar="OWNER/NAME=PATH",
@@ -166,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=4096, help="long solutions to time")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--misses", type=int, default=0, help="print this many misses")
+    parser.add_argument("--baseline", metavar="GIT_REF",
+                        help="also time math_answer as it was at this commit on the short "
+                        "numeric answers (in-process, CPU time)")
     args = parser.parse_args(argv)
     copies = {}
     for spec in args.source:
@@ -184,8 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     short_truth = [s.correct if s.closing == "hashes" else True for s in short]
     fast_short = speed(args.n, "short numeric answers (#### N)", [s.gold for s in short],
                        short_texts, short_truth)
+    base = baseline_speed(args.baseline, [s.gold for s in short], short_texts) \
+        if args.baseline else None
     if args.json:
-        print(json.dumps({"agreement": agree, "speed": [fast_long, fast_short]}, indent=2))
+        print(json.dumps({"agreement": agree, "speed": [fast_long, fast_short],
+                          "baseline": base}, indent=2))
         return 0
     tot = agree["total"]
     print(f"(a) agreement with the labels on {tot['n']} pairs "
@@ -215,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{fast['math_verify_right']}")
         for d in fast["differing_examples"]:
             print(f"      gold {d['gold']}: ...{d['tail']!r}")
+    if base:
+        rates = base["rows_per_cpu_s"]
+        print(f"\n(c) short numeric answers, in-process, rows per CPU second (best of 3): "
+              f"now {rates['now']:,.0f}, at {base['ref']} {rates[base['ref']]:,.0f} "
+              f"({rates['now'] / rates[base['ref']]:.2f}x); same verdicts: {base['same_verdicts']}")
     return 0
 
 
