@@ -189,3 +189,21 @@ def test_the_command_and_section_example_of_the_plugin_guide_runs(tmp_path):
     config.write_text("rewards: {f: {reward: soft_format}}\n")
     proc = cli("keyword-report", str(config), pythonpath=tmp_path)
     assert proc.returncode == 2 and "has no report: section" in proc.stderr
+
+
+def test_the_fixture_plugin_is_installed_for_the_tests_not_into_the_environment():
+    from importlib import metadata
+
+    test_plugins = Path(__file__).resolve().parents[2] / "build" / "test-plugins"
+    where = Path(str(metadata.distribution("rewardkit-wordcount").locate_file(""))).resolve()
+    assert where == test_plugins.resolve()  # installed by tests/conftest.py
+    assert not str(where).startswith(sys.prefix)
+
+
+def test_make_setup_does_not_install_the_fixture_plugins():
+    root = Path(__file__).resolve().parents[2]
+    plan = subprocess.run(["make", "-n", "-B", "setup"], cwd=root, capture_output=True,
+                          text=True, timeout=60)
+    assert plan.returncode == 0, plan.stderr
+    assert '-e "trainers' in plan.stdout  # the other distributions are
+    assert "tests/thirdparty" not in plan.stdout
