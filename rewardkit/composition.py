@@ -10,6 +10,7 @@ Where weights are applied, stages chosen, samples routed and components aggregat
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import operator
@@ -229,8 +230,8 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     if all(not outcomes[name].scores for name in weighted):
         # the common case: every weighted component scored every sample (a value is None
         # only with a non-ok Score recorded, so none is None here)
-        combine = _weighted_sum_fn([weights[name] for name in weighted])
-        return list(map(combine, *(used[name] for name in weighted)))
+        columns: list[Any] = [used[name] for name in weighted]
+        return list(_weighted_sum(n, columns, [weights[name] for name in weighted]))
     totals = []
     for i in range(n):
         total = 0.0
@@ -249,10 +250,12 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     return totals
 
 
-def _weighted_sum_fn(weights: Sequence[float]) -> Any:
-    """``lambda v0, v1, ...: w0 * v0 + w1 * v1 + ...`` for these weights, so the total
-    of a batch is one C-level ``map`` over the component columns."""
-    names = [f"v{i}" for i in range(len(weights))]
-    body = " + ".join(f"w[{i}] * {name}" for i, name in enumerate(names))
-    fn: Any = eval(f"lambda {', '.join(names)}: {body}", {"w": tuple(weights)})
-    return fn
+def _weighted_sum(n: int, columns: Sequence[Sequence[float]],
+                  weights: Sequence[float]) -> list[float]:
+    """``w0 * v0 + w1 * v1 + ...`` per sample, one C-level ``map`` per component (no
+    generated code, so any number of components works)."""
+    totals: list[float] = [0.0] * n
+    for column, weight in zip(columns, weights, strict=True):
+        totals = list(map(operator.add, totals, map(operator.mul, column,
+                                                    itertools.repeat(weight))))
+    return totals
