@@ -44,13 +44,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rewardkit.cases import CaseFileError
     from rewardkit.config import ConfigError
     from rewardkit.registry import RegistryError
+    from rewardkit.scoring_file import ScoringFileError
 
     try:
         code: int = args.func(args)
         return code
     except ConfigError as exc:
         err.print(exc.render(), markup=False)
-    except (RegistryError, CaseFileError, UsageError) as exc:
+    except (RegistryError, CaseFileError, UsageError, ScoringFileError) as exc:
         err.print(f"error: {exc}", markup=False)
     except OSError as exc:  # unreadable input, unwritable output, full disk
         where = f": {exc.filename}" if exc.filename else ""
@@ -96,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score a JSONL file of samples")
     p.add_argument("config")
-    p.add_argument("samples", help="JSONL: prompt, completion, reference, other keys = metadata")
+    p.add_argument("samples", help="JSONL: prompt, completion, reference, other keys = "
+                   "metadata; - (or a pipe) reads standard input")
     p.add_argument("--out", required=True, help="JSONL output, one line per scored sample")
     p.add_argument("--step", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=1024)
@@ -211,7 +213,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     rs = RewardSet(load_config(args.config))
     samples_path = Path(args.samples)
-    if not samples_path.is_file():
+    if args.samples != "-" and not samples_path.exists():
         raise UsageError(f"{samples_path}: no such file")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
@@ -228,7 +230,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     for line_no, reason in summary["bad_lines"]:
         err.print(f"{samples_path}:{line_no}: skipped: {reason}", markup=False)
     if args.json:
-        print(json.dumps(_jsonable(summary), indent=2))
+        print(json.dumps(_jsonable(summary), indent=2, allow_nan=False))
     else:
         _print_summary(summary)
     return EXIT_OK
