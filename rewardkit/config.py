@@ -51,7 +51,8 @@ class Component(_Model):
         default_factory=dict, description="parameters, validated by the reward's model"
     )
     weight: Weight = Field(
-        1.0, description="a number or a schedule; 0 = logged metric only, not trained on"
+        1.0, description="a number or a schedule, finite and within +-1,000,000; 0 = logged "
+        "metric only, not trained on"
     )
     stages: list[Stage] | None = Field(None, description="params/weight switched by step")
     when: dict[str, Any] | None = Field(
@@ -62,7 +63,7 @@ class Component(_Model):
     timeout: float | None = Field(
         None, gt=0, le=MAX_TIMEOUT,
         description="hard timeout in seconds per sample (per group for group "
-        "rewards); an inline reward with a timeout runs in a worker process",
+        "rewards), at most 86,400; an inline reward with a timeout runs in a worker process",
     )
     mode: ExecutionMode | None = Field(
         None, description="override the reward's declared execution mode"
@@ -90,7 +91,8 @@ class Limits(_Model):
     )
     oversize_value: float | None = Field(
         None, ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE,
-        description="value given to oversize completions (status ok); null = status error",
+        description="value given to oversize completions (status ok), within +-1e12; "
+        "null = status error",
     )
 
 
@@ -110,7 +112,8 @@ class RewardConfig(_Model):
     rewards: dict[str, Component] = Field(min_length=1)
     limits: Limits = Field(default_factory=lambda: Limits.model_validate({}))
     workers: int | None = Field(
-        None, gt=0, le=MAX_WORKERS, description="process-mode worker count (default: usable cores)"
+        None, gt=0, le=MAX_WORKERS,
+        description="process-mode worker count (default: usable cores), at most 1,024",
     )
     train: dict[str, Any] | None = Field(None, description="training run (rewardkit train)")
     eval: dict[str, Any] | None = Field(None, description="evaluation (rewardkit eval)")

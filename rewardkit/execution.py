@@ -204,6 +204,12 @@ class _LoopState:
     def _run(self) -> None:
         try:
             self.loop.run_forever()
+            # abandoned: end what is left of its coroutines quietly before closing
+            left = asyncio.all_tasks(self.loop)
+            for task in left:
+                task.cancel()
+            if left:
+                self.loop.run_until_complete(asyncio.wait(left, timeout=1.0))
         finally:
             self.loop.close()
 
@@ -272,9 +278,13 @@ def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] 
         out.latencies.append(seconds / max(1, len(members)))
 
 
-async def _contained(coro: Any) -> Any:
+async def _contained(coro: Any, name: str) -> Any:
     """Await a reward's coroutine; ``SystemExit`` and the like become its error instead of
-    escaping the event loop (a task re-raises them out of ``run_forever``)."""
+    escaping the event loop (a task re-raises them out of ``run_forever``). The task
+    ``wait_for`` runs it in takes ``name``, so a watchdog can tell whose it is."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.set_name(name)
     try:
         return await coro
     except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
@@ -295,7 +305,8 @@ def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tup
             try:
                 result = calls[pos]()
                 if asyncio.iscoroutine(result):
-                    result = await asyncio.wait_for(_contained(result), timeout)
+                    result = await asyncio.wait_for(_contained(result, f"{token}{pos}"),
+                                                    timeout)
                 elif isinstance(result, asyncio.Future):
                     result = await asyncio.wait_for(result, timeout)
                 return result, time.perf_counter() - t0
@@ -304,7 +315,14 @@ def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tup
             except BaseException as exc:  # SystemExit, CancelledError too: this sample's
                 return _Failure(*_tuple(exception_score(exc))), time.perf_counter() - t0
 
+    rounds = 0
     while pending:
+        rounds += 1
+        if rounds > 3:  # blocked each time by something that is not ours to blame
+            for pos in pending:
+                results[pos] = (Score.timeout(
+                    f"exceeded {timeout:g}s timeout (event loop blocked)"), 0.0)
+            break
         state = _loop_thread.current()
         gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
         futures = {asyncio.run_coroutine_threadsafe(one(pos, gate), state.loop): pos
@@ -326,6 +344,7 @@ def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tup
                         f"exceeded {timeout:g}s timeout (blocked the event loop)"),
                         blocked_for)
                     pending.discard(culprit)
+                    rounds = 0
                 elif task is None:  # blocked outside any task: nothing to blame but all
                     for pos in futures.values():
                         results[pos] = (Score.timeout(
