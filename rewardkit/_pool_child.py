@@ -69,14 +69,18 @@ def _load(blob: bytes) -> Any:
     return pickle.loads(blob)
 
 
+_parent_main_loaded = False
+
+
 def _load_parent_main() -> bool:
+    global _parent_main_loaded
     path = os.environ.get(MAIN_PATH_ENV)
-    if not path or "__mp_main__" in sys.modules:
+    if not path or _parent_main_loaded:
         return False
+    _parent_main_loaded = True
     import runpy
 
     module = types.ModuleType("__mp_main__")
-    sys.modules["__mp_main__"] = module
     os.environ[LOADING_MAIN_ENV] = "1"
     try:
         module.__dict__.update(runpy.run_path(path, run_name="__mp_main__"))

@@ -530,11 +530,12 @@ def test_unknown_reward_names_the_plugin_that_failed_to_import(tmp_path):
 def test_reward_defined_in_a_script_runs_with_a_timeout(tmp_path):
     script = tmp_path / "my_script.py"
     script.write_text(
-        "from rewardkit import RewardSet, Sample, reward\n\n"
+        "from rewardkit import RewardSet, Sample, registry, reward\n\n"
         "@reward\n"
         "def brevity(sample: Sample) -> float:\n"
         "    return 1.0 if len(sample.text) < 5 else 0.0\n\n"
         "if __name__ == '__main__':\n"
+        "    registry.register(brevity)\n"
         "    rs = RewardSet.from_dict({'rewards': {'b': {'reward': 'brevity',"
         " 'timeout': 10}}})\n"
         "    res = rs.score([{'completion': 'ok'}, {'completion': 'far too long'}])\n"
