@@ -158,7 +158,7 @@ def test_reward_that_crashes_on_every_input_is_given_up_after_a_few_restarts():
                                           "x": {"reward": "always_dies"}}})
     start = time.monotonic()
     res = rs.score([{"completion": str(i)} for i in range(200)])
-    assert time.monotonic() - start < 30  # not 200 worker restarts
+    assert time.monotonic() - start < 120  # not 200 worker restarts (~16 on a busy machine)
     scores = res.scores("x")
     assert all(s.status is Status.ERROR for s in scores)
     assert sum("exited with code 9" in s.reason and not s.reason.startswith("not run")
