@@ -349,8 +349,8 @@ class _Call:
             self.queue.appendleft(batch)
             self.idle.append(self.pool._replace(worker))
             return
-        except Exception:  # an item that cannot be pickled (too deep, unpicklable)
-            self._send_one_by_one(worker, batch)
+        except Exception as exc:  # an item that cannot be pickled (too deep, unpicklable)
+            self._send_one_by_one(worker, batch, exc)
             return
         worker.loaded.add(self.key)
         worker.pending.extend(batch)
@@ -359,20 +359,21 @@ class _Call:
         worker.deadline = worker.started_item_at + max(self.timeout, grace)
         self.busy[worker.conn] = worker
 
-    def _send_one_by_one(self, worker: _Worker, batch: list[Item]) -> None:
-        """Keep the items that can be sent; those that cannot get an error."""
-        sendable = []
-        for idx, payload in batch:
-            try:
-                pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-            except BaseException as exc:  # RecursionError, PicklingError, TypeError...
-                reason = f"{type(exc).__name__}: {exc}"[:300]
-                self.results[idx] = (Score.error(
-                    f"sample cannot be sent to a worker process: {reason}"), 0.0)
+    def _send_one_by_one(self, worker: _Worker, batch: list[Item], exc: Exception) -> None:
+        """The items that cannot be sent get an error; the others go back one per chunk."""
+        for idx, payload in reversed(batch):
+            problem: BaseException | None = exc if len(batch) == 1 else None
+            if problem is None:
+                try:
+                    pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+                except BaseException as item_exc:  # RecursionError, PicklingError...
+                    problem = item_exc
+            if problem is None:
+                self.queue.appendleft([(idx, payload)])
                 continue
-            sendable.append((idx, payload))
-        if sendable:
-            self.queue.appendleft(sendable)
+            reason = f"{type(problem).__name__}: {problem}"[:300]
+            self.results[idx] = (Score.error(
+                f"sample cannot be sent to a worker process: {reason}"), 0.0)
         self.idle.append(worker)
 
     def _receive(self, worker: _Worker) -> None:
