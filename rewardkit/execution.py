@@ -324,18 +324,35 @@ def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tup
                     f"exceeded {timeout:g}s timeout (event loop blocked)"), 0.0)
             break
         state = _loop_thread.current()
-        gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
-        futures = {asyncio.run_coroutine_threadsafe(one(pos, gate), state.loop): pos
-                   for pos in sorted(pending)}
-        while futures:
-            done, _ = concurrent.futures.wait(futures, timeout=HEARTBEAT * 4,
-                                              return_when=concurrent.futures.FIRST_COMPLETED)
-            for fut in done:
-                pos = futures.pop(fut)
-                results[pos] = fut.result()
-                pending.discard(pos)
+        finished: dict[int, tuple[Any, float]] = {}
+
+        async def run_round(positions: list[int], sink: dict[int, tuple[Any, float]]) -> None:
+            # every task is created in one turn of the loop, so rewards that pool the
+            # requests of a turn (a sandbox batching one-sample groups) see them together
+            gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
+
+            async def run_one(pos: int) -> None:
+                sink[pos] = await one(pos, gate)
+
+            await asyncio.gather(*(run_one(pos) for pos in positions))
+
+        future = asyncio.run_coroutine_threadsafe(run_round(sorted(pending), finished),
+                                                  state.loop)
+        while True:
+            try:
+                future.result(timeout=HEARTBEAT * 4)
+                done = True
+            except concurrent.futures.TimeoutError:
+                done = False
+            for pos in list(finished):
+                answer = finished.pop(pos)
+                if pos in pending:  # not one already given up on in an earlier round
+                    results[pos] = answer
+                    pending.discard(pos)
+            if done or not pending:
+                break
             blocked_for = time.monotonic() - state.beat
-            if futures and blocked_for > timeout + HEARTBEAT * 4:
+            if blocked_for > timeout + HEARTBEAT * 4:
                 task = asyncio.current_task(state.loop)
                 name = task.get_name() if task is not None else ""
                 if name.startswith(token):
@@ -346,11 +363,11 @@ def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tup
                     pending.discard(culprit)
                     rounds = 0
                 elif task is None:  # blocked outside any task: nothing to blame but all
-                    for pos in futures.values():
+                    for pos in pending:
                         results[pos] = (Score.timeout(
                             f"exceeded {timeout:g}s timeout (event loop blocked)"),
                             blocked_for)
-                        pending.discard(pos)
+                    pending.clear()
                 _loop_thread.abandon(state)
                 break
     return results
