@@ -46,9 +46,9 @@ def _first_line(doc: str | None) -> str:
 
 class Params(BaseModel):
     """Base class of reward parameters. Unknown keys are an error, so typos in a config
-    fail when it loads, not at step 1."""
+    fail when it loads, not at step 1; so are NaN and infinite numbers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NoParams(Params):

@@ -189,6 +189,8 @@ def test_blocking_code_in_an_async_reward_respects_the_timeout():
         ("rewards:\n  f: {reward: soft_format, timeout: 1e9}\n", "rewards.f.timeout"),
         ("rewards:\n  f: {reward: soft_format, timeout: .inf}\n", "rewards.f.timeout"),
         ("workers: 100000\nrewards:\n  f: {reward: soft_format}\n", "workers"),
+        ("rewards:\n  o:\n    reward: overlong_penalty\n    params: {max_length: 10,"
+         " buffer: 5, penalty: .nan}\n", "rewards.o.params.penalty"),
     ],
 )
 def test_non_finite_or_absurd_config_numbers_are_refused_with_the_key_path(
