@@ -20,7 +20,7 @@ from typing import Any
 
 from rewardkit.authoring import Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
-from rewardkit.execution import Outcome, run_reward
+from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, weight_at
 from rewardkit.score_result import ScoreResult
@@ -151,8 +151,13 @@ class RewardSet:
                 comp_groups = [g if allowed is None else [i for i in g if i in allowed]
                                for g in groups]
                 comp_groups = [g for g in comp_groups if g]
-            run_reward(stage.reward, comp.mode, batch, indices, comp_groups, comp.timeout,
-                       out, self.config.workers)
+            ray = self._ray_executor(stage.reward, comp.mode)
+            if ray is not None:
+                limit = comp.timeout or stage.reward.timeout or DEFAULT_TIMEOUT
+                ray.run(stage.reward, comp.mode, batch, indices, comp_groups, limit, out)
+            else:
+                run_reward(stage.reward, comp.mode, batch, indices, comp_groups,
+                           comp.timeout, out, self.config.workers)
             outcomes[name] = out
         weights = {name: self.components[name].weight_at(step) for name in chosen}
         if self.config.aggregate == "normalize_then_sum":
@@ -163,6 +168,16 @@ class RewardSet:
             used = {name: outcomes[name].values for name in chosen}
         totals = _aggregate(n, used, outcomes, weights, self.config.on_error == "null")
         return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate)
+
+    def _ray_executor(self, reward: Reward, mode: ExecutionMode) -> Any:
+        """The Ray executor when the config asks for it and this component goes there."""
+        if self.config.executor == "local":
+            return None
+        from rewardkit.ray_executor import ray_wanted, shared_executor, uses_ray
+
+        if not ray_wanted(self.config.executor) or not uses_ray(reward, mode):
+            return None
+        return shared_executor(self.config.ray)
 
     def _oversize_score(self, length: int, cap: int) -> Score:
         reason = f"completion too large ({length} chars > {cap}); not parsed"
