@@ -22,6 +22,7 @@ Ray is imported only when this executor is used (``pip install 'rewardkit[ray]'`
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import pickle
@@ -184,10 +185,8 @@ class RayExecutor:
             self._slots = []
 
     def _kill(self, actor: Any) -> None:
-        try:
+        with contextlib.suppress(Exception):  # already dead, or Ray already shut down
             self._ray.kill(actor, no_restart=True)
-        except Exception:  # already dead, or Ray already shut down
-            pass
 
     def run(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
             indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
@@ -259,9 +258,10 @@ class RayExecutor:
             ready, _ = ray.wait(list(owner), num_returns=1,
                                 timeout=max(0.0, nearest - time.monotonic()))
             for ref in ready:
-                slot = owner.get(ref)
-                if slot is None:  # its actor was already given up
+                answered = owner.get(ref)
+                if answered is None:  # its actor was already given up
                     continue
+                slot = answered
                 chunk = _chunk_of(slot, ref)
                 try:
                     answers, latencies = ray.get(ref)

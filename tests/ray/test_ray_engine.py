@@ -95,8 +95,8 @@ def test_ray_engine_reads_parquet(ray_cluster: object, tmp_path: Path) -> None:
 
 
 def _score_command(tmp: Path, src: Path, out: Path, address: str, *extra: str) -> list[str]:
-    return [str(Path(sys.executable).parent / "rewardkit"), "score", str(tmp / "config.yaml"), str(src),
-            "--out", str(out), "--engine", "ray", "--batch-size", "4",
+    return [str(Path(sys.executable).parent / "rewardkit"), "score", str(tmp / "config.yaml"),
+            str(src), "--out", str(out), "--engine", "ray", "--batch-size", "4",
             "--ray-address", address, "--concurrency", "2", *extra]
 
 
@@ -134,7 +134,7 @@ def test_a_run_killed_mid_way_resumes_with_no_lost_and_no_duplicated_rows(
                              env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "scored 600/600 rows" in resumed.stderr
-    first_progress = [ln for ln in resumed.stderr.splitlines() if ln.startswith("scored ")][0]
+    first_progress = next(ln for ln in resumed.stderr.splitlines() if ln.startswith("scored "))
     assert not first_progress.startswith("scored 0/")  # it started from the committed rows
     rows = scored(out)
     assert sorted(rows) == sorted(f"{p}-{k}" for p in range(150) for k in range(4))
