@@ -216,6 +216,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     from rewardkit.composition import RewardSet
     from rewardkit.config import load_config
+    from rewardkit.ray_executor import RayUnavailableError
     from rewardkit.scoring_file import score_jsonl
 
     rs = RewardSet(load_config(args.config))
@@ -233,10 +234,13 @@ def cmd_score(args: argparse.Namespace) -> int:
                   TimeElapsedColumn(), console=err, disable=args.json or not err.is_terminal,
                   transient=True) as progress:
         task = progress.add_task("score", total=None)
-        summary = score_jsonl(rs, samples_path, Path(args.out), step=args.step,
-                              batch_size=args.batch_size,
-                              on_progress=lambda done, total: progress.update(
-                                  task, completed=done, total=total))
+        try:
+            summary = score_jsonl(rs, samples_path, Path(args.out), step=args.step,
+                                  batch_size=args.batch_size,
+                                  on_progress=lambda done, total: progress.update(
+                                      task, completed=done, total=total))
+        except RayUnavailableError as exc:  # executor: ray without Ray, or no cluster
+            raise UsageError(str(exc)) from exc
     summary["seconds"] = round(time.perf_counter() - started, 3)
     for line_no, reason in summary["bad_lines"]:
         err.print(f"{samples_path}:{line_no}: skipped: {reason}", markup=False)

@@ -16,7 +16,7 @@ import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rewardkit.authoring import Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
@@ -122,8 +122,9 @@ class RewardSet:
         ``completion``, ``reference``, other keys = metadata). ``components`` limits
         scoring to some components (trainer adapters score one at a time).
         """
+        batch: list[Sample]
         if set(map(type, samples)) <= {Sample}:  # the common case, at C speed
-            batch = list(samples)
+            batch = cast(list[Sample], list(samples))
         else:
             batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
         n = len(batch)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib.util
 import math
 import os
 import pickle
@@ -75,7 +76,7 @@ def ray_wanted(executor: str) -> bool:
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         return True
-    return bool(os.environ.get("RAY_ADDRESS"))
+    return bool(os.environ.get("RAY_ADDRESS")) and importlib.util.find_spec("ray") is not None
 
 
 def uses_ray(reward: Reward, mode: ExecutionMode) -> bool:

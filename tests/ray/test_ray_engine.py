@@ -140,3 +140,23 @@ def test_a_run_killed_mid_way_resumes_with_no_lost_and_no_duplicated_rows(
     assert sorted(rows) == sorted(f"{p}-{k}" for p in range(150) for k in range(4))
     assert rows == run_local(tmp_path, src, batch_size=4)
     assert not manifest.exists()
+
+
+def test_the_command_of_the_scale_page_runs_on_the_cluster(
+        ray_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+    import shlex
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "scale.md").read_text()
+    command = next(line for block in re.findall(r"```console\n(.*?)```", page, re.DOTALL)
+                   for line in block.splitlines() if "--engine ray" in line)
+    argv = shlex.split(command)
+    assert argv[0] == "rewardkit"
+    argv[argv.index("--out") + 1] = str(tmp_path / "scored.jsonl")
+    monkeypatch.chdir(root)
+    assert main([*argv[1:], "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    lines = (root / "examples" / "data" / "gsm8k-rlvr.jsonl").read_text().splitlines()
+    assert summary["scored"] == len([ln for ln in lines if ln.strip()])
