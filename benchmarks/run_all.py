@@ -75,7 +75,8 @@ def _json_tail(stdout: str) -> Any:
 
 def core_headlines(stdout: str, data: Any) -> list[Headline]:
     comp = data["composition"]
-    found = [Headline("composition overhead (5 regex rewards x 65,536)", comp["overhead_pct"],
+    found = [Headline(f"composition overhead (5 regex rewards x {comp['completions']:,})",
+                      comp["overhead_pct"],
                       "%", "<= +5%", comp["overhead_pct"] <= 5.0)]
     proc = data.get("process")
     if proc:
