@@ -106,6 +106,14 @@ class Reward:
     ) -> Sequence[RewardValue] | Awaitable[Sequence[RewardValue]]:
         raise NotImplementedError(f"{type(self).__name__} is not a group reward")
 
+    def quick_score(self, sample: Sample) -> Score | None:
+        """A verdict reached in the trainer's process, before a ``process``-mode reward
+        sends ``sample`` to a worker; None sends it on. For rewards whose common case is
+        cheap and safe (a plain number) and whose rare case may hang (sympy): the cheap
+        case then costs no inter-process round trip. It must do bounded work on any
+        input and must not raise; ``score`` must give the same verdict."""
+        return None
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
@@ -195,6 +203,7 @@ def reward(
     timeout: float | None = None,
     description: str | None = None,
     setup: Callable[[Any], None] | None = None,
+    quick: Callable[[Sample, Any], Score | None] | None = None,
 ) -> Callable[[F], type[FunctionReward]]: ...
 
 
@@ -209,6 +218,7 @@ def reward(
     timeout: float | None = None,
     description: str | None = None,
     setup: Callable[[Any], None] | None = None,
+    quick: Callable[[Sample, Any], Score | None] | None = None,
 ) -> Any:
     """Turn a function into a registered-ready reward class.
 
@@ -219,6 +229,10 @@ def reward(
 
     ``setup(params)``, when given, runs once per instance before scoring (in process mode:
     in the worker, before its clock starts), e.g. to import a heavy library.
+
+    ``quick(sample, params)``, when given, is the reward's :meth:`Reward.quick_score`: a
+    process-mode reward decides there, in the trainer's process, the samples it can
+    decide cheaply (it returns a Score) and sends only the rest to a worker (None).
 
     The name under which the module exposes the function becomes the reward class, so it
     pickles by reference for process workers.
@@ -252,6 +266,8 @@ def reward(
         }
         if setup is not None:
             attrs["setup"] = lambda self: setup(self.params)
+        if quick is not None:
+            attrs["quick_score"] = lambda self, sample: quick(sample, self.params)
         if chosen_mode is ExecutionMode.ASYNC:
             attrs["score"] = _async_score
             attrs["score_group"] = _async_score_group

@@ -133,6 +133,31 @@ def _group_scores(got: Any, n: int) -> list[Score]:
     return [coerce_value(v) for v in values]
 
 
+def run_quick(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
+              out: Outcome) -> list[int]:
+    """The verdicts a process-mode reward reaches in this process (its ``quick_score``);
+    returns the indices still to be sent to a worker. A quick check that raises or returns
+    something else than a Score leaves the sample to the worker."""
+    chosen = range(len(samples)) if indices is None else indices
+    quick = reward.quick_score
+    rest: list[int] = []
+    start = time.perf_counter()
+    decided = 0
+    for idx in chosen:
+        try:
+            got = quick(samples[idx])
+        except Exception:  # the worker reports the failure properly
+            got = None
+        if isinstance(got, Score):
+            out.put(idx, got)
+            decided += 1
+        else:
+            rest.append(idx)
+    if decided:
+        out.latencies.append((time.perf_counter() - start) / len(chosen))
+    return rest
+
+
 def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
                 groups: Sequence[Sequence[int]] | None, timeout: float, out: Outcome,
                 workers: int | None = None) -> None:
@@ -256,6 +281,10 @@ def run_reward(reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
     ``reward`` in ``mode``, writing into ``out``."""
     limit = timeout or reward.timeout or DEFAULT_TIMEOUT
     if mode is ExecutionMode.PROCESS:
+        if groups is None and type(reward).quick_score is not Reward.quick_score:
+            indices = run_quick(reward, samples, indices, out)
+            if not indices:
+                return
         run_process(reward, samples, indices, groups, limit, out, workers)
     elif mode is ExecutionMode.ASYNC:
         run_async(reward, samples, indices, groups, limit, out)
