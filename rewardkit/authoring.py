@@ -73,6 +73,7 @@ class Reward:
             a worker process with a hard timeout) or ``async`` (I/O).
         group: True when the reward scores a whole group at once.
         timeout: default hard timeout in seconds (process and async modes).
+        sandboxed: True when the reward runs untrusted code in the sandbox.
     """
 
     name: ClassVar[str] = ""
@@ -80,6 +81,8 @@ class Reward:
     mode: ClassVar[ExecutionMode] = ExecutionMode.INLINE
     group: ClassVar[bool] = False
     timeout: ClassVar[float | None] = None
+    #: runs untrusted code in the sandbox: scored on Ray actors when ``executor`` is ray
+    sandboxed: ClassVar[bool] = False
     description: ClassVar[str] = ""
     #: set by the registry: the distribution that registered the reward
     plugin: ClassVar[str] = ""
