@@ -46,9 +46,9 @@ def _first_line(doc: str | None) -> str:
 
 class Params(BaseModel):
     """Base class of reward parameters. Unknown keys are an error, so typos in a config
-    fail when it loads, not at step 1."""
+    fail when it loads, not at step 1; so are NaN and infinite numbers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NoParams(Params):
@@ -73,6 +73,7 @@ class Reward:
             a worker process with a hard timeout) or ``async`` (I/O).
         group: True when the reward scores a whole group at once.
         timeout: default hard timeout in seconds (process and async modes).
+        sandboxed: True when the reward runs untrusted code in the sandbox.
     """
 
     name: ClassVar[str] = ""
@@ -80,6 +81,8 @@ class Reward:
     mode: ClassVar[ExecutionMode] = ExecutionMode.INLINE
     group: ClassVar[bool] = False
     timeout: ClassVar[float | None] = None
+    #: runs untrusted code in the sandbox: scored on Ray actors when ``executor`` is ray
+    sandboxed: ClassVar[bool] = False
     description: ClassVar[str] = ""
     #: set by the registry: the distribution that registered the reward
     plugin: ClassVar[str] = ""

@@ -68,3 +68,28 @@ def test_math_config_snippets_in_the_docs_are_valid():
     assert len(blocks) >= 2
     for block in blocks:
         parse_config({"rewards": yaml.safe_load(block)}, "docs/rewards.md")
+
+
+def test_scale_page_config_is_valid():
+    import re
+
+    import yaml
+
+    from rewardkit import parse_config
+
+    page = (DOCS / "scale.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", page, re.DOTALL)
+    assert block is not None
+    config = parse_config(yaml.safe_load(block.group(1)), "docs/scale.md")
+    assert config.executor == "ray" and config.ray.max_in_flight == 2
+
+
+def test_performance_page_shows_a_recorded_run():
+    page = (DOCS / "performance.md").read_text()
+    results = (DOCS.parent / "benchmarks" / "RESULTS.md").read_text()
+    start, end = "<!-- results:start -->", "<!-- results:end -->"
+    block = page[page.index(start):page.index(end)]
+    assert "on commit `" in block and "results.png" in block
+    assert (DOCS.parent / "benchmarks" / "results.png").is_file()
+    # the page's figures are those of the committed record
+    assert block.split("\n\n")[2].strip() in results
