@@ -178,6 +178,12 @@ def closing_answer(text: str, first: bool = False) -> str | None:
     >>> closing_answer("Thus the answer is: 6. I hope it is correct.")
     '6'
     """
+    found = _closing(text, first)
+    return found[1] if found else None
+
+
+def _closing(text: str, first: bool = False) -> tuple[int, str] | None:
+    """(where the answer starts, the answer) of the last (or first) closing phrase."""
     low = text.lower()
     best = -1
     for key in _CLOSING_KEYS:
@@ -191,7 +197,7 @@ def closing_answer(text: str, first: bool = False) -> str | None:
     if best < 0:
         return None
     match = _CLOSING_REST.match(text, best)
-    return match.group(1).strip() if match else None
+    return (best, match.group(1).strip()) if match else None
 
 
 #: a whole output that is only an answer: no word of two or more letters outside a LaTeX
@@ -309,6 +315,10 @@ def extract(
                 found = strip_lead_in(inner if inner is not None else found).strip()
         elif how == "boxed":
             found = boxed(text, first)
+            if found is not None and not first:  # boxed steps, then "Final Answer: ..."
+                closing = _closing(text)
+                if closing is not None and closing[0] > text.rfind("\\boxed"):
+                    return "closing", closing[1]
         elif how == "hashes":
             found = hashes_line(text, first)
         elif how == "closing":
