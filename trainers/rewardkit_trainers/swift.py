@@ -21,8 +21,6 @@ How ms-swift calls it (4.x ``swift.rl_core.grpo_algorithm.compute_rewards_per_fu
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 from rewardkit import Sample
 from rewardkit.config import RewardConfig
 
-from rewardkit_trainers.scoring import SharedScorer, config_literal, weight_changes
-from rewardkit_trainers.trl import global_step
+from rewardkit_trainers.scoring import SharedScorer, config_literal, global_step
 
 if TYPE_CHECKING:
     from rewardkit_trainers.runner import Job, RunPlan
@@ -44,7 +41,6 @@ _SWIFT_INTERNAL = frozenset({
     "rollout_infos", "trajectory_inputs", "log_metric", "log_extra", "completions",
     "chat_template_kwargs",
 })
-NORMALIZE_EPS = 1e-4
 
 
 def func_name(component: str) -> str:
@@ -75,7 +71,7 @@ def swift_weights(scorer: SharedScorer) -> list[float]:
     """``--reward_weights``: the constant weights; 1 where the ORM applies the schedule."""
     rs = scorer.reward_set
     w0 = rs.weights(0)
-    return [1.0 if weight_changes(rs, name) else float(w0[name]) for name in scorer.names]
+    return [1.0 if rs.is_scheduled(name) else float(w0[name]) for name in scorer.names]
 
 
 def export_plugin(config: RewardConfig, config_path: Path | None, out: Path) -> SwiftRewards:
@@ -156,19 +152,17 @@ class SwiftComponent:
     @property
     def scheduled(self) -> bool:
         if self._scheduled is None:
-            self._scheduled = weight_changes(self.scorer.reward_set, self.name)
+            self._scheduled = self.scorer.reward_set.is_scheduled(self.name)
         return self._scheduled
 
     def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         step = global_step(kwargs.get("trainer_state"))
         samples = swift_samples(completions, kwargs, self.reference_column)
         result = self.scorer.score(samples, step)
-        values = list(result.values(self.name))
-        if self.scorer.config.aggregate == "normalize_then_sum":
-            values = normalize_in_groups(values, [s.group for s in samples])
-        if self.scheduled:
-            w = self.scorer.reward_set.weights(step)[self.name]
-            values = [None if v is None else w * v for v in values]
+        # normalised as the aggregate does (normalize_then_sum); weighted here only when
+        # the weight moves with the step (ms-swift's --reward_weights are fixed)
+        values = list(result.contributions(self.name) if self.scheduled
+                      else result.normalized(self.name))
         for i in self.scorer.null_rows(result):
             values[i] = None
         return values
@@ -199,24 +193,6 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
             sample.group = prompt_ids[i]
         samples.append(sample)
     return samples
-
-
-def normalize_in_groups(values: list[float | None], groups: Sequence[Any]) -> list[float | None]:
-    """Standardise values within each group: (v - mean) / (std + 1e-4); None stays None."""
-    members: dict[Any, list[int]] = {}
-    for i, g in enumerate(groups):
-        members.setdefault(json.dumps(g, default=str, sort_keys=True), []).append(i)
-    out = list(values)
-    for idx in members.values():
-        present = [i for i in idx if values[i] is not None]
-        if not present:
-            continue
-        vals = [float(values[i]) for i in present]  # type: ignore[arg-type]
-        mean = math.fsum(vals) / len(vals)
-        std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
-        for i, v in zip(present, vals, strict=True):
-            out[i] = (v - mean) / (std + NORMALIZE_EPS)
-    return out
 
 
 def swift_major_version() -> int:
