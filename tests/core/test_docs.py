@@ -34,3 +34,21 @@ def test_readme_tour_config_is_valid():
     block = re.search(r"```yaml\n(.*?)```", readme, re.DOTALL)
     assert block is not None
     parse_config(yaml.safe_load(block.group(1)), "README.md")
+
+
+def test_plugin_guide_reward_can_be_tried_as_written():
+    import doctest
+    import re
+
+    guide = (DOCS / "plugin-authors.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, re.DOTALL)
+    definition = next(b for b in blocks if "def keyword_groups" in b)
+    tried = next(b for b in blocks if ">>> keyword_groups(" in b)
+    namespace: dict = {"__name__": "plugin_guide"}
+    exec(compile(definition, "docs/plugin-authors.md", "exec"), namespace)
+    test = doctest.DocTestParser().get_doctest(tried, namespace, "plugin-authors.md",
+                                               "docs/plugin-authors.md", 0)
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert runner.summarize(verbose=False).attempted == 2
