@@ -155,3 +155,24 @@ def test_a_valid_section_reads_back_as_its_model(tmp_path: Path):
     train = config.section("train")
     assert isinstance(train, TrainConfig) and train.dataset.train == "t.jsonl"
     assert config.section("eval") is None
+
+
+ADAPTERS = ("trl", "swift", "easyr1", "verl")
+
+
+def test_trainer_adapters_import_neither_each_other_nor_core_internals():
+    package = ROOT / "trainers" / "rewardkit_trainers"
+    offenders = []
+    for adapter in ADAPTERS:
+        path = package / f"{adapter}.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                module = node.module
+                others = {f"rewardkit_trainers.{a}" for a in ADAPTERS if a != adapter}
+                private = module.startswith("rewardkit.") and any(
+                    part.startswith("_") for part in module.split("."))
+                if module in others or private:
+                    offenders.append(f"{adapter}.py:{node.lineno}: {module}")
+            if isinstance(node, ast.Attribute) and node.attr in ("stages", "components"):
+                offenders.append(f"{adapter}.py:{node.lineno}: .{node.attr}")
+    assert offenders == []
