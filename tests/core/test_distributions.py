@@ -176,3 +176,13 @@ def test_trainer_adapters_import_neither_each_other_nor_core_internals():
             if isinstance(node, ast.Attribute) and node.attr in ("stages", "components"):
                 offenders.append(f"{adapter}.py:{node.lineno}: .{node.attr}")
     assert offenders == []
+
+
+def test_scoring_processes_do_not_load_the_command_line():
+    probe = ("import sys\nfrom rewardkit import RewardSet\n"
+             "RewardSet.from_dict({'rewards': {'f': {'reward': 'soft_format'}}})\n"
+             "print(sorted(m for m in sys.modules if m == 'rich' or m.endswith('.cli')))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
