@@ -118,8 +118,8 @@ class ScoreResult:
                 "error_rate": (counts["error"] / n) if n else 0.0,
                 "timeout_rate": (counts["timeout"] / n) if n else 0.0,
                 "skip_rate": (counts["skipped"] / n) if n else 0.0,
-                "latency_ms_p50": _percentile(out.latencies, 50) * 1000,
-                "latency_ms_p95": _percentile(out.latencies, 95) * 1000,
+                "latency_ms_p50": percentile(out.latencies, 50) * 1000,
+                "latency_ms_p95": percentile(out.latencies, 95) * 1000,
             }
         totals = [t for t in self.totals if t is not None]
         return {"step": self.step, "samples": n, "components": comps,
@@ -149,7 +149,7 @@ def _stats(vals: Sequence[float]) -> dict[str, float]:
     return {"mean": mean, "std": math.sqrt(var), "min": min(vals), "max": max(vals)}
 
 
-def _percentile(vals: Sequence[float], q: float) -> float:
+def percentile(vals: Sequence[float], q: float) -> float:
     if not vals:
         return 0.0
     ordered = sorted(vals)
