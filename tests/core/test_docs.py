@@ -36,6 +36,24 @@ def test_readme_tour_config_is_valid():
     parse_config(yaml.safe_load(block.group(1)), "README.md")
 
 
+def test_plugin_guide_reward_can_be_tried_as_written():
+    import doctest
+    import re
+
+    guide = (DOCS / "plugin-authors.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, re.DOTALL)
+    definition = next(b for b in blocks if "def keyword_groups" in b)
+    tried = next(b for b in blocks if ">>> keyword_groups(" in b)
+    namespace: dict = {"__name__": "plugin_guide"}
+    exec(compile(definition, "docs/plugin-authors.md", "exec"), namespace)
+    test = doctest.DocTestParser().get_doctest(tried, namespace, "plugin-authors.md",
+                                               "docs/plugin-authors.md", 0)
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert runner.summarize(verbose=False).attempted == 2
+
+
 def _section(page: str, heading: str) -> str:
     return page.split(heading, 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
 
