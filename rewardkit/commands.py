@@ -43,8 +43,17 @@ def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
                    "metadata; - (or a pipe) reads standard input")
     p.add_argument("--out", required=True, help="JSONL output, one line per scored sample")
     p.add_argument("--step", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batch-size", type=int, default=1024,
+                   help="samples per scoring call (cut where the prompt changes)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="ray: score on Ray Data (JSONL or parquet input, resumable)")
+    p.add_argument("--resume", action="store_true",
+                   help="engine ray: continue an interrupted run into the same --out")
+    p.add_argument("--ray-address", default=None,
+                   help="engine ray: cluster address (default: RAY_ADDRESS, else local)")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="engine ray: scoring actors (default: the cluster's CPUs)")
     p.set_defaults(func=cmd_score)
 
     p = subparsers.add_parser("test", help="run golden cases (*.cases.yaml)")
@@ -151,6 +160,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     from rewardkit.composition import RewardSet
     from rewardkit.config import load_config
+    from rewardkit.ray_executor import RayUnavailableError
     from rewardkit.scoring_file import score_jsonl
 
     rs = RewardSet(load_config(args.config))
@@ -159,15 +169,66 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise UsageError(f"{samples_path}: no such file")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
+    if args.engine == "ray":
+        return _score_on_ray(args, rs.config, samples_path)
+    if args.resume:
+        raise UsageError("--resume needs --engine ray")
     started = time.perf_counter()
     with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, disable=args.json or not err.is_terminal,
                   transient=True) as progress:
         task = progress.add_task("score", total=None)
-        summary = score_jsonl(rs, samples_path, Path(args.out), step=args.step,
-                              batch_size=args.batch_size,
-                              on_progress=lambda done, total: progress.update(
-                                  task, completed=done, total=total))
+        try:
+            summary = score_jsonl(rs, samples_path, Path(args.out), step=args.step,
+                                  batch_size=args.batch_size,
+                                  on_progress=lambda done, total: progress.update(
+                                      task, completed=done, total=total))
+        except RayUnavailableError as exc:  # executor: ray without Ray, or no cluster
+            raise UsageError(str(exc)) from exc
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    for line_no, reason in summary["bad_lines"]:
+        err.print(f"{samples_path}:{line_no}: skipped: {reason}", markup=False)
+    if args.json:
+        print(json.dumps(_jsonable(summary), indent=2))
+    else:
+        _print_summary(summary)
+    return EXIT_OK
+
+
+def _score_on_ray(args: argparse.Namespace, config: Any, samples_path: Path) -> int:
+    """``score --engine ray``: progress as a bar on a terminal, else plain lines."""
+    from rewardkit.ray_executor import RayUnavailableError
+    from rewardkit.ray_scoring import ResumeError, score_with_ray
+
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    started = time.perf_counter()
+    last_line = [0.0]
+
+    def plain(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - last_line[0] >= 2.0 or done == total:
+            last_line[0] = now
+            err.print(f"scored {done}/{total} rows ({now - started:.0f}s)", markup=False)
+
+    try:
+        with Progress(TextColumn("scoring on Ray"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err,
+                      disable=args.json or not err.is_terminal, transient=True) as progress:
+            task = progress.add_task("score", total=None)
+
+            def show(done: int, total: int) -> None:
+                if err.is_terminal:
+                    progress.update(task, completed=done, total=total)
+                elif not args.json:
+                    plain(done, total)
+
+            summary = score_with_ray(config, samples_path, Path(args.out), step=args.step,
+                                     batch_size=args.batch_size, resume=args.resume,
+                                     address=args.ray_address,
+                                     concurrency=args.concurrency, on_progress=show)
+    except (RayUnavailableError, ResumeError) as exc:
+        raise UsageError(str(exc)) from exc
     summary["seconds"] = round(time.perf_counter() - started, 3)
     for line_no, reason in summary["bad_lines"]:
         err.print(f"{samples_path}:{line_no}: skipped: {reason}", markup=False)

@@ -17,17 +17,19 @@ import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from rewardkit.authoring import Reward
+from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
-from rewardkit.execution import Outcome, run_reward
+from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, weight_at
 from rewardkit.score_result import ScoreResult
 from rewardkit.types import ExecutionMode, Sample, Score, Status
 
 NORMALIZE_EPS = 1e-4
+"""Added to a group's standard deviation under ``normalize_then_sum``: a group whose
+values are all equal normalises to 0, not to a division by zero."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,14 @@ class ScheduledComponent:
 
     def weight_at(self, step: int) -> float:
         return weight_at(self.stage_at(step).weight, step)
+
+    @property
+    def is_scheduled(self) -> bool:
+        """Whether the weight depends on the step: a schedule, or stages whose weights
+        differ."""
+        if len(self.stages) > 1 and len({repr(s.weight) for s in self.stages}) > 1:
+            return True
+        return any(not isinstance(s.weight, int | float) for s in self.stages)
 
     def routes(self, sample: Sample) -> bool:
         if not self.when:
@@ -115,6 +125,15 @@ class RewardSet:
         """Each component's weight at ``step`` (stages and schedules applied)."""
         return {name: c.weight_at(step) for name, c in self.components.items()}
 
+    def params_at(self, name: str, step: int = 0) -> Params:
+        """Component ``name``'s validated parameters at ``step`` (its stage applied)."""
+        return self.components[name].stage_at(step).reward.params
+
+    def is_scheduled(self, name: str) -> bool:
+        """Whether component ``name``'s weight changes with the step (a schedule, or
+        stages with different weights): trainers with fixed weights need to know."""
+        return self.components[name].is_scheduled
+
     def score(self, samples: Sequence[Sample | Mapping[str, Any]], step: int = 0,
               components: Sequence[str] | None = None) -> ScoreResult:
         """Score ``samples`` at training step ``step``.
@@ -123,11 +142,15 @@ class RewardSet:
         ``completion``, ``reference``, other keys = metadata). ``components`` limits
         scoring to some components (trainer adapters score one at a time).
         """
-        batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
+        batch: list[Sample]
+        if set(map(type, samples)) <= {Sample}:  # the common case, at C speed
+            batch = cast(list[Sample], list(samples))
+        else:
+            batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
         n = len(batch)
         cap = self.config.limits.max_completion_chars
-        longest = max(map(len, map(_text_of, batch)), default=0)
-        oversize = [i for i, s in enumerate(batch) if len(s.text) > cap] if longest > cap else []
+        longest = max(map(_size_of, batch), default=0)
+        oversize = [i for i, s in enumerate(batch) if s.size > cap] if longest > cap else []
         groups: list[list[int]] | None = None
         outcomes: dict[str, Outcome] = {}
         chosen = list(self.components) if components is None else list(components)
@@ -141,7 +164,7 @@ class RewardSet:
                 indices = [i for i, s in enumerate(batch) if i not in skip and comp.routes(s)]
                 for i, s in enumerate(batch):
                     if i in skip:
-                        out.put(i, self._oversize_score(len(s.text), cap))
+                        out.put(i, self._oversize_score(s.size, cap))
                     elif not comp.routes(s):
                         out.put(i, Score.skip("not routed here (when)"))
             comp_groups = None
@@ -152,8 +175,13 @@ class RewardSet:
                 comp_groups = [g if allowed is None else [i for i in g if i in allowed]
                                for g in groups]
                 comp_groups = [g for g in comp_groups if g]
-            run_reward(stage.reward, comp.mode, batch, indices, comp_groups, comp.timeout,
-                       out, self.config.workers)
+            ray = self._ray_executor(stage.reward, comp.mode)
+            if ray is not None:
+                limit = comp.timeout or stage.reward.timeout or DEFAULT_TIMEOUT
+                ray.run(stage.reward, comp.mode, batch, indices, comp_groups, limit, out)
+            else:
+                run_reward(stage.reward, comp.mode, batch, indices, comp_groups,
+                           comp.timeout, out, self.config.workers)
             outcomes[name] = out
         weights = {name: self.components[name].weight_at(step) for name in chosen}
         if self.config.aggregate == "normalize_then_sum":
@@ -163,7 +191,17 @@ class RewardSet:
         else:
             used = {name: outcomes[name].values for name in chosen}
         totals = _aggregate(n, used, outcomes, weights, self.config.on_error == "null")
-        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate)
+        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate, used)
+
+    def _ray_executor(self, reward: Reward, mode: ExecutionMode) -> Any:
+        """The Ray executor when the config asks for it and this component goes there."""
+        if self.config.executor == "local":
+            return None
+        from rewardkit.ray_executor import ray_wanted, shared_executor, uses_ray
+
+        if not ray_wanted(self.config.executor) or not uses_ray(reward, mode):
+            return None
+        return shared_executor(self.config.ray)
 
     def _oversize_score(self, length: int, cap: int) -> Score:
         reason = f"completion too large ({length} chars > {cap}); not parsed"
@@ -188,7 +226,9 @@ class RewardSet:
         return rows
 
 
-_text_of = operator.attrgetter("text")
+#: the completion's length, read without touching the text (a pass over 65k texts is a
+#: pass over memory the rewards are about to read anyway)
+_size_of = operator.attrgetter("size")
 
 
 def group_key(sample: Sample) -> Any:

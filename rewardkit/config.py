@@ -104,6 +104,25 @@ class Limits(_Model):
     )
 
 
+class RaySettings(_Model):
+    """Where and how wide process-mode and sandboxed rewards run when ``executor`` is ray."""
+
+    address: str | None = Field(
+        None, description="Ray cluster address (default: RAY_ADDRESS, a running cluster, "
+        "else a local one)"
+    )
+    actors: int | None = Field(
+        None, gt=0, description="scoring actors (default: the cluster's CPUs / cpus_per_actor)"
+    )
+    cpus_per_actor: float = Field(
+        1.0, gt=0, description="CPUs reserved by each actor; its worker pool has that many "
+        "processes (at least one)"
+    )
+    max_in_flight: int = Field(
+        2, ge=1, description="chunks queued per actor at a time (backpressure)"
+    )
+
+
 class RewardConfig(_Model):
     """A composed reward."""
 
@@ -123,6 +142,13 @@ class RewardConfig(_Model):
         None, gt=0, le=MAX_WORKERS,
         description="process-mode worker count (default: usable cores), at most 1,024",
     )
+    executor: Literal["local", "ray", "auto"] = Field(
+        "local",
+        description="where process-mode and sandboxed rewards run: local worker processes, "
+        "Ray actors, or auto (Ray when this process is connected to a Ray cluster or "
+        "RAY_ADDRESS is set)",
+    )
+    ray: RaySettings = Field(default_factory=lambda: RaySettings.model_validate({}))
 
     _sections: dict[str, Any] = PrivateAttr(default_factory=dict)
 

@@ -126,7 +126,7 @@ def run_inline_groups(reward: Reward, samples: Sequence[Sample],
         t0 = time.perf_counter()
         try:
             got = reward.score_group([samples[i] for i in members])
-            scores = _group_scores(got, len(members))
+            scores = group_scores(got, len(members))
         except _REWARD_EXITS as exc:
             scores = [exception_score(exc)] * len(members)
         out.latencies.append((time.perf_counter() - t0) / max(1, len(members)))
@@ -134,7 +134,10 @@ def run_inline_groups(reward: Reward, samples: Sequence[Sample],
             out.put(idx, score)
 
 
-def _group_scores(got: Any, n: int) -> list[Score]:
+def group_scores(got: Any, n: int) -> list[Score]:
+    """What a group reward returned for ``n`` samples, as ``n`` Scores: anything but a
+    list of ``n`` values is an error Score for each sample. Used wherever a group reward
+    runs (inline, async, in a worker process)."""
     if isinstance(got, str | bytes) or not hasattr(got, "__len__"):
         return [Score.error(f"group reward returned {type(got).__name__}, expected a list")] * n
     values = list(got)
@@ -297,7 +300,7 @@ def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] 
         if isinstance(value, Score) and value.status != "ok":
             scores = [value] * len(members)
         else:
-            scores = _group_scores(value, len(members))
+            scores = group_scores(value, len(members))
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
         out.latencies.append(seconds / max(1, len(members)))

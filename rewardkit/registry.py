@@ -33,8 +33,10 @@ DEFAULT_PLUGINS = (
     "rewardkit.builtin.format",
     "rewardkit.builtin.math",
     "rewardkit.builtin.content",
-    "rewardkit.commands",
 )
+#: the built-in commands: a default plugin too, loaded when the command line is built
+#: (:meth:`Registry.load_default`), so scoring processes never import the CLI's libraries
+COMMANDS_PLUGIN = "rewardkit.commands"
 
 
 class RegistryError(Exception):
@@ -110,6 +112,13 @@ class Registry:
                                                     f"failed to import: {exc!r}"))
                     continue
                 self._add_plugin(module, ep.name, dist, version)
+
+    def load_default(self, module_name: str) -> None:
+        """Register a module of the rewardkit distribution as a default plugin (once)."""
+        self.load()
+        with self._lock:
+            self._add_plugin(importlib.import_module(module_name), module_name,
+                             BUILTIN_DISTRIBUTION, metadata_version("rewardkit"))
 
     def _add_plugin(self, module: ModuleType, name: str, dist: str, version: str) -> None:
         if self.pm.is_registered(module):
@@ -228,7 +237,9 @@ class Registry:
         (the returned "plugin: problem" lines) and does not stop the others."""
         self.load()
         problems = []
-        for impl in getattr(self.pm.hook, hook).get_hookimpls():
+        builtin = {p.name for p in self._plugins if p.distribution == BUILTIN_DISTRIBUTION}
+        impls = getattr(self.pm.hook, hook).get_hookimpls()
+        for impl in sorted(impls, key=lambda i: i.plugin_name not in builtin):  # built-ins first
             try:
                 impl.function(**kwargs)
             except Exception as exc:  # a broken plugin must not take the others down

@@ -116,7 +116,8 @@ def _content_text(content: Any) -> str:
 class Sample:
     """One thing to score: a completion of a prompt, its reference and dataset metadata.
 
-    ``text`` is the completion's text (see :func:`completion_text`), computed once.
+    ``text`` is the completion's text (see :func:`completion_text`), computed once, and
+    ``size`` its length (the engine's size guard reads it without touching the text).
     ``group`` identifies the prompt the completion answers; per-group rewards see all
     completions that share it (by default the prompt itself).
     """
@@ -127,9 +128,11 @@ class Sample:
     metadata: dict[str, Any] = field(default_factory=dict)
     text: str = field(default="", init=False, compare=False)
     group: Any = field(default=None, compare=False)
+    size: int = field(default=0, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.text = completion_text(self.completion)
+        self.size = len(self.text)
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> Sample:

@@ -36,6 +36,24 @@ def test_readme_tour_config_is_valid():
     parse_config(yaml.safe_load(block.group(1)), "README.md")
 
 
+def test_plugin_guide_reward_can_be_tried_as_written():
+    import doctest
+    import re
+
+    guide = (DOCS / "plugin-authors.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, re.DOTALL)
+    definition = next(b for b in blocks if "def keyword_groups" in b)
+    tried = next(b for b in blocks if ">>> keyword_groups(" in b)
+    namespace: dict = {"__name__": "plugin_guide"}
+    exec(compile(definition, "docs/plugin-authors.md", "exec"), namespace)
+    test = doctest.DocTestParser().get_doctest(tried, namespace, "plugin-authors.md",
+                                               "docs/plugin-authors.md", 0)
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert runner.summarize(verbose=False).attempted == 2
+
+
 def _section(page: str, heading: str) -> str:
     return page.split(heading, 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
 
@@ -68,3 +86,28 @@ def test_math_config_snippets_in_the_docs_are_valid():
     assert len(blocks) >= 2
     for block in blocks:
         parse_config({"rewards": yaml.safe_load(block)}, "docs/rewards.md")
+
+
+def test_scale_page_config_is_valid():
+    import re
+
+    import yaml
+
+    from rewardkit import parse_config
+
+    page = (DOCS / "scale.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", page, re.DOTALL)
+    assert block is not None
+    config = parse_config(yaml.safe_load(block.group(1)), "docs/scale.md")
+    assert config.executor == "ray" and config.ray.max_in_flight == 2
+
+
+def test_performance_page_shows_a_recorded_run():
+    page = (DOCS / "performance.md").read_text()
+    results = (DOCS.parent / "benchmarks" / "RESULTS.md").read_text()
+    start, end = "<!-- results:start -->", "<!-- results:end -->"
+    block = page[page.index(start):page.index(end)]
+    assert "on commit `" in block and "results.png" in block
+    assert (DOCS.parent / "benchmarks" / "results.png").is_file()
+    # the page's figures are those of the committed record
+    assert block.split("\n\n")[2].strip() in results

@@ -139,7 +139,7 @@ def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], complet
 
 
 def _max_value(reward_set: RewardSet, name: str, step: int) -> float:
-    params = reward_set.components[name].stage_at(step).reward.params
+    params = reward_set.params_at(name, step)
     for key in ("score", "value", "max_value"):
         if hasattr(params, key):
             return float(getattr(params, key))
