@@ -7,6 +7,7 @@ The models are the single source of truth for validation, defaults, the JSON Sch
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from collections.abc import Mapping
@@ -159,34 +160,53 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def parse_config(data: Mapping[str, Any], source: str = "<config>") -> RewardConfig:
-    """Validate a config dict: shape, then every reward name and its params (per stage)."""
+    """Validate a config dict: shape, every reward name and its params (per stage).
+
+    Every problem is reported in one pass: a shape error elsewhere does not hide an
+    unknown reward or a misspelt param of another component.
+    """
+    problems: list[tuple[str, str]] = []
+    config: RewardConfig | None = None
     try:
         config = RewardConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(source, _problems(exc)) from None
-    problems: list[tuple[str, str]] = []
-    for name, component in config.rewards.items():
-        base = f"rewards.{name}"
-        try:
-            cls = registry.get(component.reward)
-        except UnknownRewardError as exc:
-            problems.append((f"{base}.reward", str(exc)))
-            continue
-        except RegistryError as exc:
-            problems.append((f"{base}.reward", str(exc)))
-            continue
-        try:
-            cls.Params.model_validate(component.params)
-        except ValidationError as exc:
-            problems += _problems(exc, f"{base}.params")
-        for i, stage in enumerate(component.stages or []):
-            try:
-                cls.Params.model_validate({**component.params, **stage.params})
-            except ValidationError as exc:
-                problems += _problems(exc, f"{base}.stages.{i}.params")
-    if problems:
-        raise ConfigError(source, problems)
+        problems += _problems(exc)
+    rewards = data.get("rewards") if isinstance(data, Mapping) else None
+    if isinstance(rewards, Mapping):
+        for name, component in rewards.items():
+            if isinstance(component, Mapping) and isinstance(component.get("reward"), str):
+                problems += _component_problems(f"rewards.{name}", component)
+    if problems or config is None:
+        unique = list(dict.fromkeys(problems))
+        raise ConfigError(source, unique or [("", "invalid config")])
     return config
+
+
+def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The reward name and params of one component (given as the raw mapping)."""
+    try:
+        cls = registry.get(component["reward"])
+    except (UnknownRewardError, RegistryError) as exc:
+        return [(f"{base}.reward", str(exc))]
+    fields = list(cls.Params.model_fields)
+    params = component.get("params") or {}
+    if not isinstance(params, Mapping):
+        return []  # the shape check already said params must be a mapping
+    problems: list[tuple[str, str]] = []
+    try:
+        cls.Params.model_validate(params)
+    except ValidationError as exc:
+        problems += _problems(exc, f"{base}.params", fields)
+    stages = component.get("stages")
+    for i, stage in enumerate(stages if isinstance(stages, list) else []):
+        stage_params = stage.get("params") if isinstance(stage, Mapping) else None
+        if not isinstance(stage_params, Mapping):
+            continue
+        try:
+            cls.Params.model_validate({**params, **stage_params})
+        except ValidationError as exc:
+            problems += _problems(exc, f"{base}.stages.{i}.params", fields)
+    return problems
 
 
 def load_config(path: str | Path) -> RewardConfig:
@@ -194,7 +214,27 @@ def load_config(path: str | Path) -> RewardConfig:
     return parse_config(read_config_file(path), str(path))
 
 
-def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+def _did_you_mean(key: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _known_keys(loc: list[str]) -> list[str]:
+    """The keys allowed where an unknown key was found (for a did-you-mean)."""
+    model: type[BaseModel] | None = None
+    if len(loc) == 1:
+        model = RewardConfig
+    elif loc[0] == "rewards" and len(loc) == 3:
+        model = Component
+    elif loc[0] == "rewards" and len(loc) == 5 and loc[2] == "stages":
+        model = Stage
+    elif loc[0] == "limits" and len(loc) == 2:
+        model = Limits
+    return list(model.model_fields) if model is not None else []
+
+
+def _problems(exc: ValidationError, prefix: str = "",
+              fields: list[str] | None = None) -> list[tuple[str, str]]:
     errors = exc.errors(include_url=False)
     in_union = any(str(p).startswith("tagged-union[") for e in errors for p in e["loc"])
     out: list[tuple[str, str]] = []
@@ -211,7 +251,8 @@ def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
             continue  # a scalar that is not a number: the number error already says so
         message = err["msg"]
         if kind == "extra_forbidden":
-            message = "unknown key"
+            known = fields if fields is not None else _known_keys(loc)
+            message = "unknown key" + (_did_you_mean(loc[-1], known) if loc else "")
         elif kind in ("float_type", "float_parsing") and in_union:
             message = "expected a number or a schedule ({schedule: linear, ...})"
         if "input" in err and kind not in ("missing", "extra_forbidden"):

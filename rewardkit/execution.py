@@ -33,12 +33,15 @@ class Outcome:
     status is not ``ok`` or there are details to keep.
     """
 
-    __slots__ = ("latencies", "scores", "values")
+    __slots__ = ("latencies", "latency_per_sample", "scores", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
         self.scores: dict[int, Score] = {}
         self.latencies: list[float] = []
+        #: False when ``latencies`` are chunk averages (inline rewards): their spread says
+        #: nothing about single samples, so no percentiles are reported from them
+        self.latency_per_sample = True
 
     def put(self, idx: int, score: Score) -> None:
         self.values[idx] = score.value
@@ -69,6 +72,7 @@ def run_inline(reward: Reward, samples: Sequence[Sample], indices: Sequence[int]
     chosen = samples if indices is None else [samples[i] for i in indices]
     values = out.values
     perf = time.perf_counter
+    out.latency_per_sample = False
     for start in range(0, len(chosen), INLINE_CHUNK):
         chunk = chosen[start : start + INLINE_CHUNK]
         t0 = perf()

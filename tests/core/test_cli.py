@@ -89,7 +89,9 @@ def test_test_command_runs_golden_cases_and_fails_on_a_wrong_expectation(tmp_pat
         "reward: soft_format\ncases:\n  - {name: wrong, completion: 'x', expect: 1.0}\n")
     failed = cli("test", str(tmp_path))
     assert failed.returncode == 1
-    assert "wrong.cases.yaml::wrong: expected value 1.0, got 0.0" in failed.stdout
+    assert "wrong.cases.yaml::wrong\nsoft_format: expected value 1.0, got 0.0\n" \
+        "  completion: 'x'\n  reference:  None\n  expected:   {'value': 1.0}\n" \
+        "  got:        value 0.0, status ok\n  reason:     (none given)" in failed.stdout
 
 
 def test_new_plugin_installs_registers_and_passes_its_own_tests(tmp_path):
