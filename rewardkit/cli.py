@@ -202,6 +202,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     rs = RewardSet(load_config(args.config))
     rows = rs.describe(args.step)
+    for row in rows:
+        row["weight_text"] = _weight_text(row, args.step)
     if args.json:
         print(json.dumps({"config": args.config, "valid": True, "step": args.step,
                           "components": rows}, indent=2, default=str))
@@ -210,7 +212,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for col in ("component", "reward", "mode", "weight", "when", "params"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["component"], r["reward"], r["mode"], _weight_text(r, args.step),
+        table.add_row(r["component"], r["reward"], r["mode"], r["weight_text"],
                       json.dumps(r["when"]) if r["when"] else "",
                       json.dumps(r["params"], default=str))
     out.print(table)
