@@ -98,3 +98,16 @@ def test_yaml_snippet_in_docs_loads(where: str, text: str, tmp_path: Path):
         assert all(isinstance(v, dict) and "reward" in v for v in data.values()), \
             f"{where}: neither a config, a cases file, a section nor components"
         parse_config({"rewards": data}, where)
+
+
+def test_train_and_eval_page_states_no_figure_that_no_record_holds():
+    """Numbers in docs come from a recorded run: the quickstart page shows the shape of
+    the output (a sample progress line aside), not results no committed run gave."""
+    import re
+
+    page = (DOCS / "trainers" / "train-and-eval.md").read_text()
+    quickstart = page[page.index("## The quickstart"):page.index("## The `train:` section")]
+    blocks = re.findall(r"```\n(.*?)```", quickstart, re.DOTALL)
+    assert len(blocks) == 3
+    figures = re.findall(r"\d+\.\d+%?", "".join(blocks[1:]))
+    assert figures == [], f"figures without a recorded run: {figures}"
