@@ -48,14 +48,16 @@ def read_curves(path: str | Path) -> list[dict[str, float]]:
 def build_report(rows: Sequence[Mapping[str, Any]], *, title: str = "rewardkit report",
                  source: str = "", reward_set: Any = None, steps: int | None = None,
                  curves: Sequence[Mapping[str, float]] | None = None,
-                 bad_lines: Sequence[tuple[int, str]] = ()) -> str:
+                 bad_lines: Sequence[tuple[int, str]] = (),
+                 summary: RunSummary | None = None) -> str:
     """The report page for scored ``rows``.
 
     ``reward_set`` (a :class:`~rewardkit.RewardSet`) adds the weights over ``steps`` with
     stage switches and names each component's reward; ``curves`` (per-step means, as
     ``reward_curves.csv`` holds them) adds the reward curves of a training run.
     """
-    summary = summarise(rows, bad_lines)
+    if summary is None:
+        summary = summarise(rows, bad_lines)
     rewards = ({name: c.config.reward for name, c in reward_set.components.items()}
                if reward_set is not None else {})
     roles = ComponentRoles.guess(list(summary.components), rewards)
@@ -93,10 +95,11 @@ def write_report(src: str | Path, out: str | Path, *, config: str | Path | None 
     rows, bad = read_scored(samples)
     reward_set = RewardSet.from_file(config) if config is not None else None
     curve_rows = read_curves(curves) if curves is not None else None
+    summary = summarise(rows, bad)
     page = build_report(rows, title=title or f"rewardkit report: {src.name}",
                         source=str(src), reward_set=reward_set, steps=steps,
-                        curves=curve_rows, bad_lines=bad)
+                        curves=curve_rows, summary=summary)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
-    return summarise(rows, bad)
+    return summary
