@@ -77,12 +77,12 @@ def status_bar(counts: Mapping[str, int], width: int = 320, height: int = 22) ->
 
 def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], title: str,
                y_label: str, marks: Sequence[tuple[float, str]] = (),
-               dashed: Sequence[str] = (), width: int = 720, height: int = 280) -> str:
+               dashed: Sequence[str] = (), width: int = 900, height: int = 280) -> str:
     """Lines by step, with a legend; ``marks`` are labelled vertical lines (stage switches)."""
     points = [p for pts in series.values() for p in pts]
     if not points:
         return f'<p class="muted">{escape(title)}: nothing recorded</p>'
-    pad_l, pad_r, pad_t, pad_b = 50, 170, 12, 34
+    pad_l, pad_r, pad_t, pad_b = 50, 290, 12, 34
     plot_w, plot_h = width - pad_l - pad_r, height - pad_t - pad_b
     xs = [p[0] for p in points] + [m[0] for m in marks]
     ys = [p[1] for p in points]
