@@ -2,8 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# every distribution of the repo, installed editable into one environment
-DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sandbox/pyproject.toml trainers/pyproject.toml tests/thirdparty/*/pyproject.toml))
+# every distribution of the repo, installed editable into one environment; the test
+# fixture plugins in tests/thirdparty are not: tests/conftest.py installs them for the
+# tests only (build/test-plugins)
+DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sandbox/pyproject.toml trainers/pyproject.toml))
 STAMP  := $(VENV)/.installed
 # optional extras a distribution needs for its tests
 EXTRAS_rewardkit-gui := [generate]
@@ -30,6 +32,8 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
 	  >/dev/null; } || echo "no $(CHROMIUM) (install the chromium package): the report's \
 	browser tests will be skipped"
+	# environments made before the fixture plugins stayed out of them
+	$(BIN)/python -m pip uninstall -q -y rewardkit-wordcount 2>/dev/null || true
 	touch $(STAMP)
 
 # ms-swift and verl pin their own trl / transformers: each gets its own venv for its tests
@@ -55,4 +59,4 @@ bench: setup
 	$(BIN)/python benchmarks/bench_sandbox.py
 
 clean:
-	rm -rf $(VENV) .venv-swift .venv-verl runs
+	rm -rf $(VENV) .venv-swift .venv-verl runs build/test-plugins

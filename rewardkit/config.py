@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from rewardkit.registry import RegistryError, UnknownRewardError, registry
 from rewardkit.schedules import Weight
@@ -105,11 +113,14 @@ class RewardConfig(_Model):
     workers: int | None = Field(
         None, gt=0, description="process-mode worker count (default: usable cores)"
     )
-    train: dict[str, Any] | None = Field(None, description="training run (rewardkit train)")
-    eval: dict[str, Any] | None = Field(None, description="evaluation (rewardkit eval)")
-    sagemaker: dict[str, Any] | None = Field(
-        None, description="SageMaker job (rewardkit launch sagemaker)"
-    )
+
+    _sections: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def section(self, name: str) -> Any:
+        """The validated model of a plugin's config section (``train``, ``sagemaker``,
+        ...), or None when the file has none. Sections come from the
+        ``register_config_sections`` hook; see :func:`config_model`."""
+        return self._sections.get(name)
 
 
 class ConfigError(Exception):
@@ -159,26 +170,52 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+_MODELS: dict[tuple[tuple[str, type[BaseModel]], ...], type[RewardConfig]] = {}
+
+
+def config_model() -> type[RewardConfig]:
+    """The model of a whole config file: :class:`RewardConfig` plus one optional key per
+    section that an installed plugin registers (``register_config_sections``)."""
+    sections = registry.config_sections()
+    key = tuple((s.name, s.model) for s in sections)
+    model = _MODELS.get(key)
+    if model is None:
+        fields: dict[str, Any] = {
+            s.name: (s.model | None, Field(None, description=s.description)) for s in sections
+        }
+        model = create_model("RewardConfig", __base__=RewardConfig, __doc__=RewardConfig.__doc__,
+                             __module__=__name__, **fields)
+        _MODELS[key] = model
+    return model
+
+
 def parse_config(data: Mapping[str, Any], source: str = "<config>") -> RewardConfig:
-    """Validate a config dict: shape, every reward name and its params (per stage).
+    """Validate a config dict: shape and plugin sections, every reward name and its
+    params (per stage).
 
     Every problem is reported in one pass: a shape error elsewhere does not hide an
     unknown reward or a misspelt param of another component.
     """
+    model = config_model()
     problems: list[tuple[str, str]] = []
-    config: RewardConfig | None = None
+    whole: RewardConfig | None = None
     try:
-        config = RewardConfig.model_validate(data)
+        whole = model.model_validate(data)
     except ValidationError as exc:
-        problems += _problems(exc)
+        problems += _top_level_hints(_problems(exc, "", model), model)
     rewards = data.get("rewards") if isinstance(data, Mapping) else None
     if isinstance(rewards, Mapping):
         for name, component in rewards.items():
             if isinstance(component, Mapping) and isinstance(component.get("reward"), str):
                 problems += _component_problems(f"rewards.{name}", component)
-    if problems or config is None:
-        unique = list(dict.fromkeys(problems))
-        raise ConfigError(source, unique or [("", "invalid config")])
+    if problems or whole is None:
+        raise ConfigError(source, list(dict.fromkeys(problems)) or [("", "invalid config")])
+    # the core model, so configs pickle to worker processes whatever plugins are installed
+    config = RewardConfig.model_validate({k: v for k, v in data.items()
+                                          if k in RewardConfig.model_fields})
+    config._sections = {name: value for name in model.model_fields
+                        if name not in RewardConfig.model_fields
+                        and (value := getattr(whole, name)) is not None}
     return config
 
 
@@ -188,7 +225,6 @@ def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[s
         cls = registry.get(component["reward"])
     except (UnknownRewardError, RegistryError) as exc:
         return [(f"{base}.reward", str(exc))]
-    fields = list(cls.Params.model_fields)
     params = component.get("params") or {}
     if not isinstance(params, Mapping):
         return []  # the shape check already said params must be a mapping
@@ -196,7 +232,7 @@ def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[s
     try:
         cls.Params.model_validate(params)
     except ValidationError as exc:
-        problems += _problems(exc, f"{base}.params", fields)
+        problems += _problems(exc, f"{base}.params", cls.Params)
     stages = component.get("stages")
     for i, stage in enumerate(stages if isinstance(stages, list) else []):
         stage_params = stage.get("params") if isinstance(stage, Mapping) else None
@@ -205,13 +241,8 @@ def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[s
         try:
             cls.Params.model_validate({**params, **stage_params})
         except ValidationError as exc:
-            problems += _problems(exc, f"{base}.stages.{i}.params", fields)
+            problems += _problems(exc, f"{base}.stages.{i}.params", cls.Params)
     return problems
-
-
-def load_config(path: str | Path) -> RewardConfig:
-    """Read and validate a reward config file (``.yaml``, ``.yml`` or ``.toml``)."""
-    return parse_config(read_config_file(path), str(path))
 
 
 def _did_you_mean(key: str, candidates: list[str]) -> str:
@@ -219,40 +250,98 @@ def _did_you_mean(key: str, candidates: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _known_keys(loc: list[str]) -> list[str]:
+def _known_keys(loc: list[str], model: type[BaseModel] | None) -> list[str]:
     """The keys allowed where an unknown key was found (for a did-you-mean)."""
-    model: type[BaseModel] | None = None
+    if model is not None and not issubclass(model, RewardConfig):
+        return list(model.model_fields) if len(loc) == 1 else []  # e.g. a reward's Params
+    found: type[BaseModel] | None = None
     if len(loc) == 1:
-        model = RewardConfig
+        found = model or RewardConfig
     elif loc[0] == "rewards" and len(loc) == 3:
-        model = Component
+        found = Component
     elif loc[0] == "rewards" and len(loc) == 5 and loc[2] == "stages":
-        model = Stage
+        found = Stage
     elif loc[0] == "limits" and len(loc) == 2:
-        model = Limits
-    return list(model.model_fields) if model is not None else []
+        found = Limits
+    return list(found.model_fields) if found is not None else []
 
 
-def _problems(exc: ValidationError, prefix: str = "",
-              fields: list[str] | None = None) -> list[tuple[str, str]]:
+def load_config(path: str | Path) -> RewardConfig:
+    """Read and validate a reward config file (``.yaml``, ``.yml`` or ``.toml``)."""
+    return parse_config(read_config_file(path), str(path))
+
+
+def _top_level_hints(problems: list[tuple[str, str]], model: type[BaseModel]
+                     ) -> list[tuple[str, str]]:
+    """An unknown top-level key may be a section of a plugin that is not installed."""
+    return [(path, f"{reason} (top-level keys: {', '.join(model.model_fields)}; a plugin's "
+             "section needs that plugin installed, see `rewardkit plugins`)")
+            if reason.startswith("unknown key") and "." not in path else (path, reason)
+            for path, reason in problems]
+
+
+def validation_problems(exc: ValidationError, model: type[BaseModel], prefix: str = ""
+                        ) -> list[tuple[str, str]]:
+    """``model``'s validation error as (key path, reason) pairs, the way
+    :class:`ConfigError` shows them: union-branch labels dropped from paths, one telling
+    error per mistake. Plugins validating their own section use it with ``prefix`` = the
+    section's name."""
+    return _problems(exc, prefix, model)
+
+
+def _model_names(model: type[BaseModel] | None) -> frozenset[str]:
+    """Class names of the models that are a branch of a union in ``model``: pydantic
+    labels a union's branches by them in error locations."""
+    if model is None:
+        return frozenset()
+    names = _MODEL_NAMES.get(model)
+    if names is None:
+        found: set[str] = set()
+
+        def walk(node: Any, in_union: bool) -> None:
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if in_union and isinstance(ref, str):
+                    found.add(ref.rsplit("/", 1)[-1])
+                for key, value in node.items():
+                    walk(value, key in ("anyOf", "oneOf"))
+            elif isinstance(node, list):
+                for item in node:
+                    walk(item, in_union)
+
+        walk(model.model_json_schema(), False)
+        names = _MODEL_NAMES[model] = frozenset(found)
+    return names
+
+
+_MODEL_NAMES: dict[type[BaseModel], frozenset[str]] = {}
+
+
+def _problems(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+              ) -> list[tuple[str, str]]:
     errors = exc.errors(include_url=False)
     in_union = any(str(p).startswith("tagged-union[") for e in errors for p in e["loc"])
+    models = _model_names(model)
+    located = [(err, _key_path(err["loc"], models)) for err in errors]
     out: list[tuple[str, str]] = []
-    for err in errors:
+    for err, loc in located:
         # drop pydantic's union-branch labels ("float", "tagged-union[...]") from the path
-        loc = _key_path(err["loc"])
         path = ".".join([prefix, *loc] if prefix else loc)
         kind = err["type"]
         given = err.get("input")
+        if kind in ("string_type", "literal_error") and isinstance(given, dict | list) and any(
+                other is not err and other_loc[:len(loc)] == loc and len(other_loc) > len(loc)
+                for other, other_loc in located):
+            continue  # "not a string" about a mapping: the mapping branch's errors tell more
         if kind in ("float_type", "float_parsing") and isinstance(given, dict):
             continue  # a mapping given for a number-or-schedule: the schedule errors tell more
         if kind in ("model_attributes_type", "model_type") and not isinstance(given, dict) \
                 and any(p == path for p, _ in out):
             continue  # a scalar that is not a number: the number error already says so
-        message = err["msg"]
+        message = err["msg"].removeprefix("Value error, ")
         if kind == "extra_forbidden":
-            known = fields if fields is not None else _known_keys(loc)
-            message = "unknown key" + (_did_you_mean(loc[-1], known) if loc else "")
+            message = "unknown key" + (_did_you_mean(loc[-1], _known_keys(loc, model))
+                                       if loc else "")
         elif kind in ("float_type", "float_parsing") and in_union:
             message = "expected a number or a schedule ({schedule: linear, ...})"
         if "input" in err and kind not in ("missing", "extra_forbidden"):
@@ -264,9 +353,10 @@ def _problems(exc: ValidationError, prefix: str = "",
     return out
 
 
-def _key_path(loc: tuple[int | str, ...]) -> list[str]:
+def _key_path(loc: tuple[int | str, ...], models: frozenset[str] = frozenset()) -> list[str]:
     """The user's key path from a pydantic error location, without union-branch labels
-    ("float", "tagged-union[...]" and the discriminator value after it)."""
+    ("float", "tagged-union[...]" and the discriminator value after it, the class name of a
+    model among ``models``)."""
     parts: list[str] = []
     skip_tag = False
     for raw in loc:
@@ -279,10 +369,12 @@ def _key_path(loc: tuple[int | str, ...]) -> list[str]:
             continue
         if part in ("float", "int", "str", "bool") or part.startswith(("function-", "union[")):
             continue
+        if "[" in part or part in models:
+            continue  # a branch label: "list[int]", "literal['auto']", a model's class name
         parts.append(part)
     return parts
 
 
 def config_schema() -> dict[str, Any]:
-    """The JSON Schema of the config file."""
-    return RewardConfig.model_json_schema()
+    """The JSON Schema of the config file, plugin sections included."""
+    return config_model().model_json_schema()

@@ -1,8 +1,11 @@
-"""The reward registry: one pluggy PluginManager, entry points loaded once.
+"""The plugin registry: one pluggy PluginManager, entry points loaded once.
 
-Built-in rewards are default plugins registered through the same ``register_rewards``
-hook as third-party ones. ``REWARDKIT_PLUGINS`` restricts which installed plugins load:
-a comma-separated list of distribution (or entry-point) names; empty means built-ins only.
+It holds what plugins register: reward classes (``register_rewards``) and config
+sections (``register_config_sections``); the command line asks the same manager for
+commands (``register_commands``). Built-in rewards and built-in commands are default
+plugins registered through the same hooks as third-party ones. ``REWARDKIT_PLUGINS``
+restricts which installed plugins load: a comma-separated list of distribution (or
+entry-point) names; empty means built-ins only.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pluggy
+from pydantic import BaseModel
 
 from rewardkit import hookspecs
 from rewardkit.authoring import Reward
@@ -29,6 +33,7 @@ DEFAULT_PLUGINS = (
     "rewardkit.builtin.format",
     "rewardkit.builtin.math",
     "rewardkit.builtin.content",
+    "rewardkit.commands",
 )
 
 
@@ -58,6 +63,17 @@ class PluginInfo:
     version: str
     rewards: tuple[str, ...]
     error: str = ""
+    sections: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConfigSection:
+    """A top-level config key contributed by a plugin, validated by ``model``."""
+
+    name: str
+    model: type[BaseModel]
+    description: str
+    distribution: str
 
 
 class Registry:
@@ -65,6 +81,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._rewards: dict[str, type[Reward]] = {}
+        self._sections: dict[str, ConfigSection] = {}
         self._plugins: list[PluginInfo] = []
         #: reward names two plugins registered: name -> the error, raised where it is used
         self._clashes: dict[str, str] = {}
@@ -117,7 +134,7 @@ class Registry:
             registered.append(cls.name)
 
         self.pm.register(module, name=name)
-        error = ""
+        errors = []
         for impl in self.pm.hook.register_rewards.get_hookimpls():
             if impl.plugin is module:
                 try:
@@ -125,8 +142,44 @@ class Registry:
                 except RegistryError:
                     raise
                 except Exception as exc:  # a broken plugin must not take the others down
-                    error = f"register_rewards failed: {exc!r}"
-        self._plugins.append(PluginInfo(name, dist, version, tuple(registered), error))
+                    errors.append(f"register_rewards failed: {exc!r}")
+        sections: list[str] = []
+
+        def register_section(section: str, model: type[BaseModel],
+                             description: str | None = None) -> None:
+            self._register_section(section, model, description, dist)
+            sections.append(section)
+
+        for impl in self.pm.hook.register_config_sections.get_hookimpls():
+            if impl.plugin is module:
+                try:
+                    impl.function(register=register_section)
+                except RegistryError:
+                    raise
+                except Exception as exc:  # a broken plugin must not take the others down
+                    errors.append(f"register_config_sections failed: {exc!r}")
+        self._plugins.append(PluginInfo(name, dist, version, tuple(registered),
+                                        "; ".join(errors), tuple(sections)))
+
+    def _register_section(self, name: str, model: Any, description: str | None,
+                          dist: str) -> None:
+        from rewardkit.config import RewardConfig
+
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise RegistryError(f"{dist}: config section {name!r} needs a pydantic model "
+                                f"class, got {model!r}")
+        if not name.isidentifier() or name in RewardConfig.model_fields:
+            raise RegistryError(f"{dist}: config section {name!r} is not a free top-level "
+                                f"key (core keys: {', '.join(RewardConfig.model_fields)})")
+        existing = self._sections.get(name)
+        if existing is not None and existing.model is not model:
+            raise RegistryError(
+                f"config section {name!r} is registered twice: by {existing.distribution} "
+                f"({existing.model.__module__}) and by {dist} ({model.__module__})"
+            )
+        doc = (model.__doc__ or "").strip().splitlines()
+        self._sections[name] = ConfigSection(name, model, description or (doc[0] if doc else ""),
+                                             dist)
 
     def _register(self, cls: Any, dist: str, clash_is_error: bool = True) -> None:
         if not (isinstance(cls, type) and issubclass(cls, Reward)):
@@ -183,6 +236,23 @@ class Registry:
     def plugins(self) -> list[PluginInfo]:
         self.load()
         return list(self._plugins)
+
+    def config_sections(self) -> list[ConfigSection]:
+        """The config sections plugins registered, in the order they were registered."""
+        self.load()
+        return list(self._sections.values())
+
+    def call_hook(self, hook: str, **kwargs: Any) -> list[str]:
+        """Call ``hook`` on every plugin, one at a time; a plugin that fails is reported
+        (the returned "plugin: problem" lines) and does not stop the others."""
+        self.load()
+        problems = []
+        for impl in getattr(self.pm.hook, hook).get_hookimpls():
+            try:
+                impl.function(**kwargs)
+            except Exception as exc:  # a broken plugin must not take the others down
+                problems.append(f"{impl.plugin_name}: {hook} failed: {exc}")
+        return problems
 
 
 def _entry_points() -> list[metadata.EntryPoint]:

@@ -23,7 +23,6 @@ from rewardkit_trainers.config import (
     GeneratedData,
     TrainConfig,
     parse_eval,
-    parse_train,
     resolve,
 )
 from rewardkit_trainers.data import normalise_rows, read_rows
@@ -45,8 +44,8 @@ def evaluate_config(config: str | Path, model: str | None = None,
     path = Path(config)
     reward_config = load_config(path)
     source = str(path)
-    ev = parse_eval(reward_config.eval, source)
-    train = parse_train(reward_config.train, source) if reward_config.train else None
+    ev = reward_config.section("eval") or parse_eval(None, source)
+    train = reward_config.section("train")
     rows = _test_rows(path, ev, train, split)
     if limit or ev.limit:
         rows = rows[: (limit or ev.limit)]
