@@ -55,6 +55,8 @@ class ScoreResult:
                 merged.values += part.values
                 merged.scores.update({offset + i: s for i, s in part.scores.items()})
                 merged.latencies += part.latencies
+                merged.sample_seconds.update(
+                    {offset + i: v for i, v in part.sample_seconds.items()})
                 merged.latency_per_sample = merged.latency_per_sample and part.latency_per_sample
         aggregate = results[0].aggregate if results else "weighted_sum"
         return cls(step, [], totals, outcomes, weights, aggregate)

@@ -1,7 +1,8 @@
 """Scoring a JSONL file of samples (``rewardkit score``), streaming, batch by batch.
 
 Each input line is written back unchanged plus ``reward`` (the total, or null) and
-``components`` ({name: {value, status, reason}}). Malformed lines are reported with
+``components`` ({name: {value, status, reason}}, plus ``latency_ms`` for a reward timed
+sample by sample: process mode). Malformed lines are reported with
 their line number, counted and skipped; nothing else is dropped. Lines of one prompt
 stay in one batch, so group rewards and per-group normalisation see the whole group.
 """
@@ -62,13 +63,18 @@ def score_jsonl(rs: RewardSet, src: Path, dst: Path, step: int = 0, batch_size: 
             if not samples:
                 return
             result = rs.score(samples, step=step)
-            for row, scored in zip(rows, result, strict=True):
+            timed = {name: o.sample_seconds for name, o in result.outcomes.items()
+                     if o.sample_seconds}
+            for j, (row, scored) in enumerate(zip(rows, result, strict=True)):
                 row = dict(row)
                 row["reward"] = scored.total
                 row["components"] = {
                     name: {"value": s.value, "status": str(s.status), "reason": s.reason}
                     for name, s in scored.scores.items()
                 }
+                for name, seconds in timed.items():  # samples timed one by one (process mode)
+                    if j in seconds:
+                        row["components"][name]["latency_ms"] = round(seconds[j] * 1000, 3)
                 fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             results.append(_without_samples(result))
             done += len(samples)

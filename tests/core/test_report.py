@@ -157,3 +157,23 @@ def test_malformed_lines_are_left_out_and_named(run: tuple[Path, Path], tmp_path
     assert "mixed.jsonl:39: left out: invalid JSON" in proc.stderr
     page = (tmp_path / "mixed.report.html").read_text()
     assert "1 line(s) of the input were not scored samples" in page
+
+
+def test_latency_is_shown_for_rewards_timed_per_sample_only(tmp_path: Path):
+    config = tmp_path / "c.yaml"
+    config.write_text("rewards:\n  inline: {reward: soft_format}\n"
+                      "  worker: {reward: soft_format, mode: process}\n")
+    src = tmp_path / "s.jsonl"
+    src.write_text("".join(json.dumps({"prompt": "p", "completion": c}) + "\n"
+                           for c in ("<think>a</think><answer>1</answer>", "x", "y")))
+    scored = tmp_path / "o.jsonl"
+    assert cli("score", str(config), str(src), "--out", str(scored)).returncode == 0
+    rows = [json.loads(line) for line in scored.read_text().splitlines()]
+    assert all(r["components"]["worker"]["latency_ms"] >= 0 for r in rows)
+    assert all("latency_ms" not in r["components"]["inline"] for r in rows)
+    assert cli("report", str(scored), "-o", str(tmp_path / "r.html")).returncode == 0
+    page = (tmp_path / "r.html").read_text()
+    inline_row = re.search(r"<tr><td>inline</td>(.*?)</tr>", page).group(1)
+    worker_row = re.search(r"<tr><td>worker</td>(.*?)</tr>", page).group(1)
+    assert inline_row.count("<td>-</td>") == 2  # p50, p95
+    assert worker_row.count("<td>-</td>") == 0

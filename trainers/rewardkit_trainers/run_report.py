@@ -55,13 +55,18 @@ class ScoredSampleLog:
             room = min(self.per_step - self._per_step.get(step, 0), self.limit - len(self.rows))
             for i, sample in enumerate(samples[: max(0, room)]):
                 scored = result[i]
+                components: dict[str, dict[str, Any]] = {}
+                for name, s in scored.scores.items():
+                    entry: dict[str, Any] = {"value": s.value, "status": str(s.status),
+                                             "reason": s.reason}
+                    seconds = result.outcomes[name].sample_seconds.get(i)
+                    if seconds is not None:  # timed alone (process mode)
+                        entry["latency_ms"] = round(seconds * 1000, 3)
+                    components[name] = entry
                 self.rows.append({
                     "step": step, "prompt": sample.prompt, "completion": sample.completion,
                     "reference": sample.reference, **_plain(sample.metadata),
-                    "reward": scored.total,
-                    "components": {name: {"value": s.value, "status": str(s.status),
-                                          "reason": s.reason}
-                                   for name, s in scored.scores.items()},
+                    "reward": scored.total, "components": components,
                 })
             self._per_step[step] = self._per_step.get(step, 0) + max(0, room)
 
