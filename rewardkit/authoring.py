@@ -46,9 +46,9 @@ def _first_line(doc: str | None) -> str:
 
 class Params(BaseModel):
     """Base class of reward parameters. Unknown keys are an error, so typos in a config
-    fail when it loads, not at step 1."""
+    fail when it loads, not at step 1; so are NaN and infinite numbers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NoParams(Params):
@@ -73,6 +73,7 @@ class Reward:
             a worker process with a hard timeout) or ``async`` (I/O).
         group: True when the reward scores a whole group at once.
         timeout: default hard timeout in seconds (process and async modes).
+        sandboxed: True when the reward runs untrusted code in the sandbox.
     """
 
     name: ClassVar[str] = ""
@@ -80,6 +81,8 @@ class Reward:
     mode: ClassVar[ExecutionMode] = ExecutionMode.INLINE
     group: ClassVar[bool] = False
     timeout: ClassVar[float | None] = None
+    #: runs untrusted code in the sandbox: scored on Ray actors when ``executor`` is ray
+    sandboxed: ClassVar[bool] = False
     description: ClassVar[str] = ""
     #: set by the registry: the distribution that registered the reward
     plugin: ClassVar[str] = ""
@@ -102,6 +105,14 @@ class Reward:
         self, samples: Sequence[Sample]
     ) -> Sequence[RewardValue] | Awaitable[Sequence[RewardValue]]:
         raise NotImplementedError(f"{type(self).__name__} is not a group reward")
+
+    def quick_score(self, sample: Sample) -> Score | None:
+        """A verdict reached in the trainer's process, before a ``process``-mode reward
+        sends ``sample`` to a worker; None sends it on. For rewards whose common case is
+        cheap and safe (a plain number) and whose rare case may hang (sympy): the cheap
+        case then costs no inter-process round trip. It must do bounded work on any
+        input and must not raise; ``score`` must give the same verdict."""
+        return None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -192,6 +203,7 @@ def reward(
     timeout: float | None = None,
     description: str | None = None,
     setup: Callable[[Any], None] | None = None,
+    quick: Callable[[Sample, Any], Score | None] | None = None,
 ) -> Callable[[F], type[FunctionReward]]: ...
 
 
@@ -206,6 +218,7 @@ def reward(
     timeout: float | None = None,
     description: str | None = None,
     setup: Callable[[Any], None] | None = None,
+    quick: Callable[[Sample, Any], Score | None] | None = None,
 ) -> Any:
     """Turn a function into a registered-ready reward class.
 
@@ -216,6 +229,10 @@ def reward(
 
     ``setup(params)``, when given, runs once per instance before scoring (in process mode:
     in the worker, before its clock starts), e.g. to import a heavy library.
+
+    ``quick(sample, params)``, when given, is the reward's :meth:`Reward.quick_score`: a
+    process-mode reward decides there, in the trainer's process, the samples it can
+    decide cheaply (it returns a Score) and sends only the rest to a worker (None).
 
     The name under which the module exposes the function becomes the reward class, so it
     pickles by reference for process workers.
@@ -249,6 +266,8 @@ def reward(
         }
         if setup is not None:
             attrs["setup"] = lambda self: setup(self.params)
+        if quick is not None:
+            attrs["quick_score"] = lambda self, sample: quick(sample, self.params)
         if chosen_mode is ExecutionMode.ASYNC:
             attrs["score"] = _async_score
             attrs["score_group"] = _async_score_group

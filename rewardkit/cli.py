@@ -36,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rewardkit.cases import CaseFileError
     from rewardkit.config import ConfigError
     from rewardkit.registry import RegistryError
+    from rewardkit.scoring_file import ScoringFileError
 
     try:
         parser = build_parser()
@@ -53,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         _print_registry_warnings()
         err.print(exc.render(), markup=False)
-    except (RegistryError, CaseFileError, UsageError) as exc:
+    except (RegistryError, CaseFileError, UsageError, ScoringFileError) as exc:
         err.print(f"error: {exc}", markup=False)
     except OSError as exc:  # unreadable input, unwritable output, full disk
         where = f": {exc.filename}" if exc.filename else ""

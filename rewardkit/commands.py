@@ -43,13 +43,22 @@ def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     p = subparsers.add_parser("score", help="score a JSONL file of samples")
     p.add_argument("config")
     p.add_argument("samples", help="JSONL: prompt, completion, reference, other keys = "
-                   "metadata; '-' reads standard input")
+                   "metadata; - (or a pipe) reads standard input")
     p.add_argument("--out", help="JSONL output, one line per scored sample; '-' writes "
                    "standard output (the summary then goes to standard error). Optional "
                    "with --json")
     p.add_argument("--step", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batch-size", type=int, default=1024,
+                   help="samples per scoring call (cut where the prompt changes)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="ray: score on Ray Data (JSONL or parquet input, resumable)")
+    p.add_argument("--resume", action="store_true",
+                   help="engine ray: continue an interrupted run into the same --out")
+    p.add_argument("--ray-address", default=None,
+                   help="engine ray: cluster address (default: RAY_ADDRESS, else local)")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="engine ray: scoring actors (default: the cluster's CPUs)")
     p.set_defaults(func=cmd_score)
 
     p = subparsers.add_parser("test", help="run golden cases (*.cases.yaml)")
@@ -195,56 +204,106 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     from rewardkit.composition import RewardSet
     from rewardkit.config import load_config
-    from rewardkit.scoring_file import score_jsonl
 
     if args.out is None and not args.json:
         raise UsageError("give --out FILE for the scored samples ('-' for standard output), "
                          "or --json for the summary alone")
     rs = RewardSet(load_config(args.config))
+    samples_path = Path(args.samples)
+    if args.samples != "-" and not samples_path.exists():
+        raise UsageError(f"{samples_path}: no such file")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
+    if args.engine == "ray":
+        if args.out in (None, "-"):
+            raise UsageError("--engine ray writes a file (resumable): give --out FILE")
+        return _score_on_ray(args, rs.config, samples_path)
+    if args.resume:
+        raise UsageError("--resume needs --engine ray")
+    to_stdout = args.out == "-"
     with tempfile.TemporaryDirectory(prefix="rewardkit-score-") as tmp:
-        if args.samples == "-":
-            samples_path = Path(tmp) / "stdin.jsonl"
-            with samples_path.open("wb") as fh:
-                shutil.copyfileobj(sys.stdin.buffer, fh)
-        else:
-            samples_path = Path(args.samples)
-            if not samples_path.is_file():
-                raise UsageError(f"{samples_path}: no such file")
-        to_stdout = args.out == "-"
         out_path = Path(tmp) / "scored.jsonl" if to_stdout or args.out is None \
             else Path(args.out)
-        summary = _score_with_progress(args, rs, samples_path, out_path, score_jsonl)
-        summary["out"] = "-" if to_stdout else args.out
+        summary = _score_locally(args, rs, samples_path, out_path)
         if to_stdout:
             with out_path.open("rb") as fh:
                 shutil.copyfileobj(fh, sys.stdout.buffer)
             sys.stdout.flush()
+    summary["out"] = "-" if to_stdout else args.out
     shown = "<stdin>" if args.samples == "-" else args.samples
     for line_no, reason in summary["bad_lines"]:
         err.print(f"{shown}:{line_no}: skipped: {reason}", markup=False)
-    console = err if to_stdout else out
-    if args.json:
-        print(json.dumps(_jsonable(summary), indent=2), file=sys.stderr if to_stdout
-              else sys.stdout)
+    if args.json:  # with the rows on standard output, the summary goes to standard error
+        print(json.dumps(_jsonable(summary), indent=2),
+              file=sys.stderr if to_stdout else sys.stdout)
     else:
-        _print_summary(summary, console)
+        _print_summary(summary, err if to_stdout else out)
     return EXIT_OK
 
 
-def _score_with_progress(args: argparse.Namespace, rs: Any, samples_path: Path,
-                         out_path: Path, score_jsonl: Any) -> dict[str, Any]:
+def _score_locally(args: argparse.Namespace, rs: Any, samples_path: Path,
+                   out_path: Path) -> dict[str, Any]:
+    from rewardkit.ray_executor import RayUnavailableError
+    from rewardkit.scoring_file import score_jsonl
+
     started = time.perf_counter()
     with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, disable=args.json or not err.is_terminal,
                   transient=True) as progress:
         task = progress.add_task("score", total=None)
-        summary: dict[str, Any] = score_jsonl(
-            rs, samples_path, out_path, step=args.step, batch_size=args.batch_size,
-            on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+        try:
+            summary: dict[str, Any] = score_jsonl(
+                rs, samples_path, out_path, step=args.step, batch_size=args.batch_size,
+                on_progress=lambda done, total: progress.update(task, completed=done,
+                                                                total=total))
+        except RayUnavailableError as exc:  # executor: ray without Ray, or no cluster
+            raise UsageError(str(exc)) from exc
     summary["seconds"] = round(time.perf_counter() - started, 3)
     return summary
+
+
+def _score_on_ray(args: argparse.Namespace, config: Any, samples_path: Path) -> int:
+    """``score --engine ray``: progress as a bar on a terminal, else plain lines."""
+    from rewardkit.ray_executor import RayUnavailableError
+    from rewardkit.ray_scoring import ResumeError, score_with_ray
+
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    started = time.perf_counter()
+    last_line = [0.0]
+
+    def plain(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - last_line[0] >= 2.0 or done == total:
+            last_line[0] = now
+            err.print(f"scored {done}/{total} rows ({now - started:.0f}s)", markup=False)
+
+    try:
+        with Progress(TextColumn("scoring on Ray"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err,
+                      disable=args.json or not err.is_terminal, transient=True) as progress:
+            task = progress.add_task("score", total=None)
+
+            def show(done: int, total: int) -> None:
+                if err.is_terminal:
+                    progress.update(task, completed=done, total=total)
+                elif not args.json:
+                    plain(done, total)
+
+            summary = score_with_ray(config, samples_path, Path(args.out), step=args.step,
+                                     batch_size=args.batch_size, resume=args.resume,
+                                     address=args.ray_address,
+                                     concurrency=args.concurrency, on_progress=show)
+    except (RayUnavailableError, ResumeError) as exc:
+        raise UsageError(str(exc)) from exc
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    for line_no, reason in summary["bad_lines"]:
+        err.print(f"{samples_path}:{line_no}: skipped: {reason}", markup=False)
+    if args.json:
+        print(json.dumps(_jsonable(summary), indent=2, allow_nan=False))
+    else:
+        _print_summary(summary)
+    return EXIT_OK
 
 
 def _print_summary(summary: dict[str, Any], console: Console = out) -> None:

@@ -10,17 +10,18 @@ Where weights are applied, stages chosen, samples routed and components aggregat
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rewardkit.authoring import Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
-from rewardkit.execution import Outcome, run_reward
+from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, weight_at
 from rewardkit.score_result import ScoreResult
@@ -133,11 +134,15 @@ class RewardSet:
         ``completion``, ``reference``, other keys = metadata). ``components`` limits
         scoring to some components (trainer adapters score one at a time).
         """
-        batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
+        batch: list[Sample]
+        if set(map(type, samples)) <= {Sample}:  # the common case, at C speed
+            batch = cast(list[Sample], list(samples))
+        else:
+            batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
         n = len(batch)
         cap = self.config.limits.max_completion_chars
-        longest = max(map(len, map(_text_of, batch)), default=0)
-        oversize = [i for i, s in enumerate(batch) if len(s.text) > cap] if longest > cap else []
+        longest = max(map(_size_of, batch), default=0)
+        oversize = [i for i, s in enumerate(batch) if s.size > cap] if longest > cap else []
         groups: list[list[int]] | None = None
         outcomes: dict[str, Outcome] = {}
         chosen = list(self.components) if components is None else list(components)
@@ -151,7 +156,7 @@ class RewardSet:
                 indices = [i for i, s in enumerate(batch) if i not in skip and comp.routes(s)]
                 for i, s in enumerate(batch):
                     if i in skip:
-                        out.put(i, self._oversize_score(len(s.text), cap))
+                        out.put(i, self._oversize_score(s.size, cap))
                     elif not comp.routes(s):
                         out.put(i, Score.skip("not routed here (when)"))
             comp_groups = None
@@ -162,8 +167,13 @@ class RewardSet:
                 comp_groups = [g if allowed is None else [i for i in g if i in allowed]
                                for g in groups]
                 comp_groups = [g for g in comp_groups if g]
-            run_reward(stage.reward, comp.mode, batch, indices, comp_groups, comp.timeout,
-                       out, self.config.workers)
+            ray = self._ray_executor(stage.reward, comp.mode)
+            if ray is not None:
+                limit = comp.timeout or stage.reward.timeout or DEFAULT_TIMEOUT
+                ray.run(stage.reward, comp.mode, batch, indices, comp_groups, limit, out)
+            else:
+                run_reward(stage.reward, comp.mode, batch, indices, comp_groups,
+                           comp.timeout, out, self.config.workers)
             outcomes[name] = out
         weights = {name: self.components[name].weight_at(step) for name in chosen}
         if self.config.aggregate == "normalize_then_sum":
@@ -174,6 +184,16 @@ class RewardSet:
             used = {name: outcomes[name].values for name in chosen}
         totals = _aggregate(n, used, outcomes, weights, self.config.on_error == "null")
         return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate)
+
+    def _ray_executor(self, reward: Reward, mode: ExecutionMode) -> Any:
+        """The Ray executor when the config asks for it and this component goes there."""
+        if self.config.executor == "local":
+            return None
+        from rewardkit.ray_executor import ray_wanted, shared_executor, uses_ray
+
+        if not ray_wanted(self.config.executor) or not uses_ray(reward, mode):
+            return None
+        return shared_executor(self.config.ray)
 
     def _oversize_score(self, length: int, cap: int) -> Score:
         reason = f"completion too large ({length} chars > {cap}); not parsed"
@@ -199,7 +219,9 @@ class RewardSet:
         return rows
 
 
-_text_of = operator.attrgetter("text")
+#: the completion's length, read without touching the text (a pass over 65k texts is a
+#: pass over memory the rewards are about to read anyway)
+_size_of = operator.attrgetter("size")
 
 
 def group_key(sample: Sample) -> Any:
@@ -241,8 +263,8 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     if all(not outcomes[name].scores for name in weighted):
         # the common case: every weighted component scored every sample (a value is None
         # only with a non-ok Score recorded, so none is None here)
-        combine = _weighted_sum_fn([weights[name] for name in weighted])
-        return list(map(combine, *(used[name] for name in weighted)))
+        columns: list[Any] = [used[name] for name in weighted]
+        return list(_weighted_sum(n, columns, [weights[name] for name in weighted]))
     totals = []
     for i in range(n):
         total = 0.0
@@ -261,10 +283,12 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     return totals
 
 
-def _weighted_sum_fn(weights: Sequence[float]) -> Any:
-    """``lambda v0, v1, ...: w0 * v0 + w1 * v1 + ...`` for these weights, so the total
-    of a batch is one C-level ``map`` over the component columns."""
-    names = [f"v{i}" for i in range(len(weights))]
-    body = " + ".join(f"w[{i}] * {name}" for i, name in enumerate(names))
-    fn: Any = eval(f"lambda {', '.join(names)}: {body}", {"w": tuple(weights)})
-    return fn
+def _weighted_sum(n: int, columns: Sequence[Sequence[float]],
+                  weights: Sequence[float]) -> list[float]:
+    """``w0 * v0 + w1 * v1 + ...`` per sample, one C-level ``map`` per component (no
+    generated code, so any number of components works)."""
+    totals: list[float] = [0.0] * n
+    for column, weight in zip(columns, weights, strict=True):
+        totals = list(map(operator.add, totals, map(operator.mul, column,
+                                                    itertools.repeat(weight))))
+    return totals

@@ -27,11 +27,18 @@ from pydantic import (
 
 from rewardkit.registry import RegistryError, UnknownRewardError, registry
 from rewardkit.schedules import Weight
-from rewardkit.types import ExecutionMode
+from rewardkit.types import MAX_ABS_VALUE, ExecutionMode
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+#: longest per-sample timeout a config may ask for (a day): longer is a mistake, and the
+#: operating system refuses waits past ~49 days
+MAX_TIMEOUT = 86_400.0
+#: most process-mode workers a config may ask for
+MAX_WORKERS = 1024
 
 
 class Stage(_Model):
@@ -53,7 +60,8 @@ class Component(_Model):
         default_factory=dict, description="parameters, validated by the reward's model"
     )
     weight: Weight = Field(
-        1.0, description="a number or a schedule; 0 = logged metric only, not trained on"
+        1.0, description="a number or a schedule, finite and within +-1,000,000; 0 = logged "
+        "metric only, not trained on"
     )
     stages: list[Stage] | None = Field(None, description="params/weight switched by step")
     when: dict[str, Any] | None = Field(
@@ -62,8 +70,9 @@ class Component(_Model):
         "means membership) are scored; others get status skipped",
     )
     timeout: float | None = Field(
-        None, gt=0, description="hard timeout in seconds per sample (per group for group "
-        "rewards); an inline reward with a timeout runs in a worker process",
+        None, gt=0, le=MAX_TIMEOUT,
+        description="hard timeout in seconds per sample (per group for group "
+        "rewards), at most 86,400; an inline reward with a timeout runs in a worker process",
     )
     mode: ExecutionMode | None = Field(
         None, description="override the reward's declared execution mode"
@@ -90,8 +99,28 @@ class Limits(_Model):
         200_000, gt=0, description="completions longer than this are not parsed"
     )
     oversize_value: float | None = Field(
-        None,
-        description="value given to oversize completions (status ok); null = status error",
+        None, ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE,
+        description="value given to oversize completions (status ok), within +-1e12; "
+        "null = status error",
+    )
+
+
+class RaySettings(_Model):
+    """Where and how wide process-mode and sandboxed rewards run when ``executor`` is ray."""
+
+    address: str | None = Field(
+        None, description="Ray cluster address (default: RAY_ADDRESS, a running cluster, "
+        "else a local one)"
+    )
+    actors: int | None = Field(
+        None, gt=0, description="scoring actors (default: the cluster's CPUs / cpus_per_actor)"
+    )
+    cpus_per_actor: float = Field(
+        1.0, gt=0, description="CPUs reserved by each actor; its worker pool has that many "
+        "processes (at least one)"
+    )
+    max_in_flight: int = Field(
+        2, ge=1, description="chunks queued per actor at a time (backpressure)"
     )
 
 
@@ -111,8 +140,16 @@ class RewardConfig(_Model):
     rewards: dict[str, Component] = Field(min_length=1)
     limits: Limits = Field(default_factory=lambda: Limits.model_validate({}))
     workers: int | None = Field(
-        None, gt=0, description="process-mode worker count (default: usable cores)"
+        None, gt=0, le=MAX_WORKERS,
+        description="process-mode worker count (default: usable cores), at most 1,024",
     )
+    executor: Literal["local", "ray", "auto"] = Field(
+        "local",
+        description="where process-mode and sandboxed rewards run: local worker processes, "
+        "Ray actors, or auto (Ray when this process is connected to a Ray cluster or "
+        "RAY_ADDRESS is set)",
+    )
+    ray: RaySettings = Field(default_factory=lambda: RaySettings.model_validate({}))
 
     _sections: dict[str, Any] = PrivateAttr(default_factory=dict)
 
@@ -138,6 +175,78 @@ class ConfigError(Exception):
         return "\n".join(lines)
 
 
+#: most values a YAML config may expand to, aliases followed (a billion-laughs document
+#: is a few lines that expand to billions)
+MAX_YAML_NODES = 100_000
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _YAMLRefusal(Exception):
+    """A YAML document refused before it is built: duplicate keys, an alias bomb."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """Safe YAML that refuses duplicate keys and documents that expand past
+    ``MAX_YAML_NODES`` values through aliases."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        _check_expansion(node)
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.setdefault(key, line)
+            except TypeError:  # an unhashable key: the constructor will say so
+                continue
+            if first != line:
+                raise _YAMLRefusal(f"duplicate key {key!r} at line {line} "
+                                   f"(first at line {first}); each key may appear once")
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Count the values of ``root`` with every alias expanded, without expanding."""
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in size:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        if not children_done:
+            if id(node) in open_nodes:
+                raise _YAMLRefusal(f"recursive alias at line {node.start_mark.line + 1}")
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            for child in children:
+                if id(child) in open_nodes:
+                    raise _YAMLRefusal(
+                        f"recursive alias at line {child.start_mark.line + 1}")
+                if id(child) not in size:
+                    stack.append((child, False))
+            continue
+        open_nodes.discard(id(node))
+        size[id(node)] = total = 1 + sum(size[id(c)] for c in children)
+        if total > MAX_YAML_NODES:
+            raise _YAMLRefusal(
+                f"the document expands to more than {MAX_YAML_NODES:,} values through "
+                f"aliases (line {node.start_mark.line + 1}); write the values out instead")
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Parse a YAML or TOML file into a dict, as a ConfigError on any problem."""
     path = Path(path)
@@ -157,7 +266,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             raise ConfigError(source, [("", f"TOML syntax error: {exc}")]) from None
     else:
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_ConfigLoader)
+        except _YAMLRefusal as exc:
+            raise ConfigError(source, [("", str(exc))]) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rewardkit.config import Component, Limits, RewardConfig, Stage
+from rewardkit.config import Component, Limits, RaySettings, RewardConfig, Stage
 from rewardkit.schedules import (
     ConstantSchedule,
     CosineSchedule,
@@ -26,6 +26,7 @@ _SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("`rewards.<name>`: a component", Component),
     ("`rewards.<name>.stages[]`", Stage),
     ("`limits`", Limits),
+    ("`ray` (with `executor: ray`; see docs/scale.md)", RaySettings),
 ]
 _SCHEDULES: list[type[BaseModel]] = [ConstantSchedule, LinearSchedule, CosineSchedule,
                                      PiecewiseSchedule, WarmupSchedule]

@@ -219,7 +219,12 @@ class Registry:
         try:
             return self._rewards[name]
         except KeyError:
-            raise UnknownRewardError(name, sorted(self._rewards)) from None
+            error = UnknownRewardError(name, sorted(self._rewards))
+            broken = [p for p in self._plugins if p.error]
+            if broken:  # the reward may be in a plugin that did not import
+                error.message += "; plugins that failed to import: " + "; ".join(
+                    f"{p.name} ({p.distribution}): {p.error}" for p in broken)
+            raise error from None
 
     def names(self) -> list[str]:
         self.load()

@@ -55,9 +55,9 @@ class ScoreResult:
                 merged.values += part.values
                 merged.scores.update({offset + i: s for i, s in part.scores.items()})
                 merged.latencies += part.latencies
+                merged.latency_per_sample = merged.latency_per_sample and part.latency_per_sample
                 merged.sample_seconds.update(
                     {offset + i: v for i, v in part.sample_seconds.items()})
-                merged.latency_per_sample = merged.latency_per_sample and part.latency_per_sample
         aggregate = results[0].aggregate if results else "weighted_sum"
         return cls(step, [], totals, outcomes, weights, aggregate)
 
@@ -103,8 +103,8 @@ class ScoreResult:
                 # inline rewards are timed per chunk of samples: their p50/p95 are chunk
                 # means, which say nothing of single samples (tables leave them out)
                 "latency_per_sample": out.latency_per_sample,
-                "latency_ms_p50": _percentile(out.latencies, 50) * 1000,
-                "latency_ms_p95": _percentile(out.latencies, 95) * 1000,
+                "latency_ms_p50": percentile(out.latencies, 50) * 1000,
+                "latency_ms_p95": percentile(out.latencies, 95) * 1000,
             }
         totals = [t for t in self.totals if t is not None]
         return {"step": self.step, "samples": n, "components": comps,
@@ -134,7 +134,7 @@ def _stats(vals: Sequence[float]) -> dict[str, float]:
     return {"mean": mean, "std": math.sqrt(var), "min": min(vals), "max": max(vals)}
 
 
-def _percentile(vals: Sequence[float], q: float) -> float:
+def percentile(vals: Sequence[float], q: float) -> float:
     if not vals:
         return 0.0
     ordered = sorted(vals)

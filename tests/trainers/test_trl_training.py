@@ -163,3 +163,38 @@ def test_rewardkit_train_resumes_from_the_newest_checkpoint(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "resuming from" in out and "checkpoint-2" in out
     assert "3 steps" in out
+
+
+@pytest.mark.parametrize("aggregate", ["weighted_sum", "normalize_then_sum"])
+def test_failed_grading_gets_zero_advantage_in_grpo_trainer(tmp_path: Path, aggregate: str):
+    """on_error: null through TRL's own _generate_and_score_completions: every component of
+    a failed row returns None, TRL marks the row unscorable and its advantage is 0."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rewardkit import Status
+
+    torch.manual_seed(0)
+    rows = [{"prompt": row["prompt"][1]["content"], "reference": row["reference"]}
+            for row in generate_rows(4, seed=7)]
+    model, tokenizer = build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows,
+                                  tmp_path / "base")
+    rewards = trl_rewards({"on_error": "null", "aggregate": aggregate,
+                           "rewards": {"parity": {"reward": "check_parity"},
+                                       "tags": {"reward": "tag_count", "weight": 0.5}}})
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=8,
+                      num_generations=4, max_completion_length=12, max_steps=1,
+                      report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True,
+                      temperature=1.0, **rewards.grpo_kwargs())
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    inputs = [rows[0]] * 4 + [rows[1]] * 4
+    out = trainer._generate_and_score_completions(inputs)
+    advantages = out["advantages"].tolist()
+    result = rewards.scorer._last[1]  # what the callables returned for this batch
+    failed = [i for i in range(8)
+              if result.outcomes["parity"].score(i).status is Status.ERROR]
+    assert failed and len(failed) < 8, "the batch should mix failed and graded rows"
+    assert all(advantages[i] == 0.0 for i in failed)
+    assert all(result.totals[i] is None for i in failed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,9 @@ def _print_description(console: Any, description: dict[str, Any]) -> None:
 def _export_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("target", choices=["trl", "swift", "easyr1", "verl"])
     p.add_argument("config", help="reward config (.yaml/.toml)")
-    p.add_argument("-o", "--output", help="file to write (swift, easyr1, trl)")
+    p.add_argument("-o", "--output",
+                   help="file to write (swift, easyr1, trl: the reward file; verl: the "
+                   "overrides, one per line, for `$(cat FILE)`)")
     p.add_argument("--step", type=int, default=None,
                    help="easyr1/verl: pin stages and schedules to this step (EasyR1 passes none)")
     p.add_argument("--fallback", type=float, default=0.0,
@@ -120,6 +123,12 @@ def _export(args: argparse.Namespace) -> int:
 
     config_path = Path(args.config)
     reward_config = load_config(config_path)
+    from rewardkit_trainers.fidelity import check, pinned_file_warnings
+
+    warnings = check(reward_config, args.target, str(config_path))
+    warnings += pinned_file_warnings(reward_config, args.target, args.step or 0)
+    for warning in warnings:
+        print(f"rewardkit export: warning: {warning}", file=sys.stderr)
     console = _console()
     if args.target == "swift":
         from rewardkit_trainers.swift import export_plugin
@@ -144,7 +153,14 @@ def _export(args: argparse.Namespace) -> int:
     if args.target == "verl":
         from rewardkit_trainers.verl import overrides
 
-        for line in overrides(config_path, step=args.step, fallback=args.fallback):
+        lines = overrides(config_path, step=args.step, fallback=args.fallback)
+        if args.output:
+            out = Path(args.output)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            console.print(f"wrote {out}")
+            return EXIT_OK
+        for line in lines:
             console.print(line, markup=False, soft_wrap=True)
         return EXIT_OK
     from rewardkit_trainers.trl import export_module

@@ -66,6 +66,8 @@ class RunPlan:
     config_file: Path
     reward_config: RewardConfig
     train: TrainConfig
+    #: what the backend approximates (rewardkit_trainers.fidelity.check)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def output_dir(self) -> Path:
@@ -120,14 +122,17 @@ class RunPlan:
             from rewardkit_trainers.trl_train import describe, prepare
 
             prep = prepare(self.reward_config, self.train, self.config_file, self.output_dir)
-            return {**describe(prep, self.train), "output_dir": str(self.output_dir)}
+            return {**describe(prep, self.train), "output_dir": str(self.output_dir),
+                    "warnings": self.warnings}
         jobs = self.jobs()
         return {"backend": self.train.backend, "output_dir": str(self.output_dir),
-                "commands": [j.describe() for j in jobs]}
+                "commands": [j.describe() for j in jobs], "warnings": self.warnings}
 
     def execute(self, console: Any) -> int:
         """Run it; returns the exit code."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        for warning in self.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", markup=True, soft_wrap=True)
         if self.train.backend == "trl":
             from rewardkit_trainers.trl_train import run
 
@@ -177,4 +182,7 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
         if max_steps:
             raw["max_steps"] = max_steps
     train = parse_train(raw, str(path))
-    return RunPlan(path.resolve(), reward_config, train)
+    from rewardkit_trainers.fidelity import check
+
+    warnings = check(reward_config, train.backend, str(path))
+    return RunPlan(path.resolve(), reward_config, train, warnings)

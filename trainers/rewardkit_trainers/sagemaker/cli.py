@@ -51,6 +51,11 @@ def run_launch(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         settings, text = load_launch_config(args.config)
+        # stages and schedules where the backend pins the step (rewardkit_trainers.fidelity)
+        from rewardkit_trainers.fidelity import launch_warnings
+
+        for warning in launch_warnings(args.config, settings.backend):
+            print(f"rewardkit launch: warning: {warning}", file=sys.stderr)
         name = check_job_name(args.job_name) if args.job_name else job_name(settings)
         staged = stage_inputs(settings, args.config, text, name)
     except ConfigError as exc:
