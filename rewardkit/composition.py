@@ -80,6 +80,17 @@ class ScheduledComponent:
             return True
         return any(not isinstance(s.weight, int | float) for s in self.stages)
 
+    def weight_spec(self) -> Any:
+        """The weight as configured: a number, a schedule (as a dict), or per stage a list
+        of ``{until_step, weight}`` (the last without ``until_step``)."""
+        def plain(weight: Weight) -> Any:
+            return weight if isinstance(weight, int | float) else weight.model_dump()
+
+        if len(self.stages) == 1:
+            return plain(self.stages[0].weight)
+        return [{"until_step": st.until_step, "weight": plain(st.weight)} if st.until_step
+                else {"weight": plain(st.weight)} for st in self.stages]
+
     def routes(self, sample: Sample) -> bool:
         if not self.when:
             return True
@@ -220,6 +231,7 @@ class RewardSet:
                 "reward": comp.config.reward,
                 "mode": str(comp.mode),
                 "weight": comp.weight_at(step),
+                "weight_spec": comp.weight_spec(),
                 "when": comp.when,
                 "params": stage.reward.params.model_dump(),
             })

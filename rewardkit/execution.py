@@ -35,12 +35,17 @@ class Outcome:
     status is not ``ok`` or there are details to keep.
     """
 
-    __slots__ = ("latencies", "scores", "values")
+    __slots__ = ("latencies", "latency_per_sample", "sample_seconds", "scores", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
         self.scores: dict[int, Score] = {}
         self.latencies: list[float] = []
+        #: False when ``latencies`` are chunk averages (inline rewards): their spread says
+        #: nothing about single samples, so no percentiles are reported from them
+        self.latency_per_sample = True
+        #: seconds per sample index where each sample was timed alone (process mode)
+        self.sample_seconds: dict[int, float] = {}
 
     def put(self, idx: int, score: Score) -> None:
         self.values[idx] = score.value
@@ -77,6 +82,7 @@ def run_inline(reward: Reward, samples: Sequence[Sample], indices: Sequence[int]
     chosen = samples if indices is None else [samples[i] for i in indices]
     values = out.values
     perf = time.perf_counter
+    out.latency_per_sample = False
     for start in range(0, len(chosen), INLINE_CHUNK):
         chunk = chosen[start : start + INLINE_CHUNK]
         t0 = perf()
@@ -192,6 +198,7 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
             assert isinstance(score, Score)
             out.put(idx, score)
             out.latencies.append(seconds)
+            out.sample_seconds[idx] = seconds
         return
     group_items = [(g, [samples[i] for i in members]) for g, members in enumerate(groups)]
     answers = pool.run(key, blob, True, group_items, timeout)

@@ -67,6 +67,9 @@ class ScoreResult:
                 merged.scores.update({offset + i: s for i, s in part.scores.items()})
                 merged.latencies += part.latencies
                 normalized.setdefault(name, []).extend(res.normalized(name))
+                merged.latency_per_sample = merged.latency_per_sample and part.latency_per_sample
+                merged.sample_seconds.update(
+                    {offset + i: v for i, v in part.sample_seconds.items()})
         aggregate = results[0].aggregate if results else "weighted_sum"
         return cls(step, [], totals, outcomes, weights, aggregate, normalized)
 
@@ -118,6 +121,11 @@ class ScoreResult:
                 "error_rate": (counts["error"] / n) if n else 0.0,
                 "timeout_rate": (counts["timeout"] / n) if n else 0.0,
                 "skip_rate": (counts["skipped"] / n) if n else 0.0,
+                "latency_ms_mean": (math.fsum(out.latencies) / len(out.latencies) * 1000
+                                    if out.latencies else 0.0),
+                # inline rewards are timed per chunk of samples: their p50/p95 are chunk
+                # means, which say nothing of single samples (tables leave them out)
+                "latency_per_sample": out.latency_per_sample,
                 "latency_ms_p50": percentile(out.latencies, 50) * 1000,
                 "latency_ms_p95": percentile(out.latencies, 95) * 1000,
             }

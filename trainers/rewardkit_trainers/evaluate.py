@@ -180,7 +180,10 @@ def _generate_transformers(model_name: str, rows: list[dict[str, Any]],
                            ev: EvalConfig) -> list[str]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    # the table is the output: no "Loading weights ... 0%|" bars (raw lines in a log)
+    hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(model_name)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
