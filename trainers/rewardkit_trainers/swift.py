@@ -218,7 +218,7 @@ def metrics_callback_class() -> type:
     """
     from swift.callbacks import TrainerCallback
 
-    class RewardMetricsCallback(TrainerCallback):  # type: ignore[misc, valid-type]
+    class RewardMetricsCallback(TrainerCallback):
         """Logs rewardkit's per-component error/timeout/skip rates, latency and weight."""
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
