@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardkit import ConfigError
+from rewardkit.cli import EXIT_OK, EXIT_USAGE
 from rewardkit.config import RewardConfig, load_config, read_config_file
 
 from rewardkit_trainers.config import TrainConfig, parse_train, resolve
@@ -143,7 +144,9 @@ class RunPlan:
             console.print(f"model: {report.model_dir}")
             console.print(f"curves: {report.curves_csv}"
                           + (f", {report.curves_png}" if report.curves_png else ""))
-            return 0
+            if report.report_html:
+                console.print(f"report: {report.report_html}", markup=False, soft_wrap=True)
+            return EXIT_OK
         jobs = self.jobs()
         missing = sorted({j.argv[0] for j in jobs if shutil.which(j.argv[0]) is None})
         if missing:
@@ -152,7 +155,7 @@ class RunPlan:
             console.print(f"[red]cannot run {', '.join(missing)}: not on PATH[/]; "
                           + "; ".join(hint.get(m, "install it") for m in missing)
                           + ". `--dry-run` prints the commands without running them.")
-            return 2
+            return EXIT_USAGE
         for i, job in enumerate(jobs):
             console.rule(f"job {i + 1}: {job.label}")
             console.print(job.shell, markup=False, soft_wrap=True)
@@ -161,7 +164,7 @@ class RunPlan:
             if code != 0:
                 console.print(f"[red]job {i + 1} ({job.label}) failed with exit code {code}[/]")
                 return code
-        return 0
+        return EXIT_OK
 
 
 def load_run(config: str | Path, backend: str | None = None, output_dir: str | None = None,
@@ -169,7 +172,8 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
     """Validate the reward config and its ``train:`` section (with CLI overrides)."""
     path = Path(config)
     reward_config = load_config(path)
-    raw = dict(read_config_file(path).get("train") or {}) if reward_config.train else None
+    raw = (dict(read_config_file(path).get("train") or {})
+           if reward_config.section("train") is not None else None)
     if raw is not None:
         if backend:
             raw["backend"] = backend
