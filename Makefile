@@ -10,16 +10,18 @@ EXTRAS_rewardkit-gui := [generate]
 EXTRAS_trainers      := [trl,sagemaker,test]
 # the CPU build of torch lies on disk; pinned first so nothing pulls a CUDA build
 TORCH  := torch==2.13.0
+# the TRL version the adapters are tested on (trainers/backends.toml, also read by the images)
+TESTED := $(shell $(PYTHON) trainers/scripts/backend_versions.py pins trl)
 
 .PHONY: setup backends test demo lint bench clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) trainers/backends.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,test]" \
+	$(BIN)/python -m pip install -q "$(TORCH)" $(TESTED) -e ".[math,test]" \
 	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
 	touch $(STAMP)
 
