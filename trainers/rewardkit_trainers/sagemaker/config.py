@@ -154,6 +154,12 @@ class SageMakerSettings(_Model):
         ge=1,
         description="processes per node for torchrun/accelerate (default: all GPUs)",
     )
+    deepspeed: Literal["zero3", "zero2", "none"] = Field(
+        default="zero3",
+        description="trl with a custom command on more than one GPU or node: the DeepSpeed "
+        "ZeRO stage of the accelerate launch the entrypoint wraps it in (none = DDP); "
+        "rewardkit train takes train.deepspeed instead",
+    )
     environment: dict[str, str] = Field(default_factory=dict, description="container env")
     tags: dict[str, str] = Field(default_factory=dict, description="job tags")
     job_name: str | None = Field(

@@ -60,6 +60,7 @@ def run_spec(settings: SageMakerSettings, config_name: str) -> RunSpec:
         output_s3=settings.output,
         keep_last=settings.keep_last,
         gpus_per_node=settings.gpus_per_node,
+        deepspeed=settings.deepspeed,
     )
 
 
