@@ -17,7 +17,13 @@ from pydantic import ValidationError
 from rewardkit import ConfigError, load_config
 
 from rewardkit_trainers.sagemaker.config import SageMakerSettings, check_job_name, parse_settings
-from rewardkit_trainers.sagemaker.request import build_request, job_name, stage_inputs, upload
+from rewardkit_trainers.sagemaker.request import (
+    base_job_name,
+    build_request,
+    job_name,
+    stage_inputs,
+    upload,
+)
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
@@ -50,8 +56,10 @@ def load_launch_config(path: Path) -> tuple[SageMakerSettings, str]:
     return settings, path.read_text(encoding="utf-8")
 
 
-def launch(argv: list[str], out: TextIO | None = None) -> int:
-    """``rewardkit launch sagemaker CONFIG [--dry-run] [--job-name NAME]``."""
+def launch(argv: list[str], out: TextIO | None = None, boto_session: Any = None) -> int:
+    """``rewardkit launch sagemaker CONFIG [--dry-run] [--job-name PREFIX]``: uploads the
+    inputs and creates the job through the SageMaker SDK's ModelTrainer (in
+    ``boto_session``, default: one for ``sagemaker.region``)."""
     out = out or sys.stdout
     parser = argparse.ArgumentParser(
         prog="rewardkit launch", description="Launch a training run on a cloud platform."
@@ -63,12 +71,17 @@ def launch(argv: list[str], out: TextIO | None = None) -> int:
         action="store_true",
         help="print the uploads and the create_training_job request; call nothing",
     )
-    parser.add_argument("--job-name", help="exact job name (default: prefix + timestamp)")
+    parser.add_argument(
+        "--job-name",
+        help="job name prefix (default: sagemaker.job_name or rewardkit-<backend>); the "
+        "SageMaker SDK appends -YYYYmmddHHMMSS",
+    )
     args = parser.parse_args(argv)
 
     try:
         settings, text = load_launch_config(args.config)
-        name = check_job_name(args.job_name) if args.job_name else job_name(settings)
+        base = base_job_name(settings, check_job_name(args.job_name) if args.job_name else None)
+        name = job_name(base)
         staged = stage_inputs(settings, args.config, text, name)
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
@@ -82,21 +95,33 @@ def launch(argv: list[str], out: TextIO | None = None) -> int:
             "uploads": [{"from": str(p), "to": uri} for p, uri in staged.uploads]
             + [{"from": "(generated)", "to": uri} for uri in staged.blobs],
             "create_training_job": request,
+            "sent_by": "sagemaker.train.ModelTrainer (the SDK appends the job name's "
+            "timestamp when it sends the request)",
         }
         json.dump(plan, out, indent=2)
         out.write("\n")
         return 0
+    try:
+        from rewardkit_trainers.sagemaker.sdk import create_job, role_error_types
+    except ImportError as exc:
+        print(f"rewardkit launch: the SageMaker Python SDK is missing ({exc}): "
+              "pip install 'rewardkit-trainers[sagemaker]'", file=sys.stderr)
+        return 2
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
-    session = _session(settings.region)
+    session = boto_session or _session(settings.region)
+    refused = (ClientError, BotoCoreError, ResponseParserError, ValueError, *role_error_types())
     try:
         upload(staged, session.client("s3"))
-        response = session.client("sagemaker").create_training_job(**request)
-    except (ClientError, BotoCoreError) as exc:
-        print(f"rewardkit launch: AWS refused the job {name}: {exc}", file=sys.stderr)
+        name, arn = create_job(settings, staged, base, session)
+    except refused as exc:
+        print(f"rewardkit launch: AWS or the SageMaker SDK refused the job {base}-...: "
+              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+              file=sys.stderr)
         return 1
     region = session.region_name or "us-east-1"
-    print(f"created training job {name}\n  arn: {response['TrainingJobArn']}", file=out)
+    print(f"created training job {name}\n  arn: {arn}", file=out)
     print(f"  status: rewardkit jobs status {name}\n  logs:   rewardkit jobs logs {name}", file=out)
     print(
         f"  console: https://{region}.console.aws.amazon.com/sagemaker/home?region={region}"
