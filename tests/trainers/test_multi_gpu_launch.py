@@ -166,19 +166,28 @@ def test_inside_a_launcher_it_trains_in_process(tmp_path, monkeypatch):
     assert not plan.launched
 
 
-def test_the_cli_dry_run_prints_the_commands_for_the_machine_it_is_told(tmp_path):
-    config = write_config(tmp_path)
-    env = {**os.environ, "REWARDKIT_GPUS": "2", "REWARDKIT_VLLM": "1"}
+def test_the_example_dry_runs_on_the_machine_it_is_told_through_the_cli(tmp_path):
+    config = ROOT / "examples" / "gsm8k-rlvr-multi-gpu.yaml"
+    env = {**os.environ, "REWARDKIT_GPUS": "4", "REWARDKIT_VLLM": "1"}
     env.pop("REWARDKIT_NUM_NODES", None)
     proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "train", str(config),
-                           "--dry-run", "--json"], capture_output=True, text=True, env=env,
-                          cwd=str(ROOT), timeout=300)
+                           "--dry-run", "--json", "--output-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=300)
     assert proc.returncode == 0, proc.stderr
     described = json.loads(proc.stdout)
     assert described["commands"][0]["argv"][:6] == [
         "accelerate", "launch", "--config_file", str(tmp_path / "out/accelerate-zero3.yaml"),
-        "--num_processes", "2"]
+        "--num_processes", "4"]
     assert described["grpo_config"]["use_vllm"] is True
+    assert described["grpo_config"]["bf16"] is True
+
+
+def test_a_tiny_built_model_trains_in_one_process_whatever_the_gpus(tmp_path):
+    config = tmp_path / "quick.yaml"
+    config.write_text((ROOT / "examples" / "quickstart.yaml").read_text())
+    plan = load_run(config, hardware=Hardware(4, False), placement=NodePlacement(),
+                    output_dir=str(tmp_path / "out"))
+    assert not plan.launched
 
 
 # ---------------------------------------------------------------- ms-swift

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from rewardkit import ConfigError
 
-from rewardkit_trainers.config import TrainConfig
+from rewardkit_trainers.config import TinyModel, TrainConfig
 
 if TYPE_CHECKING:
     from rewardkit_trainers.runner import Job, RunPlan
@@ -66,7 +66,10 @@ def inside_launcher(env: dict[str, str] | None = None) -> bool:
 
 
 def needs_launcher(train: TrainConfig, where: NodePlacement) -> bool:
-    """Whether TRL must run as launched jobs rather than in this process."""
+    """Whether TRL must run as launched jobs rather than in this process. A tiny built
+    model (demos, tests) always trains in one process: it is built where it trains."""
+    if isinstance(train.model, TinyModel):
+        return False
     server = train.vllm.enabled is True and train.vllm.mode == "server"
     return train.gpus > 1 or where.num_nodes > 1 or server
 

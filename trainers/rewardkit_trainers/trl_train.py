@@ -103,8 +103,14 @@ def _quantization(train: TrainConfig) -> Any:
     assert train.lora is not None
     if train.lora.quantize == "8bit":
         return BitsAndBytesConfig(load_in_8bit=True)
+    extra: dict[str, Any] = {}
+    if train.gpus > 1 and train.deepspeed == "zero3":
+        # ZeRO-3 shards parameters of one dtype: the 4-bit weights are stored in that dtype
+        import torch
+
+        extra["bnb_4bit_quant_storage"] = torch.bfloat16 if train.bf16 else torch.float32
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                              bnb_4bit_use_double_quant=True)
+                              bnb_4bit_use_double_quant=True, **extra)
 
 
 def peft_config(train: TrainConfig) -> Any:
