@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -252,3 +254,80 @@ def test_a_server_that_dies_before_it_is_ready_stops_the_run(tmp_path):
     assert run_jobs([dead, after], console) == 1
     assert not marker.exists()
     assert any("exited with code 3 before" in line for line in console.lines)
+
+
+# ---------------------------------------------------------------- one launched process
+
+
+def test_a_launched_process_trains_with_the_resolved_train_section(tmp_path):
+    """What each `accelerate launch -m rewardkit_trainers.trl_train` process runs, run here
+    as the single process of a CPU machine."""
+    pytest.importorskip("trl")
+    config = tmp_path / "quick.yaml"
+    config.write_text((ROOT / "examples" / "quickstart.yaml").read_text())
+    plan = load_run(config, hardware=Hardware(0, False), placement=NodePlacement(),
+                    output_dir=str(tmp_path / "out"), max_steps=2)
+    train_file = tmp_path / "rewardkit-train.json"
+    train_file.write_text(plan.train.model_dump_json())
+    env = {**os.environ, "RANK": "0", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([sys.executable, "-m", "rewardkit_trainers.trl_train",
+                           "--config", str(config), "--train", str(train_file)],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "2 steps" in proc.stdout
+    assert (tmp_path / "out" / "final" / "config.json").exists()
+    assert (tmp_path / "out" / "reward_curves.csv").exists()
+
+
+def test_sigterm_to_rewardkit_train_stops_the_background_server(tmp_path):
+    """A spot interruption sends SIGTERM to the training command's process group; the
+    server, in its own group, must not outlive it."""
+    port = free_port()
+    pid_file = tmp_path / "server.pid"
+    server_code = (
+        "import os, http.server, pathlib, sys\n"
+        "pathlib.Path(sys.argv[1]).write_text(str(os.getpid()))\n"
+        "handler = http.server.SimpleHTTPRequestHandler\n"
+        "http.server.HTTPServer(('127.0.0.1', int(sys.argv[2])), handler).serve_forever()\n")
+    jobs = {
+        "server": [sys.executable, "-c", server_code, str(pid_file), str(port)],
+        "trainer": [sys.executable, "-c",
+                    "import time; print('training', flush=True); time.sleep(120)"],
+        "url": f"http://127.0.0.1:{port}/",
+        "cwd": str(tmp_path),
+    }
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from rewardkit_trainers.runner import Job, run_jobs\n"
+        "class Console:\n"
+        "    def rule(self, *a, **k): pass\n"
+        "    def print(self, *a, **k): pass\n"
+        f"spec = json.loads(Path({str(tmp_path / 'jobs.json')!r}).read_text())\n"
+        "cwd = Path(spec['cwd'])\n"
+        "server = Job('server', spec['server'], cwd, background=True, ready_url=spec['url'])\n"
+        "trainer = Job('trainer', spec['trainer'], cwd)\n"
+        "sys.exit(run_jobs([server, trainer], Console()))\n")
+    # its own process group, which gets the SIGTERM, as the SageMaker entrypoint sends it
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            process_group=0)
+    try:
+        assert proc.stdout.readline().strip() == "training"
+        server_pid = int(pid_file.read_text())
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(server_pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the server outlived rewardkit train")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

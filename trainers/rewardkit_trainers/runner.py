@@ -202,6 +202,7 @@ def run_jobs(jobs: list[Job], console: Any) -> int:
                       + ". `--dry-run` prints the commands without running them.")
         return 2
     servers: list[subprocess.Popen[bytes]] = []
+    previous = _exit_on_sigterm() if any(j.background for j in jobs) else None
     try:
         for i, job in enumerate(jobs):
             console.rule(f"job {i + 1}: {job.label}")
@@ -224,6 +225,22 @@ def run_jobs(jobs: list[Job], console: Any) -> int:
     finally:
         for proc in servers:
             stop_group(proc)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm() -> Any:
+    """SIGTERM (a spot interruption reaching ``rewardkit train``) becomes SystemExit, so
+    the background server in its own process group is stopped too. Returns the previous
+    handler (None outside the main thread, where nothing is changed)."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:
+        return None
 
 
 def wait_ready(proc: subprocess.Popen[bytes], url: str | None, timeout_s: float) -> str | None:
