@@ -195,7 +195,7 @@ def test_an_invalid_section_fails_before_any_call(tmp_path, s3, bucket, capsys):
     code, _ = run_launch("sagemaker", str(config))
     assert code == 2
     err = capsys.readouterr().err
-    assert f"{config}: invalid sagemaker section" in err
+    assert f"{config}: invalid reward config" in err  # validated with the rest of the file
     assert "sagemaker.role: 'not-a-role' is not an IAM role ARN" in err
     assert s3_keys(s3, bucket) == []
 

@@ -1,8 +1,8 @@
 """The ``train:`` and ``eval:`` sections of a reward config, as pydantic models.
 
-The core config keeps both sections as free-form dicts; this module validates them
-with the same "file: key.path: reason" errors as the rest of the config
-(:class:`rewardkit.ConfigError`). One set of names for every backend: each backend
+rewardkit-trainers registers both as config sections (:mod:`rewardkit_trainers.plugin`):
+the core validates them with the rest of the file, with the same "file: key.path:
+reason" errors (:class:`rewardkit.ConfigError`). One set of names for every backend: each backend
 module maps them onto its own argument names (``learning_rate`` becomes TRL's
 ``learning_rate``, ms-swift's ``--learning_rate``, EasyR1's ``worker.actor.optim.lr``).
 
@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from rewardkit import ConfigError
+from rewardkit.config import validation_problems
 
 Backend = Literal["trl", "swift", "easyr1", "verl"]
 
@@ -191,7 +192,7 @@ def parse_train(data: Any, source: str = "<config>") -> TrainConfig:
     try:
         return TrainConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(source, _problems(exc, "train")) from None
+        raise ConfigError(source, validation_problems(exc, TrainConfig, "train")) from None
 
 
 def parse_eval(data: Any, source: str = "<config>") -> EvalConfig:
@@ -199,7 +200,7 @@ def parse_eval(data: Any, source: str = "<config>") -> EvalConfig:
     try:
         return EvalConfig.model_validate(data or {})
     except ValidationError as exc:
-        raise ConfigError(source, _problems(exc, "eval")) from None
+        raise ConfigError(source, validation_problems(exc, EvalConfig, "eval")) from None
 
 
 def resolve(path: str, config_file: str | Path | None) -> Path:
@@ -208,35 +209,3 @@ def resolve(path: str, config_file: str | Path | None) -> Path:
     if p.is_absolute() or config_file is None:
         return p
     return (Path(config_file).resolve().parent / p).resolve()
-
-
-def _problems(exc: ValidationError, prefix: str) -> list[tuple[str, str]]:
-    errors = exc.errors(include_url=False)
-    located = [(err, [str(p) for p in err["loc"] if not _is_branch(str(p))]) for err in errors]
-    out = []
-    for err, loc in located:
-        if _other_branch(err, loc, located):
-            continue
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        if "input" in err and err["type"] not in ("missing", "extra_forbidden"):
-            shown = repr(err["input"])
-            msg = f"{msg} (got {shown[:57] + '...' if len(shown) > 60 else shown})"
-        out.append((".".join([prefix, *loc]), msg))
-    return out
-
-
-def _other_branch(err: Any, loc: list[str], located: list[tuple[Any, list[str]]]) -> bool:
-    """A union's "not a string" / "not 'auto'" complaint about a mapping or list, when the
-    branch that takes a mapping or list has its own, more telling errors."""
-    if err["type"] not in ("string_type", "literal_error"):
-        return False
-    if not isinstance(err.get("input"), dict | list):
-        return False
-    return any(other is not err and other_loc[: len(loc)] == loc and len(other_loc) > len(loc)
-               for other, other_loc in located)
-
-
-def _is_branch(part: str) -> bool:
-    return part in {"str", "TinyModel", "GeneratedData", "list[int]", "literal['auto']"} or (
-        part.startswith(("function-", "literal["))
-    )

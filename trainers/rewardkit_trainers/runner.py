@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardkit import ConfigError
+from rewardkit.cli import EXIT_OK, EXIT_USAGE
 from rewardkit.config import RewardConfig, load_config, read_config_file
 
 from rewardkit_trainers.config import TrainConfig, parse_train, resolve
@@ -94,6 +95,8 @@ class RunPlan:
     hardware: Hardware = field(default_factory=lambda: Hardware(gpus=0, vllm=False))
     """what the automatic choices in ``train`` were made for"""
     placement: NodePlacement = field(default_factory=NodePlacement)
+    #: what the backend approximates (rewardkit_trainers.fidelity.check)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def launched(self) -> bool:
@@ -162,17 +165,20 @@ class RunPlan:
             prep = prepare(self.reward_config, self.train, self.config_file, self.output_dir,
                            gpu=self.hardware.gpus > 0)
             described = {**describe(prep, self.train), "output_dir": str(self.output_dir),
-                         "hardware": hardware}
+                         "hardware": hardware, "warnings": self.warnings}
             if self.launched:
                 described["commands"] = [j.describe() for j in self.jobs()]
             return described
         jobs = self.jobs()
         return {"backend": self.train.backend, "output_dir": str(self.output_dir),
-                "hardware": hardware, "commands": [j.describe() for j in jobs]}
+                "hardware": hardware, "commands": [j.describe() for j in jobs],
+                "warnings": self.warnings}
 
     def execute(self, console: Any) -> int:
         """Run it; returns the exit code."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        for warning in self.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", markup=True, soft_wrap=True)
         if self.train.backend == "trl" and not self.launched:
             from rewardkit_trainers.trl_train import run
 
@@ -184,7 +190,9 @@ class RunPlan:
             console.print(f"model: {report.model_dir}")
             console.print(f"curves: {report.curves_csv}"
                           + (f", {report.curves_png}" if report.curves_png else ""))
-            return 0
+            if report.report_html:
+                console.print(f"report: {report.report_html}", markup=False, soft_wrap=True)
+            return EXIT_OK
         return run_jobs(self.jobs(), console)
 
 
@@ -200,7 +208,7 @@ def run_jobs(jobs: list[Job], console: Any) -> int:
         console.print(f"[red]cannot run {', '.join(missing)}: not on PATH[/]; "
                       + "; ".join(hint.get(m, "install it") for m in missing)
                       + ". `--dry-run` prints the commands without running them.")
-        return 2
+        return EXIT_USAGE
     servers: list[subprocess.Popen[bytes]] = []
     previous = _exit_on_sigterm() if any(j.background for j in jobs) else None
     try:
@@ -221,7 +229,7 @@ def run_jobs(jobs: list[Job], console: Any) -> int:
                 console.print(f"[red]job {i + 1} ({job.label}) failed with exit code "
                               f"{code}[/]")
                 return code
-        return 0
+        return EXIT_OK
     finally:
         for proc in servers:
             stop_group(proc)
@@ -282,7 +290,8 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
     (default: the SageMaker entrypoint's environment, else one node)."""
     path = Path(config)
     reward_config = load_config(path)
-    raw = dict(read_config_file(path).get("train") or {}) if reward_config.train else None
+    raw = (dict(read_config_file(path).get("train") or {})
+           if reward_config.section("train") is not None else None)
     if raw is not None:
         if backend:
             raw["backend"] = backend
@@ -297,4 +306,7 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
     except ValueError as exc:
         raise ConfigError(str(path), [("train", str(exc))]) from None
     train = train.for_hardware(hardware.gpus, hardware.vllm)
-    return RunPlan(path.resolve(), reward_config, train, hardware, placement)
+    from rewardkit_trainers.fidelity import check
+
+    warnings = check(reward_config, train.backend, str(path))
+    return RunPlan(path.resolve(), reward_config, train, hardware, placement, warnings)

@@ -1,6 +1,7 @@
 """The ``sagemaker:`` section of a rewardkit config, validated before any AWS call.
 
-The core config keeps ``sagemaker`` as a free-form dict; this module owns its shape.
+rewardkit-trainers registers it as a config section (:mod:`rewardkit_trainers.plugin`), so
+it is validated with the rest of the file and documented in the config reference.
 Every check that can be made offline is made here (role ARN shape, instance type,
 S3 URIs, spot timing), so a bad config fails in a second instead of after an upload.
 """
