@@ -62,7 +62,7 @@ def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, A
         "max_steps": train.max_steps or -1,
         "temperature": train.temperature,
         "top_p": train.top_p,
-        "use_vllm": train.vllm.enabled,
+        "use_vllm": train.vllm.enabled is True,
         "bf16": train.bf16,
         "seed": train.seed,
         "logging_steps": train.logging_steps,
@@ -75,8 +75,12 @@ def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, A
     }
     if train.save_steps:
         wanted["save_steps"] = train.save_steps
-    if train.vllm.enabled:
-        wanted.update(vllm_mode=train.vllm.mode,
+    if train.vllm.enabled is True and train.vllm.mode == "server":
+        # the server runs `trl vllm-serve` on its own GPUs (rewardkit_trainers.trl_launch)
+        wanted.update(vllm_mode="server", vllm_server_host="127.0.0.1",
+                      vllm_server_port=train.vllm.server_port)
+    elif train.vllm.enabled is True:
+        wanted.update(vllm_mode="colocate",
                       vllm_gpu_memory_utilization=train.vllm.gpu_memory_utilization,
                       vllm_tensor_parallel_size=train.vllm.tensor_parallel_size)
     if train.lora is not None and train.lora.quantize:
@@ -104,8 +108,14 @@ def _quantization(train: TrainConfig) -> Any:
     assert train.lora is not None
     if train.lora.quantize == "8bit":
         return BitsAndBytesConfig(load_in_8bit=True)
+    extra: dict[str, Any] = {}
+    if train.gpus > 1 and train.deepspeed == "zero3":
+        # ZeRO-3 shards parameters of one dtype: the 4-bit weights are stored in that dtype
+        import torch
+
+        extra["bnb_4bit_quant_storage"] = torch.bfloat16 if train.bf16 else torch.float32
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                              bnb_4bit_use_double_quant=True)
+                              bnb_4bit_use_double_quant=True, **extra)
 
 
 def peft_config(train: TrainConfig) -> Any:
@@ -120,17 +130,19 @@ def peft_config(train: TrainConfig) -> Any:
 
 
 def prepare(reward_config: RewardConfig, train: TrainConfig, config_file: Path | None,
-            output_dir: Path) -> dict[str, Any]:
-    """Everything but the training itself: rows, model, tokenizer, GRPOConfig kwargs."""
+            output_dir: Path, gpu: bool | None = None) -> dict[str, Any]:
+    """Everything but the training itself: rows, model, tokenizer, GRPOConfig kwargs
+    (for a GPU when ``gpu``; default: whether torch sees one)."""
     train_file, _ = materialise(train, config_file, output_dir)
     source = str(config_file) if config_file else "<config>"
     rows = normalise_rows(read_rows(train_file, source), train.dataset)
     from rewardkit_trainers.trl import trl_rewards
 
     rewards = trl_rewards(reward_config, train.dataset.reference_column)
-    import torch
+    if gpu is None:
+        import torch
 
-    gpu = torch.cuda.is_available()
+        gpu = torch.cuda.is_available()
     kwargs, dropped = grpo_kwargs(train, output_dir, rewards.grpo_kwargs(), gpu)
     return {"rows": rows, "rewards": rewards, "kwargs": kwargs, "dropped": dropped,
             "train_file": train_file, "gpu": gpu}
@@ -324,3 +336,38 @@ def describe(prep: dict[str, Any], train: TrainConfig) -> dict[str, Any]:
         "ignored_by_this_trl": prep["dropped"],
         "peft": train.lora.model_dump() if train.lora else None,
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One process of a launched TRL run (``accelerate launch -m rewardkit_trainers.trl_train
+    --config CONFIG --train TRAIN.json``): trains with the train section exactly as the
+    launching ``rewardkit train`` resolved it. Only the main process prints."""
+    import argparse
+
+    from rewardkit import ConfigError
+    from rewardkit.config import load_config
+    from rich.console import Console
+
+    parser = argparse.ArgumentParser(prog="python -m rewardkit_trainers.trl_train")
+    parser.add_argument("--config", required=True, help="reward config")
+    parser.add_argument("--train", required=True, help="resolved train section (JSON)")
+    args = parser.parse_args(argv)
+    config_file = Path(args.config).resolve()
+    try:
+        reward_config = load_config(config_file)
+        train = TrainConfig.model_validate_json(Path(args.train).read_text(encoding="utf-8"))
+    except ConfigError as exc:
+        print(exc.render())
+        return 2
+    from rewardkit_trainers.config import resolve
+
+    output_dir = resolve(train.output_dir, config_file)
+    main_process = os.environ.get("RANK", "0") == "0"
+    console = Console(highlight=False, quiet=not main_process)
+    report = run(reward_config, train, config_file, output_dir, console)
+    console.print(f"done in {report.seconds:.0f}s, {report.steps} steps; model: {report.model_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
