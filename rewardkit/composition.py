@@ -10,6 +10,7 @@ Where weights are applied, stages chosen, samples routed and components aggregat
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import operator
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from rewardkit.authoring import Reward
+from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
 from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
 from rewardkit.registry import registry
@@ -27,6 +28,8 @@ from rewardkit.score_result import ScoreResult
 from rewardkit.types import ExecutionMode, Sample, Score, Status
 
 NORMALIZE_EPS = 1e-4
+"""Added to a group's standard deviation under ``normalize_then_sum``: a group whose
+values are all equal normalises to 0, not to a division by zero."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,25 @@ class ScheduledComponent:
 
     def weight_at(self, step: int) -> float:
         return weight_at(self.stage_at(step).weight, step)
+
+    @property
+    def is_scheduled(self) -> bool:
+        """Whether the weight depends on the step: a schedule, or stages whose weights
+        differ."""
+        if len(self.stages) > 1 and len({repr(s.weight) for s in self.stages}) > 1:
+            return True
+        return any(not isinstance(s.weight, int | float) for s in self.stages)
+
+    def weight_spec(self) -> Any:
+        """The weight as configured: a number, a schedule (as a dict), or per stage a list
+        of ``{until_step, weight}`` (the last without ``until_step``)."""
+        def plain(weight: Weight) -> Any:
+            return weight if isinstance(weight, int | float) else weight.model_dump()
+
+        if len(self.stages) == 1:
+            return plain(self.stages[0].weight)
+        return [{"until_step": st.until_step, "weight": plain(st.weight)} if st.until_step
+                else {"weight": plain(st.weight)} for st in self.stages]
 
     def routes(self, sample: Sample) -> bool:
         if not self.when:
@@ -113,6 +135,15 @@ class RewardSet:
     def weights(self, step: int = 0) -> dict[str, float]:
         """Each component's weight at ``step`` (stages and schedules applied)."""
         return {name: c.weight_at(step) for name, c in self.components.items()}
+
+    def params_at(self, name: str, step: int = 0) -> Params:
+        """Component ``name``'s validated parameters at ``step`` (its stage applied)."""
+        return self.components[name].stage_at(step).reward.params
+
+    def is_scheduled(self, name: str) -> bool:
+        """Whether component ``name``'s weight changes with the step (a schedule, or
+        stages with different weights): trainers with fixed weights need to know."""
+        return self.components[name].is_scheduled
 
     def score(self, samples: Sequence[Sample | Mapping[str, Any]], step: int = 0,
               components: Sequence[str] | None = None) -> ScoreResult:
@@ -171,7 +202,7 @@ class RewardSet:
         else:
             used = {name: outcomes[name].values for name in chosen}
         totals = _aggregate(n, used, outcomes, weights, self.config.on_error == "null")
-        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate)
+        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate, used)
 
     def _ray_executor(self, reward: Reward, mode: ExecutionMode) -> Any:
         """The Ray executor when the config asks for it and this component goes there."""
@@ -200,6 +231,7 @@ class RewardSet:
                 "reward": comp.config.reward,
                 "mode": str(comp.mode),
                 "weight": comp.weight_at(step),
+                "weight_spec": comp.weight_spec(),
                 "when": comp.when,
                 "params": stage.reward.params.model_dump(),
             })
@@ -250,8 +282,8 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     if all(not outcomes[name].scores for name in weighted):
         # the common case: every weighted component scored every sample (a value is None
         # only with a non-ok Score recorded, so none is None here)
-        combine = _weighted_sum_fn([weights[name] for name in weighted])
-        return list(map(combine, *(used[name] for name in weighted)))
+        columns: list[Any] = [used[name] for name in weighted]
+        return list(_weighted_sum(n, columns, [weights[name] for name in weighted]))
     totals = []
     for i in range(n):
         total = 0.0
@@ -270,10 +302,12 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     return totals
 
 
-def _weighted_sum_fn(weights: Sequence[float]) -> Any:
-    """``lambda v0, v1, ...: w0 * v0 + w1 * v1 + ...`` for these weights, so the total
-    of a batch is one C-level ``map`` over the component columns."""
-    names = [f"v{i}" for i in range(len(weights))]
-    body = " + ".join(f"w[{i}] * {name}" for i, name in enumerate(names))
-    fn: Any = eval(f"lambda {', '.join(names)}: {body}", {"w": tuple(weights)})
-    return fn
+def _weighted_sum(n: int, columns: Sequence[Sequence[float]],
+                  weights: Sequence[float]) -> list[float]:
+    """``w0 * v0 + w1 * v1 + ...`` per sample, one C-level ``map`` per component (no
+    generated code, so any number of components works)."""
+    totals: list[float] = [0.0] * n
+    for column, weight in zip(columns, weights, strict=True):
+        totals = list(map(operator.add, totals, map(operator.mul, column,
+                                                    itertools.repeat(weight))))
+    return totals

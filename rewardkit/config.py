@@ -7,6 +7,7 @@ The models are the single source of truth for validation, defaults, the JSON Sch
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from collections.abc import Mapping
@@ -26,11 +27,18 @@ from pydantic import (
 
 from rewardkit.registry import RegistryError, UnknownRewardError, registry
 from rewardkit.schedules import Weight
-from rewardkit.types import ExecutionMode
+from rewardkit.types import MAX_ABS_VALUE, ExecutionMode
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+#: longest per-sample timeout a config may ask for (a day): longer is a mistake, and the
+#: operating system refuses waits past ~49 days
+MAX_TIMEOUT = 86_400.0
+#: most process-mode workers a config may ask for
+MAX_WORKERS = 1024
 
 
 class Stage(_Model):
@@ -52,7 +60,8 @@ class Component(_Model):
         default_factory=dict, description="parameters, validated by the reward's model"
     )
     weight: Weight = Field(
-        1.0, description="a number or a schedule; 0 = logged metric only, not trained on"
+        1.0, description="a number or a schedule, finite and within +-1,000,000; 0 = logged "
+        "metric only, not trained on"
     )
     stages: list[Stage] | None = Field(None, description="params/weight switched by step")
     when: dict[str, Any] | None = Field(
@@ -61,8 +70,9 @@ class Component(_Model):
         "means membership) are scored; others get status skipped",
     )
     timeout: float | None = Field(
-        None, gt=0, description="hard timeout in seconds per sample (per group for group "
-        "rewards); an inline reward with a timeout runs in a worker process",
+        None, gt=0, le=MAX_TIMEOUT,
+        description="hard timeout in seconds per sample (per group for group "
+        "rewards), at most 86,400; an inline reward with a timeout runs in a worker process",
     )
     mode: ExecutionMode | None = Field(
         None, description="override the reward's declared execution mode"
@@ -89,8 +99,9 @@ class Limits(_Model):
         200_000, gt=0, description="completions longer than this are not parsed"
     )
     oversize_value: float | None = Field(
-        None,
-        description="value given to oversize completions (status ok); null = status error",
+        None, ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE,
+        description="value given to oversize completions (status ok), within +-1e12; "
+        "null = status error",
     )
 
 
@@ -129,7 +140,8 @@ class RewardConfig(_Model):
     rewards: dict[str, Component] = Field(min_length=1)
     limits: Limits = Field(default_factory=lambda: Limits.model_validate({}))
     workers: int | None = Field(
-        None, gt=0, description="process-mode worker count (default: usable cores)"
+        None, gt=0, le=MAX_WORKERS,
+        description="process-mode worker count (default: usable cores), at most 1,024",
     )
     executor: Literal["local", "ray", "auto"] = Field(
         "local",
@@ -163,6 +175,78 @@ class ConfigError(Exception):
         return "\n".join(lines)
 
 
+#: most values a YAML config may expand to, aliases followed (a billion-laughs document
+#: is a few lines that expand to billions)
+MAX_YAML_NODES = 100_000
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _YAMLRefusal(Exception):
+    """A YAML document refused before it is built: duplicate keys, an alias bomb."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """Safe YAML that refuses duplicate keys and documents that expand past
+    ``MAX_YAML_NODES`` values through aliases."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        _check_expansion(node)
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.setdefault(key, line)
+            except TypeError:  # an unhashable key: the constructor will say so
+                continue
+            if first != line:
+                raise _YAMLRefusal(f"duplicate key {key!r} at line {line} "
+                                   f"(first at line {first}); each key may appear once")
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Count the values of ``root`` with every alias expanded, without expanding."""
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in size:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        if not children_done:
+            if id(node) in open_nodes:
+                raise _YAMLRefusal(f"recursive alias at line {node.start_mark.line + 1}")
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            for child in children:
+                if id(child) in open_nodes:
+                    raise _YAMLRefusal(
+                        f"recursive alias at line {child.start_mark.line + 1}")
+                if id(child) not in size:
+                    stack.append((child, False))
+            continue
+        open_nodes.discard(id(node))
+        size[id(node)] = total = 1 + sum(size[id(c)] for c in children)
+        if total > MAX_YAML_NODES:
+            raise _YAMLRefusal(
+                f"the document expands to more than {MAX_YAML_NODES:,} values through "
+                f"aliases (line {node.start_mark.line + 1}); write the values out instead")
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Parse a YAML or TOML file into a dict, as a ConfigError on any problem."""
     path = Path(path)
@@ -182,7 +266,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             raise ConfigError(source, [("", f"TOML syntax error: {exc}")]) from None
     else:
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_ConfigLoader)
+        except _YAMLRefusal as exc:
+            raise ConfigError(source, [("", str(exc))]) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -215,42 +301,80 @@ def config_model() -> type[RewardConfig]:
 
 
 def parse_config(data: Mapping[str, Any], source: str = "<config>") -> RewardConfig:
-    """Validate a config dict: shape and plugin sections, then every reward name and its
-    params (per stage)."""
+    """Validate a config dict: shape and plugin sections, every reward name and its
+    params (per stage).
+
+    Every problem is reported in one pass: a shape error elsewhere does not hide an
+    unknown reward or a misspelt param of another component.
+    """
     model = config_model()
+    problems: list[tuple[str, str]] = []
+    whole: RewardConfig | None = None
     try:
         whole = model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(source, _top_level_hints(_problems(exc, "", model), model)) from None
+        problems += _top_level_hints(_problems(exc, "", model), model)
+    rewards = data.get("rewards") if isinstance(data, Mapping) else None
+    if isinstance(rewards, Mapping):
+        for name, component in rewards.items():
+            if isinstance(component, Mapping) and isinstance(component.get("reward"), str):
+                problems += _component_problems(f"rewards.{name}", component)
+    if problems or whole is None:
+        raise ConfigError(source, list(dict.fromkeys(problems)) or [("", "invalid config")])
     # the core model, so configs pickle to worker processes whatever plugins are installed
     config = RewardConfig.model_validate({k: v for k, v in data.items()
                                           if k in RewardConfig.model_fields})
     config._sections = {name: value for name in model.model_fields
                         if name not in RewardConfig.model_fields
                         and (value := getattr(whole, name)) is not None}
-    problems: list[tuple[str, str]] = []
-    for name, component in config.rewards.items():
-        base = f"rewards.{name}"
-        try:
-            cls = registry.get(component.reward)
-        except UnknownRewardError as exc:
-            problems.append((f"{base}.reward", str(exc)))
-            continue
-        except RegistryError as exc:
-            problems.append((f"{base}.reward", str(exc)))
-            continue
-        try:
-            cls.Params.model_validate(component.params)
-        except ValidationError as exc:
-            problems += _problems(exc, f"{base}.params", cls.Params)
-        for i, stage in enumerate(component.stages or []):
-            try:
-                cls.Params.model_validate({**component.params, **stage.params})
-            except ValidationError as exc:
-                problems += _problems(exc, f"{base}.stages.{i}.params", cls.Params)
-    if problems:
-        raise ConfigError(source, problems)
     return config
+
+
+def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The reward name and params of one component (given as the raw mapping)."""
+    try:
+        cls = registry.get(component["reward"])
+    except (UnknownRewardError, RegistryError) as exc:
+        return [(f"{base}.reward", str(exc))]
+    params = component.get("params") or {}
+    if not isinstance(params, Mapping):
+        return []  # the shape check already said params must be a mapping
+    problems: list[tuple[str, str]] = []
+    try:
+        cls.Params.model_validate(params)
+    except ValidationError as exc:
+        problems += _problems(exc, f"{base}.params", cls.Params)
+    stages = component.get("stages")
+    for i, stage in enumerate(stages if isinstance(stages, list) else []):
+        stage_params = stage.get("params") if isinstance(stage, Mapping) else None
+        if not isinstance(stage_params, Mapping):
+            continue
+        try:
+            cls.Params.model_validate({**params, **stage_params})
+        except ValidationError as exc:
+            problems += _problems(exc, f"{base}.stages.{i}.params", cls.Params)
+    return problems
+
+
+def _did_you_mean(key: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _known_keys(loc: list[str], model: type[BaseModel] | None) -> list[str]:
+    """The keys allowed where an unknown key was found (for a did-you-mean)."""
+    if model is not None and not issubclass(model, RewardConfig):
+        return list(model.model_fields) if len(loc) == 1 else []  # e.g. a reward's Params
+    found: type[BaseModel] | None = None
+    if len(loc) == 1:
+        found = model or RewardConfig
+    elif loc[0] == "rewards" and len(loc) == 3:
+        found = Component
+    elif loc[0] == "rewards" and len(loc) == 5 and loc[2] == "stages":
+        found = Stage
+    elif loc[0] == "limits" and len(loc) == 2:
+        found = Limits
+    return list(found.model_fields) if found is not None else []
 
 
 def load_config(path: str | Path) -> RewardConfig:
@@ -263,7 +387,7 @@ def _top_level_hints(problems: list[tuple[str, str]], model: type[BaseModel]
     """An unknown top-level key may be a section of a plugin that is not installed."""
     return [(path, f"{reason} (top-level keys: {', '.join(model.model_fields)}; a plugin's "
              "section needs that plugin installed, see `rewardkit plugins`)")
-            if reason == "unknown key" and "." not in path else (path, reason)
+            if reason.startswith("unknown key") and "." not in path else (path, reason)
             for path, reason in problems]
 
 
@@ -327,7 +451,8 @@ def _problems(exc: ValidationError, prefix: str = "", model: type[BaseModel] | N
             continue  # a scalar that is not a number: the number error already says so
         message = err["msg"].removeprefix("Value error, ")
         if kind == "extra_forbidden":
-            message = "unknown key"
+            message = "unknown key" + (_did_you_mean(loc[-1], _known_keys(loc, model))
+                                       if loc else "")
         elif kind in ("float_type", "float_parsing") and in_union:
             message = "expected a number or a schedule ({schedule: linear, ...})"
         if "input" in err and kind not in ("missing", "extra_forbidden"):

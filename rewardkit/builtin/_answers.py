@@ -351,10 +351,10 @@ _UNIT_WORDS = re.compile(
 _PERCENT_WORD = re.compile(r"\s*(?:%|percent|per\s*cent)\s*$", re.IGNORECASE)
 _CURRENCY = re.compile(r"^([-+]?)\s*(?:\$|€|£|¥|₹|USD|EUR|Rs\.?)\s*", re.IGNORECASE)
 _DECIMAL = re.compile(
-    r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?"
+    r"[-+]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?"
 )
 _INTEGER = re.compile(r"[-+]?\d{1,100}")
-_GROUPED_INTEGER = re.compile(r"[-+]?\d{1,3}(?:,\d{3}){1,30}")
+_GROUPED_INTEGER = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3}){1,30}")
 _SPACED_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _THOUSANDS_GAP = re.compile(r"\s+")
 _THIN_SPACE_GROUP = re.compile(r"(?<=\d),\\!\s*(?=\d{3})")
@@ -400,7 +400,7 @@ def read_number(answer: str, decimal_comma: bool = False) -> PlainNumber | None:
         return None
     if _INTEGER.fullmatch(answer):  # the common cases, at a fraction of the cost
         return PlainNumber(int(answer))
-    if _GROUPED_INTEGER.fullmatch(answer):
+    if not decimal_comma and _GROUPED_INTEGER.fullmatch(answer):
         return PlainNumber(int(answer.replace(",", "")))
     s = normalise(answer)
     percent = False

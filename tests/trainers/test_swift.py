@@ -10,12 +10,7 @@ from types import SimpleNamespace
 import pytest
 from backend_venvs import CONFIGS, run_in_venv
 from rewardkit_trainers.scoring import SharedScorer
-from rewardkit_trainers.swift import (
-    SwiftComponent,
-    export_plugin,
-    func_name,
-    normalize_in_groups,
-)
+from rewardkit_trainers.swift import SwiftComponent, export_plugin, func_name, swift_samples
 
 from rewardkit.config import load_config
 
@@ -77,8 +72,28 @@ def test_normalize_then_sum_standardises_within_prompt_groups():
     assert [round(v, 3) for v in out] == [1.0, -1.0, 0.0, 0.0]
 
 
+def test_the_orm_returns_what_the_composed_reward_used_not_a_recomputation():
+    config = {"aggregate": "normalize_then_sum",
+              "rewards": {"format": {"reward": "soft_format"},
+                          "graded": {"reward": "grades_or_fails", "weight": 0.0}}}
+    scorer = SharedScorer(config)
+    completions = [GOOD, "x", GOOD]
+    kwargs = {"trainer_state": None, "prompt_id": ["a", "a", "a"], "solution": ["7"] * 3}
+    out = SwiftComponent(scorer, "format")(completions, **kwargs)
+    result = scorer.score(swift_samples(completions, kwargs), 0)  # the same, cached
+    assert out == result.normalized("format")
+    assert out == pytest.approx([1 / (0.4714 + 1e-4) * 0.3333, -2 * 0.3333 / (0.4714 + 1e-4),
+                                 1 / (0.4714 + 1e-4) * 0.3333], abs=1e-3)
+    assert result.totals == pytest.approx(out)  # the only weighted component
+
+
 def test_normalize_keeps_none():
-    assert normalize_in_groups([1.0, None, 0.0], ["g", "g", "g"])[1] is None
+    scorer = SharedScorer({"aggregate": "normalize_then_sum",
+                           "rewards": {"graded": {"reward": "grades_or_fails"}}})
+    out = SwiftComponent(scorer, "graded")([GOOD, GOOD, GOOD], trainer_state=None,
+                                           prompt_id=["g"] * 3,
+                                           solution=["7", "unparseable", "8"])
+    assert out[1] is None and out[0] == pytest.approx(1.0, abs=1e-3)
 
 
 def test_func_names_are_identifiers():

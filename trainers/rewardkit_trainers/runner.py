@@ -144,6 +144,8 @@ class RunPlan:
             console.print(f"model: {report.model_dir}")
             console.print(f"curves: {report.curves_csv}"
                           + (f", {report.curves_png}" if report.curves_png else ""))
+            if report.report_html:
+                console.print(f"report: {report.report_html}", markup=False, soft_wrap=True)
             return EXIT_OK
         jobs = self.jobs()
         missing = sorted({j.argv[0] for j in jobs if shutil.which(j.argv[0]) is None})

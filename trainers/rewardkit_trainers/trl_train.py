@@ -19,6 +19,10 @@ from rewardkit.config import RewardConfig
 from rewardkit_trainers.config import GeneratedData, TinyModel, TrainConfig
 from rewardkit_trainers.curves import RewardCurves
 from rewardkit_trainers.data import materialise, normalise_rows, read_rows
+from rewardkit_trainers.run_report import ScoredSampleLog, write_run_report
+
+#: seconds between plain progress lines when the output is not a terminal (a log, CI)
+PROGRESS_LINE_SECONDS = float(os.environ.get("REWARDKIT_PROGRESS_SECONDS", "10"))
 
 
 @dataclass
@@ -33,6 +37,7 @@ class TrainReport:
     end_reward: float
     steps: int
     seconds: float
+    report_html: Path | None = None
 
 
 def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, Any],
@@ -140,8 +145,11 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     started = time.monotonic()
     prep = prepare(reward_config, train, config_file, output_dir)
     rows, rewards, kwargs = prep["rows"], prep["rewards"], prep["kwargs"]
-    if prep["dropped"]:
-        console.print(f"[dim]this TRL's GRPOConfig has no {', '.join(prep['dropped'])}; "
+    # only what the config set is worth a word; a default this TRL lacks is simply left out
+    asked = train.model_fields_set | set(train.extra_args)
+    missing = [k for k in prep["dropped"] if k in asked]
+    if missing:
+        console.print(f"[dim]this TRL's GRPOConfig has no {', '.join(missing)}; "
                       "not applied[/]")
 
     import warnings
@@ -175,6 +183,8 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
                           peft_config=peft_config(train))
     rewards.attach(trainer)
     curves = RewardCurves(rewards.names)
+    samples = ScoredSampleLog()
+    samples.watch(rewards.scorer)
     progress = make_progress_callback(curves, console)
     _quiet_printer(trainer)
     trainer.add_callback(progress)
@@ -189,9 +199,11 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     trainer.save_model(str(model_dir))
     tokenizer.save_pretrained(str(model_dir))
     csv_path, png_path = curves.write(output_dir)
+    steps = int(trainer.state.global_step)
+    report_html = write_run_report(output_dir, samples, reward_config, curves.rows, steps)
     return TrainReport(output_dir, model_dir, csv_path, png_path,
                        curves.mean("reward", first=True), curves.mean("reward", first=False),
-                       int(trainer.state.global_step), time.monotonic() - started)
+                       steps, time.monotonic() - started, report_html)
 
 
 def resume_checkpoint(train: TrainConfig, output_dir: Path) -> str | None:
@@ -220,8 +232,14 @@ def _quiet_printer(trainer: Any) -> None:
     trainer.remove_callback(ProgressCallback)
 
 
-def make_progress_callback(curves: RewardCurves, console: Any) -> Any:
-    """A TrainerCallback: a rich progress bar with the current mean reward; fills ``curves``."""
+def make_progress_callback(curves: RewardCurves, console: Any,
+                           every: float | None = None) -> Any:
+    """A TrainerCallback that fills ``curves`` and shows progress: a rich bar with the
+    current mean reward on a terminal; otherwise (a log file, CI) a plain line
+    ``step N/M  reward R  elapsed T`` at the start, every ``every`` seconds
+    (``REWARDKIT_PROGRESS_SECONDS``, default 10) and at the last step."""
+    import time
+
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -232,16 +250,29 @@ def make_progress_callback(curves: RewardCurves, console: Any) -> Any:
     )
     from transformers import TrainerCallback
 
+    interval = PROGRESS_LINE_SECONDS if every is None else every
+
     class RewardProgress(TrainerCallback):
         def __init__(self) -> None:
+            self.plain = not console.is_terminal
             self.bar = Progress(TextColumn("[bold]GRPO"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.description}"), TimeElapsedColumn(),
-                                TimeRemainingColumn(), console=console, transient=False)
+                                TimeRemainingColumn(), console=console, transient=False,
+                                disable=self.plain)
             self.task: Any = None
+            self.started = time.monotonic()
+            self.last_line = -float("inf")
+            self.reward: float | None = None
+            self.total = 0
+            self.printed = -1
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.started = time.monotonic()
+            self.total = int(state.max_steps or 0)
             self.bar.start()
             self.task = self.bar.add_task("reward -", total=state.max_steps)
+            if self.plain:
+                self._line(int(state.global_step))
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if self.task is not None:
@@ -250,8 +281,25 @@ def make_progress_callback(curves: RewardCurves, console: Any) -> Any:
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None,
                    **kw: Any) -> None:
             row = curves.add(state.global_step, logs or {})
-            if row and "reward" in row and self.task is not None:
-                self.bar.update(self.task, description=f"reward {row['reward']:.3f}")
+            if row and "reward" in row:
+                self.reward = row["reward"]
+                if self.task is not None:
+                    self.bar.update(self.task, description=f"reward {row['reward']:.3f}")
+            if self.plain:
+                step = int(state.global_step)
+                now = time.monotonic()
+                due = now - self.last_line >= interval or step >= self.total
+                if due and step != self.printed:
+                    self._line(step)
+
+        def _line(self, step: int) -> None:
+            self.printed = step
+            self.last_line = time.monotonic()
+            elapsed = int(self.last_line - self.started)
+            reward = "-" if self.reward is None else f"{self.reward:.3f}"
+            console.print(f"GRPO step {step}/{self.total}  reward {reward}  "
+                          f"elapsed {elapsed // 60}:{elapsed % 60:02d}", markup=False,
+                          highlight=False)
 
         def close(self) -> None:
             self.bar.stop()
