@@ -186,5 +186,7 @@ def test_performance_page_shows_a_recorded_run():
     block = page[page.index(start):page.index(end)]
     assert "on commit `" in block and "results.png" in block
     assert (DOCS.parent / "benchmarks" / "results.png").is_file()
-    # the page's figures are those of the committed record
-    assert block.split("\n\n")[2].strip() in results
+    # the page's machine, commit and figures are those of the committed record
+    head, table = block.split("\n\n")[1], block.split("\n\n")[3]
+    assert head.startswith("Measured ") and head in results
+    assert table.startswith("| benchmark |") and table in results
