@@ -12,17 +12,28 @@ EXTRAS_rewardkit-gui := [generate]
 EXTRAS_trainers      := [trl,sagemaker,test]
 # the CPU build of torch lies on disk; pinned first so nothing pulls a CUDA build
 TORCH  := torch==2.13.0
+# the TRL version the adapters are tested on (trainers/backends.toml, also read by the images)
+TESTED := $(shell $(PYTHON) trainers/scripts/backend_versions.py pins trl)
+# setuptools explains its editable-install finder in a box per distribution; we know
+PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation:Warning"
+# the report's browser tests drive the system Chromium (Debian package), installed when
+# missing and we may (root); Playwright comes with the test extra, its own browsers never
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: setup backends test demo lint bench clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) trainers/backends.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,test,ray,bench]" \
+	$(PIP_QUIET) $(BIN)/python -m pip install -q "$(TORCH)" $(TESTED) -e ".[math,test,ray,bench]" \
 	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
+	@test -x $(CHROMIUM) || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	  >/dev/null; } || echo "no $(CHROMIUM) (install the chromium package): the report's \
+	browser tests will be skipped"
 	# environments made before the fixture plugins stayed out of them
 	$(BIN)/python -m pip uninstall -q -y rewardkit-wordcount 2>/dev/null || true
 	touch $(STAMP)

@@ -87,12 +87,15 @@ def core_headlines(stdout: str, data: Any) -> list[Headline]:
 
 def math_headlines(stdout: str, data: Any) -> list[Headline]:
     data = data or _json_tail(stdout) or {}
-    speed = data.get("speed", {})
     found = []
-    if speed.get("math_verify_us") and speed.get("math_answer_us"):
-        found.append(Headline("math_answer vs math-verify (in-process)",
-                              speed["math_verify_us"] / speed["math_answer_us"], "x", "-",
-                              None))
+    for part in data.get("speed", []):
+        table = part["table"]
+        ours = table.get("math_answer (RewardSet, defaults)", {}).get("rows_per_s")
+        for rival in ("math-verify parse + verify", "TRL accuracy_reward"):
+            theirs = table.get(rival, {}).get("rows_per_s")
+            if ours and theirs:
+                found.append(Headline(f"math_answer (RewardSet) vs {rival}, {part['label']}",
+                                      ours / theirs, "x", "-", None))
     return found
 
 
@@ -183,7 +186,7 @@ def run(bench: Bench, quick: bool) -> None:
         data = json.loads(json_path.read_text())
     try:
         bench.figures = bench.headlines(bench.output, data)
-    except (KeyError, TypeError, ValueError) as exc:
+    except Exception as exc:  # a script whose output changed: say so, keep the others
         bench.failed = f"its figures could not be read: {exc!r}"
     finally:
         if json_path is not None:
@@ -213,7 +216,7 @@ def commit() -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
                               text=True).stdout.strip()
 
-    sha = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    sha = git("rev-parse", "--short=12", "HEAD") or "unknown"  # read at the start of the run
     dirty = git("status", "--porcelain", "--untracked-files=no")
     return sha + (" (with uncommitted changes)" if dirty else "")
 
@@ -275,9 +278,7 @@ def write_chart(benches: list[Bench]) -> None:
     plt.close(fig)
 
 
-def write_pages(benches: list[Bench], quick: bool) -> None:
-    info = machine()
-    sha = commit()
+def write_pages(benches: list[Bench], quick: bool, sha: str, info: dict[str, str]) -> None:
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     head = header(info, sha, when, quick)
     table = summary_table(benches)
@@ -307,12 +308,13 @@ def main() -> None:
     args = parser.parse_args()
     chosen = [b for b in BENCHES if (HERE / b.script).exists()
               and (not args.only or b.name in args.only)]
+    sha, info = commit(), machine()  # what is measured, before anything runs
     missing = [b.script for b in BENCHES if not (HERE / b.script).exists()]
     if missing:
         print(f"not present, skipped: {', '.join(missing)}")
     for bench in chosen:
         run(bench, args.quick)
-    write_pages(chosen, args.quick)
+    write_pages(chosen, args.quick, sha, info)
     print(f"wrote {RESULTS.relative_to(ROOT)}, {CHART.relative_to(ROOT)}"
           + (f", {DOC.relative_to(ROOT)}" if DOC.exists() else ""))
 

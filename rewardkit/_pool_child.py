@@ -20,7 +20,7 @@ import types
 from multiprocessing.connection import Connection
 from typing import Any
 
-from rewardkit.execution import exception_score
+from rewardkit.execution import exception_score, group_scores
 from rewardkit.process_pool import LOADING_MAIN_ENV, MAIN_PATH_ENV
 from rewardkit.types import Score, coerce_value
 
@@ -43,14 +43,9 @@ def _call(reward: Any, group: bool, payload: Any) -> Any:
         except BaseException as exc:
             return _wire(exception_score(exc))
         try:
-            values = list(out)
-        except TypeError:
-            return _wire(Score.error(f"group reward returned {type(out).__name__}, "
-                                     "expected a list"))
-        if len(values) != len(payload):
-            return _wire(Score.error(f"group reward returned {len(values)} values "
-                                     f"for {len(payload)} samples"))
-        return [_wire(coerce_value(v)) for v in values]
+            return [_wire(score) for score in group_scores(out, len(payload))]
+        except Exception as exc:
+            return _wire(exception_score(exc))
     try:
         return _wire(coerce_value(reward.score(payload)))
     except BaseException as exc:

@@ -13,10 +13,19 @@ function, so both styles reach the engine the same way.
 ...     return float(len(sample.text) <= params.limit)
 >>> short_answer(LengthParams(limit=3)).score(Sample(completion="abc"))
 1.0
+
+The decorated name can be tried as written: called on a text or a :class:`Sample` (with
+parameters as keywords), it scores it; the reward still pickles by reference.
+
+>>> short_answer("abc", limit=2)
+0.0
+>>> short_answer(Sample(prompt="q", completion="abc"))
+1.0
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
@@ -58,7 +67,30 @@ class NoParams(Params):
 ParamsModel = Params  # the base class, under a name the Reward.Params attribute can't shadow
 
 
-class Reward:
+class _RewardClass(type):
+    """The type of reward classes: calling one on a text, a :class:`Sample` (or, for a
+    group reward, a list of them) scores it instead of building an instance, so a reward
+    can be tried in a REPL as written. Any other call builds an instance as usual."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and _is_input(args[0]):
+            instance = super().__call__(kwargs or None)
+            return instance.try_on(args[0])
+        return super().__call__(*args, **kwargs)
+
+
+def _is_input(value: Any) -> bool:
+    if isinstance(value, Sample | str):
+        return True
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(item, Sample | str) for item in value)
+
+
+def _as_sample(value: Sample | str) -> Sample:
+    return value if isinstance(value, Sample) else Sample(prompt="", completion=value)
+
+
+class Reward(metaclass=_RewardClass):
     """Base class of every reward.
 
     Subclass it for a reward that keeps state (a loaded model, a compiled pattern, a
@@ -130,6 +162,21 @@ class Reward:
     def __call__(self, sample: Sample) -> Any:
         return self.score(sample)
 
+    def try_on(self, data: Sample | str | list[Sample | str]) -> Any:
+        """Score a text or a :class:`Sample` (a group reward: a list of them) the way the
+        engine would call :meth:`score` (:meth:`score_group`), async rewards run to
+        completion; returns what the reward returns. For trying a reward by hand."""
+        if self.group:
+            items = data if isinstance(data, list) else [data]
+            got: Any = self.score_group([_as_sample(item) for item in items])
+        elif isinstance(data, list):
+            raise TypeError(f"{self.name} scores one sample at a time; got a list")
+        else:
+            got = self.score(_as_sample(data))
+        if inspect.isawaitable(got):
+            return asyncio.run(_awaited(got))
+        return got
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by reference to the class plus the parameters, so process workers can
         # rebuild it (and run ``setup`` there) without pickling live state.
@@ -137,6 +184,10 @@ class Reward:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params!r})"
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def _rebuild_reward(ref: tuple[str, str], params: dict[str, Any]) -> Reward:
@@ -235,7 +286,9 @@ def reward(
     decide cheaply (it returns a Score) and sends only the rest to a worker (None).
 
     The name under which the module exposes the function becomes the reward class, so it
-    pickles by reference for process workers.
+    pickles by reference for process workers. Calling that name on a text or a
+    :class:`Sample` (parameters as keywords) scores it, so the reward can be tried as
+    written; calling it with parameters (or nothing) builds an instance, as the config does.
     """
 
     def wrap(func: Callable[..., Any]) -> type[FunctionReward]:

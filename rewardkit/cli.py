@@ -49,8 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         code: int = args.func(args)
+        _print_registry_warnings()
         return code
     except ConfigError as exc:
+        _print_registry_warnings()
         err.print(exc.render(), markup=False)
     except (RegistryError, CaseFileError, UsageError, ScoringFileError) as exc:
         err.print(f"error: {exc}", markup=False)
@@ -63,10 +65,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``rewardkit`` parser with every installed plugin's commands."""
+def _print_registry_warnings() -> None:
+    """Plugin setup problems that are not errors (e.g. REWARDKIT_PLUGINS naming nothing)."""
     from rewardkit.registry import registry
 
+    for warning in registry.warnings:
+        err.print(f"warning: {warning}", markup=False)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rewardkit`` parser with every installed plugin's commands."""
+    from rewardkit.registry import COMMANDS_PLUGIN, registry
+
+    registry.load_default(COMMANDS_PLUGIN)
     parser = argparse.ArgumentParser(
         prog="rewardkit",
         description="Reward functions for GRPO / RLVR: plugins, composition, testing. "

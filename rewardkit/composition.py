@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from rewardkit.authoring import Reward
+from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
 from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
 from rewardkit.registry import registry
@@ -28,6 +28,8 @@ from rewardkit.score_result import ScoreResult
 from rewardkit.types import ExecutionMode, Sample, Score, Status
 
 NORMALIZE_EPS = 1e-4
+"""Added to a group's standard deviation under ``normalize_then_sum``: a group whose
+values are all equal normalises to 0, not to a division by zero."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,25 @@ class ScheduledComponent:
 
     def weight_at(self, step: int) -> float:
         return weight_at(self.stage_at(step).weight, step)
+
+    @property
+    def is_scheduled(self) -> bool:
+        """Whether the weight depends on the step: a schedule, or stages whose weights
+        differ."""
+        if len(self.stages) > 1 and len({repr(s.weight) for s in self.stages}) > 1:
+            return True
+        return any(not isinstance(s.weight, int | float) for s in self.stages)
+
+    def weight_spec(self) -> Any:
+        """The weight as configured: a number, a schedule (as a dict), or per stage a list
+        of ``{until_step, weight}`` (the last without ``until_step``)."""
+        def plain(weight: Weight) -> Any:
+            return weight if isinstance(weight, int | float) else weight.model_dump()
+
+        if len(self.stages) == 1:
+            return plain(self.stages[0].weight)
+        return [{"until_step": st.until_step, "weight": plain(st.weight)} if st.until_step
+                else {"weight": plain(st.weight)} for st in self.stages]
 
     def routes(self, sample: Sample) -> bool:
         if not self.when:
@@ -114,6 +135,15 @@ class RewardSet:
     def weights(self, step: int = 0) -> dict[str, float]:
         """Each component's weight at ``step`` (stages and schedules applied)."""
         return {name: c.weight_at(step) for name, c in self.components.items()}
+
+    def params_at(self, name: str, step: int = 0) -> Params:
+        """Component ``name``'s validated parameters at ``step`` (its stage applied)."""
+        return self.components[name].stage_at(step).reward.params
+
+    def is_scheduled(self, name: str) -> bool:
+        """Whether component ``name``'s weight changes with the step (a schedule, or
+        stages with different weights): trainers with fixed weights need to know."""
+        return self.components[name].is_scheduled
 
     def score(self, samples: Sequence[Sample | Mapping[str, Any]], step: int = 0,
               components: Sequence[str] | None = None) -> ScoreResult:
@@ -172,7 +202,7 @@ class RewardSet:
         else:
             used = {name: outcomes[name].values for name in chosen}
         totals = _aggregate(n, used, outcomes, weights, self.config.on_error == "null")
-        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate)
+        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate, used)
 
     def _ray_executor(self, reward: Reward, mode: ExecutionMode) -> Any:
         """The Ray executor when the config asks for it and this component goes there."""
@@ -201,6 +231,7 @@ class RewardSet:
                 "reward": comp.config.reward,
                 "mode": str(comp.mode),
                 "weight": comp.weight_at(step),
+                "weight_spec": comp.weight_spec(),
                 "when": comp.when,
                 "params": stage.reward.params.model_dump(),
             })

@@ -7,6 +7,7 @@ The models are the single source of truth for validation, defaults, the JSON Sch
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from collections.abc import Mapping
@@ -300,42 +301,80 @@ def config_model() -> type[RewardConfig]:
 
 
 def parse_config(data: Mapping[str, Any], source: str = "<config>") -> RewardConfig:
-    """Validate a config dict: shape and plugin sections, then every reward name and its
-    params (per stage)."""
+    """Validate a config dict: shape and plugin sections, every reward name and its
+    params (per stage).
+
+    Every problem is reported in one pass: a shape error elsewhere does not hide an
+    unknown reward or a misspelt param of another component.
+    """
     model = config_model()
+    problems: list[tuple[str, str]] = []
+    whole: RewardConfig | None = None
     try:
         whole = model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(source, _top_level_hints(_problems(exc, "", model), model)) from None
+        problems += _top_level_hints(_problems(exc, "", model), model)
+    rewards = data.get("rewards") if isinstance(data, Mapping) else None
+    if isinstance(rewards, Mapping):
+        for name, component in rewards.items():
+            if isinstance(component, Mapping) and isinstance(component.get("reward"), str):
+                problems += _component_problems(f"rewards.{name}", component)
+    if problems or whole is None:
+        raise ConfigError(source, list(dict.fromkeys(problems)) or [("", "invalid config")])
     # the core model, so configs pickle to worker processes whatever plugins are installed
     config = RewardConfig.model_validate({k: v for k, v in data.items()
                                           if k in RewardConfig.model_fields})
     config._sections = {name: value for name in model.model_fields
                         if name not in RewardConfig.model_fields
                         and (value := getattr(whole, name)) is not None}
-    problems: list[tuple[str, str]] = []
-    for name, component in config.rewards.items():
-        base = f"rewards.{name}"
-        try:
-            cls = registry.get(component.reward)
-        except UnknownRewardError as exc:
-            problems.append((f"{base}.reward", str(exc)))
-            continue
-        except RegistryError as exc:
-            problems.append((f"{base}.reward", str(exc)))
-            continue
-        try:
-            cls.Params.model_validate(component.params)
-        except ValidationError as exc:
-            problems += _problems(exc, f"{base}.params", cls.Params)
-        for i, stage in enumerate(component.stages or []):
-            try:
-                cls.Params.model_validate({**component.params, **stage.params})
-            except ValidationError as exc:
-                problems += _problems(exc, f"{base}.stages.{i}.params", cls.Params)
-    if problems:
-        raise ConfigError(source, problems)
     return config
+
+
+def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The reward name and params of one component (given as the raw mapping)."""
+    try:
+        cls = registry.get(component["reward"])
+    except (UnknownRewardError, RegistryError) as exc:
+        return [(f"{base}.reward", str(exc))]
+    params = component.get("params") or {}
+    if not isinstance(params, Mapping):
+        return []  # the shape check already said params must be a mapping
+    problems: list[tuple[str, str]] = []
+    try:
+        cls.Params.model_validate(params)
+    except ValidationError as exc:
+        problems += _problems(exc, f"{base}.params", cls.Params)
+    stages = component.get("stages")
+    for i, stage in enumerate(stages if isinstance(stages, list) else []):
+        stage_params = stage.get("params") if isinstance(stage, Mapping) else None
+        if not isinstance(stage_params, Mapping):
+            continue
+        try:
+            cls.Params.model_validate({**params, **stage_params})
+        except ValidationError as exc:
+            problems += _problems(exc, f"{base}.stages.{i}.params", cls.Params)
+    return problems
+
+
+def _did_you_mean(key: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _known_keys(loc: list[str], model: type[BaseModel] | None) -> list[str]:
+    """The keys allowed where an unknown key was found (for a did-you-mean)."""
+    if model is not None and not issubclass(model, RewardConfig):
+        return list(model.model_fields) if len(loc) == 1 else []  # e.g. a reward's Params
+    found: type[BaseModel] | None = None
+    if len(loc) == 1:
+        found = model or RewardConfig
+    elif loc[0] == "rewards" and len(loc) == 3:
+        found = Component
+    elif loc[0] == "rewards" and len(loc) == 5 and loc[2] == "stages":
+        found = Stage
+    elif loc[0] == "limits" and len(loc) == 2:
+        found = Limits
+    return list(found.model_fields) if found is not None else []
 
 
 def load_config(path: str | Path) -> RewardConfig:
@@ -348,7 +387,7 @@ def _top_level_hints(problems: list[tuple[str, str]], model: type[BaseModel]
     """An unknown top-level key may be a section of a plugin that is not installed."""
     return [(path, f"{reason} (top-level keys: {', '.join(model.model_fields)}; a plugin's "
              "section needs that plugin installed, see `rewardkit plugins`)")
-            if reason == "unknown key" and "." not in path else (path, reason)
+            if reason.startswith("unknown key") and "." not in path else (path, reason)
             for path, reason in problems]
 
 
@@ -412,7 +451,8 @@ def _problems(exc: ValidationError, prefix: str = "", model: type[BaseModel] | N
             continue  # a scalar that is not a number: the number error already says so
         message = err["msg"].removeprefix("Value error, ")
         if kind == "extra_forbidden":
-            message = "unknown key"
+            message = "unknown key" + (_did_you_mean(loc[-1], _known_keys(loc, model))
+                                       if loc else "")
         elif kind in ("float_type", "float_parsing") and in_union:
             message = "expected a number or a schedule ({schedule: linear, ...})"
         if "input" in err and kind not in ("missing", "extra_forbidden"):

@@ -35,12 +35,17 @@ class Outcome:
     status is not ``ok`` or there are details to keep.
     """
 
-    __slots__ = ("latencies", "scores", "values")
+    __slots__ = ("latencies", "latency_per_sample", "sample_seconds", "scores", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
         self.scores: dict[int, Score] = {}
         self.latencies: list[float] = []
+        #: False when ``latencies`` are chunk averages (inline rewards): their spread says
+        #: nothing about single samples, so no percentiles are reported from them
+        self.latency_per_sample = True
+        #: seconds per sample index where each sample was timed alone (process mode)
+        self.sample_seconds: dict[int, float] = {}
 
     def put(self, idx: int, score: Score) -> None:
         self.values[idx] = score.value
@@ -77,6 +82,7 @@ def run_inline(reward: Reward, samples: Sequence[Sample], indices: Sequence[int]
     chosen = samples if indices is None else [samples[i] for i in indices]
     values = out.values
     perf = time.perf_counter
+    out.latency_per_sample = False
     for start in range(0, len(chosen), INLINE_CHUNK):
         chunk = chosen[start : start + INLINE_CHUNK]
         t0 = perf()
@@ -126,7 +132,7 @@ def run_inline_groups(reward: Reward, samples: Sequence[Sample],
         t0 = time.perf_counter()
         try:
             got = reward.score_group([samples[i] for i in members])
-            scores = _group_scores(got, len(members))
+            scores = group_scores(got, len(members))
         except _REWARD_EXITS as exc:
             scores = [exception_score(exc)] * len(members)
         out.latencies.append((time.perf_counter() - t0) / max(1, len(members)))
@@ -134,7 +140,10 @@ def run_inline_groups(reward: Reward, samples: Sequence[Sample],
             out.put(idx, score)
 
 
-def _group_scores(got: Any, n: int) -> list[Score]:
+def group_scores(got: Any, n: int) -> list[Score]:
+    """What a group reward returned for ``n`` samples, as ``n`` Scores: anything but a
+    list of ``n`` values is an error Score for each sample. Used wherever a group reward
+    runs (inline, async, in a worker process)."""
     if isinstance(got, str | bytes) or not hasattr(got, "__len__"):
         return [Score.error(f"group reward returned {type(got).__name__}, expected a list")] * n
     values = list(got)
@@ -189,6 +198,7 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
             assert isinstance(score, Score)
             out.put(idx, score)
             out.latencies.append(seconds)
+            out.sample_seconds[idx] = seconds
         return
     group_items = [(g, [samples[i] for i in members]) for g, members in enumerate(groups)]
     answers = pool.run(key, blob, True, group_items, timeout)
@@ -297,7 +307,7 @@ def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] 
         if isinstance(value, Score) and value.status != "ok":
             scores = [value] * len(members)
         else:
-            scores = _group_scores(value, len(members))
+            scores = group_scores(value, len(members))
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
         out.latencies.append(seconds / max(1, len(members)))

@@ -309,7 +309,7 @@ def score_with_ray(config: RewardConfig, src: Path, dst: Path, step: int = 0,
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = False
-        size = concurrency or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        size = min(len(pending), concurrency or max(1, int(ray.cluster_resources().get("CPU", 1))))
         ds = ray.data.from_items([asdict(s) for s in pending],
                                  override_num_blocks=len(pending))
         ds = ds.map_batches(ShardScorer, batch_size=1, concurrency=size, num_cpus=1,

@@ -33,8 +33,10 @@ DEFAULT_PLUGINS = (
     "rewardkit.builtin.format",
     "rewardkit.builtin.math",
     "rewardkit.builtin.content",
-    "rewardkit.commands",
 )
+#: the built-in commands: a default plugin too, loaded when the command line is built
+#: (:meth:`Registry.load_default`), so scoring processes never import the CLI's libraries
+COMMANDS_PLUGIN = "rewardkit.commands"
 
 
 class RegistryError(Exception):
@@ -83,6 +85,10 @@ class Registry:
         self._rewards: dict[str, type[Reward]] = {}
         self._sections: dict[str, ConfigSection] = {}
         self._plugins: list[PluginInfo] = []
+        #: reward names two plugins registered: name -> the error, raised where it is used
+        self._clashes: dict[str, str] = {}
+        #: problems with the plugin setup that are not errors (shown by the CLI)
+        self.warnings: list[str] = []
         self._loaded = False
         self._lock = threading.RLock()
         self.pm = pluggy.PluginManager("rewardkit")
@@ -98,7 +104,16 @@ class Registry:
                 self._add_plugin(importlib.import_module(module_name), module_name,
                                  BUILTIN_DISTRIBUTION, metadata_version("rewardkit"))
             allowed = _allowed_plugins()
-            for ep in sorted(_entry_points(), key=lambda e: e.name):
+            found = sorted(_entry_points(), key=lambda e: e.name)
+            if allowed:
+                known = {ep.name for ep in found} | {ep.dist.name for ep in found if ep.dist}
+                for name in sorted(allowed - known):
+                    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.5)
+                    hint = f"; did you mean {close[0]!r}?" if close else ""
+                    self.warnings.append(
+                        f"{PLUGINS_ENV} names {name!r}, which no installed plugin "
+                        f"distribution or entry point is called{hint}")
+            for ep in found:
                 dist = ep.dist.name if ep.dist else ep.name
                 if allowed is not None and ep.name not in allowed and dist not in allowed:
                     continue
@@ -111,13 +126,20 @@ class Registry:
                     continue
                 self._add_plugin(module, ep.name, dist, version)
 
+    def load_default(self, module_name: str) -> None:
+        """Register a module of the rewardkit distribution as a default plugin (once)."""
+        self.load()
+        with self._lock:
+            self._add_plugin(importlib.import_module(module_name), module_name,
+                             BUILTIN_DISTRIBUTION, metadata_version("rewardkit"))
+
     def _add_plugin(self, module: ModuleType, name: str, dist: str, version: str) -> None:
         if self.pm.is_registered(module):
             return
         registered: list[str] = []
 
         def register(cls: type[Reward]) -> None:
-            self._register(cls, dist)
+            self._register(cls, dist, clash_is_error=False)
             registered.append(cls.name)
 
         self.pm.register(module, name=name)
@@ -168,7 +190,7 @@ class Registry:
         self._sections[name] = ConfigSection(name, model, description or (doc[0] if doc else ""),
                                              dist)
 
-    def _register(self, cls: Any, dist: str) -> None:
+    def _register(self, cls: Any, dist: str, clash_is_error: bool = True) -> None:
         if not (isinstance(cls, type) and issubclass(cls, Reward)):
             raise RegistryError(
                 f"{dist}: register() takes a Reward subclass or a function decorated with "
@@ -176,10 +198,14 @@ class Registry:
             )
         existing = self._rewards.get(cls.name)
         if existing is not None and existing is not cls:
-            raise RegistryError(
-                f"reward {cls.name!r} is registered twice: by {existing.plugin or '?'} "
-                f"({existing.__module__}) and by {dist} ({cls.__module__})"
-            )
+            message = (f"reward {cls.name!r} is registered twice: by {existing.plugin or '?'} "
+                       f"({existing.__module__}) and by {dist} ({cls.__module__})")
+            if clash_is_error:
+                raise RegistryError(message)
+            # plugins loading: the name is unusable, the other rewards are fine; the error
+            # is raised for whoever asks for this name
+            self._clashes[cls.name] = message
+            return
         cls.plugin = dist
         self._rewards[cls.name] = cls
 
@@ -197,6 +223,8 @@ class Registry:
     # -- lookup --------------------------------------------------------------------
     def get(self, name: str) -> type[Reward]:
         self.load()
+        if name in self._clashes:
+            raise RegistryError(self._clashes[name])
         try:
             return self._rewards[name]
         except KeyError:
@@ -209,10 +237,15 @@ class Registry:
 
     def names(self) -> list[str]:
         self.load()
-        return sorted(self._rewards)
+        return sorted(set(self._rewards) - set(self._clashes))
 
     def rewards(self) -> list[type[Reward]]:
         return [self._rewards[n] for n in self.names()]
+
+    def clashes(self) -> dict[str, str]:
+        """Reward names registered by two plugins, each with its error message."""
+        self.load()
+        return dict(self._clashes)
 
     def plugins(self) -> list[PluginInfo]:
         self.load()
@@ -228,7 +261,9 @@ class Registry:
         (the returned "plugin: problem" lines) and does not stop the others."""
         self.load()
         problems = []
-        for impl in getattr(self.pm.hook, hook).get_hookimpls():
+        builtin = {p.name for p in self._plugins if p.distribution == BUILTIN_DISTRIBUTION}
+        impls = getattr(self.pm.hook, hook).get_hookimpls()
+        for impl in sorted(impls, key=lambda i: i.plugin_name not in builtin):  # built-ins first
             try:
                 impl.function(**kwargs)
             except Exception as exc:  # a broken plugin must not take the others down

@@ -83,6 +83,8 @@ class RunningMetrics:
         self._values: dict[str, _RunningStats] = {}
         self._counts: dict[str, dict[str, int]] = {}
         self._latencies: dict[str, _Reservoir] = {}
+        self._latency_sum: dict[str, tuple[float, int]] = {}
+        self._per_sample: dict[str, bool] = {}
         self._totals = _RunningStats()
         self._null = 0
 
@@ -102,6 +104,10 @@ class RunningMetrics:
             counts["ok"] += n - not_ok
             self._latencies.setdefault(
                 name, _Reservoir(LATENCY_SAMPLE, len(self._latencies))).add(out.latencies)
+            total, count = self._latency_sum.get(name, (0.0, 0))
+            self._latency_sum[name] = (total + math.fsum(out.latencies),
+                                       count + len(out.latencies))
+            self._per_sample[name] = self._per_sample.get(name, True) and out.latency_per_sample
         totals = [t for t in result.totals if t is not None]
         self._totals.add(totals)
         self._null += n - len(totals)
@@ -123,6 +129,9 @@ class RunningMetrics:
                 "error_rate": (counts["error"] / n) if n else 0.0,
                 "timeout_rate": (counts["timeout"] / n) if n else 0.0,
                 "skip_rate": (counts["skipped"] / n) if n else 0.0,
+                "latency_ms_mean": (self._latency_sum[name][0] / self._latency_sum[name][1]
+                                    * 1000 if self._latency_sum[name][1] else 0.0),
+                "latency_per_sample": self._per_sample[name],
                 "latency_ms_p50": percentile(latencies, 50) * 1000,
                 "latency_ms_p95": percentile(latencies, 95) * 1000,
             }

@@ -1,7 +1,8 @@
 """Scoring a JSONL file of samples (``rewardkit score``), streaming, batch by batch.
 
 Each input line is written back plus ``reward`` (the total, or null) and ``components``
-({name: {value, status, reason}}). Malformed lines are reported with their line number,
+({name: {value, status, reason}}, plus ``latency_ms`` for a reward timed sample by sample:
+process mode). Malformed lines are reported with their line number,
 counted and skipped; nothing else is dropped. What counts as malformed: not valid UTF-8,
 not a JSON object, no ``completion`` key, the non-standard constants ``NaN`` /
 ``Infinity``, or nesting deeper than ``MAX_DEPTH``. Lines end at ``\\n`` only (a bare
@@ -226,12 +227,17 @@ def _score(rs: RewardSet, fh: IO[bytes], regular: bool, out: _Output, step: int,
         if not samples:
             return
         result = rs.score(samples, step=step)
-        for line_no, row, scored in zip(line_nos, rows, result, strict=True):
+        timed = {name: o.sample_seconds for name, o in result.outcomes.items()
+                 if o.sample_seconds}
+        for j, (line_no, row, scored) in enumerate(zip(line_nos, rows, result, strict=True)):
             row["reward"] = scored.total
             row["components"] = {
                 name: {"value": s.value, "status": str(s.status), "reason": s.reason}
                 for name, s in scored.scores.items()
             }
+            for name, seconds in timed.items():  # samples timed one by one (process mode)
+                if j in seconds:
+                    row["components"][name]["latency_ms"] = round(seconds[j] * 1000, 3)
             sink(line_no, render(row))
         result.samples = []
         metrics.add(result)

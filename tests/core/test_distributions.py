@@ -155,3 +155,34 @@ def test_a_valid_section_reads_back_as_its_model(tmp_path: Path):
     train = config.section("train")
     assert isinstance(train, TrainConfig) and train.dataset.train == "t.jsonl"
     assert config.section("eval") is None
+
+
+ADAPTERS = ("trl", "swift", "easyr1", "verl")
+
+
+def test_trainer_adapters_import_neither_each_other_nor_core_internals():
+    package = ROOT / "trainers" / "rewardkit_trainers"
+    offenders = []
+    for adapter in ADAPTERS:
+        path = package / f"{adapter}.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                module = node.module
+                others = {f"rewardkit_trainers.{a}" for a in ADAPTERS if a != adapter}
+                private = module.startswith("rewardkit.") and any(
+                    part.startswith("_") for part in module.split("."))
+                if module in others or private:
+                    offenders.append(f"{adapter}.py:{node.lineno}: {module}")
+            if isinstance(node, ast.Attribute) and node.attr in ("stages", "components"):
+                offenders.append(f"{adapter}.py:{node.lineno}: .{node.attr}")
+    assert offenders == []
+
+
+def test_scoring_processes_do_not_load_the_command_line():
+    probe = ("import sys\nfrom rewardkit import RewardSet\n"
+             "RewardSet.from_dict({'rewards': {'f': {'reward': 'soft_format'}}})\n"
+             "print(sorted(m for m in sys.modules if m == 'rich' or m.endswith('.cli')))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

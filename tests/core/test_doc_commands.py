@@ -35,6 +35,9 @@ SKIP: list[tuple[str, str]] = [
     (r"^swift rlhf\s", "trains a 7B model with vLLM (GPU)"),
     (r"python3 -m verl\.trainer\.main", "trains with vLLM rollouts under Ray (GPU)"),
     (r"^make test\b", "runs the whole test suite, this test included"),
+    (r"^make demo\b", "(re)installs .venv, then runs `rewardkit train examples/quickstart.yaml` "
+                      "and `rewardkit eval examples/quickstart.yaml`, which run here as their "
+                      "own documented commands"),
     (r"twine upload", "publishes to PyPI"),
     (r"(^|\s)pip install\b", "changes the installed packages; `make setup` makes the same "
                              "editable installs before any test runs"),

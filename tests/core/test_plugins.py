@@ -75,6 +75,34 @@ def test_duplicate_reward_name_fails_naming_both_distributions(tmp_path):
     assert "registered twice" in proc.stderr
     assert "rewardkit-wordcount" in proc.stderr and "rewardkit-clash" in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert "soft_format" in proc.stdout  # the other rewards are still listed
+
+
+def test_a_name_clash_is_reported_against_the_component_using_it(tmp_path):
+    _fake_distribution(tmp_path, "rewardkit-clash", "clash_plugin", "word_count_range")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("rewards:\n  fmt: {reward: soft_format}\n"
+                   "  short: {reward: word_count_range}\n")
+    proc = cli("validate", str(cfg), pythonpath=tmp_path)
+    assert proc.returncode == 2
+    assert "rewards.short.reward: reward 'word_count_range' is registered twice: by " \
+        in proc.stderr
+    assert "rewardkit-wordcount" in proc.stderr and "rewardkit-clash" in proc.stderr
+    assert "rewards.fmt" not in proc.stderr and "Traceback" not in proc.stderr
+    unaffected = tmp_path / "ok.yaml"
+    unaffected.write_text("rewards:\n  fmt: {reward: soft_format}\n")
+    assert cli("validate", str(unaffected), pythonpath=tmp_path).returncode == 0
+
+
+def test_plugins_variable_naming_nothing_installed_warns(tmp_path):
+    proc = cli("rewards", "--json", env={"REWARDKIT_PLUGINS": "rewardkit-wordcont"})
+    assert proc.returncode == 0
+    assert "warning: REWARDKIT_PLUGINS names 'rewardkit-wordcont', which no installed " \
+        "plugin distribution or entry point is called; did you mean " \
+        "'rewardkit-wordcount'?" in proc.stderr
+    assert "word_count_range" not in {r["name"] for r in json.loads(proc.stdout)}
+    quiet = cli("rewards", "--json", env={"REWARDKIT_PLUGINS": "rewardkit-wordcount"})
+    assert "warning" not in quiet.stderr
 
 
 def test_broken_plugin_is_reported_and_others_still_load(tmp_path):

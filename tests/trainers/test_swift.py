@@ -10,12 +10,7 @@ from types import SimpleNamespace
 import pytest
 from backend_venvs import CONFIGS, run_in_venv
 from rewardkit_trainers.scoring import SharedScorer
-from rewardkit_trainers.swift import (
-    SwiftComponent,
-    export_plugin,
-    func_name,
-    normalize_in_groups,
-)
+from rewardkit_trainers.swift import SwiftComponent, export_plugin, func_name, swift_samples
 
 from rewardkit.config import load_config
 
@@ -77,8 +72,28 @@ def test_normalize_then_sum_standardises_within_prompt_groups():
     assert [round(v, 3) for v in out] == [1.0, -1.0, 0.0, 0.0]
 
 
+def test_the_orm_returns_what_the_composed_reward_used_not_a_recomputation():
+    config = {"aggregate": "normalize_then_sum",
+              "rewards": {"format": {"reward": "soft_format"},
+                          "graded": {"reward": "grades_or_fails", "weight": 0.0}}}
+    scorer = SharedScorer(config)
+    completions = [GOOD, "x", GOOD]
+    kwargs = {"trainer_state": None, "prompt_id": ["a", "a", "a"], "solution": ["7"] * 3}
+    out = SwiftComponent(scorer, "format")(completions, **kwargs)
+    result = scorer.score(swift_samples(completions, kwargs), 0)  # the same, cached
+    assert out == result.normalized("format")
+    assert out == pytest.approx([1 / (0.4714 + 1e-4) * 0.3333, -2 * 0.3333 / (0.4714 + 1e-4),
+                                 1 / (0.4714 + 1e-4) * 0.3333], abs=1e-3)
+    assert result.totals == pytest.approx(out)  # the only weighted component
+
+
 def test_normalize_keeps_none():
-    assert normalize_in_groups([1.0, None, 0.0], ["g", "g", "g"])[1] is None
+    scorer = SharedScorer({"aggregate": "normalize_then_sum",
+                           "rewards": {"graded": {"reward": "grades_or_fails"}}})
+    out = SwiftComponent(scorer, "graded")([GOOD, GOOD, GOOD], trainer_state=None,
+                                           prompt_id=["g"] * 3,
+                                           solution=["7", "unparseable", "8"])
+    assert out[1] is None and out[0] == pytest.approx(1.0, abs=1e-3)
 
 
 def test_func_names_are_identifiers():
@@ -155,7 +170,8 @@ def test_two_ranks_group_reward_sees_whole_groups_and_failed_rows_get_no_advanta
     got = result["rewards_per_func"]
     expected = result["expected_values"]
     # the per-group column, gathered across ranks, is RewardSet.score's on the whole batch
-    assert [row[1] for row in got] == expected["longest"]
+    graded = [i for i in range(12) if i not in FAILED]
+    assert [got[i][1] for i in graded] == [expected["longest"][i] for i in graded]
     # ... and not what rank 0 alone would see (prompt p1's group is split across ranks)
     assert result["rank0_alone_values"]["longest"][4:6] != expected["longest"][4:6]
     totals = result["expected_totals"]
@@ -165,7 +181,6 @@ def test_two_ranks_group_reward_sees_whole_groups_and_failed_rows_get_no_advanta
             assert result["advantages"][i] == 0.0  # ms-swift's own advantage
         else:
             assert result["rewards"][i] == pytest.approx(total, abs=1e-6)
-    graded = [i for i in range(12) if i not in FAILED]
     assert any(abs(result["advantages"][i]) > 0.1 for i in graded)
 
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import csv
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +91,24 @@ def test_rewardkit_train_runs_trl_and_writes_curves(tmp_path: Path, capsys):
     assert set(rows[0]) == {"step", "reward", "tags", "format", "number"}
     assert (tmp_path / "out" / "reward_curves.png").stat().st_size > 1000
     assert (tmp_path / "out" / "final" / "config.json").exists()
+    # output is not a terminal here: plain progress lines, first and last step at least
+    assert "GRPO step 0/3  reward -  elapsed 0:00" in out
+    assert re.search(r"GRPO step 3/3  reward \d+\.\d{3}  elapsed \d+:\d\d", out)
+    # the config never set max_prompt_length: no word about this TRL lacking it
+    assert "max_prompt_length" not in out
+    # the run report, and what it is built from
+    assert f"report: {tmp_path / 'out' / 'report.html'}" in out
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "total (weighted sum: what trains)" in page and "tags (raw mean, unweighted)" in page
+    scored = [json.loads(line) for line in
+              (tmp_path / "out" / "scored_samples.jsonl").read_text().splitlines()]
+    assert {r["step"] for r in scored} == {0, 1, 2}
+    assert set(scored[0]["components"]) == {"tags", "format", "number"}
+    rebuilt = subprocess.run([sys.executable, "-m", "rewardkit.cli", "report",
+                              str(tmp_path / "out"), "-o", str(tmp_path / "again.html")],
+                             capture_output=True, text=True, timeout=120)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "weights over steps" in (tmp_path / "again.html").read_text()
 
 
 def test_grpo_trainer_trains_on_a_plain_text_dataset(tmp_path: Path):

@@ -213,7 +213,8 @@ def launch_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="reward config with a sagemaker: section")
     p.add_argument("--dry-run", action="store_true",
                    help="print the uploads and the create_training_job request; call nothing")
-    p.add_argument("--job-name", help="exact job name (default: prefix + timestamp)")
+    p.add_argument("--job-name", help="job name prefix (default: sagemaker.job_name or "
+                   "rewardkit-<backend>); the SageMaker SDK appends -YYYYmmddHHMMSS")
     return p
 
 

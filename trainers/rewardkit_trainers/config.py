@@ -85,10 +85,14 @@ class LoRA(_Model):
 class VLLM(_Model):
     """Generation with vLLM (GPU only)."""
 
-    enabled: bool = False
-    mode: Literal["colocate", "server"] = "colocate"
+    enabled: bool | Literal["auto"] = Field(
+        default="auto", description="auto: on when a GPU is visible and vllm is importable")
+    mode: Literal["colocate", "server"] = Field(
+        default="colocate", description="colocate: vLLM inside each training process; server: "
+        "`trl vllm-serve` on its own GPUs, started before the trainer (TRL)")
     gpu_memory_utilization: float = Field(default=0.5, gt=0, le=1)
     tensor_parallel_size: int = Field(default=1, gt=0)
+    server_port: int = Field(default=8000, gt=0, lt=65536, description="server mode: its port")
 
 
 class TrainConfig(_Model):
@@ -130,8 +134,12 @@ class TrainConfig(_Model):
         description="auto: continue from the newest checkpoint-* in output_dir when there is "
         "one (TRL; spot restarts); a path: resume from it (TRL, ms-swift); false: start over",
     )
-    gpus: int = Field(1, gt=0, description="GPUs per node for command backends")
+    gpus: int = Field(
+        0, ge=0, description="GPUs (processes) per node; 0 = every GPU visible, at least 1")
     nnodes: int = Field(1, gt=0)
+    deepspeed: Literal["zero3", "zero2", "none"] = Field(
+        "zero3", description="TRL on more than one GPU: the DeepSpeed ZeRO stage of its "
+        "accelerate launch (none = plain DDP)")
     extra_args: dict[str, Any] = Field(
         default_factory=dict,
         description="passed through verbatim: GRPOConfig kwargs (trl), --flags (swift), "
@@ -143,6 +151,16 @@ class TrainConfig(_Model):
         if isinstance(self.model, TinyModel) and self.backend != "trl":
             raise ValueError("a tiny built model only works with backend trl")
         return self
+
+    def for_hardware(self, gpus: int, vllm: bool) -> TrainConfig:
+        """This config with the automatic choices made for a machine with ``gpus``
+        visible GPUs and vLLM importable or not: ``gpus: 0`` becomes that count (at
+        least 1) and ``vllm.enabled: auto`` becomes on exactly when both are there."""
+        enabled = (gpus > 0 and vllm) if self.vllm.enabled == "auto" else self.vllm.enabled
+        return self.model_copy(update={
+            "gpus": self.gpus or max(1, gpus),
+            "vllm": self.vllm.model_copy(update={"enabled": enabled}),
+        })
 
     def total_batch(self) -> int:
         """Completions per optimizer step."""

@@ -139,7 +139,7 @@ def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], complet
 
 
 def _max_value(reward_set: RewardSet, name: str, step: int) -> float:
-    params = reward_set.components[name].stage_at(step).reward.params
+    params = reward_set.params_at(name, step)
     for key in ("score", "value", "max_value"):
         if hasattr(params, key):
             return float(getattr(params, key))
@@ -180,7 +180,10 @@ def _generate_transformers(model_name: str, rows: list[dict[str, Any]],
                            ev: EvalConfig) -> list[str]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    # the table is the output: no "Loading weights ... 0%|" bars (raw lines in a log)
+    hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(model_name)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:

@@ -29,8 +29,6 @@ from pathlib import Path
 from rewardkit import ConfigError, RewardSet
 from rewardkit.config import RewardConfig
 
-from rewardkit_trainers.scoring import weight_changes
-
 #: the first TRL whose GRPOTrainer leaves a row whose rewards are all None out of the
 #: group statistics (nanmean/nanstd), so that it gets no advantage
 MASKING_TRL = (1, 16)
@@ -60,7 +58,7 @@ def scheduled_components(config: RewardConfig) -> list[str]:
     """Components whose weight changes continuously with the step (a schedule)."""
     rs = RewardSet(config)
     return [name for name, comp in rs.components.items()
-            if weight_changes(rs, name)
+            if rs.is_scheduled(name)
             and any(not isinstance(s.weight, int | float) for s in comp.stages)]
 
 

@@ -14,14 +14,15 @@ from typing import Any
 
 from rewardkit import hookimpl
 
-from rewardkit_trainers import cli
 from rewardkit_trainers.config import EvalConfig, TrainConfig
 from rewardkit_trainers.sagemaker.config import SageMakerSettings
 
 
 @hookimpl
 def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    cli.add_commands(subparsers)
+    from rewardkit_trainers.cli import add_commands  # the command line's libraries, not
+                                                      # every scoring process's
+    add_commands(subparsers)
 
 
 @hookimpl

@@ -119,18 +119,19 @@ def component_metrics(result: ScoreResult, name: str, prefix: str = "rewards") -
     }
 
 
-def weight_changes(rs: RewardSet, name: str) -> bool:
-    """Whether component ``name``'s weight depends on the step (a schedule, or stages
-    with different weights)."""
-    comp = rs.components[name]
-    if len(comp.stages) > 1 and len({repr(s.weight) for s in comp.stages}) > 1:
-        return True
-    return any(not isinstance(s.weight, int | float) for s in comp.stages)
+def global_step(trainer_state: Any) -> int:
+    """The step a trainer state reports (0 without one): ``trainer_state.global_step``
+    (TRL, ms-swift) or ``trainer_state["global_step"]``."""
+    if trainer_state is None:
+        return 0
+    if isinstance(trainer_state, Mapping):
+        return int(trainer_state.get("global_step", 0) or 0)
+    return int(getattr(trainer_state, "global_step", 0) or 0)
 
 
 def config_literal(config: RewardConfig) -> str:
     """The reward part of ``config`` as a Python literal, for generated plugin files."""
-    data = config.model_dump(mode="json", exclude={"train", "eval", "sagemaker"})
+    data = config.model_dump(mode="json")  # plugin sections are not fields of it
     return pprint.pformat(data, indent=1, width=88, sort_dicts=False)
 
 

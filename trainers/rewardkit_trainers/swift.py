@@ -35,7 +35,6 @@ How ms-swift calls it (4.x ``swift.rl_core.grpo_algorithm.compute_rewards_per_fu
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,11 +50,9 @@ from rewardkit_trainers.scoring import (
     component_metrics,
     config_literal,
     gather_across_ranks,
-    group_members,
+    global_step,
     neutralise_failed_rows,
-    weight_changes,
 )
-from rewardkit_trainers.trl import global_step
 
 if TYPE_CHECKING:
     from rewardkit_trainers.runner import Job, RunPlan
@@ -66,7 +63,6 @@ _SWIFT_INTERNAL = frozenset({
     "rollout_infos", "trajectory_inputs", "log_metric", "log_extra", "completions",
     "chat_template_kwargs",
 })
-NORMALIZE_EPS = 1e-4
 
 
 def func_name(component: str) -> str:
@@ -98,7 +94,7 @@ def swift_weights(scorer: SharedScorer) -> list[float]:
     """``--reward_weights``: the constant weights; 1 where the ORM applies the schedule."""
     rs = scorer.reward_set
     w0 = rs.weights(0)
-    return [1.0 if weight_changes(rs, name) else float(w0[name]) for name in scorer.names]
+    return [1.0 if rs.is_scheduled(name) else float(w0[name]) for name in scorer.names]
 
 
 def export_plugin(config: RewardConfig, config_path: Path | None, out: Path) -> SwiftRewards:
@@ -180,7 +176,7 @@ class SwiftComponent:
     @property
     def scheduled(self) -> bool:
         if self._scheduled is None:
-            self._scheduled = weight_changes(self.scorer.reward_set, self.name)
+            self._scheduled = self.scorer.reward_set.is_scheduled(self.name)
         return self._scheduled
 
     def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
@@ -188,13 +184,11 @@ class SwiftComponent:
         local = swift_samples(completions, kwargs, self.reference_column)
         samples, start = gather_across_ranks(local)
         result = self.scorer.score(samples, step)
-        values = list(result.values(self.name))
+        # normalised as the aggregate did (normalize_then_sum); weighted here only when
+        # the weight moves with the step (ms-swift's --reward_weights are fixed)
+        values = list(result.contributions(self.name) if self.scheduled
+                      else result.normalized(self.name))
         groups = [group_key(s) for s in samples]
-        if self.scorer.config.aggregate == "normalize_then_sum":
-            values = normalize_in_groups(values, groups)
-        if self.scheduled:
-            w = self.scorer.reward_set.weights(step)[self.name]
-            values = [None if v is None else w * v for v in values]
         values = neutralise_failed_rows(values, groups, self.scorer.null_rows(result))
         for key, value in component_metrics(result, self.name).items():
             PENDING_METRICS.setdefault(key, []).append(value)
@@ -283,21 +277,6 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
             sample.group = prompt_ids[i]
         samples.append(sample)
     return samples
-
-
-def normalize_in_groups(values: list[float | None], groups: Sequence[Any]) -> list[float | None]:
-    """Standardise values within each group: (v - mean) / (std + 1e-4); None stays None."""
-    out = list(values)
-    for idx in group_members(groups):
-        present = [i for i in idx if values[i] is not None]
-        if not present:
-            continue
-        vals = [float(values[i]) for i in present]  # type: ignore[arg-type]
-        mean = math.fsum(vals) / len(vals)
-        std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
-        for i, v in zip(present, vals, strict=True):
-            out[i] = (v - mean) / (std + NORMALIZE_EPS)
-    return out
 
 
 def swift_major_version() -> int:

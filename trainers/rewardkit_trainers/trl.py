@@ -40,20 +40,11 @@ from rewardkit_trainers.scoring import (
     component_metrics,
     config_literal,
     gather_across_ranks,
-    weight_changes,
+    global_step,
 )
 
 #: rewardkit aggregate -> TRL GRPOConfig.multi_objective_aggregation
 AGGREGATION = {"weighted_sum": "sum_then_normalize", "normalize_then_sum": "normalize_then_sum"}
-
-
-def global_step(trainer_state: Any) -> int:
-    """The step a trainer state reports (0 without one)."""
-    if trainer_state is None:
-        return 0
-    if isinstance(trainer_state, Mapping):
-        return int(trainer_state.get("global_step", 0) or 0)
-    return int(getattr(trainer_state, "global_step", 0) or 0)
 
 
 def build_samples(prompts: Sequence[Any], completions: Sequence[Any],
@@ -138,7 +129,7 @@ class TRLRewards:
     def scheduled(self) -> bool:
         """Whether any weight changes with the step (then :meth:`attach` is needed)."""
         rs = self.scorer.reward_set
-        return any(weight_changes(rs, name) for name in self.names)
+        return any(rs.is_scheduled(name) for name in self.names)
 
     def grpo_kwargs(self) -> dict[str, Any]:
         """``GRPOConfig`` keyword arguments: ``reward_weights``, and

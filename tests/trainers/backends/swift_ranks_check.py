@@ -84,11 +84,14 @@ def worker(rank: int, plugin: str, scale: str, names: list[str], port: int, out:
     dist.all_gather(parts, local)  # ms-swift gathers the per-function rewards in rank order
     if rank == 0:
         rewards_per_func = torch.cat(parts)
-        weights = torch.ones(len(names))
-        advantages, rewards = compute_advantages(rewards_per_func, weights, K, "grpo", scale)
+        from rewardkit_trainers.scoring import SharedScorer
+        from rewardkit_trainers.swift import swift_weights
+
         from rewardkit.config import parse_config
 
         config = parse_config(runpy.run_path(plugin)["CONFIG"])  # the config the plugin embeds
+        weights = torch.tensor(swift_weights(SharedScorer(config)))  # --reward_weights
+        advantages, rewards = compute_advantages(rewards_per_func, weights, K, "grpo", scale)
         whole = RewardSet(config).score(samples_for(ROWS), step=3)
         alone = RewardSet(config).score(samples_for(mine), step=3)
         result = {

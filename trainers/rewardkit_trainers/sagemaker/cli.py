@@ -17,7 +17,13 @@ from rewardkit import ConfigError, load_config
 from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
 from rewardkit_trainers.sagemaker.config import SageMakerSettings, check_job_name
-from rewardkit_trainers.sagemaker.request import build_request, job_name, stage_inputs, upload
+from rewardkit_trainers.sagemaker.request import (
+    base_job_name,
+    build_request,
+    job_name,
+    stage_inputs,
+    upload,
+)
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
@@ -38,15 +44,18 @@ def load_launch_config(path: Path) -> tuple[SageMakerSettings, str]:
     return settings, path.read_text(encoding="utf-8")
 
 
-def launch(argv: list[str], out: TextIO | None = None) -> int:
-    """``rewardkit launch sagemaker CONFIG [--dry-run] [--job-name NAME]``."""
+def launch(argv: list[str], out: TextIO | None = None, boto_session: Any = None) -> int:
+    """``rewardkit launch sagemaker CONFIG [--dry-run] [--job-name PREFIX]``: uploads the
+    inputs and creates the job through the SageMaker SDK's ModelTrainer (in
+    ``boto_session``, default: one for ``sagemaker.region``)."""
     from rewardkit_trainers.cli import launch_arguments
 
     parser = launch_arguments(argparse.ArgumentParser(prog="rewardkit launch"))
-    return run_launch(parser.parse_args(argv), out)
+    return run_launch(parser.parse_args(argv), out, boto_session)
 
 
-def run_launch(args: argparse.Namespace, out: TextIO | None = None) -> int:
+def run_launch(args: argparse.Namespace, out: TextIO | None = None,
+               boto_session: Any = None) -> int:
     """Launch the parsed ``rewardkit launch`` arguments; returns the exit code."""
     out = out or sys.stdout
     try:
@@ -56,7 +65,8 @@ def run_launch(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
         for warning in launch_warnings(args.config, settings.backend):
             print(f"rewardkit launch: warning: {warning}", file=sys.stderr)
-        name = check_job_name(args.job_name) if args.job_name else job_name(settings)
+        base = base_job_name(settings, check_job_name(args.job_name) if args.job_name else None)
+        name = job_name(base)
         staged = stage_inputs(settings, args.config, text, name)
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
@@ -70,21 +80,33 @@ def run_launch(args: argparse.Namespace, out: TextIO | None = None) -> int:
             "uploads": [{"from": str(p), "to": uri} for p, uri in staged.uploads]
             + [{"from": "(generated)", "to": uri} for uri in staged.blobs],
             "create_training_job": request,
+            "sent_by": "sagemaker.train.ModelTrainer (the SDK appends the job name's "
+            "timestamp when it sends the request)",
         }
         json.dump(plan, out, indent=2)
         out.write("\n")
         return EXIT_OK
+    try:
+        from rewardkit_trainers.sagemaker.sdk import create_job, role_error_types
+    except ImportError as exc:
+        print(f"rewardkit launch: the SageMaker Python SDK is missing ({exc}): "
+              "pip install 'rewardkit-trainers[sagemaker]'", file=sys.stderr)
+        return EXIT_USAGE
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
-    session = _session(settings.region)
+    session = boto_session or _session(settings.region)
+    refused = (ClientError, BotoCoreError, ResponseParserError, ValueError, *role_error_types())
     try:
         upload(staged, session.client("s3"))
-        response = session.client("sagemaker").create_training_job(**request)
-    except (ClientError, BotoCoreError) as exc:
-        print(f"rewardkit launch: AWS refused the job {name}: {exc}", file=sys.stderr)
+        name, arn = create_job(settings, staged, base, session)
+    except refused as exc:
+        print(f"rewardkit launch: AWS or the SageMaker SDK refused the job {base}-...: "
+              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+              file=sys.stderr)
         return EXIT_FAIL
     region = session.region_name or "us-east-1"
-    print(f"created training job {name}\n  arn: {response['TrainingJobArn']}", file=out)
+    print(f"created training job {name}\n  arn: {arn}", file=out)
     print(f"  status: rewardkit jobs status {name}\n  logs:   rewardkit jobs logs {name}", file=out)
     print(
         f"  console: https://{region}.console.aws.amazon.com/sagemaker/home?region={region}"

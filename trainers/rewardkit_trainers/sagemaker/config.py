@@ -40,11 +40,12 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
 
 
 def check_job_name(name: str) -> str:
-    """A full training job name: 1-63 letters, digits or single hyphens, or ValueError."""
-    if not _JOB_NAME.match(name):
+    """A job name prefix (``--job-name``): 1-48 letters, digits or single hyphens, or
+    ValueError (the SDK appends ``-YYYYmmddHHMMSS``; SageMaker allows 63 in all)."""
+    if not _JOB_NAME.match(name) or len(name) > 48:
         raise ValueError(
-            f"job name {name!r}: use 1-63 letters, digits and hyphens, starting and ending "
-            "with a letter or digit"
+            f"job name {name!r}: use 1-48 letters, digits and hyphens, starting and ending "
+            "with a letter or digit (a 15-character timestamp is appended)"
         )
     return name
 
@@ -154,6 +155,12 @@ class SageMakerSettings(_Model):
         default=None,
         ge=1,
         description="processes per node for torchrun/accelerate (default: all GPUs)",
+    )
+    deepspeed: Literal["zero3", "zero2", "none"] = Field(
+        default="zero3",
+        description="trl with a custom command on more than one GPU or node: the DeepSpeed "
+        "ZeRO stage of the accelerate launch the entrypoint wraps it in (none = DDP); "
+        "rewardkit train takes train.deepspeed instead",
     )
     environment: dict[str, str] = Field(default_factory=dict, description="container env")
     tags: dict[str, str] = Field(default_factory=dict, description="job tags")
