@@ -7,6 +7,7 @@ DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sand
 STAMP  := $(VENV)/.installed
 # optional extras a distribution needs for its tests
 EXTRAS_rewardkit-gui := [generate]
+EXTRAS_rewardkit-judge := [model,http]
 EXTRAS_trainers      := [trl,sagemaker,test]
 # the CPU build of torch lies on disk; pinned first so nothing pulls a CUDA build
 TORCH  := torch==2.13.0
@@ -19,7 +20,7 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,test]" \
+	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,cjk,tokens,test]" \
 	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
 	touch $(STAMP)
 

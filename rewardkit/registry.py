@@ -29,6 +29,7 @@ DEFAULT_PLUGINS = (
     "rewardkit.builtin.format",
     "rewardkit.builtin.math",
     "rewardkit.builtin.content",
+    "rewardkit.builtin.length_scaled",
 )
 
 
