@@ -34,9 +34,9 @@ class ChatModel:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self._torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        self.model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-        self.model.to(device).eval()
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        self.model: Any = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+        self.model.to(device).eval()  # type: ignore[arg-type]
         self.device = device
         self._lock = threading.Lock()
 
@@ -44,7 +44,7 @@ class ChatModel:
                  temperature: float) -> tuple[str, int, int, str]:
         """(text, prompt tokens, completion tokens, finish reason)."""
         tok = self.tokenizer
-        prompt_ids = tok.apply_chat_template(messages, add_generation_prompt=True,
+        prompt_ids: Any = tok.apply_chat_template(messages, add_generation_prompt=True,
                                              return_tensors="pt", return_dict=True)
         inputs = {k: v.to(self.device) for k, v in prompt_ids.items()}
         kwargs: dict[str, Any] = {"max_new_tokens": max_tokens,
@@ -61,7 +61,8 @@ class ChatModel:
         finish = "stop" if eos in new else "length"
         if eos in new:
             new = new[: new.index(eos)]
-        return tok.decode(new, skip_special_tokens=True), n_prompt, len(new), finish
+        text: str = tok.decode(new, skip_special_tokens=True)
+        return text, int(n_prompt), len(new), finish
 
 
 def make_handler(model: ChatModel, name: str, exit_after: int | None) -> type:
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     server = ThreadingHTTPServer((args.host, args.port),
                                  make_handler(model, name, args.exit_after))
     server.daemon_threads = True
-    host, port = server.server_address[:2]
+    host, port = args.host, server.server_address[1]
     print(f"listening on http://{host}:{port}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()

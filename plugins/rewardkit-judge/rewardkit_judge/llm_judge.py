@@ -267,7 +267,7 @@ class EndpointJudge(Reward):
                 "temperature": p.temperature, "max_tokens": p.max_tokens}
         return await self._chat_client().complete(body)
 
-    async def score(self, sample: Sample) -> Score:  # type: ignore[override]
+    async def score(self, sample: Sample) -> Score:
         key = self.cache_key(sample)
         if key in self._cache:
             self._cache.move_to_end(key)
@@ -314,7 +314,7 @@ class LLMJudge(EndpointJudge):
     """
 
     name = "llm_judge"
-    Params = JudgeParams
+    Params = JudgeParams  # type: ignore[assignment]
     params: JudgeParams
 
     def setup(self) -> None:

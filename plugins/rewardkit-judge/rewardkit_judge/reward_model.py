@@ -170,7 +170,7 @@ class RewardModel(Reward):
         """Score ``samples`` in one forward pass (synchronous; no micro-batching)."""
         return self._score_batch(samples)
 
-    async def score(self, sample: Sample) -> Score:  # type: ignore[override]
+    async def score(self, sample: Sample) -> Score:
         if self.params.label >= self._loaded.model.config.num_labels:
             return Score.error(f"label {self.params.label} but the model has "
                                f"{self._loaded.model.config.num_labels} labels")

@@ -1,76 +1,15 @@
 """Tiny local models for the judge tests, built from a config (nothing is downloaded).
 
-``train_chat_lm`` teaches a tiny causal LM, in a few hundred steps on CPU, to answer given
-chat questions with given replies (greedy), so a real transformers model behind a real
-HTTP server gives the answers a test needs. ``build_reward_model`` saves a tiny
-sequence-classification model whose score is a known function of its input.
+``build_reward_model`` saves a tiny sequence-classification model whose score is a known
+function of its input words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 Messages = list[dict[str, str]]
-
-
-def train_chat_lm(lessons: Sequence[tuple[Messages, str]], out: Path, max_steps: int = 600,
-                  seed: int = 0) -> Path:
-    """A tiny Llama that answers each lesson's messages with its reply, saved to ``out``.
-
-    Raises AssertionError when the model has not learnt every reply (greedy) in time.
-    """
-    import torch
-    from rewardkit_trainers.config import TinyModel
-    from rewardkit_trainers.quickstart import build_model, build_tokenizer
-
-    texts = [m["content"] for messages, _ in lessons for m in messages]
-    texts += [reply for _, reply in lessons]
-    tokenizer = build_tokenizer(texts)
-    torch.manual_seed(seed)
-    model = build_model(TinyModel(hidden_size=64, intermediate_size=128, num_layers=2,
-                                  num_heads=4, seed=seed), tokenizer)
-    rows = []
-    for messages, reply in lessons:
-        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                               tokenize=True, return_dict=True)["input_ids"]
-        answer = tokenizer(reply, add_special_tokens=False)["input_ids"]
-        rows.append((list(prompt), [*answer, tokenizer.eos_token_id]))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for step in range(max_steps):
-        loss = torch.zeros(())
-        for prompt, answer in rows:
-            ids = torch.tensor([prompt + answer])
-            labels = torch.tensor([[-100] * len(prompt) + answer])
-            loss = loss + model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if step % 25 == 24 and _answers_all(model, tokenizer, rows):
-            break
-    model.eval()
-    assert _answers_all(model, tokenizer, rows), "the tiny judge did not learn its replies"
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
-
-
-def _answers_all(model: Any, tokenizer: Any, rows: list[tuple[list[int], list[int]]]) -> bool:
-    import torch
-
-    model.eval()
-    try:
-        for prompt, answer in rows:
-            with torch.no_grad():
-                out = model.generate(torch.tensor([prompt]), max_new_tokens=len(answer) + 2,
-                                     do_sample=False, pad_token_id=tokenizer.pad_token_id)
-            if out[0, len(prompt):len(prompt) + len(answer)].tolist() != answer:
-                return False
-        return True
-    finally:
-        model.train()
 
 
 def build_reward_model(out: Path, texts: Sequence[str], word_values: Mapping[str, float],
