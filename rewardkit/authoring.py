@@ -13,10 +13,19 @@ function, so both styles reach the engine the same way.
 ...     return float(len(sample.text) <= params.limit)
 >>> short_answer(LengthParams(limit=3)).score(Sample(completion="abc"))
 1.0
+
+The decorated name can be tried as written: called on a text or a :class:`Sample` (with
+parameters as keywords), it scores it; the reward still pickles by reference.
+
+>>> short_answer("abc", limit=2)
+0.0
+>>> short_answer(Sample(prompt="q", completion="abc"))
+1.0
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
@@ -46,9 +55,9 @@ def _first_line(doc: str | None) -> str:
 
 class Params(BaseModel):
     """Base class of reward parameters. Unknown keys are an error, so typos in a config
-    fail when it loads, not at step 1."""
+    fail when it loads, not at step 1; so are NaN and infinite numbers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NoParams(Params):
@@ -58,7 +67,30 @@ class NoParams(Params):
 ParamsModel = Params  # the base class, under a name the Reward.Params attribute can't shadow
 
 
-class Reward:
+class _RewardClass(type):
+    """The type of reward classes: calling one on a text, a :class:`Sample` (or, for a
+    group reward, a list of them) scores it instead of building an instance, so a reward
+    can be tried in a REPL as written. Any other call builds an instance as usual."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and _is_input(args[0]):
+            instance = super().__call__(kwargs or None)
+            return instance.try_on(args[0])
+        return super().__call__(*args, **kwargs)
+
+
+def _is_input(value: Any) -> bool:
+    if isinstance(value, Sample | str):
+        return True
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(item, Sample | str) for item in value)
+
+
+def _as_sample(value: Sample | str) -> Sample:
+    return value if isinstance(value, Sample) else Sample(prompt="", completion=value)
+
+
+class Reward(metaclass=_RewardClass):
     """Base class of every reward.
 
     Subclass it for a reward that keeps state (a loaded model, a compiled pattern, a
@@ -73,6 +105,7 @@ class Reward:
             a worker process with a hard timeout) or ``async`` (I/O).
         group: True when the reward scores a whole group at once.
         timeout: default hard timeout in seconds (process and async modes).
+        sandboxed: True when the reward runs untrusted code in the sandbox.
     """
 
     name: ClassVar[str] = ""
@@ -80,6 +113,8 @@ class Reward:
     mode: ClassVar[ExecutionMode] = ExecutionMode.INLINE
     group: ClassVar[bool] = False
     timeout: ClassVar[float | None] = None
+    #: runs untrusted code in the sandbox: scored on Ray actors when ``executor`` is ray
+    sandboxed: ClassVar[bool] = False
     description: ClassVar[str] = ""
     #: set by the registry: the distribution that registered the reward
     plugin: ClassVar[str] = ""
@@ -103,6 +138,14 @@ class Reward:
     ) -> Sequence[RewardValue] | Awaitable[Sequence[RewardValue]]:
         raise NotImplementedError(f"{type(self).__name__} is not a group reward")
 
+    def quick_score(self, sample: Sample) -> Score | None:
+        """A verdict reached in the trainer's process, before a ``process``-mode reward
+        sends ``sample`` to a worker; None sends it on. For rewards whose common case is
+        cheap and safe (a plain number) and whose rare case may hang (sympy): the cheap
+        case then costs no inter-process round trip. It must do bounded work on any
+        input and must not raise; ``score`` must give the same verdict."""
+        return None
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
@@ -119,6 +162,21 @@ class Reward:
     def __call__(self, sample: Sample) -> Any:
         return self.score(sample)
 
+    def try_on(self, data: Sample | str | list[Sample | str]) -> Any:
+        """Score a text or a :class:`Sample` (a group reward: a list of them) the way the
+        engine would call :meth:`score` (:meth:`score_group`), async rewards run to
+        completion; returns what the reward returns. For trying a reward by hand."""
+        if self.group:
+            items = data if isinstance(data, list) else [data]
+            got: Any = self.score_group([_as_sample(item) for item in items])
+        elif isinstance(data, list):
+            raise TypeError(f"{self.name} scores one sample at a time; got a list")
+        else:
+            got = self.score(_as_sample(data))
+        if inspect.isawaitable(got):
+            return asyncio.run(_awaited(got))
+        return got
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by reference to the class plus the parameters, so process workers can
         # rebuild it (and run ``setup`` there) without pickling live state.
@@ -126,6 +184,10 @@ class Reward:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params!r})"
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 def _rebuild_reward(ref: tuple[str, str], params: dict[str, Any]) -> Reward:
@@ -192,6 +254,7 @@ def reward(
     timeout: float | None = None,
     description: str | None = None,
     setup: Callable[[Any], None] | None = None,
+    quick: Callable[[Sample, Any], Score | None] | None = None,
 ) -> Callable[[F], type[FunctionReward]]: ...
 
 
@@ -206,6 +269,7 @@ def reward(
     timeout: float | None = None,
     description: str | None = None,
     setup: Callable[[Any], None] | None = None,
+    quick: Callable[[Sample, Any], Score | None] | None = None,
 ) -> Any:
     """Turn a function into a registered-ready reward class.
 
@@ -217,8 +281,14 @@ def reward(
     ``setup(params)``, when given, runs once per instance before scoring (in process mode:
     in the worker, before its clock starts), e.g. to import a heavy library.
 
+    ``quick(sample, params)``, when given, is the reward's :meth:`Reward.quick_score`: a
+    process-mode reward decides there, in the trainer's process, the samples it can
+    decide cheaply (it returns a Score) and sends only the rest to a worker (None).
+
     The name under which the module exposes the function becomes the reward class, so it
-    pickles by reference for process workers.
+    pickles by reference for process workers. Calling that name on a text or a
+    :class:`Sample` (parameters as keywords) scores it, so the reward can be tried as
+    written; calling it with parameters (or nothing) builds an instance, as the config does.
     """
 
     def wrap(func: Callable[..., Any]) -> type[FunctionReward]:
@@ -249,6 +319,8 @@ def reward(
         }
         if setup is not None:
             attrs["setup"] = lambda self: setup(self.params)
+        if quick is not None:
+            attrs["quick_score"] = lambda self, sample: quick(sample, self.params)
         if chosen_mode is ExecutionMode.ASYNC:
             attrs["score"] = _async_score
             attrs["score_group"] = _async_score_group

@@ -8,6 +8,7 @@ relative to the file). The pytest plugin collects each case as a test item and
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,7 @@ class CaseFile(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     config: str | None = None
     probes: bool = False
+    probe_prompt: Any = None
     probe_reference: Any = None
     probe_metadata: dict[str, Any] = Field(default_factory=dict)
     cases: list[Case] = Field(default_factory=list)
@@ -144,6 +146,56 @@ class LoadedCases:
         case = self.spec.cases[i]
         return case.name or f"case {i}"
 
+    def case_id(self, i: int) -> str:
+        """The case's test id: its name with runs of other characters than letters,
+        digits, ``-`` and ``:`` made ``_`` (so ``pytest FILE::ID`` pasted from a shell
+        works unquoted); made unique within the file by its index."""
+        ids = self._ids()
+        return ids[i]
+
+    def _ids(self) -> list[str]:
+        seen: dict[str, int] = {}
+        ids = []
+        for i in range(len(self.spec.cases)):
+            base = re.sub(r"[^\w:-]+", "_", self.case_name(i)).strip("_") or f"case_{i}"
+            ids.append(base if base not in seen else f"{base}_{i}")
+            seen[base] = i
+        return ids
+
+    def probe_inputs(self) -> tuple[Any, Any, dict[str, Any]]:
+        """The prompt, reference and metadata given to every probe: the file's
+        ``probe_*`` keys, else those of its first case."""
+        spec = self.spec
+        first = spec.cases[0] if spec.cases else None
+        prompt = spec.probe_prompt
+        if prompt is None and first is not None and first.prompt != "":
+            prompt = first.prompt
+        reference = spec.probe_reference
+        if reference is None and first is not None:
+            reference = first.reference
+        metadata = spec.probe_metadata or (dict(first.metadata) if first is not None else {})
+        return prompt, reference, metadata
+
+    def failure_text(self, i: int, problem: str, score: Score) -> str:
+        """What a failed case prints: the problem, then the case's inputs, what was
+        expected and what the reward gave (value, status, reason)."""
+        case = self.spec.cases[i]
+        expected = case.expect.model_dump(mode="json", exclude_none=True,
+                                          exclude_defaults=True)
+        lines = [f"{self.target}: {problem}"]
+        if case.prompt not in ("", None):
+            lines.append(f"  prompt:     {_shown(case.prompt)}")
+        lines += [f"  completion: {_shown(case.completion)}",
+                  f"  reference:  {case.reference!r}"]
+        if case.metadata:
+            lines.append(f"  metadata:   {case.metadata!r}")
+        if case.step:
+            lines.append(f"  step:       {case.step}")
+        lines += [f"  expected:   {expected}",
+                  f"  got:        value {score.value!r}, status {score.status}",
+                  f"  reason:     {score.reason or '(none given)'}"]
+        return "\n".join(lines)
+
     def run_case(self, i: int) -> tuple[str, Score]:
         """Score case ``i``; returns (problem or "", the score checked)."""
         case = self.spec.cases[i]
@@ -163,6 +215,11 @@ class LoadedCases:
             total = result.totals[0]
             score = Score(total) if total is not None else Score.error("total is null")
         return case.expect.check(score), score
+
+
+def _shown(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
 def load_cases(path: str | Path) -> LoadedCases:

@@ -1,26 +1,24 @@
 """The ``rewardkit`` command line.
 
-Core commands live here; ``train``, ``export``, ``eval``, ``launch`` and ``jobs`` belong
-to the ``rewardkit-trainers`` distribution and are delegated to it.
+Every command comes from a plugin through the ``register_commands`` hook: the built-in
+ones from :mod:`rewardkit.commands` (a default plugin), ``train``, ``export``, ``eval``,
+``launch`` and ``jobs`` from the rewardkit-trainers distribution, others from any
+installed plugin. This module owns what they share: the parser, the exit codes and how
+a problem the user can fix is printed (no traceback, exit code 2).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
-import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-TRAINER_COMMANDS = ("train", "export", "eval", "launch", "jobs")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+"""0: done; 1: ran, and what was checked failed (a golden case, an AWS call); 2: a problem
+with what was asked (arguments, config, input files), reported before doing anything."""
+EXIT_INTERRUPTED = 130
 
 #: wide enough for the summary tables when output goes to a file or a pipe
 _PIPE_WIDTH = None if sys.stdout.isatty() else 160
@@ -33,294 +31,66 @@ class UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``rewardkit ARGV...``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in TRAINER_COMMANDS:
-        return _delegate(argv[0], argv[1:])
-    parser = _parser()
+    from rewardkit.cases import CaseFileError
+    from rewardkit.config import ConfigError
+    from rewardkit.registry import RegistryError
+    from rewardkit.scoring_file import ScoringFileError
+
+    try:
+        parser = build_parser()
+    except RegistryError as exc:  # e.g. two plugins registering one reward name
+        err.print(f"error: {exc}", markup=False)
+        return EXIT_USAGE
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    from rewardkit.cases import CaseFileError
-    from rewardkit.config import ConfigError
-    from rewardkit.registry import RegistryError
-
     try:
         code: int = args.func(args)
+        _print_registry_warnings()
         return code
     except ConfigError as exc:
+        _print_registry_warnings()
         err.print(exc.render(), markup=False)
-    except (RegistryError, CaseFileError, UsageError) as exc:
+    except (RegistryError, CaseFileError, UsageError, ScoringFileError) as exc:
         err.print(f"error: {exc}", markup=False)
     except OSError as exc:  # unreadable input, unwritable output, full disk
         where = f": {exc.filename}" if exc.filename else ""
         err.print(f"error: {exc.strerror or exc}{where}", markup=False)
     except KeyboardInterrupt:
         err.print("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
     return EXIT_USAGE
 
 
-def _delegate(command: str, argv: list[str]) -> int:
-    try:
-        from rewardkit_trainers.cli import run
-    except ImportError:
-        err.print(f"`rewardkit {command}` needs the trainers distribution: "
-                  "pip install rewardkit-trainers (or `pip install -e trainers/`)")
-        return EXIT_USAGE
-    result: int = run(command, argv)
-    return result
+def _print_registry_warnings() -> None:
+    """Plugin setup problems that are not errors (e.g. REWARDKIT_PLUGINS naming nothing)."""
+    from rewardkit.registry import registry
+
+    for warning in registry.warnings:
+        err.print(f"warning: {warning}", markup=False)
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rewardkit`` parser with every installed plugin's commands."""
+    from rewardkit.registry import COMMANDS_PLUGIN, registry
+
+    registry.load_default(COMMANDS_PLUGIN)
     parser = argparse.ArgumentParser(
         prog="rewardkit",
         description="Reward functions for GRPO / RLVR: plugins, composition, testing. "
-        f"Trainer commands ({', '.join(TRAINER_COMMANDS)}) come with rewardkit-trainers.",
+        "Plugins add commands (rewardkit-trainers: train, export, eval, launch, jobs).",
     )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
-
-    p = sub.add_parser("rewards", help="list registered rewards")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_rewards)
-
-    p = sub.add_parser("plugins", help="list installed plugins")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_plugins)
-
-    p = sub.add_parser("validate", help="check a reward config")
-    p.add_argument("config")
-    p.add_argument("--step", type=int, default=0, help="show weights at this step")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_validate)
-
-    p = sub.add_parser("score", help="score a JSONL file of samples")
-    p.add_argument("config")
-    p.add_argument("samples", help="JSONL: prompt, completion, reference, other keys = metadata")
-    p.add_argument("--out", required=True, help="JSONL output, one line per scored sample")
-    p.add_argument("--step", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.set_defaults(func=cmd_score)
-
-    p = sub.add_parser("test", help="run golden cases (*.cases.yaml)")
-    p.add_argument("paths", nargs="*", default=["."])
-    p.add_argument("--no-probes", action="store_true", help="skip adversarial probes")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_test)
-
-    p = sub.add_parser("schema", help="print the config JSON Schema")
-    p.add_argument("--markdown", action="store_true", help="the config reference page instead")
-    p.set_defaults(func=cmd_schema)
-
-    p = sub.add_parser("new-plugin", help="write a new reward plugin distribution")
-    p.add_argument("name", help="plugin name, e.g. 'keywords' -> rewardkit-keywords")
-    p.add_argument("--dir", default=".", help="where to create the folder")
-    p.set_defaults(func=cmd_new_plugin)
+    for problem in registry.call_hook("register_commands", subparsers=sub):
+        err.print(f"warning: {problem}", markup=False)
     return parser
 
 
-# -- rewards / plugins ------------------------------------------------------------------
-def _params_summary(cls: Any) -> list[dict[str, Any]]:
-    rows = []
-    for name, f in cls.Params.model_fields.items():
-        default = None if f.is_required() else f.get_default(call_default_factory=True)
-        annotation = getattr(f.annotation, "__name__", None) or str(f.annotation)
-        rows.append({"name": name, "type": annotation.replace("typing.", ""),
-                     "default": default, "required": f.is_required(),
-                     "description": f.description or ""})
-    return rows
-
-
-def cmd_rewards(args: argparse.Namespace) -> int:
-    from rewardkit.registry import registry
-
-    rows: list[dict[str, Any]] = [{"name": cls.name, "plugin": cls.plugin, "mode": str(cls.mode),
-             "group": cls.group, "description": cls.description,
-             "params": _params_summary(cls)} for cls in registry.rewards()]
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-        return EXIT_OK
-    table = Table(title="registered rewards")
-    for col in ("name", "plugin", "mode", "description", "params"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        params = ", ".join(f"{p['name']}={p['default']!r}" if not p["required"]
-                           else f"{p['name']} (required)" for p in r["params"])
-        mode = r["mode"] + (" group" if r["group"] else "")
-        table.add_row(r["name"], r["plugin"], mode, r["description"], params)
-    out.print(table)
-    return EXIT_OK
-
-
-def cmd_plugins(args: argparse.Namespace) -> int:
-    from rewardkit.registry import registry
-
-    plugins = registry.plugins()
-    if args.json:
-        print(json.dumps([p.__dict__ for p in plugins], indent=2))
-        return EXIT_OK
-    table = Table(title="plugins")
-    for col in ("plugin", "distribution", "version", "rewards", "error"):
-        table.add_column(col, overflow="fold")
-    for p in plugins:
-        table.add_row(p.name, p.distribution, p.version, ", ".join(p.rewards), p.error)
-    out.print(table)
-    return EXIT_OK
-
-
-# -- validate / schema -----------------------------------------------------------------
-def cmd_validate(args: argparse.Namespace) -> int:
-    from rewardkit.composition import RewardSet
-    from rewardkit.config import load_config
-
-    rs = RewardSet(load_config(args.config))
-    rows = rs.describe(args.step)
-    if args.json:
-        print(json.dumps({"config": args.config, "valid": True, "step": args.step,
-                          "components": rows}, indent=2, default=str))
-        return EXIT_OK
-    table = Table(title=f"{args.config}: valid ({rs.config.aggregate}, step {args.step})")
-    for col in ("component", "reward", "mode", "weight", "when", "params"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(r["component"], r["reward"], r["mode"], f"{r['weight']:g}",
-                      json.dumps(r["when"]) if r["when"] else "",
-                      json.dumps(r["params"], default=str))
-    out.print(table)
-    return EXIT_OK
-
-
-def cmd_schema(args: argparse.Namespace) -> int:
-    if args.markdown:
-        from rewardkit.config_reference import render_markdown
-
-        print(render_markdown(), end="")
-        return EXIT_OK
-    from rewardkit.config import config_schema
-
-    print(json.dumps(config_schema(), indent=2))
-    return EXIT_OK
-
-
-# -- score ------------------------------------------------------------------------------
-def cmd_score(args: argparse.Namespace) -> int:
-    from rewardkit.composition import RewardSet
-    from rewardkit.config import load_config
-    from rewardkit.scoring_file import score_jsonl
-
-    rs = RewardSet(load_config(args.config))
-    samples_path = Path(args.samples)
-    if not samples_path.is_file():
-        raise UsageError(f"{samples_path}: no such file")
-    if args.batch_size < 1:
-        raise UsageError("--batch-size must be at least 1")
-    started = time.perf_counter()
-    with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, disable=args.json or not err.is_terminal,
-                  transient=True) as progress:
-        task = progress.add_task("score", total=None)
-        summary = score_jsonl(rs, samples_path, Path(args.out), step=args.step,
-                              batch_size=args.batch_size,
-                              on_progress=lambda done, total: progress.update(
-                                  task, completed=done, total=total))
-    summary["seconds"] = round(time.perf_counter() - started, 3)
-    for line_no, reason in summary["bad_lines"]:
-        err.print(f"{samples_path}:{line_no}: skipped: {reason}", markup=False)
-    if args.json:
-        print(json.dumps(_jsonable(summary), indent=2))
-    else:
-        _print_summary(summary)
-    return EXIT_OK
-
-
-def _print_summary(summary: dict[str, Any]) -> None:
-    table = Table(title=f"scored {summary['scored']} samples -> {summary['out']} "
-                        f"(step {summary['step']}, {summary['seconds']}s)")
-    for col in ("component", "weight", "mean", "std", "min", "max", "ok", "skipped",
-                "error", "timeout", "p50 ms", "p95 ms"):
-        table.add_column(col, justify="right" if col != "component" else "left")
-    for name, m in summary["components"].items():
-        c = m["count"]
-        table.add_row(name, f"{m['weight']:g}", _num(m["mean"]), _num(m["std"]),
-                      _num(m["min"]), _num(m["max"]), str(c["ok"]), str(c["skipped"]),
-                      str(c["error"]), str(c["timeout"]), _num(m["latency_ms_p50"]),
-                      _num(m["latency_ms_p95"]))
-    t = summary["total"]
-    table.add_row("[bold]total[/bold]", "", _num(t["mean"]), _num(t["std"]), _num(t["min"]),
-                  _num(t["max"]), "", "", f"null {t['null']}", "", "", "")
-    out.print(table)
-    if summary["bad_lines"]:
-        out.print(f"[yellow]{len(summary['bad_lines'])} malformed line(s) skipped[/yellow]")
-
-
-def _num(v: float) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4g}"
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    return obj
-
-
-# -- test -------------------------------------------------------------------------------
-def cmd_test(args: argparse.Namespace) -> int:
-    from rewardkit.cases import CaseFileError, find_case_files, load_cases
-    from rewardkit.probes import run_probes
-
-    files = find_case_files(args.paths)
-    if not files:
-        raise UsageError(f"no *.cases.yaml files under {' '.join(args.paths)}")
-    results: list[dict[str, Any]] = []
-    for path in files:
-        try:
-            loaded = load_cases(path)
-            for i in range(len(loaded.spec.cases)):
-                problem, score = loaded.run_case(i)
-                results.append({"file": str(path), "case": loaded.case_name(i),
-                                "passed": not problem, "problem": problem,
-                                "score": score.to_dict()})
-            spec = loaded.spec
-            if spec.probes and not args.no_probes and spec.reward:
-                reference = spec.probe_reference
-                if reference is None and spec.cases:
-                    reference = spec.cases[0].reference
-                for pr in run_probes(spec.reward, spec.params, reference, spec.probe_metadata):
-                    results.append({"file": str(path), "case": f"probe:{pr.name}",
-                                    "passed": pr.passed, "problem": pr.problem,
-                                    "score": pr.score.to_dict()})
-        except CaseFileError as exc:
-            results.append({"file": str(path), "case": "(file)", "passed": False,
-                            "problem": str(exc), "score": None})
-    failed = [r for r in results if not r["passed"]]
-    if args.json:
-        print(json.dumps({"passed": len(results) - len(failed), "failed": len(failed),
-                          "results": results}, indent=2, default=str))
-    else:
-        for r in failed:
-            out.print(f"[red]FAIL[/red] {r['file']}::{r['case']}: {r['problem']}")
-        colour = "red" if failed else "green"
-        out.print(f"[{colour}]{len(results) - len(failed)} passed, {len(failed)} failed[/{colour}]"
-                  f" in {len(files)} file(s)")
-    return EXIT_FAIL if failed else EXIT_OK
-
-
-# -- new-plugin -------------------------------------------------------------------------
-def cmd_new_plugin(args: argparse.Namespace) -> int:
-    from rewardkit.scaffold import PluginNameError, write_plugin
-
-    try:
-        folder = write_plugin(args.name, Path(args.dir))
-    except PluginNameError as exc:
-        raise UsageError(str(exc)) from None
-    out.print(f"created {folder}\n  next: pip install -e {folder} && pytest {folder}")
-    return EXIT_OK
-
-
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # run as the module `rewardkit.cli`, so that plugins importing it share this state
+    from rewardkit.cli import main as _main
+
+    sys.exit(_main())

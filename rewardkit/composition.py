@@ -10,23 +10,26 @@ Where weights are applied, stages chosen, samples routed and components aggregat
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from rewardkit.authoring import Reward
+from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
-from rewardkit.execution import Outcome, run_reward
+from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, weight_at
 from rewardkit.score_result import ScoreResult
 from rewardkit.types import ExecutionMode, Sample, Score, Status
 
 NORMALIZE_EPS = 1e-4
+"""Added to a group's standard deviation under ``normalize_then_sum``: a group whose
+values are all equal normalises to 0, not to a division by zero."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,25 @@ class ScheduledComponent:
 
     def weight_at(self, step: int) -> float:
         return weight_at(self.stage_at(step).weight, step)
+
+    @property
+    def is_scheduled(self) -> bool:
+        """Whether the weight depends on the step: a schedule, or stages whose weights
+        differ."""
+        if len(self.stages) > 1 and len({repr(s.weight) for s in self.stages}) > 1:
+            return True
+        return any(not isinstance(s.weight, int | float) for s in self.stages)
+
+    def weight_spec(self) -> Any:
+        """The weight as configured: a number, a schedule (as a dict), or per stage a list
+        of ``{until_step, weight}`` (the last without ``until_step``)."""
+        def plain(weight: Weight) -> Any:
+            return weight if isinstance(weight, int | float) else weight.model_dump()
+
+        if len(self.stages) == 1:
+            return plain(self.stages[0].weight)
+        return [{"until_step": st.until_step, "weight": plain(st.weight)} if st.until_step
+                else {"weight": plain(st.weight)} for st in self.stages]
 
     def routes(self, sample: Sample) -> bool:
         if not self.when:
@@ -114,6 +136,15 @@ class RewardSet:
         """Each component's weight at ``step`` (stages and schedules applied)."""
         return {name: c.weight_at(step) for name, c in self.components.items()}
 
+    def params_at(self, name: str, step: int = 0) -> Params:
+        """Component ``name``'s validated parameters at ``step`` (its stage applied)."""
+        return self.components[name].stage_at(step).reward.params
+
+    def is_scheduled(self, name: str) -> bool:
+        """Whether component ``name``'s weight changes with the step (a schedule, or
+        stages with different weights): trainers with fixed weights need to know."""
+        return self.components[name].is_scheduled
+
     def score(self, samples: Sequence[Sample | Mapping[str, Any]], step: int = 0,
               components: Sequence[str] | None = None) -> ScoreResult:
         """Score ``samples`` at training step ``step``.
@@ -122,11 +153,15 @@ class RewardSet:
         ``completion``, ``reference``, other keys = metadata). ``components`` limits
         scoring to some components (trainer adapters score one at a time).
         """
-        batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
+        batch: list[Sample]
+        if set(map(type, samples)) <= {Sample}:  # the common case, at C speed
+            batch = cast(list[Sample], list(samples))
+        else:
+            batch = [s if isinstance(s, Sample) else Sample.from_dict(s) for s in samples]
         n = len(batch)
         cap = self.config.limits.max_completion_chars
-        longest = max(map(len, map(_text_of, batch)), default=0)
-        oversize = [i for i, s in enumerate(batch) if len(s.text) > cap] if longest > cap else []
+        longest = max(map(_size_of, batch), default=0)
+        oversize = [i for i, s in enumerate(batch) if s.size > cap] if longest > cap else []
         groups: list[list[int]] | None = None
         outcomes: dict[str, Outcome] = {}
         chosen = list(self.components) if components is None else list(components)
@@ -140,7 +175,7 @@ class RewardSet:
                 indices = [i for i, s in enumerate(batch) if i not in skip and comp.routes(s)]
                 for i, s in enumerate(batch):
                     if i in skip:
-                        out.put(i, self._oversize_score(len(s.text), cap))
+                        out.put(i, self._oversize_score(s.size, cap))
                     elif not comp.routes(s):
                         out.put(i, Score.skip("not routed here (when)"))
             comp_groups = None
@@ -151,8 +186,13 @@ class RewardSet:
                 comp_groups = [g if allowed is None else [i for i in g if i in allowed]
                                for g in groups]
                 comp_groups = [g for g in comp_groups if g]
-            run_reward(stage.reward, comp.mode, batch, indices, comp_groups, comp.timeout,
-                       out, self.config.workers)
+            ray = self._ray_executor(stage.reward, comp.mode)
+            if ray is not None:
+                limit = comp.timeout or stage.reward.timeout or DEFAULT_TIMEOUT
+                ray.run(stage.reward, comp.mode, batch, indices, comp_groups, limit, out)
+            else:
+                run_reward(stage.reward, comp.mode, batch, indices, comp_groups,
+                           comp.timeout, out, self.config.workers)
             outcomes[name] = out
         weights = {name: self.components[name].weight_at(step) for name in chosen}
         if self.config.aggregate == "normalize_then_sum":
@@ -162,7 +202,17 @@ class RewardSet:
         else:
             used = {name: outcomes[name].values for name in chosen}
         totals = _aggregate(n, used, outcomes, weights, self.config.on_error == "null")
-        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate)
+        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate, used)
+
+    def _ray_executor(self, reward: Reward, mode: ExecutionMode) -> Any:
+        """The Ray executor when the config asks for it and this component goes there."""
+        if self.config.executor == "local":
+            return None
+        from rewardkit.ray_executor import ray_wanted, shared_executor, uses_ray
+
+        if not ray_wanted(self.config.executor) or not uses_ray(reward, mode):
+            return None
+        return shared_executor(self.config.ray)
 
     def _oversize_score(self, length: int, cap: int) -> Score:
         reason = f"completion too large ({length} chars > {cap}); not parsed"
@@ -181,13 +231,16 @@ class RewardSet:
                 "reward": comp.config.reward,
                 "mode": str(comp.mode),
                 "weight": comp.weight_at(step),
+                "weight_spec": comp.weight_spec(),
                 "when": comp.when,
                 "params": stage.reward.params.model_dump(),
             })
         return rows
 
 
-_text_of = operator.attrgetter("text")
+#: the completion's length, read without touching the text (a pass over 65k texts is a
+#: pass over memory the rewards are about to read anyway)
+_size_of = operator.attrgetter("size")
 
 
 def group_key(sample: Sample) -> Any:
@@ -229,8 +282,8 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     if all(not outcomes[name].scores for name in weighted):
         # the common case: every weighted component scored every sample (a value is None
         # only with a non-ok Score recorded, so none is None here)
-        combine = _weighted_sum_fn([weights[name] for name in weighted])
-        return list(map(combine, *(used[name] for name in weighted)))
+        columns: list[Any] = [used[name] for name in weighted]
+        return list(_weighted_sum(n, columns, [weights[name] for name in weighted]))
     totals = []
     for i in range(n):
         total = 0.0
@@ -249,10 +302,12 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     return totals
 
 
-def _weighted_sum_fn(weights: Sequence[float]) -> Any:
-    """``lambda v0, v1, ...: w0 * v0 + w1 * v1 + ...`` for these weights, so the total
-    of a batch is one C-level ``map`` over the component columns."""
-    names = [f"v{i}" for i in range(len(weights))]
-    body = " + ".join(f"w[{i}] * {name}" for i, name in enumerate(names))
-    fn: Any = eval(f"lambda {', '.join(names)}: {body}", {"w": tuple(weights)})
-    return fn
+def _weighted_sum(n: int, columns: Sequence[Sequence[float]],
+                  weights: Sequence[float]) -> list[float]:
+    """``w0 * v0 + w1 * v1 + ...`` per sample, one C-level ``map`` per component (no
+    generated code, so any number of components works)."""
+    totals: list[float] = [0.0] * n
+    for column, weight in zip(columns, weights, strict=True):
+        totals = list(map(operator.add, totals, map(operator.mul, column,
+                                                    itertools.repeat(weight))))
+    return totals

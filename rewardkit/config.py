@@ -7,6 +7,7 @@ The models are the single source of truth for validation, defaults, the JSON Sch
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from collections.abc import Mapping
@@ -14,15 +15,30 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 from rewardkit.registry import RegistryError, UnknownRewardError, registry
 from rewardkit.schedules import Weight
-from rewardkit.types import ExecutionMode
+from rewardkit.types import MAX_ABS_VALUE, ExecutionMode
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+#: longest per-sample timeout a config may ask for (a day): longer is a mistake, and the
+#: operating system refuses waits past ~49 days
+MAX_TIMEOUT = 86_400.0
+#: most process-mode workers a config may ask for
+MAX_WORKERS = 1024
 
 
 class Stage(_Model):
@@ -44,7 +60,8 @@ class Component(_Model):
         default_factory=dict, description="parameters, validated by the reward's model"
     )
     weight: Weight = Field(
-        1.0, description="a number or a schedule; 0 = logged metric only, not trained on"
+        1.0, description="a number or a schedule, finite and within +-1,000,000; 0 = logged "
+        "metric only, not trained on"
     )
     stages: list[Stage] | None = Field(None, description="params/weight switched by step")
     when: dict[str, Any] | None = Field(
@@ -53,8 +70,9 @@ class Component(_Model):
         "means membership) are scored; others get status skipped",
     )
     timeout: float | None = Field(
-        None, gt=0, description="hard timeout in seconds per sample (per group for group "
-        "rewards); an inline reward with a timeout runs in a worker process",
+        None, gt=0, le=MAX_TIMEOUT,
+        description="hard timeout in seconds per sample (per group for group "
+        "rewards), at most 86,400; an inline reward with a timeout runs in a worker process",
     )
     mode: ExecutionMode | None = Field(
         None, description="override the reward's declared execution mode"
@@ -81,8 +99,28 @@ class Limits(_Model):
         200_000, gt=0, description="completions longer than this are not parsed"
     )
     oversize_value: float | None = Field(
-        None,
-        description="value given to oversize completions (status ok); null = status error",
+        None, ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE,
+        description="value given to oversize completions (status ok), within +-1e12; "
+        "null = status error",
+    )
+
+
+class RaySettings(_Model):
+    """Where and how wide process-mode and sandboxed rewards run when ``executor`` is ray."""
+
+    address: str | None = Field(
+        None, description="Ray cluster address (default: RAY_ADDRESS, a running cluster, "
+        "else a local one)"
+    )
+    actors: int | None = Field(
+        None, gt=0, description="scoring actors (default: the cluster's CPUs / cpus_per_actor)"
+    )
+    cpus_per_actor: float = Field(
+        1.0, gt=0, description="CPUs reserved by each actor; its worker pool has that many "
+        "processes (at least one)"
+    )
+    max_in_flight: int = Field(
+        2, ge=1, description="chunks queued per actor at a time (backpressure)"
     )
 
 
@@ -102,13 +140,24 @@ class RewardConfig(_Model):
     rewards: dict[str, Component] = Field(min_length=1)
     limits: Limits = Field(default_factory=lambda: Limits.model_validate({}))
     workers: int | None = Field(
-        None, gt=0, description="process-mode worker count (default: usable cores)"
+        None, gt=0, le=MAX_WORKERS,
+        description="process-mode worker count (default: usable cores), at most 1,024",
     )
-    train: dict[str, Any] | None = Field(None, description="training run (rewardkit train)")
-    eval: dict[str, Any] | None = Field(None, description="evaluation (rewardkit eval)")
-    sagemaker: dict[str, Any] | None = Field(
-        None, description="SageMaker job (rewardkit launch sagemaker)"
+    executor: Literal["local", "ray", "auto"] = Field(
+        "local",
+        description="where process-mode and sandboxed rewards run: local worker processes, "
+        "Ray actors, or auto (Ray when this process is connected to a Ray cluster or "
+        "RAY_ADDRESS is set)",
     )
+    ray: RaySettings = Field(default_factory=lambda: RaySettings.model_validate({}))
+
+    _sections: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def section(self, name: str) -> Any:
+        """The validated model of a plugin's config section (``train``, ``sagemaker``,
+        ...), or None when the file has none. Sections come from the
+        ``register_config_sections`` hook; see :func:`config_model`."""
+        return self._sections.get(name)
 
 
 class ConfigError(Exception):
@@ -124,6 +173,78 @@ class ConfigError(Exception):
         for path, reason in self.problems:
             lines.append(f"  {path or '(top level)'}: {reason}")
         return "\n".join(lines)
+
+
+#: most values a YAML config may expand to, aliases followed (a billion-laughs document
+#: is a few lines that expand to billions)
+MAX_YAML_NODES = 100_000
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _YAMLRefusal(Exception):
+    """A YAML document refused before it is built: duplicate keys, an alias bomb."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """Safe YAML that refuses duplicate keys and documents that expand past
+    ``MAX_YAML_NODES`` values through aliases."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        _check_expansion(node)
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.setdefault(key, line)
+            except TypeError:  # an unhashable key: the constructor will say so
+                continue
+            if first != line:
+                raise _YAMLRefusal(f"duplicate key {key!r} at line {line} "
+                                   f"(first at line {first}); each key may appear once")
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Count the values of ``root`` with every alias expanded, without expanding."""
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in size:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        if not children_done:
+            if id(node) in open_nodes:
+                raise _YAMLRefusal(f"recursive alias at line {node.start_mark.line + 1}")
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            for child in children:
+                if id(child) in open_nodes:
+                    raise _YAMLRefusal(
+                        f"recursive alias at line {child.start_mark.line + 1}")
+                if id(child) not in size:
+                    stack.append((child, False))
+            continue
+        open_nodes.discard(id(node))
+        size[id(node)] = total = 1 + sum(size[id(c)] for c in children)
+        if total > MAX_YAML_NODES:
+            raise _YAMLRefusal(
+                f"the document expands to more than {MAX_YAML_NODES:,} values through "
+                f"aliases (line {node.start_mark.line + 1}); write the values out instead")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -145,7 +266,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             raise ConfigError(source, [("", f"TOML syntax error: {exc}")]) from None
     else:
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_ConfigLoader)
+        except _YAMLRefusal as exc:
+            raise ConfigError(source, [("", str(exc))]) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -158,35 +281,100 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+_MODELS: dict[tuple[tuple[str, type[BaseModel]], ...], type[RewardConfig]] = {}
+
+
+def config_model() -> type[RewardConfig]:
+    """The model of a whole config file: :class:`RewardConfig` plus one optional key per
+    section that an installed plugin registers (``register_config_sections``)."""
+    sections = registry.config_sections()
+    key = tuple((s.name, s.model) for s in sections)
+    model = _MODELS.get(key)
+    if model is None:
+        fields: dict[str, Any] = {
+            s.name: (s.model | None, Field(None, description=s.description)) for s in sections
+        }
+        model = create_model("RewardConfig", __base__=RewardConfig, __doc__=RewardConfig.__doc__,
+                             __module__=__name__, **fields)
+        _MODELS[key] = model
+    return model
+
+
 def parse_config(data: Mapping[str, Any], source: str = "<config>") -> RewardConfig:
-    """Validate a config dict: shape, then every reward name and its params (per stage)."""
-    try:
-        config = RewardConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(source, _problems(exc)) from None
+    """Validate a config dict: shape and plugin sections, every reward name and its
+    params (per stage).
+
+    Every problem is reported in one pass: a shape error elsewhere does not hide an
+    unknown reward or a misspelt param of another component.
+    """
+    model = config_model()
     problems: list[tuple[str, str]] = []
-    for name, component in config.rewards.items():
-        base = f"rewards.{name}"
-        try:
-            cls = registry.get(component.reward)
-        except UnknownRewardError as exc:
-            problems.append((f"{base}.reward", str(exc)))
-            continue
-        except RegistryError as exc:
-            problems.append((f"{base}.reward", str(exc)))
-            continue
-        try:
-            cls.Params.model_validate(component.params)
-        except ValidationError as exc:
-            problems += _problems(exc, f"{base}.params")
-        for i, stage in enumerate(component.stages or []):
-            try:
-                cls.Params.model_validate({**component.params, **stage.params})
-            except ValidationError as exc:
-                problems += _problems(exc, f"{base}.stages.{i}.params")
-    if problems:
-        raise ConfigError(source, problems)
+    whole: RewardConfig | None = None
+    try:
+        whole = model.model_validate(data)
+    except ValidationError as exc:
+        problems += _top_level_hints(_problems(exc, "", model), model)
+    rewards = data.get("rewards") if isinstance(data, Mapping) else None
+    if isinstance(rewards, Mapping):
+        for name, component in rewards.items():
+            if isinstance(component, Mapping) and isinstance(component.get("reward"), str):
+                problems += _component_problems(f"rewards.{name}", component)
+    if problems or whole is None:
+        raise ConfigError(source, list(dict.fromkeys(problems)) or [("", "invalid config")])
+    # the core model, so configs pickle to worker processes whatever plugins are installed
+    config = RewardConfig.model_validate({k: v for k, v in data.items()
+                                          if k in RewardConfig.model_fields})
+    config._sections = {name: value for name in model.model_fields
+                        if name not in RewardConfig.model_fields
+                        and (value := getattr(whole, name)) is not None}
     return config
+
+
+def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The reward name and params of one component (given as the raw mapping)."""
+    try:
+        cls = registry.get(component["reward"])
+    except (UnknownRewardError, RegistryError) as exc:
+        return [(f"{base}.reward", str(exc))]
+    params = component.get("params") or {}
+    if not isinstance(params, Mapping):
+        return []  # the shape check already said params must be a mapping
+    problems: list[tuple[str, str]] = []
+    try:
+        cls.Params.model_validate(params)
+    except ValidationError as exc:
+        problems += _problems(exc, f"{base}.params", cls.Params)
+    stages = component.get("stages")
+    for i, stage in enumerate(stages if isinstance(stages, list) else []):
+        stage_params = stage.get("params") if isinstance(stage, Mapping) else None
+        if not isinstance(stage_params, Mapping):
+            continue
+        try:
+            cls.Params.model_validate({**params, **stage_params})
+        except ValidationError as exc:
+            problems += _problems(exc, f"{base}.stages.{i}.params", cls.Params)
+    return problems
+
+
+def _did_you_mean(key: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _known_keys(loc: list[str], model: type[BaseModel] | None) -> list[str]:
+    """The keys allowed where an unknown key was found (for a did-you-mean)."""
+    if model is not None and not issubclass(model, RewardConfig):
+        return list(model.model_fields) if len(loc) == 1 else []  # e.g. a reward's Params
+    found: type[BaseModel] | None = None
+    if len(loc) == 1:
+        found = model or RewardConfig
+    elif loc[0] == "rewards" and len(loc) == 3:
+        found = Component
+    elif loc[0] == "rewards" and len(loc) == 5 and loc[2] == "stages":
+        found = Stage
+    elif loc[0] == "limits" and len(loc) == 2:
+        found = Limits
+    return list(found.model_fields) if found is not None else []
 
 
 def load_config(path: str | Path) -> RewardConfig:
@@ -194,24 +382,77 @@ def load_config(path: str | Path) -> RewardConfig:
     return parse_config(read_config_file(path), str(path))
 
 
-def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+def _top_level_hints(problems: list[tuple[str, str]], model: type[BaseModel]
+                     ) -> list[tuple[str, str]]:
+    """An unknown top-level key may be a section of a plugin that is not installed."""
+    return [(path, f"{reason} (top-level keys: {', '.join(model.model_fields)}; a plugin's "
+             "section needs that plugin installed, see `rewardkit plugins`)")
+            if reason.startswith("unknown key") and "." not in path else (path, reason)
+            for path, reason in problems]
+
+
+def validation_problems(exc: ValidationError, model: type[BaseModel], prefix: str = ""
+                        ) -> list[tuple[str, str]]:
+    """``model``'s validation error as (key path, reason) pairs, the way
+    :class:`ConfigError` shows them: union-branch labels dropped from paths, one telling
+    error per mistake. Plugins validating their own section use it with ``prefix`` = the
+    section's name."""
+    return _problems(exc, prefix, model)
+
+
+def _model_names(model: type[BaseModel] | None) -> frozenset[str]:
+    """Class names of the models that are a branch of a union in ``model``: pydantic
+    labels a union's branches by them in error locations."""
+    if model is None:
+        return frozenset()
+    names = _MODEL_NAMES.get(model)
+    if names is None:
+        found: set[str] = set()
+
+        def walk(node: Any, in_union: bool) -> None:
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if in_union and isinstance(ref, str):
+                    found.add(ref.rsplit("/", 1)[-1])
+                for key, value in node.items():
+                    walk(value, key in ("anyOf", "oneOf"))
+            elif isinstance(node, list):
+                for item in node:
+                    walk(item, in_union)
+
+        walk(model.model_json_schema(), False)
+        names = _MODEL_NAMES[model] = frozenset(found)
+    return names
+
+
+_MODEL_NAMES: dict[type[BaseModel], frozenset[str]] = {}
+
+
+def _problems(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+              ) -> list[tuple[str, str]]:
     errors = exc.errors(include_url=False)
     in_union = any(str(p).startswith("tagged-union[") for e in errors for p in e["loc"])
+    models = _model_names(model)
+    located = [(err, _key_path(err["loc"], models)) for err in errors]
     out: list[tuple[str, str]] = []
-    for err in errors:
+    for err, loc in located:
         # drop pydantic's union-branch labels ("float", "tagged-union[...]") from the path
-        loc = _key_path(err["loc"])
         path = ".".join([prefix, *loc] if prefix else loc)
         kind = err["type"]
         given = err.get("input")
+        if kind in ("string_type", "literal_error") and isinstance(given, dict | list) and any(
+                other is not err and other_loc[:len(loc)] == loc and len(other_loc) > len(loc)
+                for other, other_loc in located):
+            continue  # "not a string" about a mapping: the mapping branch's errors tell more
         if kind in ("float_type", "float_parsing") and isinstance(given, dict):
             continue  # a mapping given for a number-or-schedule: the schedule errors tell more
         if kind in ("model_attributes_type", "model_type") and not isinstance(given, dict) \
                 and any(p == path for p, _ in out):
             continue  # a scalar that is not a number: the number error already says so
-        message = err["msg"]
+        message = err["msg"].removeprefix("Value error, ")
         if kind == "extra_forbidden":
-            message = "unknown key"
+            message = "unknown key" + (_did_you_mean(loc[-1], _known_keys(loc, model))
+                                       if loc else "")
         elif kind in ("float_type", "float_parsing") and in_union:
             message = "expected a number or a schedule ({schedule: linear, ...})"
         if "input" in err and kind not in ("missing", "extra_forbidden"):
@@ -223,9 +464,10 @@ def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
     return out
 
 
-def _key_path(loc: tuple[int | str, ...]) -> list[str]:
+def _key_path(loc: tuple[int | str, ...], models: frozenset[str] = frozenset()) -> list[str]:
     """The user's key path from a pydantic error location, without union-branch labels
-    ("float", "tagged-union[...]" and the discriminator value after it)."""
+    ("float", "tagged-union[...]" and the discriminator value after it, the class name of a
+    model among ``models``)."""
     parts: list[str] = []
     skip_tag = False
     for raw in loc:
@@ -238,10 +480,12 @@ def _key_path(loc: tuple[int | str, ...]) -> list[str]:
             continue
         if part in ("float", "int", "str", "bool") or part.startswith(("function-", "union[")):
             continue
+        if "[" in part or part in models:
+            continue  # a branch label: "list[int]", "literal['auto']", a model's class name
         parts.append(part)
     return parts
 
 
 def config_schema() -> dict[str, Any]:
-    """The JSON Schema of the config file."""
-    return RewardConfig.model_json_schema()
+    """The JSON Schema of the config file, plugin sections included."""
+    return config_model().model_json_schema()

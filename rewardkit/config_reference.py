@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import inspect
+import re
+import types
+import typing
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel
 
-from rewardkit.config import Component, Limits, RewardConfig, Stage
+from rewardkit.config import Component, Limits, RaySettings, RewardConfig, Stage
 from rewardkit.schedules import (
     ConstantSchedule,
     CosineSchedule,
@@ -22,6 +26,7 @@ _SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("`rewards.<name>`: a component", Component),
     ("`rewards.<name>.stages[]`", Stage),
     ("`limits`", Limits),
+    ("`ray` (with `executor: ray`; see docs/scale.md)", RaySettings),
 ]
 _SCHEDULES: list[type[BaseModel]] = [ConstantSchedule, LinearSchedule, CosineSchedule,
                                      PiecewiseSchedule, WarmupSchedule]
@@ -34,8 +39,9 @@ def _type_name(field: Any) -> str:
         return "number or schedule" + (" or null" if nullable else "")
     if "ExecutionMode" in text:
         return "`inline`, `process` or `async`" + (" or null" if nullable else "")
-    for noise in ("typing.", "rewardkit.config.", "rewardkit.schedules.", "<class '", "'>"):
+    for noise in ("<class '", "'>"):
         text = text.replace(noise, "")
+    text = re.sub(r"\b(?:[a-z_][a-z0-9_]*\.)+(?=[A-Za-z_])", "", text)  # module paths
     if text.startswith("Literal["):
         return " or ".join(f"`{v.strip()}`" for v in text[8:-1].replace("'", "").split(","))
     return text.replace("NoneType", "null").replace(" | ", " or ")
@@ -50,6 +56,41 @@ def _default(field: Any) -> str:
     return f"`{value!r}`" if value not in ({}, None) else ("`{}`" if value == {} else "`null`")
 
 
+def _nested(model: type[BaseModel], path: str) -> Iterator[tuple[str, type[BaseModel]]]:
+    """The models nested in ``model``'s fields, each with its key path (``a.b``,
+    ``a.<name>`` for a mapping's values, ``a[]`` for a list's items), depth first."""
+    for name, field in model.model_fields.items():
+        yield from _models_in(field.annotation, f"{path}.{name}")
+
+
+def _models_in(annotation: Any, path: str) -> Iterator[tuple[str, type[BaseModel]]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield path, annotation
+        yield from _nested(annotation, path)
+        return
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is dict and len(args) == 2:
+        yield from _models_in(args[1], f"{path}.<name>")
+    elif origin is list and args:
+        yield from _models_in(args[0], f"{path}[]")
+    elif origin in (typing.Union, types.UnionType):
+        for arg in args:
+            yield from _models_in(arg, path)
+
+
+def _plugin_sections() -> list[tuple[str, type[BaseModel]]]:
+    """Sections registered by installed plugins, each followed by its nested models."""
+    from rewardkit.registry import registry
+
+    out: list[tuple[str, type[BaseModel]]] = []
+    for section in registry.config_sections():
+        out.append((f"`{section.name}`: {section.description} ({section.distribution})",
+                    section.model))
+        out += [(f"`{path}`", nested) for path, nested in _nested(section.model, section.name)]
+    return out
+
+
 def render_markdown() -> str:
     lines = [
         "# Config reference",
@@ -60,7 +101,10 @@ def render_markdown() -> str:
         "`rewardkit schema` prints the JSON Schema for editors.",
         "",
     ]
-    for title, model in _SECTIONS:
+    from rewardkit.config import config_model
+
+    top = [("Top level", config_model())]  # with the keys of the plugins' sections
+    for title, model in [*top, *_SECTIONS[1:], *_plugin_sections()]:
         lines += [f"## {title}", "", inspect.cleandoc(model.__doc__ or ""), "",
                   "| key | type | default | meaning |", "|---|---|---|---|"]
         for name, field in model.model_fields.items():

@@ -8,8 +8,10 @@ async modes) and dead processes become ``error`` / ``timeout`` scores.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import functools
-import math
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -17,9 +19,9 @@ from typing import Any
 
 from rewardkit.authoring import FunctionReward, Reward
 from rewardkit.process_pool import pickle_reward, shared_pool
-from rewardkit.types import ExecutionMode, Sample, Score, coerce_value
+from rewardkit.types import MAX_ABS_VALUE, ExecutionMode, Sample, Score, coerce_value
 
-_INF = math.inf
+_MAX = MAX_ABS_VALUE
 #: inline rewards are timed per chunk of this many samples (timing each call would cost
 #: more than many rewards do)
 INLINE_CHUNK = 1024
@@ -33,12 +35,17 @@ class Outcome:
     status is not ``ok`` or there are details to keep.
     """
 
-    __slots__ = ("latencies", "scores", "values")
+    __slots__ = ("latencies", "latency_per_sample", "sample_seconds", "scores", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
         self.scores: dict[int, Score] = {}
         self.latencies: list[float] = []
+        #: False when ``latencies`` are chunk averages (inline rewards): their spread says
+        #: nothing about single samples, so no percentiles are reported from them
+        self.latency_per_sample = True
+        #: seconds per sample index where each sample was timed alone (process mode)
+        self.sample_seconds: dict[int, float] = {}
 
     def put(self, idx: int, score: Score) -> None:
         self.values[idx] = score.value
@@ -52,6 +59,12 @@ class Outcome:
         if found is not None:
             return found
         return Score(self.values[idx])
+
+
+#: raised by a reward, these are that sample's error, like any exception (a reward that
+#: calls ``sys.exit`` must not end the run). ``KeyboardInterrupt`` is not among them in
+#: the calling thread: there it is the user's Ctrl-C.
+_REWARD_EXITS = (Exception, SystemExit, GeneratorExit, asyncio.CancelledError)
 
 
 def exception_score(exc: BaseException) -> Score:
@@ -69,31 +82,34 @@ def run_inline(reward: Reward, samples: Sequence[Sample], indices: Sequence[int]
     chosen = samples if indices is None else [samples[i] for i in indices]
     values = out.values
     perf = time.perf_counter
+    out.latency_per_sample = False
     for start in range(0, len(chosen), INLINE_CHUNK):
         chunk = chosen[start : start + INLINE_CHUNK]
         t0 = perf()
         try:
             got = [fn(s) for s in chunk]
-        except Exception:
+        except _REWARD_EXITS:
             got = [_safe_call(fn, s) for s in chunk]
         elapsed = perf() - t0
         out.latencies.append(elapsed / max(1, len(chunk)))
-        if indices is None and _all_finite_floats(got):
+        if indices is None and _all_bounded_floats(got):
             values[start : start + len(got)] = got
             continue
         for j, v in enumerate(got):
             idx = start + j if indices is None else indices[start + j]
-            if type(v) is float and -_INF < v < _INF:
+            if type(v) is float and -_MAX <= v <= _MAX:
                 values[idx] = v
             else:
                 out.put(idx, v if isinstance(v, _Failure) else coerce_value(v))
 
 
-def _all_finite_floats(got: list[Any]) -> bool:
-    """True when every item is a finite float (C-speed checks: the common case)."""
-    if set(map(type, got)) - {float}:
-        return False
-    return math.isfinite(sum(got))  # NaN and inf propagate; a finite overflow only errs safe
+def _all_bounded_floats(got: list[Any]) -> bool:
+    """True when every item is a float within +-MAX_ABS_VALUE (C-speed checks: the
+    common case)."""
+    if not got or set(map(type, got)) - {float}:
+        return not got
+    total = sum(got)  # NaN propagates; inf or a huge value shows in min/max below
+    return total == total and min(got) >= -_MAX and max(got) <= _MAX
 
 
 class _Failure(Score):
@@ -105,7 +121,7 @@ class _Failure(Score):
 def _safe_call(fn: Callable[[Sample], Any], sample: Sample) -> Any:
     try:
         return fn(sample)
-    except Exception as exc:
+    except _REWARD_EXITS as exc:
         err = exception_score(exc)
         return _Failure(err.value, err.status, err.reason, err.details)
 
@@ -116,21 +132,49 @@ def run_inline_groups(reward: Reward, samples: Sequence[Sample],
         t0 = time.perf_counter()
         try:
             got = reward.score_group([samples[i] for i in members])
-            scores = _group_scores(got, len(members))
-        except Exception as exc:
+            scores = group_scores(got, len(members))
+        except _REWARD_EXITS as exc:
             scores = [exception_score(exc)] * len(members)
         out.latencies.append((time.perf_counter() - t0) / max(1, len(members)))
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
 
 
-def _group_scores(got: Any, n: int) -> list[Score]:
+def group_scores(got: Any, n: int) -> list[Score]:
+    """What a group reward returned for ``n`` samples, as ``n`` Scores: anything but a
+    list of ``n`` values is an error Score for each sample. Used wherever a group reward
+    runs (inline, async, in a worker process)."""
     if isinstance(got, str | bytes) or not hasattr(got, "__len__"):
         return [Score.error(f"group reward returned {type(got).__name__}, expected a list")] * n
     values = list(got)
     if len(values) != n:
         return [Score.error(f"group reward returned {len(values)} values for {n} samples")] * n
     return [coerce_value(v) for v in values]
+
+
+def run_quick(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
+              out: Outcome) -> list[int]:
+    """The verdicts a process-mode reward reaches in this process (its ``quick_score``);
+    returns the indices still to be sent to a worker. A quick check that raises or returns
+    something else than a Score leaves the sample to the worker."""
+    chosen = range(len(samples)) if indices is None else indices
+    quick = reward.quick_score
+    rest: list[int] = []
+    start = time.perf_counter()
+    decided = 0
+    for idx in chosen:
+        try:
+            got = quick(samples[idx])
+        except Exception:  # the worker reports the failure properly
+            got = None
+        if isinstance(got, Score):
+            out.put(idx, got)
+            decided += 1
+        else:
+            rest.append(idx)
+    if decided:
+        out.latencies.append((time.perf_counter() - start) / len(chosen))
+    return rest
 
 
 def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
@@ -154,6 +198,7 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
             assert isinstance(score, Score)
             out.put(idx, score)
             out.latencies.append(seconds)
+            out.sample_seconds[idx] = seconds
         return
     group_items = [(g, [samples[i] for i in members]) for g, members in enumerate(groups)]
     answers = pool.run(key, blob, True, group_items, timeout)
@@ -173,62 +218,85 @@ def _all_indices(samples: Sequence[Sample], indices: Sequence[int] | None,
 
 
 # -- async ---------------------------------------------------------------------------
-class _LoopThread:
-    """One event loop in a daemon thread, shared by all async rewards, so scoring works
-    from synchronous code and from inside another running loop alike."""
+#: the event loop's heartbeat period (seconds); a loop whose heartbeat is late by more
+#: than a call's timeout is taken as blocked by the coroutine it is running
+HEARTBEAT = 0.05
+
+
+class _LoopState:
+    """An event loop in its daemon thread, with its last heartbeat."""
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.loop = asyncio.new_event_loop()
+        self.beat = time.monotonic()
+        self.loop.call_soon(self._tick)
+        threading.Thread(target=self._run, name="rewardkit-async", daemon=True).start()
+
+    def _tick(self) -> None:
+        self.beat = time.monotonic()
+        self.loop.call_later(HEARTBEAT, self._tick)
+
+    def _run(self) -> None:
+        try:
+            self.loop.run_forever()
+            # abandoned: end what is left of its coroutines quietly before closing
+            left = asyncio.all_tasks(self.loop)
+            for task in left:
+                task.cancel()
+            if left:
+                self.loop.run_until_complete(asyncio.wait(left, timeout=1.0))
+        finally:
+            self.loop.close()
+
+
+class _LoopThread:
+    """One event loop in a daemon thread, shared by all async rewards, so scoring works
+    from synchronous code and from inside another running loop alike. A loop blocked by
+    a coroutine (blocking code in ``async def``) is abandoned: later work goes to a new
+    loop, and the old one stops once the blocking call returns."""
+
+    def __init__(self) -> None:
+        self._state: _LoopState | None = None
         self._lock = threading.Lock()
 
-    def loop(self) -> asyncio.AbstractEventLoop:
+    def current(self) -> _LoopState:
         with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="rewardkit-async",
-                                 daemon=True).start()
-                self._loop = loop
-            return self._loop
+            if self._state is None:
+                self._state = _LoopState()
+            return self._state
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self.current().loop
+
+    def abandon(self, state: _LoopState) -> None:
+        with self._lock:
+            if self._state is state:
+                self._state = None
+        with contextlib.suppress(RuntimeError):
+            state.loop.call_soon_threadsafe(state.loop.stop)
 
 
 _loop_thread = _LoopThread()
 ASYNC_CONCURRENCY = 64
+_async_calls = itertools.count(1)
 
 
 def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
               groups: Sequence[Sequence[int]] | None, timeout: float, out: Outcome) -> None:
-    """Async reward: all samples (or groups) concurrently, each with ``timeout``."""
+    """Async reward: all samples (or groups) concurrently, each with ``timeout``.
 
-    async def one(call: Callable[[], Any]) -> tuple[Any, float]:
-        t0 = time.perf_counter()
-        try:
-            result = call()
-            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-                result = await asyncio.wait_for(result, timeout)
-            return result, time.perf_counter() - t0
-        except TimeoutError:
-            return Score.timeout(f"exceeded {timeout:g}s timeout"), time.perf_counter() - t0
-        except Exception as exc:
-            return _Failure(*_tuple(exception_score(exc))), time.perf_counter() - t0
-
-    async def main() -> list[tuple[Any, float]]:
-        gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
-
-        async def gated(call: Callable[[], Any]) -> tuple[Any, float]:
-            async with gate:
-                return await one(call)
-
-        calls: list[Callable[[], Any]]
-        if groups is None:
-            calls = [functools.partial(reward.score, samples[i]) for i in chosen]
-        else:
-            calls = [functools.partial(reward.score_group, [samples[i] for i in members])
-                     for members in groups]
-        return await asyncio.gather(*(gated(c) for c in calls))
-
+    A coroutine that blocks the event loop (``time.sleep`` or CPU work inside ``async
+    def``) past ``timeout`` gets ``timeout``; the others of the batch still in flight
+    are run again on a fresh loop.
+    """
     chosen = list(range(len(samples)) if indices is None else indices)
-    future = asyncio.run_coroutine_threadsafe(main(), _loop_thread.loop())
-    results = future.result()
+    calls: list[Callable[[], Any]]
+    if groups is None:
+        calls = [functools.partial(reward.score, samples[i]) for i in chosen]
+    else:
+        calls = [functools.partial(reward.score_group, [samples[i] for i in members])
+                 for members in groups]
+    results = _run_on_loop(calls, timeout)
     if groups is None:
         for idx, (value, seconds) in zip(chosen, results, strict=True):
             out.put(idx, value if isinstance(value, Score) and value.status != "ok"
@@ -239,10 +307,105 @@ def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] 
         if isinstance(value, Score) and value.status != "ok":
             scores = [value] * len(members)
         else:
-            scores = _group_scores(value, len(members))
+            scores = group_scores(value, len(members))
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
         out.latencies.append(seconds / max(1, len(members)))
+
+
+async def _contained(coro: Any, name: str) -> Any:
+    """Await a reward's coroutine; ``SystemExit`` and the like become its error instead of
+    escaping the event loop (a task re-raises them out of ``run_forever``). The task
+    ``wait_for`` runs it in takes ``name``, so a watchdog can tell whose it is."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.set_name(name)
+    try:
+        return await coro
+    except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        return _Failure(*_tuple(exception_score(exc)))
+
+
+def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tuple[Any, float]]:
+    token = f"rewardkit-{next(_async_calls)}-"
+    results: list[tuple[Any, float]] = [(None, 0.0)] * len(calls)
+    pending = set(range(len(calls)))
+
+    async def one(pos: int, gate: asyncio.Semaphore) -> tuple[Any, float]:
+        async with gate:
+            task = asyncio.current_task()
+            if task is not None:
+                task.set_name(f"{token}{pos}")
+            t0 = time.perf_counter()
+            try:
+                result = calls[pos]()
+                if asyncio.iscoroutine(result):
+                    result = await asyncio.wait_for(_contained(result, f"{token}{pos}"),
+                                                    timeout)
+                elif isinstance(result, asyncio.Future):
+                    result = await asyncio.wait_for(result, timeout)
+                return result, time.perf_counter() - t0
+            except TimeoutError:
+                return Score.timeout(f"exceeded {timeout:g}s timeout"), time.perf_counter() - t0
+            except BaseException as exc:  # SystemExit, CancelledError too: this sample's
+                return _Failure(*_tuple(exception_score(exc))), time.perf_counter() - t0
+
+    rounds = 0
+    while pending:
+        rounds += 1
+        if rounds > 3:  # blocked each time by something that is not ours to blame
+            for pos in pending:
+                results[pos] = (Score.timeout(
+                    f"exceeded {timeout:g}s timeout (event loop blocked)"), 0.0)
+            break
+        state = _loop_thread.current()
+        finished: dict[int, tuple[Any, float]] = {}
+
+        async def run_round(positions: list[int], sink: dict[int, tuple[Any, float]]) -> None:
+            # every task is created in one turn of the loop, so rewards that pool the
+            # requests of a turn (a sandbox batching one-sample groups) see them together
+            gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
+
+            async def run_one(pos: int) -> None:
+                sink[pos] = await one(pos, gate)
+
+            await asyncio.gather(*(run_one(pos) for pos in positions))
+
+        future = asyncio.run_coroutine_threadsafe(run_round(sorted(pending), finished),
+                                                  state.loop)
+        while True:
+            try:
+                future.result(timeout=HEARTBEAT * 4)
+                done = True
+            except concurrent.futures.TimeoutError:
+                done = False
+            for pos in list(finished):
+                answer = finished.pop(pos)
+                if pos in pending:  # not one already given up on in an earlier round
+                    results[pos] = answer
+                    pending.discard(pos)
+            if done or not pending:
+                break
+            blocked_for = time.monotonic() - state.beat
+            if blocked_for > timeout + HEARTBEAT * 4:
+                task = asyncio.current_task(state.loop)
+                name = task.get_name() if task is not None else ""
+                if name.startswith(token):
+                    culprit = int(name[len(token):])
+                    results[culprit] = (Score.timeout(
+                        f"exceeded {timeout:g}s timeout (blocked the event loop)"),
+                        blocked_for)
+                    pending.discard(culprit)
+                    rounds = 0
+                elif task is None:  # blocked outside any task: nothing to blame but all
+                    for pos in pending:
+                        results[pos] = (Score.timeout(
+                            f"exceeded {timeout:g}s timeout (event loop blocked)"),
+                            blocked_for)
+                    pending.clear()
+                _loop_thread.abandon(state)
+                break
+    return results
 
 
 def _tuple(score: Score) -> tuple[Any, ...]:
@@ -256,6 +419,10 @@ def run_reward(reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
     ``reward`` in ``mode``, writing into ``out``."""
     limit = timeout or reward.timeout or DEFAULT_TIMEOUT
     if mode is ExecutionMode.PROCESS:
+        if groups is None and type(reward).quick_score is not Reward.quick_score:
+            indices = run_quick(reward, samples, indices, out)
+            if not indices:
+                return
         run_process(reward, samples, indices, groups, limit, out, workers)
     elif mode is ExecutionMode.ASYNC:
         run_async(reward, samples, indices, groups, limit, out)

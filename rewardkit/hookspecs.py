@@ -8,16 +8,21 @@ distribution) with functions decorated by :data:`hookimpl`::
     @hookimpl
     def register_rewards(register):
         register(my_reward)
+
+The core is itself a set of such plugins: the built-in rewards and the built-in commands
+(``rewardkit.commands``) register through these same hooks.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+
     from rewardkit.authoring import Reward
 
 hookspec = pluggy.HookspecMarker("rewardkit")
@@ -32,4 +37,34 @@ def register_rewards(register: Callable[[type[Reward]], Any]) -> None:
     (a :class:`rewardkit.Reward` subclass, or a function decorated with
     :func:`rewardkit.reward`) under its ``name``. Registering a name that another
     plugin already registered is an error naming both distributions.
+    """
+
+
+@hookspec
+def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add sub-commands to the ``rewardkit`` command line.
+
+    Called each time the command line is built (``rewardkit ...``). ``subparsers`` is the
+    :mod:`argparse` sub-command action of the ``rewardkit`` parser: add a command with
+    ``p = subparsers.add_parser(name, help=...)``, its arguments with ``p.add_argument``,
+    and its handler with ``p.set_defaults(func=handler)``. ``handler(args)`` returns the
+    exit code (:data:`rewardkit.cli.EXIT_OK`, ...). Raise :class:`rewardkit.cli.UsageError`
+    or :class:`rewardkit.ConfigError` for a problem the user can fix: the command line
+    prints it without a traceback and exits with :data:`rewardkit.cli.EXIT_USAGE`.
+    Keep imports of heavy libraries inside the handler: ``rewardkit --help`` builds
+    every command's parser.
+    """
+
+
+@hookspec
+def register_config_sections(register: Callable[..., Any]) -> None:
+    """Add top-level sections to the reward config.
+
+    Called once, when the config model is first built. ``register(name, model)`` adds an
+    optional top-level key ``name`` whose value is validated by the pydantic ``model``
+    (``description=`` sets its one-line meaning; default: the first line of the model's
+    docstring). The section is validated with the rest of the config (errors read
+    ``file: name.key: reason``), appears in ``rewardkit schema`` and in the config
+    reference, and is read back as ``config.section(name)``. Two plugins registering the
+    same name, or a name the core uses, is an error naming both.
     """

@@ -1,8 +1,11 @@
 """Adversarial probes: inputs any reward must survive without crashing or hanging.
 
 A probe passes when the reward answers within the time bound with a deliberate verdict:
-``ok``, ``skipped``, or an ``error`` the reward returned itself. An exception escaping
-the reward, a timeout, or a dead worker fails the probe.
+``ok`` or an ``error`` the reward returned itself. An exception escaping the reward, a
+timeout, or a dead worker fails the probe; so does ``skipped``: a probe the reward never
+looked at proves nothing. A reward that needs a prompt, a reference or metadata to apply
+gets them from the probe's ``prompt``, ``reference`` and ``metadata`` (in a cases file:
+``probe_prompt``, ``probe_reference``, ``probe_metadata``).
 
 >>> from rewardkit.probes import run_probes
 >>> all(p.passed for p in run_probes("soft_format"))
@@ -51,9 +54,13 @@ def run_probes(
     metadata: Mapping[str, Any] | None = None,
     timeout: float = 10.0,
     names: list[str] | None = None,
+    prompt: Any = None,
 ) -> list[ProbeResult]:
     """Run the probes against the registered reward ``reward`` in a worker process with a
-    hard ``timeout`` (so a hang is caught and reported, not suffered)."""
+    hard ``timeout`` (so a hang is caught and reported, not suffered).
+
+    ``prompt`` (default ``"probe:<name>"``), ``reference`` and ``metadata`` go with every
+    probe completion, so a reward that needs them applies to the probes."""
     rs = RewardSet.from_dict(
         {
             "rewards": {"probe": {"reward": reward, "params": dict(params or {}),
@@ -64,7 +71,8 @@ def run_probes(
     )
     chosen = names or list(PROBES)
     samples = [
-        Sample(prompt=f"probe:{name}", completion=PROBES[name], reference=reference,
+        Sample(prompt=f"probe:{name}" if prompt is None else prompt,
+               completion=PROBES[name], reference=reference,
                metadata=dict(metadata or {}))
         for name in chosen
     ]
@@ -80,6 +88,10 @@ def run_probes(
 
 
 def _problem(score: Score, seconds: float, timeout: float) -> str:
+    if score.status is Status.SKIPPED:
+        why = f" ({score.reason})" if score.reason else ""
+        return (f"never ran: the reward skipped it{why}; give the prompt / reference / "
+                "metadata it needs (probe_prompt, probe_reference, probe_metadata)")
     if score.status is Status.TIMEOUT:
         return f"hung: no answer within {timeout:g}s"
     if score.status is Status.ERROR and score.details and "exception" in score.details:

@@ -43,7 +43,7 @@ class CasesFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         self.loaded = loaded
         for i in range(len(loaded.spec.cases)):
-            yield CaseItem.from_parent(self, name=loaded.case_name(i), index=i)
+            yield CaseItem.from_parent(self, name=loaded.case_id(i), index=i)
         if loaded.spec.probes:
             for name in PROBES:
                 yield ProbeItem.from_parent(self, name=f"probe:{name}", probe=name)
@@ -59,7 +59,8 @@ class _CasesItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"{self.path.name}::{self.name}"
+        # the domain is the item name: pytest -v then prints the node id as it is
+        return self.path, 0, self.name
 
 
 class CaseItem(_CasesItem):
@@ -74,15 +75,7 @@ class CaseItem(_CasesItem):
         except CaseFileError as exc:
             raise CaseFailure(str(exc)) from None
         if problem:
-            case = loaded.spec.cases[self.index]
-            shown = case.completion if isinstance(case.completion, str) else repr(case.completion)
-            if len(shown) > 300:
-                shown = shown[:300] + f"... ({len(shown)} chars)"
-            raise CaseFailure(
-                f"{loaded.target}: {problem}\n"
-                f"  completion: {shown!r}\n  reference:  {case.reference!r}\n"
-                f"  got:        {score.to_dict()}"
-            )
+            raise CaseFailure(loaded.failure_text(self.index, problem, score))
 
 
 class ProbeItem(_CasesItem):
@@ -94,12 +87,10 @@ class ProbeItem(_CasesItem):
         loaded: LoadedCases = cast(CasesFile, self.parent).loaded
         spec = loaded.spec
         assert spec.reward is not None
-        reference = spec.probe_reference
-        if reference is None and spec.cases:
-            reference = spec.cases[0].reference
+        prompt, reference, metadata = loaded.probe_inputs()
         try:
-            [result] = run_probes(spec.reward, spec.params, reference, spec.probe_metadata,
-                                  names=[self.probe])
+            [result] = run_probes(spec.reward, spec.params, reference, metadata,
+                                  names=[self.probe], prompt=prompt)
         except ConfigError as exc:
             raise CaseFailure(exc.render()) from None
         if not result.passed:

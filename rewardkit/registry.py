@@ -1,8 +1,11 @@
-"""The reward registry: one pluggy PluginManager, entry points loaded once.
+"""The plugin registry: one pluggy PluginManager, entry points loaded once.
 
-Built-in rewards are default plugins registered through the same ``register_rewards``
-hook as third-party ones. ``REWARDKIT_PLUGINS`` restricts which installed plugins load:
-a comma-separated list of distribution (or entry-point) names; empty means built-ins only.
+It holds what plugins register: reward classes (``register_rewards``) and config
+sections (``register_config_sections``); the command line asks the same manager for
+commands (``register_commands``). Built-in rewards and built-in commands are default
+plugins registered through the same hooks as third-party ones. ``REWARDKIT_PLUGINS``
+restricts which installed plugins load: a comma-separated list of distribution (or
+entry-point) names; empty means built-ins only.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pluggy
+from pydantic import BaseModel
 
 from rewardkit import hookspecs
 from rewardkit.authoring import Reward
@@ -31,6 +35,9 @@ DEFAULT_PLUGINS = (
     "rewardkit.builtin.content",
     "rewardkit.builtin.length_scaled",
 )
+#: the built-in commands: a default plugin too, loaded when the command line is built
+#: (:meth:`Registry.load_default`), so scoring processes never import the CLI's libraries
+COMMANDS_PLUGIN = "rewardkit.commands"
 
 
 class RegistryError(Exception):
@@ -59,6 +66,17 @@ class PluginInfo:
     version: str
     rewards: tuple[str, ...]
     error: str = ""
+    sections: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConfigSection:
+    """A top-level config key contributed by a plugin, validated by ``model``."""
+
+    name: str
+    model: type[BaseModel]
+    description: str
+    distribution: str
 
 
 class Registry:
@@ -66,7 +84,12 @@ class Registry:
 
     def __init__(self) -> None:
         self._rewards: dict[str, type[Reward]] = {}
+        self._sections: dict[str, ConfigSection] = {}
         self._plugins: list[PluginInfo] = []
+        #: reward names two plugins registered: name -> the error, raised where it is used
+        self._clashes: dict[str, str] = {}
+        #: problems with the plugin setup that are not errors (shown by the CLI)
+        self.warnings: list[str] = []
         self._loaded = False
         self._lock = threading.RLock()
         self.pm = pluggy.PluginManager("rewardkit")
@@ -82,7 +105,16 @@ class Registry:
                 self._add_plugin(importlib.import_module(module_name), module_name,
                                  BUILTIN_DISTRIBUTION, metadata_version("rewardkit"))
             allowed = _allowed_plugins()
-            for ep in sorted(_entry_points(), key=lambda e: e.name):
+            found = sorted(_entry_points(), key=lambda e: e.name)
+            if allowed:
+                known = {ep.name for ep in found} | {ep.dist.name for ep in found if ep.dist}
+                for name in sorted(allowed - known):
+                    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.5)
+                    hint = f"; did you mean {close[0]!r}?" if close else ""
+                    self.warnings.append(
+                        f"{PLUGINS_ENV} names {name!r}, which no installed plugin "
+                        f"distribution or entry point is called{hint}")
+            for ep in found:
                 dist = ep.dist.name if ep.dist else ep.name
                 if allowed is not None and ep.name not in allowed and dist not in allowed:
                     continue
@@ -95,17 +127,24 @@ class Registry:
                     continue
                 self._add_plugin(module, ep.name, dist, version)
 
+    def load_default(self, module_name: str) -> None:
+        """Register a module of the rewardkit distribution as a default plugin (once)."""
+        self.load()
+        with self._lock:
+            self._add_plugin(importlib.import_module(module_name), module_name,
+                             BUILTIN_DISTRIBUTION, metadata_version("rewardkit"))
+
     def _add_plugin(self, module: ModuleType, name: str, dist: str, version: str) -> None:
         if self.pm.is_registered(module):
             return
         registered: list[str] = []
 
         def register(cls: type[Reward]) -> None:
-            self._register(cls, dist)
+            self._register(cls, dist, clash_is_error=False)
             registered.append(cls.name)
 
         self.pm.register(module, name=name)
-        error = ""
+        errors = []
         for impl in self.pm.hook.register_rewards.get_hookimpls():
             if impl.plugin is module:
                 try:
@@ -113,10 +152,46 @@ class Registry:
                 except RegistryError:
                     raise
                 except Exception as exc:  # a broken plugin must not take the others down
-                    error = f"register_rewards failed: {exc!r}"
-        self._plugins.append(PluginInfo(name, dist, version, tuple(registered), error))
+                    errors.append(f"register_rewards failed: {exc!r}")
+        sections: list[str] = []
 
-    def _register(self, cls: Any, dist: str) -> None:
+        def register_section(section: str, model: type[BaseModel],
+                             description: str | None = None) -> None:
+            self._register_section(section, model, description, dist)
+            sections.append(section)
+
+        for impl in self.pm.hook.register_config_sections.get_hookimpls():
+            if impl.plugin is module:
+                try:
+                    impl.function(register=register_section)
+                except RegistryError:
+                    raise
+                except Exception as exc:  # a broken plugin must not take the others down
+                    errors.append(f"register_config_sections failed: {exc!r}")
+        self._plugins.append(PluginInfo(name, dist, version, tuple(registered),
+                                        "; ".join(errors), tuple(sections)))
+
+    def _register_section(self, name: str, model: Any, description: str | None,
+                          dist: str) -> None:
+        from rewardkit.config import RewardConfig
+
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise RegistryError(f"{dist}: config section {name!r} needs a pydantic model "
+                                f"class, got {model!r}")
+        if not name.isidentifier() or name in RewardConfig.model_fields:
+            raise RegistryError(f"{dist}: config section {name!r} is not a free top-level "
+                                f"key (core keys: {', '.join(RewardConfig.model_fields)})")
+        existing = self._sections.get(name)
+        if existing is not None and existing.model is not model:
+            raise RegistryError(
+                f"config section {name!r} is registered twice: by {existing.distribution} "
+                f"({existing.model.__module__}) and by {dist} ({model.__module__})"
+            )
+        doc = (model.__doc__ or "").strip().splitlines()
+        self._sections[name] = ConfigSection(name, model, description or (doc[0] if doc else ""),
+                                             dist)
+
+    def _register(self, cls: Any, dist: str, clash_is_error: bool = True) -> None:
         if not (isinstance(cls, type) and issubclass(cls, Reward)):
             raise RegistryError(
                 f"{dist}: register() takes a Reward subclass or a function decorated with "
@@ -124,10 +199,14 @@ class Registry:
             )
         existing = self._rewards.get(cls.name)
         if existing is not None and existing is not cls:
-            raise RegistryError(
-                f"reward {cls.name!r} is registered twice: by {existing.plugin or '?'} "
-                f"({existing.__module__}) and by {dist} ({cls.__module__})"
-            )
+            message = (f"reward {cls.name!r} is registered twice: by {existing.plugin or '?'} "
+                       f"({existing.__module__}) and by {dist} ({cls.__module__})")
+            if clash_is_error:
+                raise RegistryError(message)
+            # plugins loading: the name is unusable, the other rewards are fine; the error
+            # is raised for whoever asks for this name
+            self._clashes[cls.name] = message
+            return
         cls.plugin = dist
         self._rewards[cls.name] = cls
 
@@ -145,21 +224,52 @@ class Registry:
     # -- lookup --------------------------------------------------------------------
     def get(self, name: str) -> type[Reward]:
         self.load()
+        if name in self._clashes:
+            raise RegistryError(self._clashes[name])
         try:
             return self._rewards[name]
         except KeyError:
-            raise UnknownRewardError(name, sorted(self._rewards)) from None
+            error = UnknownRewardError(name, sorted(self._rewards))
+            broken = [p for p in self._plugins if p.error]
+            if broken:  # the reward may be in a plugin that did not import
+                error.message += "; plugins that failed to import: " + "; ".join(
+                    f"{p.name} ({p.distribution}): {p.error}" for p in broken)
+            raise error from None
 
     def names(self) -> list[str]:
         self.load()
-        return sorted(self._rewards)
+        return sorted(set(self._rewards) - set(self._clashes))
 
     def rewards(self) -> list[type[Reward]]:
         return [self._rewards[n] for n in self.names()]
 
+    def clashes(self) -> dict[str, str]:
+        """Reward names registered by two plugins, each with its error message."""
+        self.load()
+        return dict(self._clashes)
+
     def plugins(self) -> list[PluginInfo]:
         self.load()
         return list(self._plugins)
+
+    def config_sections(self) -> list[ConfigSection]:
+        """The config sections plugins registered, in the order they were registered."""
+        self.load()
+        return list(self._sections.values())
+
+    def call_hook(self, hook: str, **kwargs: Any) -> list[str]:
+        """Call ``hook`` on every plugin, one at a time; a plugin that fails is reported
+        (the returned "plugin: problem" lines) and does not stop the others."""
+        self.load()
+        problems = []
+        builtin = {p.name for p in self._plugins if p.distribution == BUILTIN_DISTRIBUTION}
+        impls = getattr(self.pm.hook, hook).get_hookimpls()
+        for impl in sorted(impls, key=lambda i: i.plugin_name not in builtin):  # built-ins first
+            try:
+                impl.function(**kwargs)
+            except Exception as exc:  # a broken plugin must not take the others down
+                problems.append(f"{impl.plugin_name}: {hook} failed: {exc}")
+        return problems
 
 
 def _entry_points() -> list[metadata.EntryPoint]:

@@ -45,6 +45,9 @@ description = "A rewardkit plugin: {reward_name}"
 requires-python = ">=3.11"
 dependencies = ["rewardkit"]
 
+[project.optional-dependencies]
+test = ["pytest>=8"]
+
 [project.entry-points.rewardkit]
 {ident} = "{package}.plugin"
 
@@ -119,9 +122,15 @@ def test_registered_under_its_name():
 A [rewardkit](https://pypi.org/project/rewardkit/) plugin with one reward,
 `{reward_name}`.
 
-    pip install -e .
+    pip install -e ".[test]"   # the plugin, and pytest for its tests
     rewardkit rewards          # lists {reward_name}
     pytest                     # golden cases + unit tests
+
+Publish it:
+
+    pip install build twine
+    python -m build            # dist/*.whl and dist/*.tar.gz
+    twine upload dist/*
 
 Use it in a config:
 

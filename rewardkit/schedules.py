@@ -15,9 +15,16 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+#: largest weight magnitude a config may give (with the reward value bound, no weighted
+#: sum, square or mean can overflow a float)
+MAX_ABS_WEIGHT = 1e6
+#: a weight or schedule value: finite and within +-MAX_ABS_WEIGHT
+WeightNumber = Annotated[float, Field(ge=-MAX_ABS_WEIGHT, le=MAX_ABS_WEIGHT,
+                                      allow_inf_nan=False)]
+
 
 class _Schedule(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     def __call__(self, step: int) -> float:
         raise NotImplementedError
@@ -27,15 +34,15 @@ class ConstantSchedule(_Schedule):
     """The same weight at every step."""
 
     schedule: Literal["constant"]
-    value: float
+    value: WeightNumber
 
     def __call__(self, step: int) -> float:
         return self.value
 
 
 class _Ramp(_Schedule):
-    start: float
-    end: float
+    start: WeightNumber
+    end: WeightNumber
     steps: int = Field(gt=0)
     start_step: int = Field(0, ge=0)
 
@@ -68,7 +75,7 @@ class PiecewiseSchedule(_Schedule):
 
     schedule: Literal["piecewise"]
     boundaries: list[int]
-    values: list[float]
+    values: list[WeightNumber]
 
     @model_validator(mode="after")
     def _check(self) -> PiecewiseSchedule:
@@ -92,9 +99,9 @@ class WarmupSchedule(_Schedule):
     """Rises linearly from ``from_value`` to ``value`` over ``warmup_steps``, then holds."""
 
     schedule: Literal["warmup"]
-    value: float
+    value: WeightNumber
     warmup_steps: int = Field(gt=0)
-    from_value: float = 0.0
+    from_value: WeightNumber = 0.0
 
     def __call__(self, step: int) -> float:
         t = min(max(step, 0) / self.warmup_steps, 1.0)
@@ -105,7 +112,7 @@ Schedule = Annotated[
     ConstantSchedule | LinearSchedule | CosineSchedule | PiecewiseSchedule | WarmupSchedule,
     Field(discriminator="schedule"),
 ]
-Weight = float | Schedule
+Weight = WeightNumber | Schedule
 
 
 def weight_at(weight: Weight, step: int) -> float:

@@ -25,17 +25,27 @@ class SampleScores:
 
 
 class ScoreResult:
-    """What :meth:`RewardSet.score` returns: totals, per-component scores and metrics."""
+    """What :meth:`RewardSet.score` returns: totals, per-component scores and metrics.
+
+    For each component: :meth:`values` (what the reward returned), :meth:`normalized`
+    (what the aggregate used: the value standardised within its group under
+    ``normalize_then_sum``, the value itself under ``weighted_sum``) and
+    :meth:`contributions` (weight x normalised value: the component's share of the
+    total). Trainer adapters read these; none recomputes them.
+    """
 
     def __init__(self, step: int, samples: list[Sample], totals: list[float | None],
                  outcomes: dict[str, Outcome], weights: dict[str, float],
-                 aggregate: str) -> None:
+                 aggregate: str,
+                 normalized: dict[str, list[float | None]] | None = None) -> None:
         self.step = step
         self.samples = samples
         self.totals = totals
         self.outcomes = outcomes
         self.weights = weights
         self.aggregate = aggregate
+        self._normalized = normalized if normalized is not None else {
+            name: out.values for name, out in outcomes.items()}
 
     def __len__(self) -> int:
         return len(self.totals)
@@ -46,6 +56,7 @@ class ScoreResult:
         totals: list[float | None] = []
         outcomes: dict[str, Outcome] = {}
         weights: dict[str, float] = {}
+        normalized: dict[str, list[float | None]] = {}
         for res in results:
             offset = len(totals)
             totals += res.totals
@@ -55,8 +66,12 @@ class ScoreResult:
                 merged.values += part.values
                 merged.scores.update({offset + i: s for i, s in part.scores.items()})
                 merged.latencies += part.latencies
+                normalized.setdefault(name, []).extend(res.normalized(name))
+                merged.latency_per_sample = merged.latency_per_sample and part.latency_per_sample
+                merged.sample_seconds.update(
+                    {offset + i: v for i, v in part.sample_seconds.items()})
         aggregate = results[0].aggregate if results else "weighted_sum"
-        return cls(step, [], totals, outcomes, weights, aggregate)
+        return cls(step, [], totals, outcomes, weights, aggregate, normalized)
 
     def __getitem__(self, i: int) -> SampleScores:
         return SampleScores(self.totals[i],
@@ -68,6 +83,17 @@ class ScoreResult:
     def values(self, component: str) -> list[float | None]:
         """One component's raw values (None where it did not score)."""
         return self.outcomes[component].values
+
+    def normalized(self, component: str) -> list[float | None]:
+        """One component's values as the aggregate used them: standardised within each
+        group (same prompt) under ``normalize_then_sum``, as returned otherwise."""
+        return self._normalized[component]
+
+    def contributions(self, component: str) -> list[float | None]:
+        """One component's share of each total: its weight at this step times its
+        :meth:`normalized` value (None where it did not score)."""
+        weight = self.weights[component]
+        return [None if v is None else weight * v for v in self._normalized[component]]
 
     def scores(self, component: str) -> list[Score]:
         out = self.outcomes[component]
@@ -95,8 +121,13 @@ class ScoreResult:
                 "error_rate": (counts["error"] / n) if n else 0.0,
                 "timeout_rate": (counts["timeout"] / n) if n else 0.0,
                 "skip_rate": (counts["skipped"] / n) if n else 0.0,
-                "latency_ms_p50": _percentile(out.latencies, 50) * 1000,
-                "latency_ms_p95": _percentile(out.latencies, 95) * 1000,
+                "latency_ms_mean": (math.fsum(out.latencies) / len(out.latencies) * 1000
+                                    if out.latencies else 0.0),
+                # inline rewards are timed per chunk of samples: their p50/p95 are chunk
+                # means, which say nothing of single samples (tables leave them out)
+                "latency_per_sample": out.latency_per_sample,
+                "latency_ms_p50": percentile(out.latencies, 50) * 1000,
+                "latency_ms_p95": percentile(out.latencies, 95) * 1000,
             }
         totals = [t for t in self.totals if t is not None]
         return {"step": self.step, "samples": n, "components": comps,
@@ -126,7 +157,7 @@ def _stats(vals: Sequence[float]) -> dict[str, float]:
     return {"mean": mean, "std": math.sqrt(var), "min": min(vals), "max": max(vals)}
 
 
-def _percentile(vals: Sequence[float], q: float) -> float:
+def percentile(vals: Sequence[float], q: float) -> float:
     if not vals:
         return 0.0
     ordered = sorted(vals)

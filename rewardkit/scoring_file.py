@@ -1,98 +1,353 @@
 """Scoring a JSONL file of samples (``rewardkit score``), streaming, batch by batch.
 
-Each input line is written back unchanged plus ``reward`` (the total, or null) and
-``components`` ({name: {value, status, reason}}). Malformed lines are reported with
-their line number, counted and skipped; nothing else is dropped. Lines of one prompt
-stay in one batch, so group rewards and per-group normalisation see the whole group.
+Each input line is written back plus ``reward`` (the total, or null) and ``components``
+({name: {value, status, reason}}, plus ``latency_ms`` for a reward timed sample by sample:
+process mode). Malformed lines are reported with their line number,
+counted and skipped; nothing else is dropped. What counts as malformed: not valid UTF-8,
+not a JSON object, no ``completion`` key, the non-standard constants ``NaN`` /
+``Infinity``, or nesting deeper than ``MAX_DEPTH``. Lines end at ``\\n`` only (a bare
+``\\r`` is part of the line, as JSON allows).
+
+Whole groups: when the config has a group reward or ``normalize_then_sum``, every prompt's
+rows are scored in one batch wherever they are in the file. Adjacent rows (the usual
+layout) stream as they come; otherwise rows are indexed by group on disk (SQLite in a
+temporary folder) and scored group by group, and the output keeps the input order.
+
+Memory stays flat whatever the length of the file: the summary is accumulated by
+:class:`RunningMetrics` and only one batch is held at a time. The output goes to a
+temporary file created exclusively beside ``--out`` (never a pre-planted link, never the
+input), flushed to disk and renamed over ``--out`` at the end, and removed on failure.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import math
+import os
+import shutil
+import sqlite3
+import stat
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rewardkit.composition import RewardSet, group_key
-from rewardkit.score_result import ScoreResult
+from rewardkit.running_metrics import RunningMetrics
 from rewardkit.types import Sample
 
 ProgressFn = Callable[[int, int | None], None]
+#: deepest nesting of a row's JSON (rows deeper are malformed: they break recursion
+#: limits and pickling)
+MAX_DEPTH = 100
+#: ``src`` that means standard input
+STDIN = "-"
 
 
-def _read(path: Path, bad: list[tuple[int, str]]) -> Iterator[tuple[dict[str, Any], Sample]]:
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                bad.append((line_no, f"invalid JSON ({exc.msg} at column {exc.colno})"))
-                continue
-            if not isinstance(row, dict):
-                bad.append((line_no, f"expected a JSON object, got {type(row).__name__}"))
-                continue
-            if "completion" not in row:
-                bad.append((line_no, "no 'completion' key"))
-                continue
-            yield row, Sample.from_dict(row)
+class ScoringFileError(Exception):
+    """A problem with the files asked for (printed as an error, no traceback)."""
 
 
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as fh:
-        return sum(1 for line in fh if line.strip())
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"not standard JSON: {name}")
+
+
+def _depth(obj: Any, limit: int) -> int:
+    """Nesting depth of ``obj``, counted up to ``limit + 1``."""
+    deepest = 0
+    stack = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return deepest
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return deepest
+
+
+def parse_line(raw: bytes, line_no: int) -> tuple[dict[str, Any] | None, str]:
+    """(row, "") for a good line, (None, why) for a malformed one, (None, "") if blank."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"invalid UTF-8 at byte {exc.start + 1}; the line would not be " \
+                     "written back unchanged"
+    if line_no == 1 and text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        return None, ""
+    try:
+        row = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+    except ValueError as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    if not isinstance(row, dict):
+        return None, f"expected a JSON object, got {type(row).__name__}"
+    if "completion" not in row:
+        return None, "no 'completion' key"
+    if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and _depth(row, MAX_DEPTH) > MAX_DEPTH:
+        return None, f"nested more than {MAX_DEPTH} levels deep"
+    return row, ""
+
+
+def _lines(fh: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, raw line) split at ``\\n`` only."""
+    offset = 0
+    for line_no, raw in enumerate(fh, 1):
+        yield line_no, offset, raw
+        offset += len(raw)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def render(row: dict[str, Any]) -> bytes:
+    """One output line: standard JSON (no NaN), valid UTF-8 (lone surrogates escaped)."""
+    try:
+        text = json.dumps(row, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:  # a number out of float range in the input (1e400): null
+        row = _finite(row)
+        text = json.dumps(row, ensure_ascii=False, default=str, allow_nan=False)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate ("\ud83d") stays a JSON escape
+        return json.dumps(row, ensure_ascii=True, default=str,
+                          allow_nan=False).encode("ascii") + b"\n"
+
+
+class _Output:
+    """The output file, written to a temporary beside it and renamed at the end."""
+
+    def __init__(self, dst: Path) -> None:
+        if dst.is_dir():
+            raise ScoringFileError(f"--out {dst} is a folder; give a file name")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".partial")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        self.path = Path(name)
+        self.dst = dst
+        self.fh = os.fdopen(fd, "wb")
+
+    def commit(self) -> None:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()
+        os.replace(self.path, self.dst)
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.fh.close()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+def _needs_whole_groups(rs: RewardSet) -> bool:
+    return rs.config.aggregate == "normalize_then_sum" or any(
+        c.reward_class.group for c in rs.components.values())
+
+
+def _key_digest(row: dict[str, Any]) -> bytes:
+    key = group_key(Sample.from_dict(row))
+    text = key if isinstance(key, str) else json.dumps(key, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def score_jsonl(rs: RewardSet, src: Path, dst: Path, step: int = 0, batch_size: int = 1024,
                 on_progress: ProgressFn | None = None) -> dict[str, Any]:
-    """Score ``src`` into ``dst``; returns a summary with metrics over all lines."""
+    """Score ``src`` (a path, ``-`` for standard input, or a pipe) into ``dst``; returns a
+    summary with metrics over all lines."""
+    from_stdin = str(src) == STDIN
+    if not from_stdin:
+        mode = src.stat().st_mode  # FileNotFoundError for a missing file
+        if stat.S_ISDIR(mode):
+            raise ScoringFileError(f"{src} is a folder, not a JSONL file")
+        if dst.exists() and os.path.samefile(src, dst):
+            raise ScoringFileError(f"--out {dst} is the input file; write elsewhere")
+        regular = stat.S_ISREG(mode)
+    else:
+        regular = False
+    out = _Output(dst)
+    try:
+        with contextlib.ExitStack() as stack:
+            fh: IO[bytes] = sys.stdin.buffer if from_stdin else stack.enter_context(
+                src.open("rb"))
+            summary = _score(rs, fh, regular, out, step, batch_size, on_progress, stack)
+        out.commit()
+    except BaseException:
+        out.discard()
+        raise
+    summary["out"] = str(dst)
+    return summary
+
+
+def _score(rs: RewardSet, fh: IO[bytes], regular: bool, out: _Output, step: int,
+           batch_size: int, on_progress: ProgressFn | None,
+           stack: contextlib.ExitStack) -> dict[str, Any]:
     bad: list[tuple[int, str]] = []
-    total_lines = _count_lines(src)
-    results: list[ScoreResult] = []
+    metrics = RunningMetrics(step)
+    total_lines: int | None = None
+    if regular:
+        total_lines = sum(1 for raw in fh if raw.strip())
+        fh.seek(0)
+    index: _GroupIndex | None = None
+    if _needs_whole_groups(rs):
+        if not regular:  # the group index reads rows back by offset: spool the pipe
+            spool = stack.enter_context(tempfile.TemporaryFile(dir=out.dst.parent))  # noqa: SIM115
+            shutil.copyfileobj(fh, spool)
+            spool.seek(0)
+            fh = spool
+            total_lines = sum(1 for raw in fh if raw.strip())
+            fh.seek(0)
+        index = _GroupIndex.build(fh, stack)
+        fh.seek(0)
     done = 0
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(dst.name + ".partial")
-    with tmp.open("w", encoding="utf-8") as fh:
-        rows: list[dict[str, Any]] = []
-        samples: list[Sample] = []
 
-        def flush() -> None:
-            nonlocal done
-            if not samples:
-                return
-            result = rs.score(samples, step=step)
-            for row, scored in zip(rows, result, strict=True):
-                row = dict(row)
-                row["reward"] = scored.total
-                row["components"] = {
-                    name: {"value": s.value, "status": str(s.status), "reason": s.reason}
-                    for name, s in scored.scores.items()
-                }
-                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-            results.append(_without_samples(result))
-            done += len(samples)
-            rows.clear()
-            samples.clear()
-            if on_progress:
-                on_progress(done + len(bad), total_lines)
+    def flush(rows: list[dict[str, Any]], samples: list[Sample],
+              sink: Callable[[int, bytes], None], line_nos: list[int]) -> None:
+        nonlocal done
+        if not samples:
+            return
+        result = rs.score(samples, step=step)
+        timed = {name: o.sample_seconds for name, o in result.outcomes.items()
+                 if o.sample_seconds}
+        for j, (line_no, row, scored) in enumerate(zip(line_nos, rows, result, strict=True)):
+            row["reward"] = scored.total
+            row["components"] = {
+                name: {"value": s.value, "status": str(s.status), "reason": s.reason}
+                for name, s in scored.scores.items()
+            }
+            for name, seconds in timed.items():  # samples timed one by one (process mode)
+                if j in seconds:
+                    row["components"][name]["latency_ms"] = round(seconds[j] * 1000, 3)
+            sink(line_no, render(row))
+        result.samples = []
+        metrics.add(result)
+        done += len(samples)
+        rows.clear()
+        samples.clear()
+        line_nos.clear()
+        if on_progress:
+            on_progress(done + len(bad), total_lines)
 
-        for row, sample in _read(src, bad):
+    rows: list[dict[str, Any]] = []
+    samples: list[Sample] = []
+    line_nos: list[int] = []
+    if index is None or index.adjacent:
+        write = out.fh.write
+
+        def sink(line_no: int, data: bytes) -> None:
+            write(data)
+
+        for line_no, _, raw in _lines(fh):
+            row, why = parse_line(raw, line_no)
+            if row is None:
+                if why:
+                    bad.append((line_no, why))
+                continue
+            sample = Sample.from_dict(row)
             if len(samples) >= batch_size and group_key(sample) != group_key(samples[-1]):
-                flush()
+                flush(rows, samples, sink, line_nos)
             rows.append(row)
             samples.append(sample)
-        flush()
-    tmp.replace(dst)
-    merged = ScoreResult.concat(results, step)
-    metrics = merged.metrics
-    return {"out": str(dst), "step": step, "scored": done, "bad_lines": bad,
-            "skipped_lines": len(bad), "components": metrics["components"],
-            "total": metrics["total"]}
+            line_nos.append(line_no)
+        flush(rows, samples, sink, line_nos)
+    else:
+        bad = index.bad
+        previous: int | None = None
+        for gid, line_no, offset in index.rows_by_group():
+            fh.seek(offset)
+            row, _ = parse_line(fh.readline(), line_no)
+            assert row is not None  # the index holds good lines only
+            if len(samples) >= batch_size and gid != previous:
+                flush(rows, samples, index.put_output, line_nos)
+            previous = gid
+            rows.append(row)
+            samples.append(Sample.from_dict(row))
+            line_nos.append(line_no)
+        flush(rows, samples, index.put_output, line_nos)
+        for data in index.outputs_in_order():
+            out.fh.write(data)
+    summary = metrics.metrics()
+    return {"step": step, "scored": done, "bad_lines": bad, "skipped_lines": len(bad),
+            "components": summary["components"], "total": summary["total"]}
 
 
-def _without_samples(result: ScoreResult) -> ScoreResult:
-    result.samples = []
-    return result
+class _GroupIndex:
+    """Rows by group key on disk: tells whether each group's rows are adjacent in the
+    file and, when they are not, serves the rows group by group and collects the scored
+    lines to write them back in input order."""
 
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.adjacent = True
+        self.bad: list[tuple[int, str]] = []
 
+    @classmethod
+    def build(cls, fh: IO[bytes], stack: contextlib.ExitStack) -> _GroupIndex:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="rewardkit-groups-"))
+        db = sqlite3.connect(os.path.join(folder, "index.sqlite"))
+        stack.callback(db.close)
+        db.execute("PRAGMA journal_mode=OFF")
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute("CREATE TABLE groups (key BLOB PRIMARY KEY, gid INTEGER)")
+        db.execute("CREATE TABLE rows (line INTEGER PRIMARY KEY, offset INTEGER, gid INTEGER)")
+        db.execute("CREATE TABLE output (line INTEGER PRIMARY KEY, data BLOB)")
+        index = cls(db)
+        previous: bytes | None = None
+        gid = -1
+        pending: list[tuple[int, int, int]] = []
+        for line_no, offset, raw in _lines(fh):
+            row, why = parse_line(raw, line_no)
+            if row is None:
+                if why:
+                    index.bad.append((line_no, why))
+                continue
+            key = _key_digest(row)
+            if key != previous:
+                found = db.execute("SELECT gid FROM groups WHERE key = ?", (key,)).fetchone()
+                if found is None:
+                    gid += 1
+                    db.execute("INSERT INTO groups VALUES (?, ?)", (key, gid))
+                    current = gid
+                else:
+                    index.adjacent = False
+                    current = found[0]
+                previous = key
+            pending.append((line_no, offset, current))
+            if len(pending) >= 10_000:
+                db.executemany("INSERT INTO rows VALUES (?, ?, ?)", pending)
+                pending.clear()
+        db.executemany("INSERT INTO rows VALUES (?, ?, ?)", pending)
+        if not index.adjacent:
+            db.execute("CREATE INDEX rows_by_group ON rows (gid, line)")
+        return index
+
+    def rows_by_group(self) -> Iterator[tuple[int, int, int]]:
+        cursor = self.db.execute("SELECT gid, line, offset FROM rows ORDER BY gid, line")
+        yield from cursor
+
+    def put_output(self, line_no: int, data: bytes) -> None:
+        self.db.execute("INSERT INTO output VALUES (?, ?)", (line_no, data))
+
+    def outputs_in_order(self) -> Iterator[bytes]:
+        for (data,) in self.db.execute("SELECT data FROM output ORDER BY line"):
+            yield data

@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+#: largest value magnitude a reward may return: beyond it the score is ``error``. Model
+#: output controls what a number-parsing grader returns; with this bound (and the weight
+#: bound of the config) no sum, square or mean of scores can overflow to inf.
+MAX_ABS_VALUE = 1e12
+
 
 class Status(StrEnum):
     """How a reward's verdict on one sample came about.
@@ -111,7 +116,8 @@ def _content_text(content: Any) -> str:
 class Sample:
     """One thing to score: a completion of a prompt, its reference and dataset metadata.
 
-    ``text`` is the completion's text (see :func:`completion_text`), computed once.
+    ``text`` is the completion's text (see :func:`completion_text`), computed once, and
+    ``size`` its length (the engine's size guard reads it without touching the text).
     ``group`` identifies the prompt the completion answers; per-group rewards see all
     completions that share it (by default the prompt itself).
     """
@@ -122,9 +128,11 @@ class Sample:
     metadata: dict[str, Any] = field(default_factory=dict)
     text: str = field(default="", init=False, compare=False)
     group: Any = field(default=None, compare=False)
+    size: int = field(default=0, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.text = completion_text(self.completion)
+        self.size = len(self.text)
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> Sample:
@@ -147,21 +155,23 @@ _SAMPLE_KEYS = frozenset({"prompt", "completion", "reference", "metadata"})
 def coerce_value(value: Any) -> Score:
     """Turn what a reward returned into a Score, refusing what is not a finite number."""
     if type(value) is float:
-        if math.isfinite(value):
+        if -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
             return Score(value)
-        return Score.error(f"reward returned {value!r}")
+        return _out_of_range(value)
     if isinstance(value, Score):
         if value.status is Status.OK:
             v = value.value
             if v is None or isinstance(v, bool) or not isinstance(v, int | float):
                 return Score.error(f"ok score with value {v!r}")
-            if not math.isfinite(v):
-                return Score.error(f"reward returned {v!r}")
+            if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
+                return _out_of_range(float(v))
         return value
     if value is None:
         return Score.skip("reward returned None")
     if isinstance(value, bool | int):
-        return Score(float(value))
+        if -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
+            return Score(float(value))
+        return _out_of_range(value)
     if isinstance(value, float):  # float subclasses, numpy floats
         return coerce_value(float(value))
     try:
@@ -172,3 +182,10 @@ def coerce_value(value: Any) -> Score:
     except Exception:  # pragma: no cover - defensive
         pass
     return Score.error(f"reward returned {type(value).__name__}, expected a number")
+
+
+def _out_of_range(value: float) -> Score:
+    if isinstance(value, float) and not math.isfinite(value):
+        return Score.error(f"reward returned {value!r}")
+    return Score.error(f"reward returned {value:.6g}, beyond the value bound "
+                       f"+-{MAX_ABS_VALUE:g}")

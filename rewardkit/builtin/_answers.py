@@ -15,6 +15,7 @@ Everything here is private to :mod:`rewardkit.builtin`; the rewards are the publ
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -42,6 +43,18 @@ def tag_block(text: str, tag: str, first: bool = False) -> str | None:
     if start < 0:
         return None
     return text[start + len(opener) : close]
+
+
+def after_reasoning(text: str, tag: str) -> str | None:
+    """What follows the last closing ``</tag>`` of a reasoning block (the part of a
+    reasoning model's output that is its answer), or None when the reasoning never closes.
+
+    >>> after_reasoning("<think>maybe 3</think> It is 4.", "think")
+    ' It is 4.'
+    """
+    closer = f"</{tag}>"
+    end = text.rfind(closer)
+    return None if end < 0 else text[end + len(closer) :]
 
 
 def boxed(text: str, first: bool = False) -> str | None:
@@ -102,24 +115,83 @@ def hashes_line(text: str, first: bool = False) -> str | None:
 
 
 _NUMBER_TOKEN = re.compile(
-    r"[-+]?\$?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?"
+    r"(?<![A-Za-z\d.])[-+]?\$?(?:\d{1,3}(?:(?:,|,\\!\s*|\{,\})\d{3})+(?:\.\d+)?"
+    r"|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?(?![A-Za-z]*\d)"
+)
+_NUMBER_TOKEN_DECIMAL_COMMA = re.compile(
+    r"(?<![A-Za-z\d,])[-+]?\$?(?:\d{1,3}(?:[. ]\d{3})+(?:,\d+)?|\d+(?:,\d+)?)%?(?![A-Za-z]*\d)"
 )
 
 
-def last_number(text: str, first: bool = False) -> str | None:
+def last_number(text: str, first: bool = False, decimal_comma: bool = False) -> str | None:
     """The last (or ``first``) number-looking token in ``text`` (``1,234.5``, ``-3``,
-    ``$40``, ``3/4``).
+    ``$40``, ``3/4``); digits glued into a word (``AZYUK2A``) are not a number, and a
+    ``$`` span broken over lines is not read at all.
 
     >>> last_number("3 apples cost $1,200.50 in total.")
     '$1,200.50'
+    >>> last_number("code AZYUK2A") is None
+    True
     """
+    token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
+    text = _BROKEN_SPAN.sub(" ", text)
     if first:
-        match = _NUMBER_TOKEN.search(text)
+        match = token.search(text)
         return match.group(0) if match else None
     found = None
-    for found in _NUMBER_TOKEN.finditer(text):  # noqa: B007 - the loop keeps the last
+    for found in token.finditer(text):  # noqa: B007 - the loop keeps the last
         pass
     return found.group(0) if found else None
+
+
+#: an inline ``$ ... $`` or ``\( ... \)`` whose content starts on a new line: not TeX math
+#: (inline math cannot span paragraphs), so nothing inside it is an answer
+_BROKEN_SPAN = re.compile(r"(?<![$\\])\$[ \t]*\n[^$]{0,1000}?\n[ \t]*\$(?!\$)"
+                          r"|\\\([ \t]*\n.{0,1000}?\n[ \t]*\\\)", re.DOTALL)
+
+#: GSM8K calculator notes: ``$<<30*3=90>>90`` is ``$90`` to a reader
+_CALCULATOR_NOTE = re.compile(r"<<[^<>\n]{0,200}>>")
+
+
+def strip_calculator_notes(text: str) -> str:
+    """``text`` without GSM8K calculator notes (``<<30*3=90>>``).
+
+    >>> strip_calculator_notes("so 30*3 = $<<30*3=90>>90")
+    'so 30*3 = $90'
+    """
+    return _CALCULATOR_NOTE.sub("", text) if "<<" in text else text
+
+
+#: closing phrases, lower case; a line ``A: 18`` or ``Answer: 18``, or ``answer is 18``
+_CLOSING_KEYS = ("answer is", "answer:", "\na:")
+_CLOSING_REST = re.compile(
+    r"\s*:?[ \t]*([^\n]{1,300}?)[ \t]*(?:\.[ \t]*(?:\n|\Z)|\.\s+(?=[A-Z])|\n|\Z)")
+
+
+def closing_answer(text: str, first: bool = False) -> str | None:
+    """What follows the last (or ``first``) closing phrase of a solution: a line
+    ``A: 18`` / ``Answer: 18`` / ``Final Answer: ...``, or ``The (final) answer is 18``,
+    up to the end of that sentence. A plain string search, then one anchored match.
+
+    >>> closing_answer("so she makes $18\\nA: 18")
+    '18'
+    >>> closing_answer("Thus the answer is: 6. I hope it is correct.")
+    '6'
+    """
+    low = text.lower()
+    best = -1
+    for key in _CLOSING_KEYS:
+        pos = low.find(key) if first else low.rfind(key)
+        if pos >= 0 and key == "answer is" and low[pos + 9 : pos + 10].isalpha():
+            pos = -1  # "the answer isn't"
+        if pos >= 0 and (best < 0 or (pos < best if first else pos + len(key) > best)):
+            best = pos + len(key)
+    if best < 0 and low.startswith("a:"):
+        best = 2
+    if best < 0:
+        return None
+    match = _CLOSING_REST.match(text, best)
+    return match.group(1).strip() if match else None
 
 
 #: a whole output that is only an answer: no word of two or more letters outside a LaTeX
@@ -144,6 +216,8 @@ def bare_answer(text: str) -> str | None:
 
 
 _MAX_SPAN = 1000
+#: a unit or remark in a math span (``\\frac{1}{3} \\text{meters}``) is not prose
+_TEXT_ARG = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
 
 
 def _math_spans(text: str) -> list[tuple[int, str]]:
@@ -159,7 +233,8 @@ def _math_spans(text: str) -> list[tuple[int, str]]:
             end = text.find(closer, pos + 2)
             if end < 0:
                 break
-            if end - pos - 2 <= _MAX_SPAN:
+            inline_broken = opener == "\\(" and "\n" in text[pos + 2 : end].strip(" \t")
+            if end - pos - 2 <= _MAX_SPAN and not inline_broken:
                 spans.append((pos, text[pos + 2 : end]))
             pos = text.find(opener, end + 2)
     dollars = [m.start() for m in re.finditer(r"(?<!\\)\$", text)]
@@ -178,6 +253,9 @@ def _math_spans(text: str) -> list[tuple[int, str]]:
             continue
         content = text[a + 1 : b]
         hugs = content[:1].strip() and content[-1:].strip() and not text[b + 1 : b + 2].isdigit()
+        # "$ \frac{1}{2} $" is math even with spaces; "$ \n 9 \n $" is not (inline math
+        # stays within a paragraph)
+        hugs = (hugs or "\\" in content) and "\n" not in content.strip(" \t")
         if hugs and len(content) <= _MAX_SPAN:
             spans.append((a, content))
             k += 2
@@ -197,20 +275,33 @@ def math_span(text: str, first: bool = False) -> str | None:
     True
     """
     spans = [inner for _, inner in _math_spans(text)
-             if not _WORD.search(inner.replace("\\text", ""))]
+             if not _WORD.search(_TEXT_ARG.sub(" ", inner))]
     if not spans:
         return None
     return strip_lead_in(spans[0] if first else spans[-1]).strip()
 
 
+#: strategies that would read a calculator note as an answer (the others never look there)
+_READS_NOTES = frozenset({"closing", "bare", "math_span", "last_number"})
+
+
 def extract(
-    text: str, order: tuple[str, ...], answer_tag: str, first: bool = False
+    text: str,
+    order: Sequence[str],
+    answer_tag: str,
+    first: bool = False,
+    decimal_comma: bool = False,
 ) -> tuple[str, str] | None:
     """Try the strategies in ``order``; the first that finds something gives
     ``(strategy, answer text)``. Strategies: ``answer_tag``, ``boxed``, ``hashes``,
-    ``bare`` (the whole output is just an answer), ``math_span`` (last ``$...$``),
-    ``last_number``; each takes the last occurrence, or the first with ``first``."""
+    ``closing`` (``A: 18``, ``The answer is 18``), ``bare`` (the whole output is just an
+    answer), ``math_span`` (last ``$...$``), ``last_number``; each takes the last
+    occurrence, or the first with ``first``. GSM8K calculator notes (``<<3*4=12>>``) are
+    not read."""
+    stripped = False
     for how in order:
+        if not stripped and how in _READS_NOTES:
+            text, stripped = strip_calculator_notes(text), True
         if how == "answer_tag":
             found = tag_block(text, answer_tag, first)
             if found is not None:
@@ -220,12 +311,14 @@ def extract(
             found = boxed(text, first)
         elif how == "hashes":
             found = hashes_line(text, first)
+        elif how == "closing":
+            found = closing_answer(text, first)
         elif how == "bare":
             found = bare_answer(text)
         elif how == "math_span":
             found = math_span(text, first)
         elif how == "last_number":
-            found = last_number(text, first)
+            found = last_number(text, first, decimal_comma)
         else:  # pragma: no cover - params validate the names
             raise ValueError(f"unknown extraction strategy {how!r}")
         if found is not None and found.strip():
@@ -238,13 +331,13 @@ def extract(
 class PlainNumber:
     """A number read without a CAS; ``percent`` when it was written with ``%``."""
 
-    value: Fraction
+    value: Fraction | int  # an int when it is one: cheaper than Fraction(n, 1)
     percent: bool = False
 
-    def candidates(self) -> tuple[Fraction, ...]:
+    def candidates(self) -> tuple[Fraction | int, ...]:
         """Values the answer may stand for: ``50%`` is 50 (GSM8K style) or 0.5."""
         if self.percent:
-            return (self.value, self.value / 100)
+            return (self.value, Fraction(self.value) / 100)
         return (self.value,)
 
 
@@ -258,9 +351,14 @@ _UNIT_WORDS = re.compile(
 _PERCENT_WORD = re.compile(r"\s*(?:%|percent|per\s*cent)\s*$", re.IGNORECASE)
 _CURRENCY = re.compile(r"^([-+]?)\s*(?:\$|€|£|¥|₹|USD|EUR|Rs\.?)\s*", re.IGNORECASE)
 _DECIMAL = re.compile(
-    r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?"
+    r"[-+]?(?:[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?"
 )
 _INTEGER = re.compile(r"[-+]?\d{1,100}")
+_GROUPED_INTEGER = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3}){1,30}")
+_SPACED_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+_THOUSANDS_GAP = re.compile(r"\s+")
+_THIN_SPACE_GROUP = re.compile(r"(?<=\d),\\!\s*(?=\d{3})")
+_DECIMAL_COMMA = re.compile(r"[-+]?(?:[1-9]\d{0,2}(?:[. ]\d{3})+|\d+)(?:,\d+)?")
 _SLASH = re.compile(r"([-+]?\d+)\s*/\s*(\d+)")
 _FRAC = re.compile(r"([-+]?)\\frac\s*(?:\{\s*([-+]?\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
 _SCI = re.compile(r"(.+?)\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*\{?\s*([-+]?\d{1,3})\s*\}?")
@@ -274,10 +372,13 @@ def normalise(answer: str) -> str:
     m = _DELIMITED.match(s)
     if m:
         s = next(g for g in m.groups() if g is not None).strip()
-    inner = boxed(s) if s.startswith(("\\boxed", "\\fbox")) else None
+    single_box = s.count("\\boxed") + s.count("\\fbox") == 1
+    inner = boxed(s) if single_box and s.startswith(("\\boxed", "\\fbox")) else None
     if inner is not None:
         s = inner.strip()
     s = s.replace("\\$", "$").replace("\\%", "%").replace("{,}", ",")
+    if ",\\!" in s:  # "11,\\! 111,\\! 100"
+        s = _THIN_SPACE_GROUP.sub(",", s)
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     s = _TEXT_CMD.sub(lambda t: " " + t.group(1), s)
     s = _LATEX_NOISE.sub(" ", s)
@@ -286,7 +387,7 @@ def normalise(answer: str) -> str:
     return _CURRENCY.sub(lambda c: c.group(1), s)
 
 
-def read_number(answer: str) -> PlainNumber | None:
+def read_number(answer: str, decimal_comma: bool = False) -> PlainNumber | None:
     """The value of ``answer`` when it is a plain number, else None (then it is a case for
     symbolic comparison). Never imports sympy; bounded work on any input.
 
@@ -297,8 +398,10 @@ def read_number(answer: str) -> PlainNumber | None:
     """
     if len(answer) > 4 * MAX_NUMBER_CHARS:
         return None
-    if _INTEGER.fullmatch(answer):  # the common case, at a fraction of the cost
-        return PlainNumber(Fraction(int(answer)))
+    if _INTEGER.fullmatch(answer):  # the common cases, at a fraction of the cost
+        return PlainNumber(int(answer))
+    if not decimal_comma and _GROUPED_INTEGER.fullmatch(answer):
+        return PlainNumber(int(answer.replace(",", "")))
     s = normalise(answer)
     percent = False
     m = _PERCENT_WORD.search(s)
@@ -314,6 +417,10 @@ def read_number(answer: str) -> PlainNumber | None:
     s = _CURRENCY.sub(lambda c: c.group(1), s)
     if not s or len(s) > MAX_NUMBER_CHARS:
         return None
+    if decimal_comma and _DECIMAL_COMMA.fullmatch(s):
+        s = s.replace(".", "").replace(" ", "").replace(",", ".")
+    elif _SPACED_THOUSANDS.fullmatch(s):  # "1 000"
+        s = _THOUSANDS_GAP.sub("", s)
     value = _exact_value(s)
     return None if value is None else PlainNumber(value, percent)
 
@@ -342,11 +449,16 @@ def _exact_value(s: str) -> Fraction | None:
 def numbers_match(gold: PlainNumber, pred: PlainNumber, abs_tol: float, rel_tol: float) -> bool:
     """True when some reading of ``pred`` is within tolerance of some reading of ``gold``
     (``|p - g| <= max(abs_tol, rel_tol * |g|)``, exact arithmetic)."""
-    if not (gold.percent or pred.percent) and gold.value == pred.value:
-        return True
+    if not (gold.percent or pred.percent):
+        if gold.value == pred.value:
+            return True
+        g, p = gold.value, pred.value
+        if g.denominator == 1 and p.denominator == 1:  # the common case, without Fractions
+            return abs(p.numerator - g.numerator) <= max(abs_tol, rel_tol * abs(g.numerator))
     a, r = _tolerances(abs_tol, rel_tol)
     return any(
-        abs(p - g) <= max(a, r * abs(g)) for g in gold.candidates() for p in pred.candidates()
+        abs(Fraction(p) - g) <= max(a, r * abs(Fraction(g)))
+        for g in gold.candidates() for p in pred.candidates()
     )
 
 

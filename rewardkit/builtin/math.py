@@ -22,21 +22,26 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import (
+    PlainNumber,
+    after_reasoning,
+    boxed,
     extract,
     normalise,
     numbers_match,
     read_number,
     reference_text,
+    strip_calculator_notes,
     tag_block,
 )
 from rewardkit.hookspecs import hookimpl
-from rewardkit.types import Sample, Score
+from rewardkit.types import Sample, Score, Status
 
 
 class ExactParams(Params):
@@ -46,6 +51,12 @@ class ExactParams(Params):
     score: float = Field(1.0, description="value when the answer equals the gold string")
     wrong: float = Field(0.0, description="value otherwise (also when there is no answer)")
     case_sensitive: bool = Field(True, description="compare letter case too")
+    reasoning_tag: str | None = Field(
+        None,
+        description="name of the reasoning tag of a reasoning model (e.g. 'think'): read the "
+        "answer block only after the last closing </tag>, and pay `wrong` when the "
+        "reasoning never closes; None reads the whole output",
+    )
 
 
 @reward(params=ExactParams)
@@ -60,7 +71,13 @@ def exact_answer(sample: Sample, params: ExactParams) -> Score:
     gold = reference_text(sample.reference)
     if gold is None:
         return Score.error("sample has no reference answer")
-    found = tag_block(sample.text, params.answer_tag)
+    text = sample.text
+    if params.reasoning_tag:
+        after = after_reasoning(text, params.reasoning_tag)
+        if after is None:
+            return Score.ok(params.wrong, "the reasoning never closes")
+        text = after
+    found = tag_block(text, params.answer_tag)
     if found is None:
         return Score.ok(params.wrong, "no answer block")
     answer = found.strip()
@@ -69,9 +86,11 @@ def exact_answer(sample: Sample, params: ExactParams) -> Score:
     return Score.ok(params.score if answer == gold else params.wrong, extracted=answer[:200])
 
 
-Strategy = Literal["answer_tag", "boxed", "hashes", "bare", "math_span", "last_number"]
+Strategy = Literal[
+    "answer_tag", "boxed", "hashes", "closing", "bare", "math_span", "last_number"
+]
 _ALL_STRATEGIES: tuple[Strategy, ...] = (
-    "answer_tag", "boxed", "hashes", "bare", "math_span", "last_number"
+    "answer_tag", "boxed", "hashes", "closing", "bare", "math_span", "last_number"
 )
 
 
@@ -81,13 +100,20 @@ class MathParams(Params):
     extract: list[Strategy] = Field(
         default_factory=lambda: list(_ALL_STRATEGIES),
         min_length=1,
-        description="where to look for the final answer, in order; the first strategy that "
-        "finds something decides: answer_tag (last <answer> block), boxed (last \\boxed{}), "
-        "hashes (the last '####' line), bare (the whole output is only an answer, e.g. "
-        "'\\frac{3}{4}' or 'x = 3'), math_span (last $...$ or \\(...\\)), last_number "
-        "(last number in the text)",
+        description="where to look for a plain-number answer, in order; the first strategy "
+        "that finds something decides: answer_tag (last <answer> block), boxed (last "
+        "\\boxed{}), hashes (the last '####' line), closing (a closing line 'A: 18' / "
+        "'Final Answer: ...' or 'The answer is 18'), bare (the whole output is only an "
+        "answer, e.g. '\\frac{3}{4}' or 'x = 3'), math_span (last $...$ or \\(...\\)), "
+        "last_number (last number in the text)",
     )
     answer_tag: str = Field("answer", description="name of the answer tag")
+    reasoning_tag: str | None = Field(
+        None,
+        description="name of the reasoning tag of a reasoning model (e.g. 'think'): grade "
+        "only what follows the last closing </tag>, and pay `wrong` when the reasoning "
+        "never closes; None grades the whole output",
+    )
     occurrence: Literal["last", "first"] = Field(
         "last",
         description="which occurrence a strategy takes: last (chat models answer at the end) "
@@ -97,107 +123,296 @@ class MathParams(Params):
     rel_tol: float = Field(
         1e-9, ge=0, description="... or within this error relative to the gold value"
     )
+    decimal_comma: bool = Field(
+        False,
+        description="numbers use a decimal comma ('1,22' is 1.22; '.' and spaces separate "
+        "thousands), as in most of Europe",
+    )
     symbolic: bool = Field(
         True,
         description="compare answers that are not plain numbers with math-verify + sympy; "
         "false: plain numbers only (a non-numeric answer is wrong)",
     )
     max_symbolic_chars: int = Field(
-        1000, gt=0, description="longer answers are not parsed symbolically (they are wrong)"
+        1000, gt=0, description="longer extracted answers are not parsed symbolically (they "
+        "are wrong)",
     )
     score: float = Field(1.0, description="value of a correct answer")
     wrong: float = Field(0.0, description="value of a wrong or missing answer")
 
 
-@reward(params=MathParams, mode="process", timeout=10.0)
+def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
+    """The verdicts reached without math-verify: plain numbers, word answers, missing or
+    prose references, unclosed reasoning, nothing to grade. None: math-verify decides.
+    Bounded, linear work on any input; never imports sympy."""
+    gold = _plain_reference(sample.reference, params)
+    if isinstance(gold, Score):
+        return gold
+    if isinstance(gold, _Symbolic):
+        return None  # math-verify must first say whether the reference is an answer at all
+    text = _graded_text(sample.text, params)
+    if text is None:
+        return Score.ok(params.wrong, "the reasoning never closes")
+    found = extract(text, params.extract, params.answer_tag,
+                    first=params.occurrence == "first", decimal_comma=params.decimal_comma)
+    if isinstance(gold, _WordAnswer):
+        answer = found[1] if found else _last_words(text)
+        if answer is None:
+            return Score.ok(params.wrong, "no answer found")
+        return _verdict(_words(answer) == gold.words, params, found[0] if found else "words",
+                        answer)
+    if isinstance(gold, PlainNumber):
+        if found is None:
+            return Score.ok(params.wrong, "no answer found")
+        how, answer = found
+        pred_number = read_number(answer, params.decimal_comma)
+        if pred_number is None and "=" in answer:  # "4 \\times 3 = 12": the last side
+            pred_number = read_number(answer.rsplit("=", 1)[1], params.decimal_comma)
+        if pred_number is not None:
+            same = numbers_match(gold, pred_number, params.abs_tol, params.rel_tol)
+            return _verdict(same, params, how, answer)
+        if not params.symbolic:
+            return Score.ok(params.wrong, "answer is not a plain number", via=how,
+                            extracted=answer[:200])
+    return None
+
+
+@reward(params=MathParams, mode="process", timeout=10.0, quick=_quick_verdict)
 def math_answer(sample: Sample, params: MathParams) -> Score:
     """The final answer equals the gold answer, numerically or symbolically.
 
-    Extraction follows ``extract``; numbers are read without sympy (thousand separators,
-    currency, percent, unit words, ``a/b``, ``\\frac{a}{b}``, ``a \\times 10^{k}``) and
-    compared within ``abs_tol`` / ``rel_tol``; ``50%`` matches both ``50`` and ``0.5``.
-    Other answers go to math-verify (LaTeX, expressions, sets, intervals). Status error
-    when the reference is missing or cannot be parsed: a broken dataset row is not a
-    wrong answer. Example: ``... #### The final answer is 1,200`` with reference
+    Plain numbers take a fast path: the answer found by ``extract`` is read without sympy
+    (thousand separators, currency, percent, unit words, ``a/b``, ``\\frac{a}{b}``,
+    ``a \\times 10^{k}``) and compared within ``abs_tol`` / ``rel_tol``; ``50%`` matches
+    both ``50`` and ``0.5``. That path runs in the trainer's process (no round trip to a
+    worker). Everything else (LaTeX, expressions, several ``\\boxed``, sets, tuples,
+    matrices, equations) is handed to math-verify in a worker, whose own extraction reads
+    the answer block, or the whole output when there is none. A gold answer in words
+    (``\\text{odd}``, ``Even``) is compared as words. Status error when the reference is
+    missing or is neither a number, mathematics nor a word answer: a broken dataset row
+    is not a wrong answer. Example: ``... #### The final answer is 1,200`` with reference
     ``1200`` -> ``score``.
     """
-    gold_text = reference_text(sample.reference)
-    if gold_text is None:
-        return Score.error("sample has no reference answer")
-    gold_number = read_number(gold_text)
-    gold_parsed: list[Any] = []
-    if gold_number is None:
-        if not params.symbolic:
-            return Score.error(f"reference {gold_text[:80]!r} is not a plain number")
-        mv = _math_verify()
-        if mv is None:
-            return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
-        refusal = _too_costly(gold_text, 10_000)
-        if refusal:
-            return Score.error(f"reference cannot be graded: {refusal}")
-        gold_parsed = _parse(mv, gold_text, fallback=False)
-        if not gold_parsed:
-            return Score.error(f"reference {gold_text[:80]!r} cannot be parsed")
-    found = extract(sample.text, tuple(params.extract), params.answer_tag,
-                    first=params.occurrence == "first")
-    if found is None:
-        return Score.ok(params.wrong, "no answer found")
-    how, answer = found
-    pred_number = read_number(answer)
-    if gold_number is not None and pred_number is not None:
-        same = numbers_match(gold_number, pred_number, params.abs_tol, params.rel_tol)
-        return _verdict(same, params, how, answer)
-    if not params.symbolic:
-        return Score.ok(params.wrong, "answer is not a plain number", via=how,
-                        extracted=answer[:200])
-    if gold_number is not None:  # hand math-verify the value, not "72 clips"
-        value = gold_number.value
-        gold_text = str(value.numerator) if value.denominator == 1 else \
-            f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
-    return _symbolic(gold_parsed or gold_text, answer, how, params)
-
-
-def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:
-    return Score.ok(params.score if same else params.wrong, via=how, extracted=answer[:200])
-
-
-# -- the symbolic path -------------------------------------------------------------------
-def _symbolic(gold: list[Any] | str, answer: str, how: str, params: MathParams) -> Score:
-    """Compare with math-verify; ``gold`` is already parsed, or a plain number as text."""
+    quick = _quick_verdict(sample, params)
+    if quick is not None:
+        return quick
+    gold = _plain_reference(sample.reference, params)
+    if isinstance(gold, PlainNumber):  # refuse what sympy must not see before importing it
+        early = extract(_graded_text(sample.text, params) or "", params.extract,
+                        params.answer_tag, first=params.occurrence == "first",
+                        decimal_comma=params.decimal_comma)
+        refusal = _too_costly(early[1], params.max_symbolic_chars) if early else ""
+        if refusal and early:
+            return Score.ok(params.wrong, refusal, via=early[0])
     mv = _math_verify()
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
-    if isinstance(gold, str):
-        gold = _parse(mv, gold, fallback=False)
-        if not gold:  # pragma: no cover - plain numbers always parse
-            return Score.error("reference cannot be parsed")
-    refusal = _too_costly(answer, params.max_symbolic_chars)
+    if isinstance(gold, PlainNumber):  # hand math-verify the value, not "72 clips"
+        value = gold.value
+        gold_parsed = _parse(mv, str(value.numerator) if value.denominator == 1 else
+                             f"\\frac{{{value.numerator}}}{{{value.denominator}}}", False)
+    else:
+        parsed = _symbolic_reference(mv, sample.reference)
+        if isinstance(parsed, Score):
+            return parsed
+        gold_parsed = parsed
+    text = _graded_text(sample.text, params)
+    if text is None:
+        return Score.ok(params.wrong, "the reasoning never closes")
+    found = extract(text, params.extract, params.answer_tag,
+                    first=params.occurrence == "first", decimal_comma=params.decimal_comma)
+    return _symbolic(gold_parsed, text, found, params)
+
+
+def _graded_text(text: str, params: MathParams) -> str | None:
+    """The part of the output that is graded: all of it, or what follows the reasoning."""
+    return after_reasoning(text, params.reasoning_tag) if params.reasoning_tag else text
+
+
+def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:
+    # built directly: this runs once per sample on the fast path
+    return Score(float(params.score if same else params.wrong), Status.OK, "",
+                 {"via": how, "extracted": answer[:200]})
+
+
+class _WordAnswer:
+    """A gold answer that is words, not mathematics (``\\text{odd}``, ``Even``)."""
+
+    def __init__(self, words: str) -> None:
+        self.words = words
+
+
+class _Symbolic:
+    """A gold answer for math-verify."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+_TEXT_ONLY = re.compile(r"\s*\\(?:text|textbf|mathrm|textnormal|mbox)\s*\{([^{}$\\]*)\}\s*")
+_ONE_WORD = re.compile(r"\s*([A-Za-z]{2,})\s*")
+_PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}\b[^\\$]{0,3}?\s+[A-Za-z]{2,}")
+_TEXT_BLOCK = re.compile(r"\\(?:text|textbf|mathrm|textnormal|mbox|operatorname)\s*\{[^{}]*\}")
+_HAS_MATH = re.compile(r"[\d$]|\\[a-zA-Z(\[]")
+_LAST_SPAN = re.compile(r"\$([^$\n]{1,200})\$\s*\.?\s*$")
+
+
+def _words(text: str) -> str:
+    """Text reduced for comparing word answers: delimiters, ``\\text{}``, case and
+    punctuation dropped."""
+    s = text.strip().strip("$").strip()
+    inner = boxed(s) if s.startswith("\\boxed") else None
+    s = inner if inner is not None else s
+    s = _TEXT_BLOCK.sub(lambda m: " " + m.group(0).split("{", 1)[1][:-1] + " ", s)
+    return " ".join(re.sub(r"[^\w\s]", " ", s).casefold().split())
+
+
+def _last_words(text: str) -> str | None:
+    """For a word answer that no strategy found: a closing ``$...$`` span (``$Even$``), or
+    the whole output when it is short."""
+    m = _LAST_SPAN.search(text)
+    if m:
+        return m.group(1)
+    stripped = text.strip()
+    return stripped if 0 < len(stripped) <= 100 else None
+
+
+def _plain_reference(
+    reference: Any, params: MathParams
+) -> PlainNumber | _WordAnswer | _Symbolic | Score:
+    """The gold answer as a plain number or a word answer, read without math-verify; a
+    ``_Symbolic`` when math-verify must read it; a Score with status error when it is
+    missing or prose."""
+    if type(reference) is str:  # the common case: read each distinct reference once
+        return _reference_kind(reference, params.decimal_comma, params.symbolic)
+    text = reference_text(reference)
+    if text is None:
+        return Score.error("sample has no reference answer")
+    return _reference_kind(text, params.decimal_comma, params.symbolic)
+
+
+@lru_cache(maxsize=4096)
+def _reference_kind(
+    reference: str, decimal_comma: bool, symbolic: bool
+) -> PlainNumber | _WordAnswer | _Symbolic | Score:
+    """What a gold answer is, read once per distinct reference (a GRPO group shares one)."""
+    text = reference_text(reference)
+    if text is None:
+        return Score.error("sample has no reference answer")
+    gold_text = text
+    number = read_number(gold_text, decimal_comma)
+    if number is not None:
+        return number
+    inner = gold_text.strip().strip("$").strip()
+    words = _TEXT_ONLY.fullmatch(inner) or _ONE_WORD.fullmatch(inner)
+    if words and not re.search(r"\d", words.group(1)):
+        return _WordAnswer(_words(words.group(1)))
+    if _PROSE.search(_TEXT_BLOCK.sub(" ", inner)):
+        if not _HAS_MATH.search(gold_text):
+            return Score.error(f"reference {gold_text[:80]!r} is prose, not a number, "
+                               "mathematics or a word answer in \\text{}")
+        # a worked solution (MATH style): its boxed answer is the gold
+        if gold_text.count("\\boxed") + gold_text.count("\\fbox") == 1:
+            number = read_number(boxed(gold_text) or "", decimal_comma)
+            if number is not None:
+                return number
+    if not symbolic:
+        return Score.error(f"reference {gold_text[:80]!r} is not a plain number")
+    return _Symbolic(gold_text)
+
+
+def _symbolic_reference(mv: Any, reference: Any) -> list[Any] | Score:
+    """math-verify's parse of a gold answer that is not a plain number; status error when
+    it cannot be parsed or is too costly to."""
+    gold_text = reference_text(reference) or ""
+    refusal = _too_costly(gold_text, 10_000, max_powers=None)
+    if refusal:
+        return Score.error(f"reference cannot be graded: {refusal}")
+    if _PROSE.search(_TEXT_BLOCK.sub(" ", gold_text)):  # a worked solution: its own extraction
+        parsed = _parse_output(mv, gold_text)
+    else:
+        # with its text as well as its value, as math-verify reads a gold ("12:00")
+        parsed = _parse(mv, gold_text, fallback=_balanced(gold_text))
+    if not parsed:
+        return Score.error(f"reference {gold_text[:80]!r} cannot be parsed")
+    return parsed
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+# -- the symbolic path -------------------------------------------------------------------
+def _symbolic(gold: list[Any], text: str, found: tuple[str, str] | None,
+              params: MathParams) -> Score:
+    """Compare with math-verify, letting its own extraction find the answer: in the answer
+    block when there is one, else in the whole output (the last ``_MAX_REGION`` characters)."""
+    mv = _math_verify()
+    if mv is None:
+        return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
+    how = found[0] if found else "math-verify"
+    if found is not None and found[0] in ("answer_tag", "hashes"):
+        region = _delimited(found[1])  # the answer block: one formula
+    else:
+        region = strip_calculator_notes(text)[-_MAX_REGION:]
+    refusal = _too_costly(found[1], params.max_symbolic_chars) if found else ""
+    refusal = refusal or _too_costly(region, _MAX_REGION, max_powers=None)
     if refusal:
         return Score.ok(params.wrong, refusal, via=how)
-    pred = _parse(mv, answer, fallback=True)
+    pred = _parse_output(mv, region)
+    if not pred and found is not None and found[1] != region:
+        pred = _parse(mv, found[1], fallback=True)
     if not pred:
-        return Score.ok(params.wrong, "answer cannot be parsed", via=how, extracted=answer[:200])
+        return Score.ok(params.wrong, "no answer found" if found is None else
+                        "answer cannot be parsed", via=how)
     same = bool(mv.verify(gold, pred, timeout_seconds=None))
-    return _verdict(same, params, how, answer)
+    return Score.ok(params.score if same else params.wrong, via=how,
+                    extracted=str(pred[-1])[:200])
+
+
+#: the longest tail of an output that math-verify reads
+_MAX_REGION = 8000
+
+
+def _parse_output(mv: Any, text: str) -> list[Any]:
+    """math-verify's parse of a model output with its default extraction (LaTeX anywhere,
+    boxed first, then expressions and numbers), signals off."""
+    return list(mv.parse(text, parsing_timeout=None) or [])
 
 
 def _parse(mv: Any, text: str, fallback: bool) -> list[Any]:
-    """math-verify's parse, signals off (the engine's worker timeout is the guard): the
-    text as LaTeX math first, then as free text."""
+    """math-verify's parse of a bare answer, signals off (the engine's worker timeout is
+    the guard): as written when it carries its own math delimiters, else as LaTeX math,
+    then with decoration removed, then as free text."""
     mode = "first_match" if fallback else "no_fallback"
-    cleaned = normalise(text)
-    for candidate in (f"${cleaned}$", text):
+    stripped = text.strip()
+    delimited = stripped.startswith(("$", "\\(", "\\[")) or "\\boxed" in stripped
+    candidates = [stripped] if delimited else [f"${stripped}$"]
+    candidates += [f"${normalise(text)}$", text]
+    for candidate in candidates:
         got = mv.parse(candidate, fallback_mode=mode, parsing_timeout=None)
         if got:
             return list(got)
     return []
 
 
+def _delimited(region: str) -> str:
+    """An answer block without math delimiters (``\\{3, 1, 2\\}``) read as one formula."""
+    if "$" in region or "\\(" in region or "\\[" in region or "\\boxed" in region:
+        return region
+    return f"${region.strip()}$"
+
+
 _MAX_BRACE_DEPTH = 40
 _MAX_POWERS = 8
 
 
-def _too_costly(text: str, max_chars: int) -> str:
+def _too_costly(text: str, max_chars: int, max_powers: int | None = _MAX_POWERS) -> str:
     """Why sympy should not see ``text`` (empty when it may). Cheap checks for the known
     ways to make sympy run for minutes: size, deep nesting, power towers, big factorials.
     The worker timeout remains the guard for everything else."""
@@ -212,7 +427,8 @@ def _too_costly(text: str, max_chars: int) -> str:
             depth -= 1
     if deepest > _MAX_BRACE_DEPTH:
         return "answer nested too deeply"
-    if text.count("^") + text.count("**") > _MAX_POWERS or _power_tower(text):
+    powers = text.count("^") + text.count("**")
+    if (max_powers is not None and powers > max_powers) or _power_tower(text):
         return "answer has a power tower"
     if _big_factorial(text):
         return "answer has a large factorial"
@@ -221,7 +437,7 @@ def _too_costly(text: str, max_chars: int) -> str:
 
 _POWER = re.compile(r"(?:\^|\*\*)\s*(\{|\()?")
 _LEADING_DIGITS = re.compile(r"\s*\d*")
-_FACTORIAL = re.compile(r"\d{4,}\s*\}?\s*!")
+_FACTORIAL = re.compile(r"(?<!\d)\d{4,}\s*\}?\s*!")  # linear: starts where digits do
 
 
 def _power_tower(text: str) -> bool:

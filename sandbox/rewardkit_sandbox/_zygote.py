@@ -14,6 +14,11 @@ with stdout and stderr.
 Standard library only, and few modules of it: a task child inherits everything the
 zygote holds, and pays (in copy-on-write faults) for every page it touches.  No
 ``threading`` or ``random``: their at-fork hooks would run in every child.
+
+This module serves tasks (fork, feed, drain, supervise, report); the zygote's other jobs
+live beside it: :mod:`._zygote_mounts` (namespaces and mounts), :mod:`._zygote_probes`
+(layer probes), :mod:`._zygote_workdir` (work directories) and :mod:`._zygote_reaping`
+(kill and reap).
 """
 
 from __future__ import annotations
@@ -26,13 +31,15 @@ import os
 import resource
 import select
 import signal
-import stat
 import sys
 import time
 
 from rewardkit_sandbox import _confinement as confinement
 from rewardkit_sandbox import _harness as harness
 from rewardkit_sandbox._protocol import Channel
+from rewardkit_sandbox._zygote_mounts import SCRATCH_DIRS, NamespacesAndMounts
+from rewardkit_sandbox._zygote_probes import LayerProbes, layer
+from rewardkit_sandbox._zygote_workdir import WorkDirectories, _shared_temp_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per task
@@ -40,16 +47,8 @@ if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per
 
 _REPORT_LIMIT_BYTES = 4 * 1024 * 1024
 _KILL_GRACE_S = 5.0
-_SCRATCH_DIRS = ("/tmp", "/dev/shm", "/var/tmp")
 _READ_CHUNK = 65536
-# tmpfs sizes a directory as 2 * BOGO_DIRENT_SIZE plus BOGO_DIRENT_SIZE per entry.
-_TMPFS_DIRENT = 20
-_TMPFS_EMPTY_DIR = 2 * _TMPFS_DIRENT
 _GC_EVERY_OBJECTS = 20000
-
-
-def _layer(active: bool, detail: str) -> dict[str, Any]:
-    return {"active": active, "detail": detail}
 
 
 class _Output:
@@ -74,7 +73,7 @@ class _Output:
         return self.truncated
 
 
-class Zygote:
+class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
     """One slot's zygote; ``serve`` handles requests until the socket closes."""
 
     def __init__(self, config: dict[str, Any], channel: Channel) -> None:
@@ -105,132 +104,17 @@ class Zygote:
         self._probe_process_group_kill()
         self._prepare_children(config.get("preload") or [])
 
-    # -- start-up: enter what the kernel allows, then probe -----------------------------
-
-    def _enter_subreaper(self) -> None:
-        try:
-            confinement.prctl(confinement.PR_SET_CHILD_SUBREAPER, 1)
-            self.layers["child_subreaper"] = _layer(True, "orphans of a task are reaped here")
-        except OSError as error:
-            self.layers["child_subreaper"] = _layer(False, f"prctl failed: {error}")
-
-    def _enter_network_namespace(self) -> None:
-        try:
-            confinement.unshare(confinement.CLONE_NEWNET)
-            self.netns = True
-            self.layers["network_namespace"] = _layer(True, "empty namespace, loopback down")
-        except OSError as error:
-            self.netns = False
-            self.layers["network_namespace"] = _layer(
-                False, f"unshare(CLONE_NEWNET) failed: {error}; seccomp denies inet sockets"
-            )
-
-    def _enter_mount_namespace(self, disk_bytes: int, hidden_paths: list[str]) -> None:
-        self.mountns = False
-        self.mounted: list[str] = []
-        try:
-            confinement.unshare(confinement.CLONE_NEWNS)
-            confinement.mount("none", "/", None, confinement.MS_REC | confinement.MS_PRIVATE, None)
-            flags = confinement.MS_NOSUID | confinement.MS_NODEV
-            # import paths inside a scratch directory (a venv in /tmp) vanish under the
-            # private tmpfs: hold them by descriptor now, bind them back below
-            in_scratch = _paths_inside(self.child_path, _SCRATCH_DIRS)
-            handles = {item: os.open(item, os.O_PATH | os.O_DIRECTORY) for item in in_scratch}
-            try:
-                confinement.mount("tmpfs", "/tmp", "tmpfs", flags,
-                                  f"size={disk_bytes},mode=1777")
-                self.mounted.append("/tmp")
-                for path in _SCRATCH_DIRS[1:]:
-                    if os.path.isdir(path):
-                        confinement.mount("tmpfs", path, "tmpfs", flags, "size=8m,mode=1777")
-                        self.mounted.append(path)
-                if handles:
-                    self._reexpose(handles)
-            finally:
-                for handle in handles.values():
-                    os.close(handle)
-            hidden = [path for path in hidden_paths if self._hide(path)]
-        except OSError as error:
-            self.layers["mount_namespace"] = _layer(
-                False, f"{error}; work dirs in the shared /tmp, no disk quota, paths not hidden"
-            )
-            return
-        self.mountns = True
-        detail = f"private tmpfs /tmp ({disk_bytes // (1024 * 1024)} MiB)"
-        if hidden:
-            detail += ", hidden: " + " ".join(hidden)
-        self.layers["mount_namespace"] = _layer(True, detail)
-
-    def _reexpose(self, handles: dict[str, int]) -> None:
-        """Bind the import paths held by ``handles`` read-only under a read-only tmpfs on
-        ``_REEXPOSE_ROOT`` (outside every scratch directory, so task clean-up never meets
-        them) and point the children's ``sys.path`` there."""
-        if not os.path.isdir(_REEXPOSE_ROOT):
-            raise OSError(f"import paths {sorted(handles)} are inside a scratch directory "
-                          f"and there is no {_REEXPOSE_ROOT} to show them again under")
-        flags = confinement.MS_NOSUID | confinement.MS_NODEV
-        confinement.mount("tmpfs", _REEXPOSE_ROOT, "tmpfs", flags, "size=1m,mode=755")
-        moved: dict[str, str] = {}
-        for index, (item, handle) in enumerate(sorted(handles.items())):
-            target = os.path.join(_REEXPOSE_ROOT, f"import-{index}")
-            os.mkdir(target, 0o755)
-            _bind_read_only(handle, target, flags)
-            moved[item] = target
-        confinement.mount("tmpfs", _REEXPOSE_ROOT, "tmpfs",
-                          confinement.MS_REMOUNT | confinement.MS_RDONLY | flags,
-                          "size=1m,mode=755")
-        self.child_path = [moved.get(os.path.realpath(p), p) for p in self.child_path]
-
-    def _hide(self, path: str) -> bool:
-        """Cover ``path`` with an empty read-only tmpfs, re-exposing the import paths in it.
-
-        The interpreter's own library may live under a hidden path (``/root/.pyenv``):
-        those directories are bind-mounted back, read-only, through an ``O_PATH``
-        descriptor opened before the cover went on.
-        """
-        path = os.path.realpath(path)
-        if not os.path.isdir(path) or path == "/":
-            return False
-        for scratch in _SCRATCH_DIRS:
-            if scratch == path or scratch.startswith(path + os.sep):
-                return False
-        visible = sorted(
-            {
-                os.path.realpath(item)
-                for item in self.child_path
-                if os.path.isdir(item) and os.path.realpath(item).startswith(path + os.sep)
-            }
-        )
-        if any(os.path.realpath(item) == path for item in self.child_path):
-            return False
-        handles = {item: os.open(item, os.O_PATH | os.O_DIRECTORY) for item in visible}
-        try:
-            flags = confinement.MS_NOSUID | confinement.MS_NODEV
-            confinement.mount("tmpfs", path, "tmpfs", flags, "size=1m,mode=755")
-            for item, handle in handles.items():
-                os.makedirs(item, mode=0o755, exist_ok=True)
-                _bind_read_only(handle, item, flags)
-            confinement.mount(
-                "tmpfs",
-                path,
-                "tmpfs",
-                confinement.MS_REMOUNT | confinement.MS_RDONLY | flags,
-                "size=1m,mode=755",
-            )
-        finally:
-            for handle in handles.values():
-                os.close(handle)
-        return True
+    # -- start-up: what the namespaces, mounts and probes do not cover -------------------
 
     def _check_environment(self) -> None:
         leaked = [name for name in os.environ if _looks_secret(name)]
         cuda = os.environ.get("CUDA_VISIBLE_DEVICES", None) == ""
         if leaked or not cuda:
             problems = ", ".join(leaked) or "CUDA_VISIBLE_DEVICES not empty"
-            self.layers["scrubbed_environment"] = _layer(False, problems)
+            self.layers["scrubbed_environment"] = layer(False, problems)
         else:
             names = ",".join(sorted(os.environ))
-            self.layers["scrubbed_environment"] = _layer(True, f"only {names}; no CUDA")
+            self.layers["scrubbed_environment"] = layer(True, f"only {names}; no CUDA")
 
     def _load_seccomp_program(self, config: dict[str, Any]) -> None:
         """The pool compiled the filter (with and without a network rule) to BPF."""
@@ -263,7 +147,7 @@ class Zygote:
         self.fixed_workdir = (
             f"/tmp/rewardkit-task-{os.urandom(6).hex()}" if "/tmp" in self.mounted else ""
         )
-        self.scratch_mounts = [path for path in _SCRATCH_DIRS if path in self.mounted]
+        self.scratch_mounts = [path for path in SCRATCH_DIRS if path in self.mounted]
         umask = os.umask(0o077)
         os.umask(umask)
         self.chmod_workdir = bool(umask & 0o700)
@@ -314,98 +198,6 @@ class Zygote:
             self.seccomp_error = f"loading the filter failed: {error}"
             self.seccomp_program = None
 
-    def _probe_child_layers(self) -> None:
-        """See, in a throw-away child, which per-task layers hold."""
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_fd)
-            outcome = self._confine_probe()
-            os.write(write_fd, json.dumps(outcome).encode())
-            os._exit(0)
-        os.close(write_fd)
-        raw = b""
-        while chunk := os.read(read_fd, 65536):
-            raw += chunk
-        os.close(read_fd)
-        os.waitpid(pid, 0)
-        outcome = json.loads(raw) if raw else {}
-        details = {
-            "rlimits": "AS, CPU, FSIZE, NOFILE, NPROC, CORE=0",
-            "uid_isolation": f"uid {self.uid}, gid {self.gid}, no groups",
-            "no_new_privs": "PR_SET_NO_NEW_PRIVS (set in the zygote, inherited)",
-            "seccomp": "libseccomp deny-list (ptrace, mount, bpf, namespaces, ...)",
-        }
-        if self.seccomp_program is not None:
-            details["seccomp"] += (
-                f"; {self.seccomp_program.instructions} BPF instructions,"
-                " loaded in the zygote, inherited"
-            )
-        for name, detail in details.items():
-            error = outcome.get(name, "probe child died")
-            self.layers[name] = _layer(error is None, detail if error is None else error)
-        if not self.netns and self.layers["seccomp"]["active"]:
-            self.layers["seccomp"]["detail"] += " + socket() other than AF_UNIX"
-        self.uid_isolation = self.layers["uid_isolation"]["active"]
-
-    def _confine_probe(self) -> dict[str, str | None]:
-        outcome: dict[str, str | None] = {}
-        try:
-            os.setsid()
-            confinement.set_rlimits(
-                {"CPU": 5, "AS": 1 << 30, "FSIZE": 1 << 20, "NOFILE": 64, "NPROC": 64}
-            )
-            outcome["rlimits"] = None
-        except OSError as error:
-            outcome["rlimits"] = str(error)
-        if os.geteuid() != 0:
-            outcome["uid_isolation"] = "not started as root: tasks share the pool's uid"
-        else:
-            try:
-                confinement.drop_privileges(self.uid, self.gid)
-                outcome["uid_isolation"] = None
-            except OSError as error:
-                outcome["uid_isolation"] = str(error)
-        try:
-            inherited = confinement.prctl_get(confinement.PR_GET_NO_NEW_PRIVS) == 1
-            outcome["no_new_privs"] = None if inherited else (self.nnp_error or "not set")
-        except OSError as error:
-            outcome["no_new_privs"] = str(error)
-        if self.seccomp_program is None:
-            outcome["seccomp"] = self.seccomp_error or "no filter"
-        else:
-            try:
-                confinement.unshare(0)
-                outcome["seccomp"] = "filter loaded but unshare(2) still allowed"
-            except OSError as error:
-                outcome["seccomp"] = None if error.errno == errno.EPERM else str(error)
-        return outcome
-
-    def _probe_process_group_kill(self) -> None:
-        ready_read, ready_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(ready_read)
-            os.setsid()
-            if os.fork() == 0:  # a member of the group that is not its leader
-                os.write(ready_write, b"x")
-                time.sleep(60)
-                os._exit(0)
-            time.sleep(60)
-            os._exit(0)
-        os.close(ready_write)
-        os.read(ready_read, 1)  # the group exists and has its second member
-        os.close(ready_read)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-            self._reap_descendants(time.monotonic() + 2.0)
-            detail = "killpg(SIGKILL) of the task's process group"
-            self.layers["process_group_kill"] = _layer(killed, detail)
-        except OSError as error:
-            self.layers["process_group_kill"] = _layer(False, f"killpg failed: {error}")
-
     # -- serving ---------------------------------------------------------------------
 
     def serve(self) -> NoReturn:
@@ -425,27 +217,6 @@ class Zygote:
                 gc.collect()
                 gc.freeze()
 
-    def _make_workdir(self) -> str:
-        while True:
-            workdir = self.fixed_workdir or (
-                f"{self.workdir_base}/rewardkit-task-{os.urandom(6).hex()}"
-            )
-            try:
-                os.mkdir(workdir, 0o700)
-            except FileExistsError:
-                if self.fixed_workdir:  # the last task's was not removed: never reuse it
-                    raise
-                continue
-            break
-        try:
-            if self.uid_isolation:
-                os.chown(workdir, self.uid, self.gid)
-            if self.chmod_workdir:
-                os.chmod(workdir, 0o700)
-        except OSError:
-            os.rmdir(workdir)
-            raise
-        return workdir
 
     def _run_task(self, request: dict[str, Any], stdin: bytes) -> dict[str, Any]:
         reply: dict[str, Any] = {"event": "finished"}
@@ -676,185 +447,6 @@ class Zygote:
             3,
         )
 
-    # -- ending a task: kill, reap, clean -----------------------------------------------
-
-    def _kill_task(self, pid: int, main_child_reaped: bool = False) -> None:
-        """SIGKILL the task's process group, then everything its uid runs (or our children)."""
-        if not main_child_reaped:
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
-        elif not self._has_live_children():
-            return
-        if self.uid_isolation:
-            self._kill_everything_of_uid()
-        else:
-            self._kill_children()
-
-    def _has_live_children(self) -> bool:
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return False
-            if pid == 0:
-                return True
-
-    def _kill_everything_of_uid(self) -> None:
-        # kill(-1) as the slot uid reaches every process of that uid and nothing else; the
-        # kernel refuses new forks of a process with a fatal signal pending, so it is final.
-        killer = os.fork()
-        if killer == 0:
-            try:
-                os.setresuid(self.uid, self.uid, self.uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(killer, 0)
-
-    def _kill_children(self) -> None:
-        for child in _children_of(self.pid):
-            for kill in (os.killpg, os.kill):
-                with contextlib.suppress(OSError):
-                    kill(child, signal.SIGKILL)
-
-    def _reap_descendants(self, deadline: float) -> bool:
-        """Reap until no child is left; orphans reparent here (subreaper).  False on timeout."""
-        pause = 0.0002
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return True
-            if pid:
-                continue
-            if time.monotonic() > deadline:
-                return False
-            if not self.uid_isolation:
-                self._kill_children()
-            time.sleep(pause)
-            pause = min(pause * 2, 0.02)
-
-    def _clean_files(self, workdir: str) -> bool:
-        """Remove what the task left; False when the private scratch space is not empty."""
-        if self.mountns and self._only_an_empty_workdir(workdir):
-            with contextlib.suppress(OSError):
-                os.rmdir(workdir)
-                return True
-        _remove_tree(workdir)
-        for directory in _SCRATCH_DIRS:
-            try:
-                entries = list(os.scandir(directory))
-            except OSError:
-                continue
-            for entry in entries:
-                try:
-                    if not self.mountns and entry.stat(follow_symlinks=False).st_uid != self.uid:
-                        continue
-                    if not self.mountns and not self.uid_isolation:
-                        continue
-                    _remove_tree(entry.path)
-                except OSError:
-                    continue
-        if not self.mountns:
-            return True
-        try:
-            return all(os.lstat(path).st_size == _TMPFS_EMPTY_DIR for path in self.scratch_mounts)
-        except OSError:
-            return False
-
-    def _only_an_empty_workdir(self, workdir: str) -> bool:
-        """True when the task left nothing: a few lstat() instead of listing directories.
-
-        Only on the zygote's own tmpfs mounts, where a directory's size counts its entries
-        exactly: /tmp holds one entry (the work directory, an empty directory), and the
-        other scratch directories none.
-        """
-        try:
-            info = os.lstat(workdir)
-            if not stat.S_ISDIR(info.st_mode) or info.st_size != _TMPFS_EMPTY_DIR:
-                return False
-            for directory in self.scratch_mounts:
-                expected = _TMPFS_EMPTY_DIR + (_TMPFS_DIRENT if directory == "/tmp" else 0)
-                if os.lstat(directory).st_size != expected:
-                    return False
-        except OSError:
-            return False
-        return "/tmp" in self.scratch_mounts and os.path.dirname(workdir) == "/tmp"
-
-
-#: where import paths from inside a scratch directory are shown again (under a tmpfs)
-_REEXPOSE_ROOT = "/mnt"
-
-
-def _paths_inside(paths: list[str], roots: tuple[str, ...]) -> list[str]:
-    """The existing directories of ``paths`` (resolved) that lie inside one of ``roots``."""
-    found = set()
-    for item in paths:
-        real = os.path.realpath(item)
-        if os.path.isdir(real) and any(real.startswith(root + os.sep) for root in roots):
-            found.add(real)
-    return sorted(found)
-
-
-def _bind_read_only(handle: int, target: str, flags: int) -> None:
-    """Bind-mount the directory held by the O_PATH descriptor ``handle`` on ``target``,
-    read-only."""
-    confinement.mount(f"/proc/self/fd/{handle}", target, None,
-                      confinement.MS_BIND | confinement.MS_REC, None)
-    confinement.mount("none", target, None,
-                      confinement.MS_REMOUNT | confinement.MS_BIND | confinement.MS_RDONLY | flags,
-                      None)
-
-
-def _remove_tree(path: str) -> None:
-    """``rm -rf path`` as root over a tree the task wrote: never follows a symlink.
-
-    Descends by directory descriptors opened with O_NOFOLLOW (like shutil.rmtree's safe
-    variant, without its imports), iteratively, so depth costs descriptors, not stack.
-    Whatever cannot be removed stays; the caller checks.
-    """
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        top = os.open(path, flags)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # a file, a symlink, or already gone
-        return
-    # (directory fd, names still to remove in it, its own name in the parent)
-    stack: list[tuple[int, list[str], str]] = []
-    try:
-        stack.append((top, os.listdir(top), ""))
-    except OSError:
-        os.close(top)
-        return
-    while stack:
-        fd, names, own_name = stack[-1]
-        if not names:
-            stack.pop()
-            os.close(fd)
-            if stack:
-                with contextlib.suppress(OSError):
-                    os.rmdir(own_name, dir_fd=stack[-1][0])
-            continue
-        name = names.pop()
-        try:
-            os.unlink(name, dir_fd=fd)
-            continue
-        except IsADirectoryError:
-            pass
-        except OSError:
-            continue
-        try:
-            child = os.open(name, flags, dir_fd=fd)
-        except OSError:
-            continue
-        try:
-            stack.append((child, os.listdir(child), name))
-        except OSError:
-            os.close(child)
-    with contextlib.suppress(OSError):
-        os.rmdir(path)
-
 
 def _feed(fd: int, pending: memoryview) -> memoryview:
     """Write what the (non-blocking) pipe takes; empty once done or the reader is gone."""
@@ -882,17 +474,6 @@ def _read_rest(fd: int, limit: int) -> bytes:
         if len(rest) < limit:
             rest += chunk[: limit - len(rest)]
     return bytes(rest)
-
-
-def _shared_temp_dir() -> str:
-    """Where work directories go without a mount namespace (``tempfile.gettempdir``'s pick)."""
-    for candidate in (os.environ.get("TMPDIR"), os.environ.get("TEMP"), os.environ.get("TMP")):
-        if candidate and os.path.isdir(candidate):
-            return os.path.abspath(candidate)
-    for candidate in ("/tmp", "/var/tmp", "/usr/tmp"):
-        if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
-            return candidate
-    return os.getcwd()
 
 
 def _task_stdio() -> tuple[Any, Any, Any]:
@@ -926,15 +507,6 @@ def _task_stdio() -> tuple[Any, Any, Any]:
         os.close(read_end)
         os.close(write_end)
     return streams
-
-
-def _children_of(pid: int) -> list[int]:
-    children: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as listing:
-                children.extend(int(item) for item in listing.read().split())
-    return children
 
 
 _SECRET_MARKERS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")

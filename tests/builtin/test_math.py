@@ -12,9 +12,11 @@ from fractions import Fraction
 
 import pytest
 
-from rewardkit import RewardSet, Sample, Status, get_reward
+from rewardkit import RewardSet, Sample, Score, Status, get_reward
+from rewardkit.authoring import Reward
 from rewardkit.builtin import math as builtin_math
 from rewardkit.builtin._answers import read_number
+from rewardkit.types import ExecutionMode
 
 
 def test_plain_numbers_never_import_sympy_or_math_verify() -> None:
@@ -139,7 +141,8 @@ def guarded_set() -> RewardSet:
         "limits": {"max_completion_chars": 10_000_000},
     })
     # start the workers and load math-verify in them, so the timings below measure scoring
-    rs.score([Sample(completion="\\boxed{x+1}", reference="1+x")] * 4)
+    # (enough chunks that every worker gets some, whatever the pool's chunking)
+    rs.score([Sample(completion="\\boxed{x+1}", reference="1+x")] * 32)
     return rs
 
 
@@ -184,3 +187,83 @@ def test_exact_answer_can_ignore_case() -> None:
     reward = get_reward("exact_answer")({"case_sensitive": False})
     assert reward.score(Sample(completion="<answer>Paris</answer>", reference="paris")).value \
         == 1.0
+
+
+# -- references that are not answers: status error on every path ------------------------
+_NOT_ANSWERS = ["Answer is forty two.", "forty two", "Let's think step by step.", "\\frac{"]
+_PATHS = [{}, {"symbolic": False}, {"reasoning_tag": "think"}, {"extract": ["hashes"]},
+          {"extract": ["last_number"], "occurrence": "first"}, {"decimal_comma": True}]
+
+
+@pytest.mark.parametrize("params", _PATHS, ids=lambda p: ",".join(p) or "defaults")
+@pytest.mark.parametrize("reference", _NOT_ANSWERS)
+def test_a_reference_that_is_not_an_answer_is_an_error_on_every_path(
+        reference: str, params: dict) -> None:
+    reward = get_reward("math_answer")(params)
+    for completion in ("<think>x</think><answer>42</answer>", "\\boxed{two forty}",
+                       "#### 42", "forty two"):
+        score = reward.score(Sample(completion=completion, reference=reference))
+        assert score.status is Status.ERROR, (completion, score)
+        assert score.value is None
+
+
+def test_a_reference_that_is_not_an_answer_is_an_error_through_the_worker_pool() -> None:
+    rs = RewardSet.from_dict({"rewards": {"m": {"reward": "math_answer"}}})
+    samples = [Sample(completion="\\boxed{x+1}", reference=ref)
+               for ref in ("\\frac{", "forty two", "Answer is forty two.")]
+    scores = rs.score(samples).scores("m")
+    assert [s.status for s in scores] == [Status.ERROR] * 3, scores
+
+
+def test_a_worked_solution_as_reference_is_graded_by_its_boxed_answer() -> None:
+    reward = get_reward("math_answer")()
+    reference = "Adding, $3 + 4 = 7$, so there are $\\boxed{7}$ marbles."
+    assert reward.score(Sample(completion="The answer is 7.", reference=reference)).value == 1.0
+    assert reward.score(Sample(completion="The answer is 8.", reference=reference)).value == 0.0
+
+
+# -- the quick verdict: numeric samples never reach a worker -----------------------------
+def test_numeric_verdicts_are_reached_without_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewardkit import execution
+
+    sent: list[int] = []
+    real = execution.run_process
+
+    def spy(reward, samples, indices, groups, timeout, out, workers=None):  # type: ignore[no-untyped-def]
+        sent.extend(indices if indices is not None else range(len(samples)))
+        return real(reward, samples, indices, groups, timeout, out, workers)
+
+    monkeypatch.setattr(execution, "run_process", spy)
+    rs = RewardSet.from_dict({"rewards": {"m": {"reward": "math_answer"}}})
+    samples = [Sample(completion="so 4 * 3 = <<4*3=12>>12\nA: 12", reference="12"),
+               Sample(completion="#### 1,200", reference="1200"),
+               Sample(completion="The roots are $\\boxed{2}$ and $\\boxed{1}$.",
+                      reference="\\{1, 2\\}"),
+               Sample(completion="<answer>13</answer>", reference="12")]
+    values = rs.score(samples).values("m")
+    assert values == [1.0, 1.0, 1.0, 0.0]
+    assert sent == [2]  # only the set went to math-verify in a worker
+
+
+class _Halves(Reward):
+    """Quick verdicts for even-length completions, worker verdicts for the rest."""
+
+    name = "test_halves"
+    mode = ExecutionMode.PROCESS
+
+    def quick_score(self, sample: Sample) -> Score | None:
+        if sample.text == "raise":
+            raise RuntimeError("quick check broke")
+        return Score.ok(0.25) if len(sample.text) % 2 == 0 else None
+
+    def score(self, sample: Sample) -> float:
+        return 0.75
+
+
+def test_quick_score_decides_what_it_can_and_the_worker_the_rest() -> None:
+    from rewardkit.execution import Outcome, run_reward
+
+    samples = [Sample(completion=t) for t in ("ab", "abc", "raise", "abcd")]
+    out = Outcome(len(samples))
+    run_reward(_Halves(), ExecutionMode.PROCESS, samples, None, None, 10.0, out)
+    assert [out.score(i).value for i in range(4)] == [0.25, 0.75, 0.75, 0.25]

@@ -118,3 +118,71 @@ def always_dies(sample: Sample) -> float:
 
 
 ALL.append(always_dies)
+
+
+@reward
+def huge(sample: Sample) -> float:
+    """1e308 where the completion says "huge": what a number-parsing grader may return."""
+    return 1e308 if "huge" in sample.text else 1.0
+
+
+@reward
+def exits(sample: Sample) -> float:
+    if "exit" in sample.text:
+        import sys
+
+        sys.exit(2)
+    return 1.0
+
+
+@reward
+async def async_exits(sample: Sample) -> float:
+    if "exit" in sample.text:
+        import sys
+
+        sys.exit(2)
+    if "cancel" in sample.text:
+        raise asyncio.CancelledError()
+    await asyncio.sleep(0)
+    return 1.0
+
+
+@reward
+async def async_blocks(sample: Sample) -> float:
+    """Blocking code inside ``async def``: the event loop stops while it runs."""
+    if "block" in sample.text:
+        time.sleep(20)
+    await asyncio.sleep(0.01)
+    return 1.0
+
+
+@reward(mode="process")
+def process_exits(sample: Sample) -> float:
+    if "exit" in sample.text:
+        import sys
+
+        sys.exit(2)
+    return 1.0
+
+
+@reward(mode="process")
+def echo_after(sample: Sample) -> float:
+    """Sleeps ``metadata.sleep`` seconds, then returns ``metadata.v``."""
+    time.sleep(float(sample.metadata.get("sleep", 0)))
+    return float(sample.metadata["v"])
+
+
+@reward(mode="process")
+def catastrophic_regex(sample: Sample) -> float:
+    """Writes its pid to ``metadata.pidfile``, then runs a regex that holds the GIL for
+    hours."""
+    import re
+
+    with open(sample.metadata["pidfile"], "w") as fh:
+        fh.write(str(os.getpid()))
+    re.match(r"(a+)+$", "a" * 60 + "b")
+    return 1.0
+
+
+ALL += [huge, exits, async_exits, async_blocks, process_exits, echo_after,
+        catastrophic_regex]

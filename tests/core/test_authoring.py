@@ -91,3 +91,51 @@ def test_decorator_setup_runs_once_per_instance_with_the_params():
     inst.score(Sample(completion="x"))
     inst.score(Sample(completion="y"))
     assert seen == [7]
+
+
+def test_a_decorated_reward_scores_a_text_or_a_sample_as_written():
+    assert short("abc") is True
+    assert short("abcd") is False
+    assert short(Sample(prompt="q", completion="abcd"), limit=4) is True
+
+
+def test_calling_it_with_params_or_nothing_still_builds_an_instance():
+    assert isinstance(short(), short) and isinstance(short({"limit": 1}), short)
+    assert short(P(limit=1)).params.limit == 1
+
+
+def test_params_given_as_keywords_are_validated():
+    with pytest.raises(ValidationError):
+        short("abc", limt=2)
+
+
+def test_a_reward_tried_by_hand_still_pickles_by_reference():
+    assert pickle.loads(pickle.dumps(short)) is short
+    assert pickle.loads(pickle.dumps(short))("ab") is True
+    instance = pickle.loads(pickle.dumps(short({"limit": 1})))
+    assert type(instance) is short and instance.params.limit == 1
+
+
+def test_an_async_reward_tried_by_hand_runs_to_its_value():
+    assert faulty_rewards.slow_async("done", delay=0.0) == 1.0
+
+
+def test_a_group_reward_tried_by_hand_scores_a_list():
+    class SameLength(Reward):
+        group = True
+
+        def score_group(self, samples: list[Sample]) -> list[float]:
+            return [float(len({len(s.text) for s in samples}) == 1)] * len(samples)
+
+    assert SameLength(["ab", Sample(completion="cd")]) == [1.0, 1.0]
+    assert SameLength("ab") == [1.0]
+
+
+def test_a_class_reward_is_tried_the_same_way():
+    class HasOk(Reward):
+        def score(self, sample: Sample) -> Score:
+            return Score.ok(float("ok" in sample.text))
+
+    assert HasOk("ok!").value == 1.0
+    with pytest.raises(TypeError, match="one sample at a time"):
+        HasOk(["ok", "no"])

@@ -89,7 +89,9 @@ def test_test_command_runs_golden_cases_and_fails_on_a_wrong_expectation(tmp_pat
         "reward: soft_format\ncases:\n  - {name: wrong, completion: 'x', expect: 1.0}\n")
     failed = cli("test", str(tmp_path))
     assert failed.returncode == 1
-    assert "wrong.cases.yaml::wrong: expected value 1.0, got 0.0" in failed.stdout
+    assert "wrong.cases.yaml::wrong\nsoft_format: expected value 1.0, got 0.0\n" \
+        "  completion: 'x'\n  reference:  None\n  expected:   {'value': 1.0}\n" \
+        "  got:        value 0.0, status ok\n  reason:     (none given)" in failed.stdout
 
 
 def test_new_plugin_installs_registers_and_passes_its_own_tests(tmp_path):
@@ -123,3 +125,65 @@ def test_unwritable_output_is_a_clean_error(files):
     assert proc.returncode == 2
     assert "error: No such file or directory: /proc/no-such-dir" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_score_json_needs_no_out_file(files, tmp_path):
+    cfg, samples = files
+    proc = cli("score", str(cfg), str(samples), "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["scored"] == 2 and summary["out"] is None
+    assert set(tmp_path.iterdir()) == {cfg, samples}  # nothing else written
+
+
+def test_score_without_out_or_json_says_what_to_give(files):
+    cfg, samples = files
+    proc = cli("score", str(cfg), str(samples))
+    assert proc.returncode == 2
+    assert "give --out FILE" in proc.stderr and "--json" in proc.stderr
+
+
+def test_score_reads_stdin_and_writes_stdout_with_a_dash(files):
+    cfg, samples = files
+    proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "score", str(cfg), "-",
+                           "--out", "-"], input=samples.read_text(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["completion"] for r in rows] == [GOOD, "plain words here"]
+    assert rows[0]["components"]["fmt"]["value"] == 1.0
+    assert "scored 2 samples -> -" in proc.stderr      # the summary goes to stderr
+    assert "<stdin>:2: skipped: invalid JSON" in proc.stderr
+    as_json = subprocess.run([sys.executable, "-m", "rewardkit.cli", "score", str(cfg), "-",
+                              "--out", "-", "--json"], input=samples.read_text(),
+                             capture_output=True, text=True, timeout=120)
+    assert len(as_json.stdout.splitlines()) == 2  # stdout holds only the scored rows
+    summary = "\n".join(line for line in as_json.stderr.splitlines()
+                        if not line.startswith("<stdin>:"))
+    assert json.loads(summary)["scored"] == 2
+
+
+def test_inline_rewards_show_no_latency_percentiles(files, tmp_path):
+    cfg, samples = files
+    proc = cli("score", str(cfg), str(samples), "--json")
+    components = json.loads(proc.stdout)["components"]
+    assert components["fmt"]["latency_per_sample"] is False  # timed per batch
+    table = cli("score", str(cfg), str(samples), "--out", str(tmp_path / "o.jsonl")).stdout
+    fmt_row = next(line for line in table.splitlines() if line.startswith("│ fmt"))
+    cells = [c.strip() for c in fmt_row.split("│")[1:-1]]
+    assert cells[-2:] == ["-", "-"] and float(cells[-3]) >= 0  # p50, p95; mean ms
+    assert "p50/p95: '-' for inline rewards" in table
+
+
+def test_new_plugin_next_step_installs_pytest_and_readme_says_how_to_publish(tmp_path):
+    import tomllib
+
+    made = cli("new-plugin", "keywords", "--dir", str(tmp_path))
+    folder = tmp_path / "rewardkit-keywords"
+    assert f"next: pip install -e '{folder}[test]' && pytest {folder}" in made.stdout
+    meta = tomllib.loads((folder / "pyproject.toml").read_text())
+    assert any(dep.startswith("pytest") for dep in meta["project"]["optional-dependencies"]
+               ["test"])
+    readme = (folder / "README.md").read_text()
+    assert 'pip install -e ".[test]"' in readme
+    assert "pip install build twine" in readme and "python -m build" in readme

@@ -77,3 +77,55 @@ def test_scoring_one_component_for_trainer_adapters():
                                           "b": {"reward": "good"}}})
     res = rs.score([{"completion": OK}], components=["b"])
     assert list(res.outcomes) == ["b"]
+
+
+def test_each_component_exposes_its_normalised_value_and_weighted_contribution():
+    rs = RewardSet.from_dict({"aggregate": "normalize_then_sum",
+                              "rewards": {"len": {"reward": "good", "weight": 2.0},
+                                          "fmt": {"reward": "soft_format", "weight": 0.5}}})
+    res = rs.score([{"prompt": "p", "completion": "a"}, {"prompt": "p", "completion": OK}])
+    assert res.values("len") == [1.0, 10.0]  # capped length
+    assert res.normalized("len") == pytest.approx([-1.0, 1.0], abs=1e-3)
+    assert res.contributions("len") == pytest.approx([-2.0, 2.0], abs=1e-3)
+    assert res.contributions("fmt") == pytest.approx([-0.5, 0.5], abs=1e-3)
+    for i, total in enumerate(res.totals):
+        assert total == pytest.approx(res.contributions("len")[i] + res.contributions("fmt")[i])
+
+
+def test_under_weighted_sum_the_normalised_value_is_the_value():
+    rs = RewardSet.from_dict({"rewards": {"len": {"reward": "good", "weight": 3.0}}})
+    res = rs.score([{"completion": "ab"}, {"completion": "abcd"}])
+    assert res.normalized("len") == res.values("len") == [2.0, 4.0]
+    assert res.contributions("len") == [6.0, 12.0] == res.totals
+
+
+def test_concatenated_results_keep_normalised_values():
+    from rewardkit import ScoreResult
+
+    rs = RewardSet.from_dict({"aggregate": "normalize_then_sum",
+                              "rewards": {"len": {"reward": "good"}}})
+    parts = [rs.score([{"prompt": "p", "completion": c} for c in batch])
+             for batch in (["a", "abc"], ["ab", "ab"])]
+    merged = ScoreResult.concat(parts)
+    assert merged.normalized("len") == parts[0].normalized("len") + parts[1].normalized("len")
+
+
+def test_is_scheduled_says_whether_a_weight_moves_with_the_step():
+    rs = RewardSet.from_dict({"rewards": {
+        "fixed": {"reward": "soft_format", "weight": 0.5},
+        "ramp": {"reward": "soft_format",
+                 "weight": {"schedule": "linear", "start": 0.0, "end": 1.0, "steps": 10}},
+        "staged": {"reward": "soft_format", "weight": 1.0,
+                   "stages": [{"until_step": 5, "weight": 0.2}, {"weight": 1.0}]},
+        "same": {"reward": "soft_format", "weight": 1.0,
+                 "stages": [{"until_step": 5, "params": {}}, {}]}}})
+    assert [rs.is_scheduled(n) for n in ("fixed", "ramp", "staged", "same")] == \
+        [False, True, True, False]
+
+
+def test_params_at_gives_a_components_parameters_at_a_step():
+    rs = RewardSet.from_dict({"rewards": {"fmt": {
+        "reward": "soft_format", "stages": [{"until_step": 5, "params": {}},
+                                            {"params": {"min_reasoning_chars": 5}}]}}})
+    assert rs.params_at("fmt", 0).min_reasoning_chars != 5
+    assert rs.params_at("fmt", 5).min_reasoning_chars == 5

@@ -140,3 +140,57 @@ def test_weight_zero_is_logged_but_not_trained_on():
     assert res.totals == [0.0]
     assert res.values("f") == [1.0]
     assert res.metrics["components"]["f"]["mean"] == 1.0
+
+
+# -- validate: every problem in one pass, did-you-mean, clashes, schedules ---------------
+def test_every_problem_is_reported_in_one_pass(tmp_path):
+    cfg = write(tmp_path, (
+        "aggregate: weighted_summ\n"
+        "rewards:\n"
+        "  fmt: {reward: soft_format, wieght: 0.5}\n"
+        "  acc: {reward: math_answr}\n"
+        "  num: {reward: answer_is_number, params: {integer_onyl: true}}\n"
+        "  staged:\n"
+        "    reward: soft_format\n"
+        "    stages: [{until_step: 10, params: {score: -1}}, {params: {reasoning_tagg: r}}]\n"))
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    paths = [p for p, _ in info.value.problems]
+    assert "aggregate" in paths                       # the shape layer ...
+    assert "rewards.fmt.wieght" in paths
+    assert "rewards.acc.reward" in paths              # ... and the registry layer ...
+    assert "rewards.num.params.integer_onyl" in paths  # ... and the params layer, together
+    assert "rewards.staged.stages.1.params.reasoning_tagg" in paths
+
+
+def test_misspelt_keys_get_a_did_you_mean(tmp_path):
+    cfg = write(tmp_path, "rewards:\n  fmt: {reward: soft_format, wieght: 0.5, "
+                          "params: {reasoning_tagg: r}}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    problems = dict(info.value.problems)
+    assert problems["rewards.fmt.wieght"] == "unknown key; did you mean 'weight'?"
+    assert problems["rewards.fmt.params.reasoning_tagg"] == \
+        "unknown key; did you mean 'reasoning_tag'?"
+
+
+def test_validate_shows_a_scheduled_weight_as_its_schedule(tmp_path):
+    cfg = write(tmp_path, (
+        "rewards:\n"
+        "  fixed: {reward: soft_format, weight: 0.5}\n"
+        "  ramp: {reward: soft_format, weight: {schedule: linear, start: 0.5, end: 0.9, "
+        "steps: 100}}\n"
+        "  staged:\n    reward: soft_format\n"
+        "    stages: [{until_step: 20, weight: 0.5}, {weight: 0.1}]\n"))
+    proc = run_cli("validate", str(cfg), "--step", "50")
+    assert proc.returncode == 0, proc.stderr
+    assert "until step 20: 0.5; then: 0.1 = 0.1 at step 50" in proc.stdout  # the table
+    rows = json.loads(run_cli("validate", str(cfg), "--json", "--step", "50").stdout)
+    by_name = {r["component"]: r for r in rows["components"]}
+    assert by_name["fixed"]["weight_text"] == "0.5"
+    assert by_name["ramp"]["weight_text"] == \
+        "linear (start: 0.5, end: 0.9, steps: 100, start_step: 0) = 0.7 at step 50"
+    assert by_name["fixed"]["weight_spec"] == 0.5
+    assert by_name["ramp"]["weight_spec"]["schedule"] == "linear"
+    assert by_name["staged"]["weight_spec"] == [{"until_step": 20, "weight": 0.5},
+                                                {"weight": 0.1}]

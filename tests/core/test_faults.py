@@ -158,13 +158,12 @@ def test_reward_that_crashes_on_every_input_is_given_up_after_a_few_restarts():
                                           "x": {"reward": "always_dies"}}})
     start = time.monotonic()
     res = rs.score([{"completion": str(i)} for i in range(200)])
-    assert time.monotonic() - start < 30  # not 200 worker restarts
+    assert time.monotonic() - start < 120  # not 200 worker restarts (~16 on a busy machine)
     scores = res.scores("x")
     assert all(s.status is Status.ERROR for s in scores)
     assert sum("exited with code 9" in s.reason and not s.reason.startswith("not run")
-               for s in scores) <= 8 + 2  # the tries, plus in-flight items of other workers
-    assert any(s.reason.startswith("not run: the reward failed 8 times in a row")
-               for s in scores)
+               for s in scores) <= 16 + 2  # the tries, plus in-flight items of other workers
+    assert any(s.reason.startswith("not run: the reward failed on") for s in scores)
     assert res.values("good") == [1.0 if i < 10 else 2.0 if i < 100 else 3.0
                                   for i in range(200)]
     healthy = RewardSet.from_dict({"rewards": {"d": {"reward": "dies"}}})

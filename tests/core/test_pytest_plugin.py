@@ -51,3 +51,76 @@ def test_score_fixture_scores_with_a_config_dict(rewardkit_score):
 def test_probes_fixture_passes_a_robust_reward(rewardkit_probes):
     results = rewardkit_probes("soft_format")
     assert len(results) == 12 and all(r.passed for r in results)
+
+
+DOC_FAILURE_CASE = (
+    "reward: exact_answer\ncases:\n"
+    "  - name: says it in words\n    prompt: 'What is 2 + 2?'\n"
+    "    completion: 'The answer is 4.'\n    reference: 4\n    expect: 1.0\n")
+
+
+def _doc_failure_block() -> str:
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "testing.md").read_text()
+    block = re.search(r"```\n(exact_answer: expected.*?)```", page, re.S)
+    assert block is not None
+    return block.group(1).rstrip("\n")
+
+
+def test_a_failure_reads_as_docs_testing_shows_under_pytest(pytester):
+    pytester.makefile(".cases.yaml", words=DOC_FAILURE_CASE)
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(failed=1)
+    assert _doc_failure_block() in result.stdout.str()
+
+
+def test_a_failure_reads_as_docs_testing_shows_under_rewardkit_test(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "words.cases.yaml").write_text(DOC_FAILURE_CASE)
+    proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "test", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert f"words.cases.yaml::says_it_in_words\n{_doc_failure_block()}" in proc.stdout
+
+
+def test_verbose_ids_pasted_back_run_that_case_alone(pytester):
+    pytester.makefile(".cases.yaml", fmt=(
+        "reward: soft_format\ncases:\n"
+        f"  - {{name: 'well formed (think + answer)', completion: '{GOOD}', expect: 1.0}}\n"
+        "  - {name: 'no tags', completion: 'x', expect: 0.0}\n"
+        "  - {name: 'no tags', completion: 'y', expect: 0.0}\n"))
+    listed = pytester.runpytest("-v")
+    ids = [line.split()[0] for line in listed.stdout.lines if " PASSED" in line]
+    assert ids == ["fmt.cases.yaml::well_formed_think_answer", "fmt.cases.yaml::no_tags",
+                   "fmt.cases.yaml::no_tags_2"]
+    for test_id in ids:
+        alone = pytester.runpytest("-q", test_id)  # as a shell passes it: no quoting needed
+        alone.assert_outcomes(passed=1)
+
+
+def test_a_probe_the_reward_skips_fails_and_probe_prompt_makes_it_run(pytester):
+    pytester.makepyfile(needs_prompt='''
+from rewardkit import reward, registry
+
+@reward(name="needs_a_question")
+def needs_a_question(sample):
+    if "?" not in str(sample.prompt):
+        return None  # does not apply: skipped
+    return 1.0
+
+registry.register(needs_a_question, "tests")
+''')
+    pytester.makeconftest("import needs_prompt  # noqa: F401\n")
+    pytester.makefile(".cases.yaml", skipped="reward: needs_a_question\nprobes: true\ncases: []\n")
+    # a fresh process: the probes' worker pool must be able to import needs_prompt
+    result = pytester.runpytest_subprocess("-q", "skipped.cases.yaml")
+    result.assert_outcomes(failed=12)
+    result.stdout.fnmatch_lines(["*never ran: the reward skipped it*probe_prompt*"])
+    pytester.makefile(".cases.yaml", asked=(
+        "reward: needs_a_question\nprobes: true\nprobe_prompt: 'How much?'\ncases: []\n"))
+    result = pytester.runpytest_subprocess("-q", "asked.cases.yaml")
+    result.assert_outcomes(passed=12)

@@ -99,7 +99,8 @@ def test_trl_on_two_nodes_runs_accelerate_on_each_with_its_machine_rank(
     assert [n.wait(60) for n in nodes] == [0, 0], nodes[0].output() + nodes[1].output()
     lines = events.read_text().splitlines()
     for rank in (0, 1):
-        assert f"accelerate machine {rank} of 2 main 127.0.0.1:29517 processes 8" in lines
+        assert (f"accelerate machine {rank} of 2 main 127.0.0.1:29517 processes 8 "
+                "DEEPSPEED zero 3") in lines
     assert flagged(s3, bucket) == {f"checkpoint-{i}": {0, 1} for i in range(1, 5)}
     final = s3_keys(s3, bucket, "out/local/final-model/")
     assert final == ["out/local/final-model/config.json", "out/local/final-model/model.safetensors"]

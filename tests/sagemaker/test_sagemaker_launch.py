@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import time
 from pathlib import Path
 
+import pytest
 import yaml
-from rewardkit_trainers.sagemaker.cli import jobs, launch
+from rewardkit_trainers.sagemaker.cli import jobs, launch, load_launch_config
 from rewardkit_trainers.sagemaker.config import parse_settings
+from rewardkit_trainers.sagemaker.request import build_request, stage_inputs
 from sm_harness import s3_keys
 
 from rewardkit.config import read_config_file
@@ -50,10 +53,32 @@ def write_config(tmp_path: Path, bucket: str, **sagemaker) -> Path:
     return path
 
 
-def run_launch(*argv: str) -> tuple[int, str]:
+def run_launch(*argv: str, boto_session=None) -> tuple[int, str]:
     out = io.StringIO()
-    code = launch(list(argv), out=out)
+    code = launch(list(argv), out=out, boto_session=boto_session)
     return code, out.getvalue()
+
+
+@pytest.fixture
+def sdk_env(aws_env, monkeypatch):
+    """The SageMaker SDK against the moto server. The SDK validates the role through IAM
+    SimulatePrincipalPolicy, which moto answers with HTTP 500; SAGEMAKER_VALIDATE_ROLE=false
+    is the SDK's own switch for that one check (test_without_the_sdk_switch_... shows why)."""
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
+    return aws_env
+
+
+def created_name(text: str) -> str:
+    match = re.search(r"created training job (\S+)", text)
+    assert match, text
+    return match.group(1)
+
+
+def upload_prefix(s3, bucket: str) -> str:
+    """The <job name> part of output/<job name>/input/ where the launch uploaded."""
+    names = {key.split("/")[1] for key in s3_keys(s3, bucket, "output/")}
+    assert len(names) == 1, names
+    return names.pop()
 
 
 def test_dry_run_prints_the_request_and_calls_nothing(tmp_path, s3, bucket):
@@ -62,54 +87,96 @@ def test_dry_run_prints_the_request_and_calls_nothing(tmp_path, s3, bucket):
     assert code == 0
     plan = json.loads(text)
     request = plan["create_training_job"]
-    assert request["TrainingJobName"] == "rk-dry"
+    name = request["TrainingJobName"]
+    assert re.fullmatch(r"rk-dry-\d{14}", name)
     assert request["EnableManagedSpotTraining"] is True
     assert request["StoppingCondition"] == {
         "MaxRuntimeInSeconds": 36000,
         "MaxWaitTimeInSeconds": 72000,
     }
-    assert request["AlgorithmSpecification"]["ContainerEntrypoint"] == [
-        "python",
-        "-m",
-        "rewardkit_trainers.sagemaker",
-    ]
+    # the image's own ENTRYPOINT runs (python -m rewardkit_trainers.sagemaker)
+    assert request["AlgorithmSpecification"] == {
+        "TrainingInputMode": "File",
+        "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/rewardkit-easyr1:0.1",
+    }
+    assert plan["sent_by"].startswith("sagemaker.train.ModelTrainer")
     targets = [u["to"] for u in plan["uploads"]]
-    assert f"s3://{bucket}/output/rk-dry/input/train/train.jsonl" in targets
-    assert f"s3://{bucket}/output/rk-dry/input/config/rewardkit-run.json" in targets
+    assert f"s3://{bucket}/output/{name}/input/train/train.jsonl" in targets
+    assert f"s3://{bucket}/output/{name}/input/config/rewardkit-run.json" in targets
     assert s3_keys(s3, bucket) == []  # nothing uploaded
 
 
-def test_launch_uploads_inputs_and_creates_the_job(tmp_path, s3, bucket, aws_env):
+def test_launch_uploads_inputs_and_creates_the_job_through_the_sdk(tmp_path, s3, bucket,
+                                                                   sdk_env):
     import boto3
 
     config = write_config(tmp_path, bucket)
     code, text = run_launch("sagemaker", str(config), "--job-name", "rk-spot-1")
     assert code == 0, text
-    assert "created training job rk-spot-1" in text
+    name = created_name(text)
+    assert re.fullmatch(r"rk-spot-1-\d{14}", name)
+    prefix = upload_prefix(s3, bucket)
     keys = s3_keys(s3, bucket)
     assert keys == [
-        "output/rk-spot-1/input/config/rewardkit-run.json",
-        "output/rk-spot-1/input/config/run.yaml",
-        "output/rk-spot-1/input/train/train.jsonl",
+        f"output/{prefix}/input/config/rewardkit-run.json",
+        f"output/{prefix}/input/config/run.yaml",
+        f"output/{prefix}/input/train/train.jsonl",
     ]
     spec = json.loads(s3.get_object(Bucket=bucket, Key=keys[0])["Body"].read())
     assert spec["backend"] == "easyr1"
     assert spec["checkpoint_s3"] == f"s3://{bucket}/checkpoints/run-1/steps"
     assert spec["keep_last"] == 3
 
-    job = boto3.client("sagemaker").describe_training_job(TrainingJobName="rk-spot-1")
+    job = boto3.client("sagemaker").describe_training_job(TrainingJobName=name)
     assert job["EnableManagedSpotTraining"] is True
     assert job["StoppingCondition"]["MaxWaitTimeInSeconds"] == 72000
     assert job["CheckpointConfig"]["S3Uri"] == f"s3://{bucket}/checkpoints/run-1/sagemaker"
     assert job["ResourceConfig"]["InstanceCount"] == 2
+    assert job["RoleArn"] == "arn:aws:iam::123456789012:role/RewardkitSageMaker"
     channels = {
         c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"] for c in job["InputDataConfig"]
     }
     assert channels == {
-        "train": f"s3://{bucket}/output/rk-spot-1/input/train/",
+        "train": f"s3://{bucket}/output/{prefix}/input/train/",
         "val": f"s3://{bucket}/data/val/",
-        "config": f"s3://{bucket}/output/rk-spot-1/input/config/",
+        "config": f"s3://{bucket}/output/{prefix}/input/config/",
     }
+
+
+def test_the_sdk_sends_on_the_wire_the_request_dry_run_prints(tmp_path, s3, bucket, sdk_env):
+    import boto3
+
+    sent: list[dict] = []
+
+    def capture(request, **_kw):  # the HTTP request as botocore sends it
+        sent.append(json.loads(request.body))
+
+    session = boto3.Session(region_name="us-east-1")
+    session.events.register("before-send.sagemaker.CreateTrainingJob", capture)
+    config = write_config(tmp_path, bucket)
+    code, text = run_launch("sagemaker", str(config), "--job-name", "rk-wire",
+                            boto_session=session)
+    assert code == 0, text
+    [body] = sent
+    assert body["TrainingJobName"] == created_name(text)
+    settings, config_text = load_launch_config(config)
+    staged = stage_inputs(settings, config, config_text, upload_prefix(s3, bucket))
+    assert body == build_request(settings, body["TrainingJobName"], staged)
+
+
+def test_without_the_sdk_switch_moto_cannot_validate_the_role(tmp_path, s3, bucket, aws_env,
+                                                              monkeypatch, capsys):
+    import boto3
+
+    monkeypatch.delenv("SAGEMAKER_VALIDATE_ROLE", raising=False)
+    config = write_config(tmp_path, bucket)
+    code, _ = run_launch("sagemaker", str(config), "--job-name", "rk-norole")
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "AWS or the SageMaker SDK refused the job rk-norole-...:" in err
+    assert "Traceback" not in err
+    jobs_found = boto3.client("sagemaker").list_training_jobs(NameContains="rk-norole")
+    assert jobs_found["TrainingJobSummaries"] == []
 
 
 def test_the_request_carries_the_environment(tmp_path, bucket):
@@ -128,7 +195,7 @@ def test_an_invalid_section_fails_before_any_call(tmp_path, s3, bucket, capsys):
     code, _ = run_launch("sagemaker", str(config))
     assert code == 2
     err = capsys.readouterr().err
-    assert f"{config}: invalid sagemaker section" in err
+    assert f"{config}: invalid reward config" in err  # validated with the rest of the file
     assert "sagemaker.role: 'not-a-role' is not an IAM role ARN" in err
     assert s3_keys(s3, bucket) == []
 
@@ -139,13 +206,15 @@ def test_a_missing_local_channel_is_named(tmp_path, bucket, capsys):
     assert "sagemaker.data.train: data/missing.jsonl does not exist" in capsys.readouterr().err
 
 
-def test_jobs_status_describes_the_job(tmp_path, bucket, aws_env):
+def test_jobs_status_describes_the_job(tmp_path, bucket, sdk_env):
     config = write_config(tmp_path, bucket)
-    assert run_launch("sagemaker", str(config), "--job-name", "rk-status")[0] == 0
+    code, text = run_launch("sagemaker", str(config), "--job-name", "rk-status")
+    assert code == 0, text
+    name = created_name(text)
     out = io.StringIO()
-    assert jobs(["status", "rk-status", "--json"], out=out) == 0
+    assert jobs(["status", name, "--json"], out=out) == 0
     info = json.loads(out.getvalue())
-    assert info["name"] == "rk-status"
+    assert info["name"] == name
     assert info["status"] in {"InProgress", "Completed"}
     assert info["instance"] == "2 x ml.p4d.24xlarge"
     assert info["spot"] is True and info["max_wait"] == 72000
@@ -207,4 +276,4 @@ def test_the_trl_example_dry_runs(capsys):
 def test_a_bad_job_name_is_refused_before_any_call(tmp_path, bucket, capsys):
     config = write_config(tmp_path, bucket)
     assert run_launch("sagemaker", str(config), "--job-name", "bad_name!")[0] == 2
-    assert "job name 'bad_name!': use 1-63 letters" in capsys.readouterr().err
+    assert "job name 'bad_name!': use 1-48 letters" in capsys.readouterr().err

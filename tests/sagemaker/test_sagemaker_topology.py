@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from rewardkit_trainers.sagemaker.commands import Placement, training_command
+import yaml
+from rewardkit_trainers.sagemaker.commands import Placement, launcher_files, training_command
 from rewardkit_trainers.sagemaker.spec import RunSpec
 from rewardkit_trainers.sagemaker.topology import (
     TopologyError,
@@ -75,6 +76,8 @@ def test_trl_multi_node_goes_through_accelerate_with_the_machine_rank():
     assert argv == [
         "accelerate",
         "launch",
+        "--config_file",
+        "/ckpt-launch/accelerate-zero3.yaml",
         "--num_machines",
         "2",
         "--machine_rank",
@@ -100,16 +103,59 @@ def test_trl_multi_node_goes_through_accelerate_with_the_machine_rank():
 
 def test_a_non_python_command_runs_under_accelerate_without_python():
     argv, _ = training_command(
-        spec("trl", ["rewardkit", "train", "{config}"]),
+        spec("trl", ["my-trainer", "--config", "{config}"]),
         Placement(rank=0, num_nodes=2, head_ip="10.0.0.1", gpus_per_node=1),
         ROOT,
         None,
     )
     assert argv[argv.index("--no_python") + 1 :][:3] == [
-        "rewardkit",
-        "train",
+        "my-trainer",
+        "--config",
         "/opt/ml/input/data/config/run.yaml",
     ]
+
+
+def test_one_node_with_four_gpus_runs_trl_under_accelerate_with_deepspeed_zero3():
+    where = Placement(rank=0, num_nodes=1, head_ip="10.0.0.1", gpus_per_node=4)
+    run = spec("trl", ["python", "train.py"])
+    argv, _ = training_command(run, where, ROOT, None)
+    assert argv[:5] == ["accelerate", "launch", "--config_file",
+                        "/ckpt-launch/accelerate-zero3.yaml", "--num_machines"]
+    assert argv[argv.index("--num_processes") + 1] == "4"
+    assert argv[-3:] == ["train.py", "--output_dir", "/ckpt"]
+    [(path, text)] = launcher_files(run, where, ROOT).items()
+    assert path == Path("/ckpt-launch/accelerate-zero3.yaml")
+    config = yaml.safe_load(text)
+    assert config["distributed_type"] == "DEEPSPEED"
+    assert config["deepspeed_config"]["zero_stage"] == 3
+    assert (config["num_processes"], config["num_machines"]) == (4, 1)
+
+
+def test_one_gpu_runs_the_command_as_it_is():
+    run = spec("trl", ["python", "train.py"])
+    where = Placement(rank=0, num_nodes=1, head_ip="10.0.0.1", gpus_per_node=1)
+    argv, _ = training_command(run, where, ROOT, None)
+    assert argv[:2] == ["python", "train.py"]
+    assert launcher_files(run, where, ROOT) == {}
+
+
+def test_rewardkit_train_is_not_wrapped_it_launches_itself_from_the_placement():
+    run = RunSpec(backend="trl", command=["rewardkit", "train", "{config}"],
+                  config_file="run.yaml", gpus_per_node=8, dist_port=29517,
+                  checkpoint_args=False)
+    where = Placement(rank=1, num_nodes=2, head_ip="10.0.0.1", gpus_per_node=8)
+    argv, env = training_command(run, where, ROOT, None)
+    assert argv == ["rewardkit", "train", "/opt/ml/input/data/config/run.yaml"]
+    assert launcher_files(run, where, ROOT) == {}
+    assert {k: env[k] for k in ("REWARDKIT_NUM_NODES", "REWARDKIT_NODE_RANK",
+                                "REWARDKIT_HEAD_IP", "REWARDKIT_DIST_PORT", "REWARDKIT_GPUS")} \
+        == {"REWARDKIT_NUM_NODES": "2", "REWARDKIT_NODE_RANK": "1",
+            "REWARDKIT_HEAD_IP": "10.0.0.1", "REWARDKIT_DIST_PORT": "29517",
+            "REWARDKIT_GPUS": "8"}
+    # which is what `rewardkit train` reads back
+    from rewardkit_trainers.trl_launch import NodePlacement, placement_from_env
+
+    assert placement_from_env(env) == NodePlacement(2, 1, "10.0.0.1", 29517)
 
 
 def test_torchrun_gets_the_node_rank_and_master():

@@ -20,7 +20,7 @@ def pool() -> Iterator[SandboxPool]:
 def contained(pool: SandboxPool) -> Iterator[SandboxPool]:
     """The shared pool; afterwards nothing of the task survives and the pool still serves."""
     yield pool
-    uids = {slot.uid for slot in pool._slots}
+    uids = set(pool.slot_uids)
     assert processes_of_uids(uids) == []
     assert leftover_files(pool, host_tmp=False) == []
     for _ in range(pool.size):

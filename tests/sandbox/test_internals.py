@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rewardkit_sandbox import SandboxPool, Status, _confinement
 from rewardkit_sandbox._protocol import Channel, ProtocolError
-from rewardkit_sandbox._zygote import _remove_tree
+from rewardkit_sandbox._zygote_workdir import _remove_tree
 from sandbox_audit import TEST_LIMITS
 
 
@@ -36,9 +36,9 @@ def _status_fields(pid: int | str) -> dict[str, str]:
 def test_the_zygote_runs_under_its_own_seccomp_filter_and_no_new_privs(
     contained: SandboxPool,
 ) -> None:
-    for slot in contained._slots:
-        assert slot.process is not None
-        fields = _status_fields(slot.process.pid)
+    assert len(contained.zygote_pids()) == contained.size
+    for pid in contained.zygote_pids():
+        fields = _status_fields(pid)
         assert (fields["Seccomp"], fields["NoNewPrivs"]) == ("2", "1")
 
 

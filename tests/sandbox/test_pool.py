@@ -61,7 +61,7 @@ def test_program_runs_as_main_in_a_private_work_dir(contained: SandboxPool) -> N
     result = contained.run(code)
     name, private, uid = result.stdout.split()
     assert (name, private) == ("__main__", "True")
-    assert int(uid) in {slot.uid for slot in contained._slots}
+    assert int(uid) in contained.slot_uids
 
 
 def test_each_task_starts_from_a_clean_interpreter(contained: SandboxPool) -> None:
@@ -144,8 +144,7 @@ def test_an_oversized_program_is_refused_with_a_status(contained: SandboxPool) -
 
 def test_a_dead_zygote_is_replaced_and_its_run_is_a_sandbox_error() -> None:
     with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=61100) as pool:
-        zygote = pool._slots[0].process
-        assert zygote is not None
+        [zygote] = pool.zygote_pids()
         killer = pool.run  # the run below is in flight when the zygote dies
         import threading
 
@@ -155,11 +154,11 @@ def test_a_dead_zygote_is_replaced_and_its_run_is_a_sandbox_error() -> None:
         )
         thread.start()
         time.sleep(0.3)
-        os.kill(zygote.pid, signal.SIGKILL)
+        os.kill(zygote, signal.SIGKILL)
         thread.join(10)
         assert outcome == [Status.SANDBOX_ERROR]
         assert pool.run("print('back')").stdout == "back\n"
-        assert pool._slots[0].process is not zygote
+        assert pool.zygote_pids() != [zygote]
 
 
 def test_the_pool_refuses_to_run_without_a_required_layer(monkeypatch: pytest.MonkeyPatch) -> None:

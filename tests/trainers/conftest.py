@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import check_rewards  # noqa: F401  (registers check_graded, check_longest)
 import pytest
 
 from rewardkit import Sample, Score, registry, reward

@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from backend_venvs import CONFIGS
-from rewardkit_trainers.easyr1 import export_reward_file
+from backend_venvs import CONFIGS, run_in_venv
+from rewardkit_trainers.easyr1 import (
+    GroupsUnknown,
+    export_reward_file,
+    pack_answer,
+    pack_parquet,
+    unpack_answer,
+)
 from rewardkit_trainers.runner import load_run
 
 from rewardkit.config import load_config
@@ -100,6 +106,8 @@ def test_train_converts_data_to_problem_answer_parquet_and_template(tmp_path: Pa
     table = pq.read_table(cfg["data"]["train_files"])
     assert table.column_names == ["problem", "answer"]
     assert table.num_rows == 32
+    reference, prompt_id, metadata = unpack_answer(table.column("answer")[3].as_py())
+    assert prompt_id == 3 and reference is not None and "task" in metadata
     template = Path(cfg["data"]["format_prompt"]).read_text()
     assert "{{ content | trim }}" in template
     assert cfg["data"]["prompt_key"] == "problem" and cfg["data"]["answer_key"] == "answer"
@@ -110,3 +118,71 @@ def _pinned_step(path: Path) -> int:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.STEP
+
+
+GROUPED_CONFIG = {
+    "on_error": "null",
+    "rewards": {"graded": {"reward": "check_graded"},
+                "longest": {"reward": "check_longest", "weight": 0.5},
+                "math_only": {"reward": "check_graded", "weight": 0.25,
+                              "when": {"task": "math"}}},
+}
+
+
+def _grouped_file(tmp_path: Path, aggregate: str) -> Path:
+    from rewardkit import parse_config
+
+    return export_reward_file(parse_config({**GROUPED_CONFIG, "aggregate": aggregate}), None,
+                              tmp_path / "reward.py")
+
+
+@pytest.mark.parametrize("aggregate", ["weighted_sum", "normalize_then_sum"])
+def test_reordered_batch_through_verl_grpo_advantage(tmp_path: Path, aggregate: str):
+    """EasyR1 reorders the batch (_balance_batch) and passes only response and answer: the
+    packed answer carries prompt id and columns, so per-group rewards, normalisation and
+    `when:` routing equal RewardSet.score on the whole groups, and verl's GRPO advantage
+    (which EasyR1 forked) gives every failed row exactly 0."""
+    result = run_in_venv("verl", "easyr1_grpo_check.py", str(_grouped_file(tmp_path, aggregate)))
+    order, scores = result["order"], result["scores"]
+    expected = result["expected_values"]
+    for name in ("longest", "math_only"):
+        got = [s[name] for s in scores]
+        assert got == [0.0 if v is None else v for v in expected[name]]
+    # rows 2 and 6 (original order) fail to grade
+    failed = {order.index(2), order.index(6)}
+    for i, total in enumerate(result["expected_totals"]):
+        if i in failed:
+            assert total is None and abs(result["advantages"][i]) < 1e-6
+            assert scores[i]["graded_failed"] == 1.0
+        else:
+            assert scores[i]["overall"] == pytest.approx(total, abs=1e-6)
+    assert sum(abs(a) > 0.1 for a in result["advantages"]) >= 6
+
+
+def test_routing_reads_the_packed_metadata(tmp_path: Path):
+    fn = load_like_easyr1(_grouped_file(tmp_path, "weighted_sum"))
+    batch = [{"response": "7", "response_length": 1,
+              "ground_truth": pack_answer("7", 0, {"task": task})} for task in ("math", "chat")]
+    scores = fn(batch)
+    assert [s["math_only"] for s in scores] == [1.0, 0.0]  # routed away: scores 0, not run
+    assert [s["overall"] for s in scores] == [1.0 + 0.5 + 0.25, 1.0 + 0.5]
+
+
+def test_unpacked_answers_are_refused_when_groups_are_needed(tmp_path: Path):
+    fn = load_like_easyr1(_grouped_file(tmp_path, "weighted_sum"))
+    with pytest.raises(GroupsUnknown, match="rewardkit train --backend easyr1 --dry-run"):
+        fn(inputs(GOOD, "no tags"))
+
+
+def test_pack_parquet_rewrites_the_answer_column_once(tmp_path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"problem": ["a", "b"], "answer": ["1", "2"],
+                             "task": ["math", "chat"]}), path)
+    assert pack_parquet(path) == 2
+    assert pack_parquet(path) == 2  # packed cells are left alone
+    cells = pq.read_table(path).column("answer").to_pylist()
+    assert [unpack_answer(c) for c in cells] == [("1", 0, {"task": "math"}),
+                                                 ("2", 1, {"task": "chat"})]

@@ -62,7 +62,7 @@ def test_accuracy_component_defaults_to_conventional_names():
     assert accuracy_component(["format"], "format") == "format"
 
 
-def test_eval_reports_base_and_trained_models(tmp_path: Path):
+def test_eval_reports_base_and_trained_models(tmp_path: Path, capfd):
     rows = generate_rows(16)
     build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows, tmp_path / "out" / "final")
     build_tiny(TinyModel(hidden_size=32, intermediate_size=64, seed=1), rows,
@@ -78,3 +78,5 @@ def test_eval_reports_base_and_trained_models(tmp_path: Path):
     for info in report["models"].values():
         assert 0.0 <= info["accuracy"] <= 1.0
         assert set(info["components"]) == {"tags", "format", "number"}
+    printed = capfd.readouterr()
+    assert "Loading weights" not in printed.out + printed.err  # no raw progress bars

@@ -7,14 +7,10 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from backend_venvs import CONFIGS, run_in_venv
 from rewardkit_trainers.scoring import SharedScorer
-from rewardkit_trainers.swift import (
-    SwiftComponent,
-    export_plugin,
-    func_name,
-    normalize_in_groups,
-)
+from rewardkit_trainers.swift import SwiftComponent, export_plugin, func_name, swift_samples
 
 from rewardkit.config import load_config
 
@@ -30,6 +26,7 @@ def test_export_prints_reward_funcs_and_weights(tmp_path: Path):
         # format (stage weights) and tags (schedule) change with the step: weight 1, the
         # ORM applies the weight itself
         "--reward_weights", "1", "1", "0.5",
+        "--callbacks", "rewardkit_metrics",
     ]
 
 
@@ -50,8 +47,17 @@ def test_swift_loads_the_plugin_and_its_grpo_reward_path_calls_it(tmp_path: Path
     assert got[1] == [0.0, 0.0, 1.0]
 
 
-def test_component_returns_none_for_failed_grading():
+def test_failed_row_gets_its_groups_mean_under_on_error_null():
     scorer = SharedScorer({"rewards": {"graded": {"reward": "grades_or_fails"}}})
+    orm = SwiftComponent(scorer, "graded")
+    out = orm([GOOD, "no", GOOD, GOOD], trainer_state=SimpleNamespace(global_step=0),
+              solution=["7", "7", "unparseable", "7"], prompt_id=["a", "a", "a", "b"])
+    assert out == [1.0, 0.0, 0.5, 1.0]  # the failed row: mean of its group's graded rows
+
+
+def test_failed_grading_is_none_under_on_error_ignore():
+    scorer = SharedScorer({"on_error": "ignore",
+                           "rewards": {"graded": {"reward": "grades_or_fails"}}})
     orm = SwiftComponent(scorer, "graded")
     out = orm([GOOD, GOOD], trainer_state=SimpleNamespace(global_step=0),
               solution=["7", "unparseable"], prompt_id=["a", "a"])
@@ -66,8 +72,28 @@ def test_normalize_then_sum_standardises_within_prompt_groups():
     assert [round(v, 3) for v in out] == [1.0, -1.0, 0.0, 0.0]
 
 
+def test_the_orm_returns_what_the_composed_reward_used_not_a_recomputation():
+    config = {"aggregate": "normalize_then_sum",
+              "rewards": {"format": {"reward": "soft_format"},
+                          "graded": {"reward": "grades_or_fails", "weight": 0.0}}}
+    scorer = SharedScorer(config)
+    completions = [GOOD, "x", GOOD]
+    kwargs = {"trainer_state": None, "prompt_id": ["a", "a", "a"], "solution": ["7"] * 3}
+    out = SwiftComponent(scorer, "format")(completions, **kwargs)
+    result = scorer.score(swift_samples(completions, kwargs), 0)  # the same, cached
+    assert out == result.normalized("format")
+    assert out == pytest.approx([1 / (0.4714 + 1e-4) * 0.3333, -2 * 0.3333 / (0.4714 + 1e-4),
+                                 1 / (0.4714 + 1e-4) * 0.3333], abs=1e-3)
+    assert result.totals == pytest.approx(out)  # the only weighted component
+
+
 def test_normalize_keeps_none():
-    assert normalize_in_groups([1.0, None, 0.0], ["g", "g", "g"])[1] is None
+    scorer = SharedScorer({"aggregate": "normalize_then_sum",
+                           "rewards": {"graded": {"reward": "grades_or_fails"}}})
+    out = SwiftComponent(scorer, "graded")([GOOD, GOOD, GOOD], trainer_state=None,
+                                           prompt_id=["g"] * 3,
+                                           solution=["7", "unparseable", "8"])
+    assert out[1] is None and out[0] == pytest.approx(1.0, abs=1e-3)
 
 
 def test_func_names_are_identifiers():
@@ -99,6 +125,12 @@ def test_rewardkit_train_runs_a_real_swift_grpo_job(tmp_path: Path):
     assert len(steps) == 2
     for entry in steps:  # ms-swift logs each component's ORM under its name
         assert {"rewards/format/mean", "rewards/tags/mean", "reward"} <= set(entry)
+        # the rewardkit_metrics callback hands the status rates to ms-swift's metrics
+        for name in ("format", "tags"):
+            assert entry[f"rewards/{name}/error_rate"] == 0.0
+            assert entry[f"rewards/{name}/timeout_rate"] == 0.0
+            assert entry[f"rewards/{name}/latency_ms_p95"] >= 0.0
+        assert "rewards/tags/weight" in entry
 
 
 def test_ms_swift_3_gets_train_type_instead_of_tuner_type(tmp_path: Path):
@@ -111,3 +143,51 @@ def test_ms_swift_3_gets_train_type_instead_of_tuner_type(tmp_path: Path):
     argv4 = swift_arguments(plan, tmp_path / "d.jsonl", rewards, major=4)
     assert "--train_type" in argv3 and "--tuner_type" not in argv3
     assert "--tuner_type" in argv4 and "--train_type" not in argv4
+    assert "--callbacks" not in argv3 and argv4[argv4.index("--callbacks") + 1] == \
+        "rewardkit_metrics"
+
+
+RANKS_CONFIG = {
+    "on_error": "null",
+    "rewards": {"graded": {"reward": "check_graded"},
+                "longest": {"reward": "check_longest", "weight": 0.5}},
+}
+FAILED = [2, 6]  # rows whose completion contains CRASH
+
+
+def _two_ranks(tmp_path: Path, aggregate: str, scale: str) -> dict:
+    from rewardkit import parse_config
+
+    plugin = tmp_path / "plugin.py"
+    export_plugin(parse_config({**RANKS_CONFIG, "aggregate": aggregate}), None, plugin)
+    return run_in_venv("swift", "swift_ranks_check.py", str(plugin), scale,
+                       "rewardkit_graded", "rewardkit_longest", timeout=600)
+
+
+def test_two_ranks_group_reward_sees_whole_groups_and_failed_rows_get_no_advantage(
+        tmp_path: Path):
+    result = _two_ranks(tmp_path, "weighted_sum", "group")
+    got = result["rewards_per_func"]
+    expected = result["expected_values"]
+    # the per-group column, gathered across ranks, is RewardSet.score's on the whole batch
+    graded = [i for i in range(12) if i not in FAILED]
+    assert [got[i][1] for i in graded] == [expected["longest"][i] for i in graded]
+    # ... and not what rank 0 alone would see (prompt p1's group is split across ranks)
+    assert result["rank0_alone_values"]["longest"][4:6] != expected["longest"][4:6]
+    totals = result["expected_totals"]
+    for i, total in enumerate(totals):
+        if i in FAILED:
+            assert total is None
+            assert result["advantages"][i] == 0.0  # ms-swift's own advantage
+        else:
+            assert result["rewards"][i] == pytest.approx(total, abs=1e-6)
+    assert any(abs(result["advantages"][i]) > 0.1 for i in graded)
+
+
+def test_two_ranks_normalize_then_sum_equals_reward_set_on_whole_groups(tmp_path: Path):
+    result = _two_ranks(tmp_path, "normalize_then_sum", "group")
+    for i, total in enumerate(result["expected_totals"]):
+        if i in FAILED:
+            assert total is None and abs(result["advantages"][i]) < 1e-6
+        else:
+            assert result["rewards"][i] == pytest.approx(total, abs=1e-5)

@@ -139,3 +139,34 @@ def test_exported_module_exposes_reward_funcs_and_grpo_kwargs(tmp_path):
     assert [f.__name__ for f in module.reward_funcs] == ["format", "tags", "number"]
     assert module.grpo_kwargs["reward_weights"] == [0.5, 0.0, 0.5]
     assert module.REWARDS.scheduled
+
+
+def test_exported_module_reads_the_configs_reference_column(tmp_path):
+    """GSM8K keeps the gold answer in `answer`: the module must read that column."""
+    import importlib.util
+
+    from rewardkit_trainers.trl import export_module
+
+    config = tmp_path / "gsm8k.yaml"
+    config.write_text(
+        "rewards:\n  correct: {reward: math_answer, params: {extract: [hashes]}}\n"
+        "train:\n  model: m\n  dataset: {train: data.jsonl, prompt_column: question,\n"
+        "                                reference_column: answer}\n")
+    out = export_module(config, tmp_path / "gsm8k_rewards.py")
+    spec = importlib.util.spec_from_file_location("gsm8k_rewards", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.REFERENCE_COLUMN == "answer"
+    (correct,) = module.reward_funcs
+    values = correct(prompts=["q", "q"], completions=["so #### 12", "so #### 13"],
+                     answer=["#### 12", "#### 12"], question=["q", "q"])
+    assert values == [1.0, 0.0]
+
+
+def test_exported_module_without_train_section_reads_reference(tmp_path):
+    from rewardkit_trainers.trl import export_module
+
+    config = tmp_path / "plain.yaml"
+    config.write_text("rewards:\n  fmt: {reward: soft_format}\n")
+    text = export_module(config, tmp_path / "plain_rewards.py").read_text()
+    assert "REFERENCE_COLUMN = 'reference'" in text

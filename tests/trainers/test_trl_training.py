@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import csv
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +91,24 @@ def test_rewardkit_train_runs_trl_and_writes_curves(tmp_path: Path, capsys):
     assert set(rows[0]) == {"step", "reward", "tags", "format", "number"}
     assert (tmp_path / "out" / "reward_curves.png").stat().st_size > 1000
     assert (tmp_path / "out" / "final" / "config.json").exists()
+    # output is not a terminal here: plain progress lines, first and last step at least
+    assert "GRPO step 0/3  reward -  elapsed 0:00" in out
+    assert re.search(r"GRPO step 3/3  reward \d+\.\d{3}  elapsed \d+:\d\d", out)
+    # the config never set max_prompt_length: no word about this TRL lacking it
+    assert "max_prompt_length" not in out
+    # the run report, and what it is built from
+    assert f"report: {tmp_path / 'out' / 'report.html'}" in out
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "total (weighted sum: what trains)" in page and "tags (raw mean, unweighted)" in page
+    scored = [json.loads(line) for line in
+              (tmp_path / "out" / "scored_samples.jsonl").read_text().splitlines()]
+    assert {r["step"] for r in scored} == {0, 1, 2}
+    assert set(scored[0]["components"]) == {"tags", "format", "number"}
+    rebuilt = subprocess.run([sys.executable, "-m", "rewardkit.cli", "report",
+                              str(tmp_path / "out"), "-o", str(tmp_path / "again.html")],
+                             capture_output=True, text=True, timeout=120)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "weights over steps" in (tmp_path / "again.html").read_text()
 
 
 def test_grpo_trainer_trains_on_a_plain_text_dataset(tmp_path: Path):
@@ -141,3 +163,38 @@ def test_rewardkit_train_resumes_from_the_newest_checkpoint(tmp_path: Path, caps
     out = capsys.readouterr().out
     assert "resuming from" in out and "checkpoint-2" in out
     assert "3 steps" in out
+
+
+@pytest.mark.parametrize("aggregate", ["weighted_sum", "normalize_then_sum"])
+def test_failed_grading_gets_zero_advantage_in_grpo_trainer(tmp_path: Path, aggregate: str):
+    """on_error: null through TRL's own _generate_and_score_completions: every component of
+    a failed row returns None, TRL marks the row unscorable and its advantage is 0."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rewardkit import Status
+
+    torch.manual_seed(0)
+    rows = [{"prompt": row["prompt"][1]["content"], "reference": row["reference"]}
+            for row in generate_rows(4, seed=7)]
+    model, tokenizer = build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows,
+                                  tmp_path / "base")
+    rewards = trl_rewards({"on_error": "null", "aggregate": aggregate,
+                           "rewards": {"parity": {"reward": "check_parity"},
+                                       "tags": {"reward": "tag_count", "weight": 0.5}}})
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=8,
+                      num_generations=4, max_completion_length=12, max_steps=1,
+                      report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True,
+                      temperature=1.0, **rewards.grpo_kwargs())
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    inputs = [rows[0]] * 4 + [rows[1]] * 4
+    out = trainer._generate_and_score_completions(inputs)
+    advantages = out["advantages"].tolist()
+    result = rewards.scorer._last[1]  # what the callables returned for this batch
+    failed = [i for i in range(8)
+              if result.outcomes["parity"].score(i).status is Status.ERROR]
+    assert failed and len(failed) < 8, "the batch should mix failed and graded rows"
+    assert all(advantages[i] == 0.0 for i in failed)
+    assert all(result.totals[i] is None for i in failed)

@@ -29,7 +29,7 @@ def test_verl_loads_pkg_function_and_its_reward_manager_scores_a_batch(
 @pytest.fixture
 def graded_config(tmp_path: Path) -> Path:
     path = tmp_path / "graded.yaml"
-    path.write_text("rewards:\n  graded: {reward: grades_or_fails}\n"
+    path.write_text("on_error: ignore\nrewards:\n  graded: {reward: grades_or_fails}\n"
                     "  format: {reward: soft_format, weight: 0.5}\n")
     return path
 
@@ -42,7 +42,7 @@ def test_same_keys_on_every_call_and_fallback_for_failed_grading(graded_config: 
     assert ok == {"score": 1.5, "graded": 1.0, "graded_failed": 0.0, "format": 1.0,
                   "format_failed": 0.0}
     assert failed["graded"] == -1.0 and failed["graded_failed"] == 1.0
-    assert failed["score"] == -1.0  # on_error: null -> the total falls back too
+    assert failed["score"] == 0.5  # on_error: ignore -> the format term remains
 
 
 def test_config_from_environment_and_step_pinned(monkeypatch: pytest.MonkeyPatch):
@@ -91,8 +91,54 @@ def test_rewardkit_train_verl_overrides_compose_with_verl_own_config(
 
 def test_packed_dataset_columns_reach_metadata(tmp_path: Path):
     path = tmp_path / "routed.yaml"
-    path.write_text("rewards:\n  fmt: {reward: soft_format, when: {task: math}}\n")
+    path.write_text("on_error: ignore\n"
+                    "rewards:\n  fmt: {reward: soft_format, when: {task: math}}\n")
     info = {"metadata": '{"task": "math"}', "prompt": "add 3 and 4"}
     assert verl.compute_score("s", GOOD, "7", info, config=str(path))["fmt"] == 1.0
     info["metadata"] = '{"task": "code"}'
     assert verl.compute_score("s", GOOD, "7", info, config=str(path))["score"] == 0.0
+
+
+REFUSED = {
+    "on_error": "on_error: \"null\"\nrewards:\n  graded: {reward: grades_or_fails}\n",
+    "aggregate": "on_error: ignore\naggregate: normalize_then_sum\n"
+                 "rewards:\n  fmt: {reward: soft_format}\n",
+    "rewards.longest.reward": "on_error: ignore\nrewards:\n  longest: {reward: check_longest}\n",
+}
+
+
+@pytest.mark.parametrize("key", sorted(REFUSED))
+def test_what_needs_whole_groups_is_refused_when_verl_loads_the_reward(tmp_path: Path,
+                                                                      key: str):
+    """verl scores one response at a time: a failed row cannot be masked, a group cannot
+    be normalised; the reward refuses to load rather than train on something else."""
+    from rewardkit import ConfigError
+
+    config = tmp_path / "c.yaml"
+    config.write_text(REFUSED[key])
+    with pytest.raises(ConfigError) as err:
+        verl.compute_score("s", GOOD, "7", {}, config=str(config))
+    assert [k for k, _ in err.value.problems] == [key]
+    assert "one response at a time" in err.value.render()
+
+
+def test_export_and_train_refuse_on_error_null_for_verl(tmp_path: Path, capsys):
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = tmp_path / "c.yaml"
+    config.write_text(REFUSED["on_error"] + "train: {model: m, dataset: {train: x.jsonl}}\n")
+    assert cli_run("export", ["verl", str(config)]) == 2
+    assert "on_error: null masks a failed grading" in capsys.readouterr().err
+    assert cli_run("train", [str(config), "--backend", "verl", "--dry-run"]) == 2
+    assert "verl's reward function scores one response" in capsys.readouterr().err
+
+
+def test_export_verl_writes_the_overrides_to_output(tmp_path: Path):
+    from rewardkit_trainers.cli import run as cli_run
+
+    out = tmp_path / "sub" / "verl.args"
+    assert cli_run("export", ["verl", str(CONFIGS / "staged.yaml"), "-o", str(out),
+                              "--step", "5"]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == f"export REWARDKIT_CONFIG={(CONFIGS / 'staged.yaml').resolve()}"
+    assert "+reward.custom_reward_function.reward_kwargs.step=5" in lines

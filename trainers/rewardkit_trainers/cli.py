@@ -1,7 +1,8 @@
 """``rewardkit train | export | eval | launch | jobs``: the trainer commands.
 
-The core CLI (``rewardkit.cli``) hands these commands to :func:`run`. Config problems
-print as ``file: key.path: reason`` lines with exit code 2 and no traceback.
+They reach the ``rewardkit`` command line through the ``register_commands`` hook
+(:mod:`rewardkit_trainers.plugin`); the core prints their problems as it prints its own
+(``file: key.path: reason``, exit code 2, no traceback).
 """
 
 from __future__ import annotations
@@ -12,34 +13,35 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rewardkit import ConfigError
+from rewardkit.cli import EXIT_OK, UsageError, main
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+SubParsers = argparse._SubParsersAction  # the `rewardkit` sub-command action
 
 
-class UsageError(Exception):
-    """A command-line problem a person can fix (printed without a traceback)."""
+def add_commands(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    """Add ``train``, ``export``, ``eval``, ``launch`` and ``jobs`` to ``rewardkit``."""
+    _train_arguments(subparsers.add_parser(
+        "train", help="run GRPO with the config's reward and train: section",
+        description=_TRAIN_DESCRIPTION)).set_defaults(func=_train)
+    _export_arguments(subparsers.add_parser(
+        "export", help="write the composed reward in a trainer's own format",
+        description="Write the composed reward in a trainer's own format.",
+    )).set_defaults(func=_export)
+    _eval_arguments(subparsers.add_parser(
+        "eval", help="accuracy and reward of base vs trained model on the test split",
+        description=_EVAL_DESCRIPTION)).set_defaults(func=_eval)
+    launch_arguments(subparsers.add_parser(
+        "launch", help="launch a training run on a cloud platform (sagemaker)",
+        description="Launch a training run on a cloud platform.")).set_defaults(func=_launch)
+    jobs_arguments(subparsers.add_parser(
+        "jobs", help="status and logs of a SageMaker training job",
+        description="SageMaker jobs.")).set_defaults(func=_jobs)
 
 
 def run(command: str, argv: list[str]) -> int:
-    """Run ``rewardkit <command> <argv...>``; returns the exit code."""
-    handlers = {"train": _train, "export": _export, "eval": _eval,
-                "launch": _launch, "jobs": _jobs}
-    handler = handlers.get(command)
-    if handler is None:
-        print(f"rewardkit: unknown trainer command {command!r} "
-              f"(one of: {', '.join(handlers)})", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        return handler(argv)
-    except ConfigError as exc:
-        print(exc.render(), file=sys.stderr)
-    except UsageError as exc:
-        print(f"rewardkit {command}: error: {exc}", file=sys.stderr)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return EXIT_USAGE
+    """``rewardkit <command> <argv...>`` through the core command line (scripts, tests);
+    returns the exit code."""
+    return main([command, *argv])
 
 
 def _console() -> Any:
@@ -51,14 +53,15 @@ def _console() -> Any:
 # ---------------------------------------------------------------- train
 
 
-def _train_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="rewardkit train",
-        description="Run GRPO with the config's composed reward and its train: section. "
-        "TRL runs in this process; ms-swift, EasyR1 and verl run as their own commands "
-        "(data converted, reward file exported). EasyR1 and verl, which pass no step to "
-        "rewards, run one job per reward stage, each resuming from the previous one.",
-    )
+_TRAIN_DESCRIPTION = (
+    "Run GRPO with the config's composed reward and its train: section. "
+    "TRL runs in this process; ms-swift, EasyR1 and verl run as their own commands "
+    "(data converted, reward file exported). EasyR1 and verl, which pass no step to "
+    "rewards, run one job per reward stage, each resuming from the previous one."
+)
+
+
+def _train_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("config", help="reward config (.yaml/.toml) with a train: section")
     p.add_argument("--dry-run", action="store_true",
                    help="print the exact command(s)/config and write the files, run nothing")
@@ -70,8 +73,7 @@ def _train_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _train(argv: list[str]) -> int:
-    args = _train_parser().parse_args(argv)
+def _train(args: argparse.Namespace) -> int:
     from rewardkit_trainers.runner import load_run
 
     plan = load_run(args.config, backend=args.backend, output_dir=args.output_dir,
@@ -103,14 +105,12 @@ def _print_description(console: Any, description: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- export
 
 
-def _export_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="rewardkit export",
-        description="Write the composed reward in a trainer's own format.",
-    )
+def _export_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("target", choices=["trl", "swift", "easyr1", "verl"])
     p.add_argument("config", help="reward config (.yaml/.toml)")
-    p.add_argument("-o", "--output", help="file to write (swift, easyr1, trl)")
+    p.add_argument("-o", "--output",
+                   help="file to write (swift, easyr1, trl: the reward file; verl: the "
+                   "overrides, one per line, for `$(cat FILE)`)")
     p.add_argument("--step", type=int, default=None,
                    help="easyr1/verl: pin stages and schedules to this step (EasyR1 passes none)")
     p.add_argument("--fallback", type=float, default=0.0,
@@ -118,12 +118,17 @@ def _export_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _export(argv: list[str]) -> int:
-    args = _export_parser().parse_args(argv)
+def _export(args: argparse.Namespace) -> int:
     from rewardkit.config import load_config
 
     config_path = Path(args.config)
     reward_config = load_config(config_path)
+    from rewardkit_trainers.fidelity import check, pinned_file_warnings
+
+    warnings = check(reward_config, args.target, str(config_path))
+    warnings += pinned_file_warnings(reward_config, args.target, args.step or 0)
+    for warning in warnings:
+        print(f"rewardkit export: warning: {warning}", file=sys.stderr)
     console = _console()
     if args.target == "swift":
         from rewardkit_trainers.swift import export_plugin
@@ -148,7 +153,14 @@ def _export(argv: list[str]) -> int:
     if args.target == "verl":
         from rewardkit_trainers.verl import overrides
 
-        for line in overrides(config_path, step=args.step, fallback=args.fallback):
+        lines = overrides(config_path, step=args.step, fallback=args.fallback)
+        if args.output:
+            out = Path(args.output)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            console.print(f"wrote {out}")
+            return EXIT_OK
+        for line in lines:
             console.print(line, markup=False, soft_wrap=True)
         return EXIT_OK
     from rewardkit_trainers.trl import export_module
@@ -163,12 +175,13 @@ def _export(argv: list[str]) -> int:
 # ---------------------------------------------------------------- eval
 
 
-def _eval_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="rewardkit eval",
-        description="Generate on the test split and score with the composed reward: accuracy "
-        "and mean reward per component, base model vs trained model.",
-    )
+_EVAL_DESCRIPTION = (
+    "Generate on the test split and score with the composed reward: accuracy "
+    "and mean reward per component, base model vs trained model."
+)
+
+
+def _eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("config")
     p.add_argument("--model", help="trained model (default: train.output_dir/final)")
     p.add_argument("--base-model", help="base model (default: train.model)")
@@ -179,8 +192,7 @@ def _eval_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _eval(argv: list[str]) -> int:
-    args = _eval_parser().parse_args(argv)
+def _eval(args: argparse.Namespace) -> int:
     from rewardkit_trainers.evaluate import evaluate_config, print_report
 
     report = evaluate_config(args.config, model=args.model, base_model=args.base_model,
@@ -195,24 +207,42 @@ def _eval(argv: list[str]) -> int:
 # ---------------------------------------------------------------- launch / jobs
 
 
-def _sagemaker(name: str, argv: list[str]) -> int:
+def launch_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``rewardkit launch``'s arguments, added to ``p``."""
+    p.add_argument("platform", choices=["sagemaker"])
+    p.add_argument("config", type=Path, help="reward config with a sagemaker: section")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the uploads and the create_training_job request; call nothing")
+    p.add_argument("--job-name", help="job name prefix (default: sagemaker.job_name or "
+                   "rewardkit-<backend>); the SageMaker SDK appends -YYYYmmddHHMMSS")
+    return p
+
+
+def jobs_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``rewardkit jobs``' arguments, added to ``p``."""
+    p.add_argument("action", choices=["status", "logs"])
+    p.add_argument("name", help="training job name")
+    p.add_argument("--region", help="AWS region (default: the boto3 session's)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    return p
+
+
+def _sagemaker_cli() -> Any:
     try:
         from rewardkit_trainers.sagemaker import cli as sm_cli
     except ImportError as exc:
         raise UsageError(
-            f"`rewardkit {name}` needs rewardkit_trainers.sagemaker, which is not available "
+            f"this command needs rewardkit_trainers.sagemaker, which is not available "
             f"here ({exc}); install rewardkit-trainers[sagemaker]"
         ) from None
-    func = getattr(sm_cli, name, None)
-    if func is None:
-        raise UsageError(f"rewardkit_trainers.sagemaker.cli has no {name}()")
-    code: int = func(argv)
+    return sm_cli
+
+
+def _launch(args: argparse.Namespace) -> int:
+    code: int = _sagemaker_cli().run_launch(args)
     return code
 
 
-def _launch(argv: list[str]) -> int:
-    return _sagemaker("launch", argv)
-
-
-def _jobs(argv: list[str]) -> int:
-    return _sagemaker("jobs", argv)
+def _jobs(args: argparse.Namespace) -> int:
+    code: int = _sagemaker_cli().run_jobs(args)
+    return code

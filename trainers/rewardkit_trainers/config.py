@@ -1,8 +1,8 @@
 """The ``train:`` and ``eval:`` sections of a reward config, as pydantic models.
 
-The core config keeps both sections as free-form dicts; this module validates them
-with the same "file: key.path: reason" errors as the rest of the config
-(:class:`rewardkit.ConfigError`). One set of names for every backend: each backend
+rewardkit-trainers registers both as config sections (:mod:`rewardkit_trainers.plugin`):
+the core validates them with the rest of the file, with the same "file: key.path:
+reason" errors (:class:`rewardkit.ConfigError`). One set of names for every backend: each backend
 module maps them onto its own argument names (``learning_rate`` becomes TRL's
 ``learning_rate``, ms-swift's ``--learning_rate``, EasyR1's ``worker.actor.optim.lr``).
 
@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from rewardkit import ConfigError
+from rewardkit.config import validation_problems
 
 Backend = Literal["trl", "swift", "easyr1", "verl"]
 
@@ -84,10 +85,14 @@ class LoRA(_Model):
 class VLLM(_Model):
     """Generation with vLLM (GPU only)."""
 
-    enabled: bool = False
-    mode: Literal["colocate", "server"] = "colocate"
+    enabled: bool | Literal["auto"] = Field(
+        default="auto", description="auto: on when a GPU is visible and vllm is importable")
+    mode: Literal["colocate", "server"] = Field(
+        default="colocate", description="colocate: vLLM inside each training process; server: "
+        "`trl vllm-serve` on its own GPUs, started before the trainer (TRL)")
     gpu_memory_utilization: float = Field(default=0.5, gt=0, le=1)
     tensor_parallel_size: int = Field(default=1, gt=0)
+    server_port: int = Field(default=8000, gt=0, lt=65536, description="server mode: its port")
 
 
 class TrainConfig(_Model):
@@ -129,8 +134,12 @@ class TrainConfig(_Model):
         description="auto: continue from the newest checkpoint-* in output_dir when there is "
         "one (TRL; spot restarts); a path: resume from it (TRL, ms-swift); false: start over",
     )
-    gpus: int = Field(1, gt=0, description="GPUs per node for command backends")
+    gpus: int = Field(
+        0, ge=0, description="GPUs (processes) per node; 0 = every GPU visible, at least 1")
     nnodes: int = Field(1, gt=0)
+    deepspeed: Literal["zero3", "zero2", "none"] = Field(
+        "zero3", description="TRL on more than one GPU: the DeepSpeed ZeRO stage of its "
+        "accelerate launch (none = plain DDP)")
     extra_args: dict[str, Any] = Field(
         default_factory=dict,
         description="passed through verbatim: GRPOConfig kwargs (trl), --flags (swift), "
@@ -142,6 +151,16 @@ class TrainConfig(_Model):
         if isinstance(self.model, TinyModel) and self.backend != "trl":
             raise ValueError("a tiny built model only works with backend trl")
         return self
+
+    def for_hardware(self, gpus: int, vllm: bool) -> TrainConfig:
+        """This config with the automatic choices made for a machine with ``gpus``
+        visible GPUs and vLLM importable or not: ``gpus: 0`` becomes that count (at
+        least 1) and ``vllm.enabled: auto`` becomes on exactly when both are there."""
+        enabled = (gpus > 0 and vllm) if self.vllm.enabled == "auto" else self.vllm.enabled
+        return self.model_copy(update={
+            "gpus": self.gpus or max(1, gpus),
+            "vllm": self.vllm.model_copy(update={"enabled": enabled}),
+        })
 
     def total_batch(self) -> int:
         """Completions per optimizer step."""
@@ -173,7 +192,7 @@ def parse_train(data: Any, source: str = "<config>") -> TrainConfig:
     try:
         return TrainConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(source, _problems(exc, "train")) from None
+        raise ConfigError(source, validation_problems(exc, TrainConfig, "train")) from None
 
 
 def parse_eval(data: Any, source: str = "<config>") -> EvalConfig:
@@ -181,7 +200,7 @@ def parse_eval(data: Any, source: str = "<config>") -> EvalConfig:
     try:
         return EvalConfig.model_validate(data or {})
     except ValidationError as exc:
-        raise ConfigError(source, _problems(exc, "eval")) from None
+        raise ConfigError(source, validation_problems(exc, EvalConfig, "eval")) from None
 
 
 def resolve(path: str, config_file: str | Path | None) -> Path:
@@ -190,35 +209,3 @@ def resolve(path: str, config_file: str | Path | None) -> Path:
     if p.is_absolute() or config_file is None:
         return p
     return (Path(config_file).resolve().parent / p).resolve()
-
-
-def _problems(exc: ValidationError, prefix: str) -> list[tuple[str, str]]:
-    errors = exc.errors(include_url=False)
-    located = [(err, [str(p) for p in err["loc"] if not _is_branch(str(p))]) for err in errors]
-    out = []
-    for err, loc in located:
-        if _other_branch(err, loc, located):
-            continue
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        if "input" in err and err["type"] not in ("missing", "extra_forbidden"):
-            shown = repr(err["input"])
-            msg = f"{msg} (got {shown[:57] + '...' if len(shown) > 60 else shown})"
-        out.append((".".join([prefix, *loc]), msg))
-    return out
-
-
-def _other_branch(err: Any, loc: list[str], located: list[tuple[Any, list[str]]]) -> bool:
-    """A union's "not a string" / "not 'auto'" complaint about a mapping or list, when the
-    branch that takes a mapping or list has its own, more telling errors."""
-    if err["type"] not in ("string_type", "literal_error"):
-        return False
-    if not isinstance(err.get("input"), dict | list):
-        return False
-    return any(other is not err and other_loc[: len(loc)] == loc and len(other_loc) > len(loc)
-               for other, other_loc in located)
-
-
-def _is_branch(part: str) -> bool:
-    return part in {"str", "TinyModel", "GeneratedData", "list[int]", "literal['auto']"} or (
-        part.startswith(("function-", "literal["))
-    )

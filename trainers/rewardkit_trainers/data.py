@@ -116,15 +116,20 @@ def to_swift_jsonl(rows: Iterable[dict[str, Any]], spec: DatasetSpec, path: Path
 
 
 def to_easyr1_parquet(rows: Iterable[dict[str, Any]], spec: DatasetSpec, path: Path) -> Path:
-    """EasyR1 rows: ``problem`` (user text) and ``answer`` (reference as text)."""
+    """EasyR1 rows: ``problem`` (user text) and ``answer``: the reference, the row's number
+    (the prompt id) and its other columns, packed as JSON
+    (:func:`rewardkit_trainers.easyr1.pack_answer`), since EasyR1 hands the reward only the
+    response and this cell, in an order of its own."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from rewardkit_trainers.easyr1 import pack_answer
+
     problems, answers = [], []
-    for row in rows:
+    for i, row in enumerate(rows):
         problems.append(prompt_text(row.get("prompt", "")))
-        ref = row.get(spec.reference_column)
-        answers.append(ref if isinstance(ref, str) else json.dumps(ref))
+        others = {k: v for k, v in row.items() if k not in ("prompt", spec.reference_column)}
+        answers.append(pack_answer(row.get(spec.reference_column), i, others))
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"problem": problems, "answer": answers}), path)
     return path

@@ -9,6 +9,9 @@ reward/function.py``) imports it with ``spec_from_file_location``, reads
 component and ``<component>_failed`` (0/1: its mean is the failure rate), the same keys
 every call, all numbers (EasyR1 averages each key into a metric).
 
+The prompt a response answers and the row's columns travel in the ``answer`` column
+(:func:`pack_answer`): EasyR1 passes nothing else and reorders the batch before scoring.
+
 EasyR1 passes no step, so the file is pinned to one step (``STEP``): stages and
 schedules are evaluated there. ``rewardkit train`` with ``backend: easyr1`` runs one job
 per reward stage, each with its own pinned file, each resuming from the previous
@@ -17,6 +20,7 @@ stage's last checkpoint (``trainer.load_checkpoint_path=.../global_step_<boundar
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,41 +29,110 @@ import yaml
 from rewardkit import Sample, Status
 from rewardkit.config import RewardConfig
 
-from rewardkit_trainers.scoring import SharedScorer, config_literal
+from rewardkit_trainers.scoring import SharedScorer, config_literal, neutralise_failed_rows
 
 if TYPE_CHECKING:
     from rewardkit_trainers.runner import Job, RunPlan
 
 
+#: marks an ``answer`` cell packed by :func:`pack_answer` (reference, prompt id, metadata)
+PACKED = "rewardkit/v1"
+
+
+def pack_answer(reference: Any, prompt_id: int, metadata: Mapping[str, Any]) -> str:
+    """The ``answer`` cell EasyR1 hands back as ``ground_truth``: JSON carrying the
+    reference, the prompt's id and the row's other columns.
+
+    EasyR1's reward inputs hold only ``response``, ``response_length`` and
+    ``ground_truth``, and it reorders the batch (``_balance_batch``) before scoring, so
+    the prompt a response answers and the row's metadata must travel inside the answer.
+    """
+    return json.dumps({PACKED: True, "reference": reference, "prompt_id": prompt_id,
+                       "metadata": dict(metadata)}, ensure_ascii=False, default=str)
+
+
+def unpack_answer(ground_truth: Any) -> tuple[Any, Any, dict[str, Any]] | None:
+    """(reference, prompt id, metadata) from a packed answer; None for a plain one."""
+    if not isinstance(ground_truth, str) or PACKED not in ground_truth:
+        return None
+    try:
+        data = json.loads(ground_truth)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get(PACKED) is not True:
+        return None
+    return data.get("reference"), data.get("prompt_id"), dict(data.get("metadata") or {})
+
+
 def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]], step: int,
-                fallback: float = 0.0, group_size: int | None = None) -> list[dict[str, float]]:
+                fallback: float = 0.0, **ignored: Any) -> list[dict[str, float]]:
     """EasyR1 batch scores for ``reward_inputs`` at ``step``.
 
-    ``group_size`` (EasyR1's ``worker.rollout.n``) tells which responses answer the same
-    prompt (EasyR1 keeps a prompt's responses together); without it the batch is one group
-    for per-group rewards and ``normalize_then_sum``.
+    Groups (per-group rewards, ``normalize_then_sum``, masking failed rows) come from the
+    prompt id packed in the ground truth (:func:`pack_answer`), never from positions:
+    EasyR1 reorders the batch. A config that needs groups or metadata on a batch whose
+    ground truths are not packed raises :class:`GroupsUnknown`.
     """
     samples = []
-    for i, item in enumerate(reward_inputs):
-        sample = Sample(completion=str(item.get("response", "")),
-                        reference=item.get("ground_truth"),
-                        metadata={"response_length": item.get("response_length")})
-        if group_size:
-            sample.group = i // group_size
+    unpacked = 0
+    for item in reward_inputs:
+        packed = unpack_answer(item.get("ground_truth"))
+        reference, prompt_id, metadata = packed or (item.get("ground_truth"), None, {})
+        unpacked += packed is None
+        metadata["response_length"] = item.get("response_length")
+        sample = Sample(completion=str(item.get("response", "")), reference=reference,
+                        metadata=metadata)
+        if packed is not None:
+            sample.group = prompt_id
         samples.append(sample)
+    if unpacked and (needs := needs_prompt_identity(scorer.config)):
+        raise GroupsUnknown(
+            f"rewardkit EasyR1 reward: {unpacked} of {len(samples)} ground truths carry no "
+            f"prompt id or metadata, but the config needs them ({'; '.join(needs)}). "
+            "Convert the data with `rewardkit train --backend easyr1 --dry-run` (it packs "
+            "the reference, prompt id and columns into the answer column)."
+        )
     result = scorer.reward_set.score(samples, step=step)
-    out = []
+    groups = [s.group for s in samples]
+    failed = scorer.null_rows(result)
     names = scorer.names
     columns = {name: result.scores(name) for name in names}
-    for i, total in enumerate(result.totals):
+    totals: list[float | None] = list(result.totals)
+    if failed:
+        # a failed row's total becomes its group's mean: GRPO gives it zero advantage
+        totals = neutralise_failed_rows(totals, groups, failed)
+    out = []
+    for i, total in enumerate(totals):
         row: dict[str, float] = {"overall": fallback if total is None else float(total)}
         for name in names:
-            s = columns[name][i]
-            failed = s.status in (Status.ERROR, Status.TIMEOUT)
-            row[name] = float(s.value) if s.value is not None else (fallback if failed else 0.0)
-            row[f"{name}_failed"] = 1.0 if failed else 0.0
+            sc = columns[name][i]
+            bad = sc.status in (Status.ERROR, Status.TIMEOUT)
+            row[name] = float(sc.value) if sc.value is not None else (fallback if bad else 0.0)
+            row[f"{name}_failed"] = 1.0 if bad else 0.0
         out.append(row)
     return out
+
+
+class GroupsUnknown(ValueError):
+    """The batch does not say which prompt each response answers, and the config needs it."""
+
+
+def needs_prompt_identity(config: RewardConfig) -> list[str]:
+    """Why scoring ``config`` needs each response's prompt and metadata (empty: it does not)."""
+    from rewardkit import RewardSet
+
+    reasons = []
+    rs = RewardSet(config)
+    if config.aggregate == "normalize_then_sum":
+        reasons.append("aggregate: normalize_then_sum normalises within each prompt's group")
+    if config.on_error == "null":
+        reasons.append("on_error: null masks a failed row with its group's mean")
+    for name, comp in rs.components.items():
+        if getattr(comp.reward_class, "group", False):
+            reasons.append(f"rewards.{name} is a per-group reward")
+        if comp.when:
+            reasons.append(f"rewards.{name}.when routes on metadata")
+    return reasons
 
 
 _FILE_TEMPLATE = '''\
@@ -82,10 +155,9 @@ CONFIG = {config}
 _SCORER = SharedScorer(CONFIG)
 
 
-def compute_score(reward_inputs, step=STEP, fallback=FALLBACK, group_size=None):
+def compute_score(reward_inputs, step=STEP, fallback=FALLBACK, **kwargs):
     """list of {{"response", "response_length", "ground_truth"}} -> list of score dicts."""
-    return score_batch(_SCORER, reward_inputs, step=step, fallback=fallback,
-                       group_size=group_size)
+    return score_batch(_SCORER, reward_inputs, step=step, fallback=fallback, **kwargs)
 '''
 
 
@@ -146,8 +218,7 @@ def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Pat
             "rollout": {"n": t.num_generations, "temperature": t.temperature, "top_p": t.top_p,
                         "tensor_parallel_size": t.vllm.tensor_parallel_size,
                         "gpu_memory_utilization": t.vllm.gpu_memory_utilization},
-            "reward": {"reward_function": f"{reward_file}:compute_score",
-                       "reward_function_kwargs": {"group_size": t.num_generations}},
+            "reward": {"reward_function": f"{reward_file}:compute_score"},
         },
         "trainer": trainer,
     }
@@ -199,3 +270,65 @@ def build_jobs(plan: RunPlan) -> list[Job]:
         jobs.append(Job(label, ["python3", "-m", "verl.trainer.main", f"config={cfg_file}"],
                         plan.output_dir, {}, {str(cfg_file): text}))
     return jobs
+
+
+#: EasyR1 columns that are model inputs, not metadata
+_INPUT_COLUMNS = frozenset({"images", "videos", "image", "video"})
+
+
+def pack_parquet(path: Path, answer_key: str = "answer", prompt_key: str = "problem") -> int:
+    """Pack the ``answer_key`` column of an EasyR1 parquet file in place
+    (:func:`pack_answer`: the row number as prompt id, the scalar columns as metadata);
+    returns the number of rows. Already packed cells are left alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    if answer_key not in table.column_names:
+        raise ValueError(f"{path}: no {answer_key!r} column (columns: "
+                         f"{', '.join(table.column_names)})")
+    rows = table.to_pylist()
+    packed = []
+    for i, row in enumerate(rows):
+        answer = row[answer_key]
+        if unpack_answer(answer) is not None:
+            packed.append(answer)
+            continue
+        metadata = {k: v for k, v in row.items()
+                    if k not in (answer_key, prompt_key) and k not in _INPUT_COLUMNS
+                    and (v is None or isinstance(v, str | int | float | bool))}
+        packed.append(pack_answer(answer, i, metadata))
+    index = table.column_names.index(answer_key)
+    table = table.set_column(index, answer_key, pa.array(packed, type=pa.string()))
+    pq.write_table(table, path)
+    return len(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rewardkit_trainers.easyr1 pack FILE.parquet ...``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m rewardkit_trainers.easyr1",
+        description="pack: rewrite the answer column of EasyR1 parquet files so that the "
+        "reward knows each response's prompt and the row's columns (EasyR1 passes only the "
+        "response and the answer, in an order of its own).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    pack = sub.add_parser("pack", help="pack the answer column in place")
+    pack.add_argument("files", nargs="+", type=Path)
+    pack.add_argument("--answer-key", default="answer")
+    pack.add_argument("--prompt-key", default="problem")
+    args = parser.parse_args(argv)
+    for file in args.files:
+        try:
+            n = pack_parquet(file, args.answer_key, args.prompt_key)
+        except (OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"packed {n} rows of {file}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

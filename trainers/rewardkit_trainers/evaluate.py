@@ -23,7 +23,6 @@ from rewardkit_trainers.config import (
     GeneratedData,
     TrainConfig,
     parse_eval,
-    parse_train,
     resolve,
 )
 from rewardkit_trainers.data import normalise_rows, read_rows
@@ -45,8 +44,8 @@ def evaluate_config(config: str | Path, model: str | None = None,
     path = Path(config)
     reward_config = load_config(path)
     source = str(path)
-    ev = parse_eval(reward_config.eval, source)
-    train = parse_train(reward_config.train, source) if reward_config.train else None
+    ev = reward_config.section("eval") or parse_eval(None, source)
+    train = reward_config.section("train")
     rows = _test_rows(path, ev, train, split)
     if limit or ev.limit:
         rows = rows[: (limit or ev.limit)]
@@ -140,7 +139,7 @@ def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], complet
 
 
 def _max_value(reward_set: RewardSet, name: str, step: int) -> float:
-    params = reward_set.components[name].stage_at(step).reward.params
+    params = reward_set.params_at(name, step)
     for key in ("score", "value", "max_value"):
         if hasattr(params, key):
             return float(getattr(params, key))
@@ -181,7 +180,10 @@ def _generate_transformers(model_name: str, rows: list[dict[str, Any]],
                            ev: EvalConfig) -> list[str]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    # the table is the output: no "Loading weights ... 0%|" bars (raw lines in a log)
+    hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(model_name)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:

@@ -1,6 +1,9 @@
 """``rewardkit train``: from a config to a finished run on the chosen backend.
 
-* ``trl`` trains in this process (:mod:`rewardkit_trainers.trl_train`).
+* ``trl`` trains in this process (:mod:`rewardkit_trainers.trl_train`) on one GPU or
+  the CPU; on more GPUs or nodes, or with a vLLM server, it runs ``accelerate launch``
+  with a DeepSpeed ZeRO config (and ``trl vllm-serve`` first):
+  :mod:`rewardkit_trainers.trl_launch`.
 * ``swift`` runs ``swift rlhf --rlhf_type grpo ...`` with the dataset as ms-swift JSONL
   and the exported ``--external_plugins`` file; ms-swift passes ``trainer_state``, so
   stages and schedules follow the step inside one job.
@@ -17,18 +20,34 @@ running anything.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
+import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rewardkit import ConfigError
+from rewardkit.cli import EXIT_OK, EXIT_USAGE
 from rewardkit.config import RewardConfig, load_config, read_config_file
 
 from rewardkit_trainers.config import TrainConfig, parse_train, resolve
+from rewardkit_trainers.hardware import Hardware, detect_hardware
+from rewardkit_trainers.trl_launch import (
+    NodePlacement,
+    inside_launcher,
+    needs_launcher,
+    placement_from_env,
+)
+
+READY_TIMEOUT_S = 900.0
+"""How long a background job (the vLLM server) may take to answer its ready URL."""
 
 
 @dataclass
@@ -40,6 +59,10 @@ class Job:
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    background: bool = False
+    """runs alongside the jobs after it (a server) and is stopped when they end"""
+    ready_url: str | None = None
+    """a background job is ready when this URL answers 200"""
 
     @property
     def shell(self) -> str:
@@ -54,8 +77,12 @@ class Job:
         return f"{env} {cmd}" if env else cmd
 
     def describe(self) -> dict[str, Any]:
-        return {"label": self.label, "argv": self.argv, "cwd": str(self.cwd), "env": self.env,
-                "shell": self.shell, "files": self.files}
+        described: dict[str, Any] = {
+            "label": self.label, "argv": self.argv, "cwd": str(self.cwd), "env": self.env,
+            "shell": self.shell, "files": self.files}
+        if self.background:
+            described.update(background=True, ready_url=self.ready_url)
+        return described
 
 
 @dataclass
@@ -65,6 +92,17 @@ class RunPlan:
     config_file: Path
     reward_config: RewardConfig
     train: TrainConfig
+    hardware: Hardware = field(default_factory=lambda: Hardware(gpus=0, vllm=False))
+    """what the automatic choices in ``train`` were made for"""
+    placement: NodePlacement = field(default_factory=NodePlacement)
+    #: what the backend approximates (rewardkit_trainers.fidelity.check)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def launched(self) -> bool:
+        """TRL through ``accelerate launch`` (and a vLLM server) instead of in-process."""
+        return (self.train.backend == "trl" and not inside_launcher()
+                and needs_launcher(self.train, self.placement))
 
     @property
     def output_dir(self) -> Path:
@@ -97,7 +135,11 @@ class RunPlan:
         return list(zip(starts, ends, strict=True))
 
     def jobs(self) -> list[Job]:
-        """The external commands of a swift / easyr1 run (files written as a side effect)."""
+        """The external commands of a run (files written as a side effect)."""
+        if self.launched:
+            from rewardkit_trainers.trl_launch import build_jobs as build_trl
+
+            return build_trl(self, self.placement)
         if self.train.backend == "swift":
             from rewardkit_trainers.swift import build_jobs
 
@@ -115,19 +157,29 @@ class RunPlan:
     def dry_run(self) -> dict[str, Any]:
         """Write the files and describe the run without running it."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        hardware = {"gpus": self.hardware.gpus, "vllm": self.hardware.vllm,
+                    "nodes": self.placement.num_nodes, "node_rank": self.placement.rank}
         if self.train.backend == "trl":
             from rewardkit_trainers.trl_train import describe, prepare
 
-            prep = prepare(self.reward_config, self.train, self.config_file, self.output_dir)
-            return {**describe(prep, self.train), "output_dir": str(self.output_dir)}
+            prep = prepare(self.reward_config, self.train, self.config_file, self.output_dir,
+                           gpu=self.hardware.gpus > 0)
+            described = {**describe(prep, self.train), "output_dir": str(self.output_dir),
+                         "hardware": hardware, "warnings": self.warnings}
+            if self.launched:
+                described["commands"] = [j.describe() for j in self.jobs()]
+            return described
         jobs = self.jobs()
         return {"backend": self.train.backend, "output_dir": str(self.output_dir),
-                "commands": [j.describe() for j in jobs]}
+                "hardware": hardware, "commands": [j.describe() for j in jobs],
+                "warnings": self.warnings}
 
     def execute(self, console: Any) -> int:
         """Run it; returns the exit code."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        if self.train.backend == "trl":
+        for warning in self.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", markup=True, soft_wrap=True)
+        if self.train.backend == "trl" and not self.launched:
             from rewardkit_trainers.trl_train import run
 
             report = run(self.reward_config, self.train, self.config_file, self.output_dir,
@@ -138,33 +190,108 @@ class RunPlan:
             console.print(f"model: {report.model_dir}")
             console.print(f"curves: {report.curves_csv}"
                           + (f", {report.curves_png}" if report.curves_png else ""))
-            return 0
-        jobs = self.jobs()
-        missing = sorted({j.argv[0] for j in jobs if shutil.which(j.argv[0]) is None})
-        if missing:
-            hint = {"swift": "activate the ms-swift environment (e.g. .venv-swift)",
-                    "python3": "install python3 with EasyR1"}
-            console.print(f"[red]cannot run {', '.join(missing)}: not on PATH[/]; "
-                          + "; ".join(hint.get(m, "install it") for m in missing)
-                          + ". `--dry-run` prints the commands without running them.")
-            return 2
+            if report.report_html:
+                console.print(f"report: {report.report_html}", markup=False, soft_wrap=True)
+            return EXIT_OK
+        return run_jobs(self.jobs(), console)
+
+
+def run_jobs(jobs: list[Job], console: Any) -> int:
+    """Run the jobs in order (a background job runs until the others are done, and the
+    next one starts once its ``ready_url`` answers); returns the exit code."""
+    missing = sorted({j.argv[0] for j in jobs if shutil.which(j.argv[0]) is None})
+    if missing:
+        hint = {"swift": "activate the ms-swift environment (e.g. .venv-swift)",
+                "python3": "install python3 with EasyR1",
+                "accelerate": "pip install accelerate deepspeed",
+                "trl": "pip install 'trl[vllm]'"}
+        console.print(f"[red]cannot run {', '.join(missing)}: not on PATH[/]; "
+                      + "; ".join(hint.get(m, "install it") for m in missing)
+                      + ". `--dry-run` prints the commands without running them.")
+        return EXIT_USAGE
+    servers: list[subprocess.Popen[bytes]] = []
+    previous = _exit_on_sigterm() if any(j.background for j in jobs) else None
+    try:
         for i, job in enumerate(jobs):
             console.rule(f"job {i + 1}: {job.label}")
             console.print(job.shell, markup=False, soft_wrap=True)
             env = {**os.environ, **job.env}
+            if job.background:
+                proc = subprocess.Popen(job.argv, cwd=job.cwd, env=env, process_group=0)
+                servers.append(proc)
+                problem = wait_ready(proc, job.ready_url, READY_TIMEOUT_S)
+                if problem:
+                    console.print(f"[red]job {i + 1} ({job.label}): {problem}[/]")
+                    return 1
+                continue
             code = subprocess.call(job.argv, cwd=job.cwd, env=env)
             if code != 0:
-                console.print(f"[red]job {i + 1} ({job.label}) failed with exit code {code}[/]")
+                console.print(f"[red]job {i + 1} ({job.label}) failed with exit code "
+                              f"{code}[/]")
                 return code
-        return 0
+        return EXIT_OK
+    finally:
+        for proc in servers:
+            stop_group(proc)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm() -> Any:
+    """SIGTERM (a spot interruption reaching ``rewardkit train``) becomes SystemExit, so
+    the background server in its own process group is stopped too. Returns the previous
+    handler (None outside the main thread, where nothing is changed)."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:
+        return None
+
+
+def wait_ready(proc: subprocess.Popen[bytes], url: str | None, timeout_s: float) -> str | None:
+    """Wait until ``url`` answers 200; returns what went wrong, or None when ready."""
+    if url is None:
+        return None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return f"exited with code {proc.returncode} before {url} answered"
+        with contextlib.suppress(urllib.error.URLError, OSError), \
+                urllib.request.urlopen(url, timeout=5) as response:
+            if response.status == 200:
+                return None
+        time.sleep(1.0)
+    return f"{url} did not answer within {timeout_s:.0f}s"
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
+    """SIGTERM a background job's process group, SIGKILL it after ``grace_s``."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def load_run(config: str | Path, backend: str | None = None, output_dir: str | None = None,
-             max_steps: int | None = None) -> RunPlan:
-    """Validate the reward config and its ``train:`` section (with CLI overrides)."""
+             max_steps: int | None = None, hardware: Hardware | None = None,
+             placement: NodePlacement | None = None) -> RunPlan:
+    """Validate the reward config and its ``train:`` section (with CLI overrides), and
+    make its automatic choices (GPU count, vLLM) for ``hardware`` (default: this
+    machine's, :func:`rewardkit_trainers.hardware.detect_hardware`) and ``placement``
+    (default: the SageMaker entrypoint's environment, else one node)."""
     path = Path(config)
     reward_config = load_config(path)
-    raw = dict(read_config_file(path).get("train") or {}) if reward_config.train else None
+    raw = (dict(read_config_file(path).get("train") or {})
+           if reward_config.section("train") is not None else None)
     if raw is not None:
         if backend:
             raw["backend"] = backend
@@ -173,4 +300,13 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
         if max_steps:
             raw["max_steps"] = max_steps
     train = parse_train(raw, str(path))
-    return RunPlan(path.resolve(), reward_config, train)
+    try:
+        hardware = hardware or detect_hardware()
+        placement = placement or placement_from_env()
+    except ValueError as exc:
+        raise ConfigError(str(path), [("train", str(exc))]) from None
+    train = train.for_hardware(hardware.gpus, hardware.vllm)
+    from rewardkit_trainers.fidelity import check
+
+    warnings = check(reward_config, train.backend, str(path))
+    return RunPlan(path.resolve(), reward_config, train, hardware, placement, warnings)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import pprint
 import threading
 from collections.abc import Mapping, Sequence
@@ -118,16 +119,71 @@ def component_metrics(result: ScoreResult, name: str, prefix: str = "rewards") -
     }
 
 
-def weight_changes(rs: RewardSet, name: str) -> bool:
-    """Whether component ``name``'s weight depends on the step (a schedule, or stages
-    with different weights)."""
-    comp = rs.components[name]
-    if len(comp.stages) > 1 and len({repr(s.weight) for s in comp.stages}) > 1:
-        return True
-    return any(not isinstance(s.weight, int | float) for s in comp.stages)
+def global_step(trainer_state: Any) -> int:
+    """The step a trainer state reports (0 without one): ``trainer_state.global_step``
+    (TRL, ms-swift) or ``trainer_state["global_step"]``."""
+    if trainer_state is None:
+        return 0
+    if isinstance(trainer_state, Mapping):
+        return int(trainer_state.get("global_step", 0) or 0)
+    return int(getattr(trainer_state, "global_step", 0) or 0)
 
 
 def config_literal(config: RewardConfig) -> str:
     """The reward part of ``config`` as a Python literal, for generated plugin files."""
-    data = config.model_dump(mode="json", exclude={"train", "eval", "sagemaker"})
+    data = config.model_dump(mode="json")  # plugin sections are not fields of it
     return pprint.pformat(data, indent=1, width=88, sort_dicts=False)
+
+
+def group_members(groups: Sequence[Any]) -> list[list[int]]:
+    """Row indices of each group, in first-seen order (groups compared by JSON value)."""
+    members: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(json.dumps(g, default=str, sort_keys=True), []).append(i)
+    return list(members.values())
+
+
+def neutralise_failed_rows(values: Sequence[float | None], groups: Sequence[Any],
+                           failed: set[int]) -> list[float | None]:
+    """One component's values with every failed row set to its group's mean.
+
+    For trainers whose advantage is ``total - mean(group total)`` over *every* row (ms-swift
+    ``--scale_rewards group``, verl and EasyR1 GRPO), a missing value would train as 0 with
+    a real advantage. A failed row given, for every component, the mean of the group's
+    other rows (a value that does not apply counts as 0, as the trainers' ``nansum`` does)
+    has the group's mean total: its advantage is exactly zero and the group mean the
+    other rows are compared with is unchanged (the group's spread shrinks a little, as
+    with one more row at the mean). A group with no graded row gets 0 everywhere.
+    """
+    out = list(values)
+    if not failed:
+        return out
+    for idx in group_members(groups):
+        graded = [i for i in idx if i not in failed]
+        mean = math.fsum(float(values[i] or 0.0) for i in graded) / len(graded) if graded else 0.0
+        for i in idx:
+            if i in failed:
+                out[i] = mean
+    return out
+
+
+def gather_across_ranks(local: list[Sample]) -> tuple[list[Sample], int]:
+    """The samples of every rank (rank order) and where this rank's rows start.
+
+    Trainers score each rank's share of a batch, and one prompt's completions may be split
+    across ranks; per-group rewards and normalisation need the whole group. Every rank
+    calls the reward functions in the same order, so a collective here lines up.
+    Without an initialised ``torch.distributed`` group of more than one rank, ``local``
+    itself and 0.
+    """
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return local, 0
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return local, 0
+    parts: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, local)
+    rank = dist.get_rank()
+    start = sum(len(p) for p in parts[:rank])
+    return [s for part in parts for s in part], start

@@ -14,15 +14,27 @@ How ms-swift calls it (4.x ``swift.rl_core.grpo_algorithm.compute_rewards_per_fu
 * Weights: ms-swift's ``--reward_weights`` are fixed for the run, so a component whose
   weight changes with the step gets ``--reward_weights 1`` and its ORM returns
   ``weight(step) x value`` (its logged mean is then its weighted contribution).
-* ``normalize_then_sum``: ms-swift has no per-function normalisation, so each ORM
-  returns its values standardised within the prompt's group (same ``prompt_id``).
-* Failed grading -> ``None`` (ms-swift turns it into NaN and leaves it out of nansum).
+* Whole groups: ms-swift scores each rank's share of the batch, and a prompt's
+  completions may be split across ranks. Under ``torch.distributed`` every ORM gathers
+  the samples of all ranks (``all_gather_object``; every rank calls the ORMs in the same
+  order), scores the whole batch once, and returns its own rank's rows, so group
+  rewards and normalisation see whole groups (same ``prompt_id``).
+* ``normalize_then_sum``: ms-swift has no per-function normalisation under its default
+  ``--scale_rewards group``, so each ORM returns its values standardised within the
+  group, exactly as :meth:`rewardkit.RewardSet.score` does.
+* Failed grading (``on_error: null``): ms-swift sums with ``nansum`` and subtracts a
+  plain group mean, so a missing value would train as 0 with a real advantage. Every
+  component of a failed row returns the group's mean instead
+  (:func:`~rewardkit_trainers.scoring.neutralise_failed_rows`): the row's total is the
+  group mean and its advantage exactly zero.
+* Status rates: ms-swift 4.x has no ``log_metric`` for reward functions; the ORMs
+  record each component's error/timeout/skip rates and latency, and the
+  :class:`RewardMetricsCallback` (registered in ms-swift's callback table by the plugin,
+  passed as ``--callbacks rewardkit_metrics``) adds them to every log line.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,10 +42,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rewardkit import Sample
+from rewardkit.composition import group_key
 from rewardkit.config import RewardConfig
 
-from rewardkit_trainers.scoring import SharedScorer, config_literal, weight_changes
-from rewardkit_trainers.trl import global_step
+from rewardkit_trainers.scoring import (
+    SharedScorer,
+    component_metrics,
+    config_literal,
+    gather_across_ranks,
+    global_step,
+    neutralise_failed_rows,
+)
 
 if TYPE_CHECKING:
     from rewardkit_trainers.runner import Job, RunPlan
@@ -44,7 +63,6 @@ _SWIFT_INTERNAL = frozenset({
     "rollout_infos", "trajectory_inputs", "log_metric", "log_extra", "completions",
     "chat_template_kwargs",
 })
-NORMALIZE_EPS = 1e-4
 
 
 def func_name(component: str) -> str:
@@ -61,10 +79,11 @@ class SwiftRewards:
     weights: list[float]
 
     def arguments(self) -> list[str]:
-        """``--external_plugins ... --reward_funcs ... --reward_weights ...``."""
+        """``--external_plugins ... --reward_funcs ... --reward_weights ... --callbacks``."""
         return ["--external_plugins", str(self.plugin),
                 "--reward_funcs", *[func_name(n) for n in self.names],
-                "--reward_weights", *[_num(w) for w in self.weights]]
+                "--reward_weights", *[_num(w) for w in self.weights],
+                "--callbacks", METRICS_CALLBACK]
 
 
 def _num(w: float) -> str:
@@ -75,7 +94,7 @@ def swift_weights(scorer: SharedScorer) -> list[float]:
     """``--reward_weights``: the constant weights; 1 where the ORM applies the schedule."""
     rs = scorer.reward_set
     w0 = rs.weights(0)
-    return [1.0 if weight_changes(rs, name) else float(w0[name]) for name in scorer.names]
+    return [1.0 if rs.is_scheduled(name) else float(w0[name]) for name in scorer.names]
 
 
 def export_plugin(config: RewardConfig, config_path: Path | None, out: Path) -> SwiftRewards:
@@ -99,11 +118,12 @@ Use with:  swift rlhf --rlhf_type grpo --external_plugins THIS_FILE --reward_fun
 Needs rewardkit and rewardkit-trainers (and the config's reward plugins) installed.
 """
 
-from rewardkit_trainers.swift import register_orms
+from rewardkit_trainers.swift import register_metrics_callback, register_orms
 
 CONFIG = {config}
 
 ORMS = register_orms(CONFIG)
+register_metrics_callback()  # --callbacks rewardkit_metrics: error/timeout rates in the logs
 '''
 
 
@@ -156,22 +176,80 @@ class SwiftComponent:
     @property
     def scheduled(self) -> bool:
         if self._scheduled is None:
-            self._scheduled = weight_changes(self.scorer.reward_set, self.name)
+            self._scheduled = self.scorer.reward_set.is_scheduled(self.name)
         return self._scheduled
 
     def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         step = global_step(kwargs.get("trainer_state"))
-        samples = swift_samples(completions, kwargs, self.reference_column)
+        local = swift_samples(completions, kwargs, self.reference_column)
+        samples, start = gather_across_ranks(local)
         result = self.scorer.score(samples, step)
-        values = list(result.values(self.name))
-        if self.scorer.config.aggregate == "normalize_then_sum":
-            values = normalize_in_groups(values, [s.group for s in samples])
-        if self.scheduled:
-            w = self.scorer.reward_set.weights(step)[self.name]
-            values = [None if v is None else w * v for v in values]
-        for i in self.scorer.null_rows(result):
-            values[i] = None
-        return values
+        # normalised as the aggregate did (normalize_then_sum); weighted here only when
+        # the weight moves with the step (ms-swift's --reward_weights are fixed)
+        values = list(result.contributions(self.name) if self.scheduled
+                      else result.normalized(self.name))
+        groups = [group_key(s) for s in samples]
+        values = neutralise_failed_rows(values, groups, self.scorer.null_rows(result))
+        for key, value in component_metrics(result, self.name).items():
+            PENDING_METRICS.setdefault(key, []).append(value)
+        return values[start:start + len(local)]
+
+
+#: status rates, latency and weight of every component, one value per scored batch since
+#: the last log step (drained by the ``rewardkit_metrics`` callback)
+PENDING_METRICS: dict[str, list[float]] = {}
+
+
+def metrics_callback_class() -> type:
+    """The ms-swift callback that hands :data:`PENDING_METRICS` to the trainer's metrics.
+
+    ms-swift (4.x) builds the callbacks named by ``--callbacks`` from its
+    ``swift.callbacks.callbacks_map`` with ``(args, trainer)``. At the end of each step the
+    callback appends the pending values to the GRPO trainer's ``_metrics["train"]``, which
+    ms-swift averages into the next log line (console, ``logging.jsonl``, TensorBoard),
+    as it does for its own ``rewards/<func>/mean``. A trainer without that store gets
+    the values added to the log line itself (``on_log``).
+    """
+    from swift.callbacks import TrainerCallback
+
+    class RewardMetricsCallback(TrainerCallback):
+        """Logs rewardkit's per-component error/timeout/skip rates, latency and weight."""
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            store = getattr(self.trainer, "_metrics", None)
+            if not isinstance(store, dict) or "train" not in store:
+                return
+            for key, values in drain_metrics().items():
+                store["train"][key].extend(values)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None,
+                   **kwargs: Any) -> None:
+            if isinstance(logs, dict):
+                for key, values in drain_metrics().items():
+                    logs[key] = sum(values) / len(values)
+
+    return RewardMetricsCallback
+
+
+def drain_metrics() -> dict[str, list[float]]:
+    """The pending per-batch metric values, emptied."""
+    out = {k: list(v) for k, v in PENDING_METRICS.items() if v}
+    PENDING_METRICS.clear()
+    return out
+
+
+def register_metrics_callback() -> bool:
+    """Register :func:`metrics_callback_class` as ``rewardkit_metrics`` in ms-swift's
+    callback table; False where this ms-swift has none (3.x)."""
+    try:
+        from swift.callbacks import callbacks_map
+    except ImportError:
+        return False
+    callbacks_map[METRICS_CALLBACK] = metrics_callback_class()
+    return True
+
+
+METRICS_CALLBACK = "rewardkit_metrics"
 
 
 def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
@@ -199,24 +277,6 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
             sample.group = prompt_ids[i]
         samples.append(sample)
     return samples
-
-
-def normalize_in_groups(values: list[float | None], groups: Sequence[Any]) -> list[float | None]:
-    """Standardise values within each group: (v - mean) / (std + 1e-4); None stays None."""
-    members: dict[Any, list[int]] = {}
-    for i, g in enumerate(groups):
-        members.setdefault(json.dumps(g, default=str, sort_keys=True), []).append(i)
-    out = list(values)
-    for idx in members.values():
-        present = [i for i in idx if values[i] is not None]
-        if not present:
-            continue
-        vals = [float(values[i]) for i in present]  # type: ignore[arg-type]
-        mean = math.fsum(vals) / len(vals)
-        std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
-        for i, v in zip(present, vals, strict=True):
-            out[i] = (v - mean) / (std + NORMALIZE_EPS)
-    return out
 
 
 def swift_major_version() -> int:
@@ -278,6 +338,8 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
                  "--vllm_tensor_parallel_size", str(t.vllm.tensor_parallel_size)]
     else:
         argv += ["--use_vllm", "false"]
+    if (major or swift_major_version()) < 4:  # ms-swift 3 has no callback table
+        argv = _without_flag(argv, "--callbacks")
     if resume is not None:
         argv += ["--resume_from_checkpoint", str(resume)]
     for key, value in t.extra_args.items():

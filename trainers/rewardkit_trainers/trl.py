@@ -40,20 +40,12 @@ from rewardkit_trainers.scoring import (
     SharedScorer,
     component_metrics,
     config_literal,
-    weight_changes,
+    gather_across_ranks,
+    global_step,
 )
 
 #: rewardkit aggregate -> TRL GRPOConfig.multi_objective_aggregation
 AGGREGATION = {"weighted_sum": "sum_then_normalize", "normalize_then_sum": "normalize_then_sum"}
-
-
-def global_step(trainer_state: Any) -> int:
-    """The step a trainer state reports (0 without one)."""
-    if trainer_state is None:
-        return 0
-    if isinstance(trainer_state, Mapping):
-        return int(trainer_state.get("global_step", 0) or 0)
-    return int(getattr(trainer_state, "global_step", 0) or 0)
 
 
 def build_samples(prompts: Sequence[Any], completions: Sequence[Any],
@@ -105,12 +97,14 @@ class ComponentReward:
                  log_metric: Callable[[str, float], None] | None = None,
                  **columns: Any) -> list[float | None]:
         step = global_step(trainer_state)
-        samples = build_samples(prompts, completions, columns, self.reference_column,
-                                completion_ids)
+        local = build_samples(prompts, completions, columns, self.reference_column,
+                              completion_ids)
+        samples, start = gather_across_ranks(local)  # whole groups for per-group rewards
         result = self.scorer.score(samples, step)
         values = list(result.values(self.name))
         for i in self.scorer.null_rows(result):
             values[i] = None
+        values = values[start:start + len(local)]
         if log_metric is not None:
             for key, value in component_metrics(result, self.name).items():
                 log_metric(key, value)
@@ -144,7 +138,7 @@ class TRLRewards:
     def scheduled(self) -> bool:
         """Whether any weight changes with the step (then :meth:`attach` is needed)."""
         rs = self.scorer.reward_set
-        return any(weight_changes(rs, name) for name in self.names)
+        return any(rs.is_scheduled(name) for name in self.names)
 
     def grpo_kwargs(self) -> dict[str, Any]:
         """``GRPOConfig`` keyword arguments: ``reward_weights``, and
@@ -206,18 +200,34 @@ from rewardkit_trainers.trl import trl_rewards
 
 CONFIG = {config}
 
-REWARDS = trl_rewards(CONFIG)
+#: the dataset column that becomes Sample.reference (train.dataset.reference_column)
+REFERENCE_COLUMN = {reference_column!r}
+
+REWARDS = trl_rewards(CONFIG, reference_column=REFERENCE_COLUMN)
 reward_funcs = REWARDS.funcs
 grpo_kwargs = REWARDS.grpo_kwargs()
 '''
 
 
 def export_module(config_path: str | Path, out: Path) -> Path:
-    """Write a Python module exposing ``reward_funcs`` and ``grpo_kwargs`` for ``config``."""
+    """Write a Python module exposing ``reward_funcs`` and ``grpo_kwargs`` for ``config``.
+
+    The reference column is the config's ``train.dataset.reference_column`` (``reference``
+    when the config has no ``train:`` section), as ``rewardkit train`` uses it.
+    """
     from rewardkit.config import load_config
 
     config = load_config(config_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(_MODULE_TEMPLATE.format(source=Path(config_path).resolve(), stem=out.stem,
-                                           config=config_literal(config)), encoding="utf-8")
+    out.write_text(_MODULE_TEMPLATE.format(
+        source=Path(config_path).resolve(), stem=out.stem, config=config_literal(config),
+        reference_column=reference_column_of(config, config_path)), encoding="utf-8")
     return out
+
+
+def reference_column_of(config: RewardConfig, source: str | Path = "<config>") -> str:
+    """The dataset column holding the ground truth: ``train.dataset.reference_column``."""
+    train = config.section("train")
+    if train is None:
+        return "reference"
+    return str(train.dataset.reference_column)

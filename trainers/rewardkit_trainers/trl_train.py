@@ -19,6 +19,10 @@ from rewardkit.config import RewardConfig
 from rewardkit_trainers.config import GeneratedData, TinyModel, TrainConfig
 from rewardkit_trainers.curves import RewardCurves
 from rewardkit_trainers.data import materialise, normalise_rows, read_rows
+from rewardkit_trainers.run_report import ScoredSampleLog, write_run_report
+
+#: seconds between plain progress lines when the output is not a terminal (a log, CI)
+PROGRESS_LINE_SECONDS = float(os.environ.get("REWARDKIT_PROGRESS_SECONDS", "10"))
 
 
 @dataclass
@@ -33,6 +37,7 @@ class TrainReport:
     end_reward: float
     steps: int
     seconds: float
+    report_html: Path | None = None
 
 
 def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, Any],
@@ -57,7 +62,7 @@ def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, A
         "max_steps": train.max_steps or -1,
         "temperature": train.temperature,
         "top_p": train.top_p,
-        "use_vllm": train.vllm.enabled,
+        "use_vllm": train.vllm.enabled is True,
         "bf16": train.bf16,
         "seed": train.seed,
         "logging_steps": train.logging_steps,
@@ -70,8 +75,12 @@ def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, A
     }
     if train.save_steps:
         wanted["save_steps"] = train.save_steps
-    if train.vllm.enabled:
-        wanted.update(vllm_mode=train.vllm.mode,
+    if train.vllm.enabled is True and train.vllm.mode == "server":
+        # the server runs `trl vllm-serve` on its own GPUs (rewardkit_trainers.trl_launch)
+        wanted.update(vllm_mode="server", vllm_server_host="127.0.0.1",
+                      vllm_server_port=train.vllm.server_port)
+    elif train.vllm.enabled is True:
+        wanted.update(vllm_mode="colocate",
                       vllm_gpu_memory_utilization=train.vllm.gpu_memory_utilization,
                       vllm_tensor_parallel_size=train.vllm.tensor_parallel_size)
     if train.lora is not None and train.lora.quantize:
@@ -99,8 +108,14 @@ def _quantization(train: TrainConfig) -> Any:
     assert train.lora is not None
     if train.lora.quantize == "8bit":
         return BitsAndBytesConfig(load_in_8bit=True)
+    extra: dict[str, Any] = {}
+    if train.gpus > 1 and train.deepspeed == "zero3":
+        # ZeRO-3 shards parameters of one dtype: the 4-bit weights are stored in that dtype
+        import torch
+
+        extra["bnb_4bit_quant_storage"] = torch.bfloat16 if train.bf16 else torch.float32
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                              bnb_4bit_use_double_quant=True)
+                              bnb_4bit_use_double_quant=True, **extra)
 
 
 def peft_config(train: TrainConfig) -> Any:
@@ -115,17 +130,19 @@ def peft_config(train: TrainConfig) -> Any:
 
 
 def prepare(reward_config: RewardConfig, train: TrainConfig, config_file: Path | None,
-            output_dir: Path) -> dict[str, Any]:
-    """Everything but the training itself: rows, model, tokenizer, GRPOConfig kwargs."""
+            output_dir: Path, gpu: bool | None = None) -> dict[str, Any]:
+    """Everything but the training itself: rows, model, tokenizer, GRPOConfig kwargs
+    (for a GPU when ``gpu``; default: whether torch sees one)."""
     train_file, _ = materialise(train, config_file, output_dir)
     source = str(config_file) if config_file else "<config>"
     rows = normalise_rows(read_rows(train_file, source), train.dataset)
     from rewardkit_trainers.trl import trl_rewards
 
     rewards = trl_rewards(reward_config, train.dataset.reference_column)
-    import torch
+    if gpu is None:
+        import torch
 
-    gpu = torch.cuda.is_available()
+        gpu = torch.cuda.is_available()
     kwargs, dropped = grpo_kwargs(train, output_dir, rewards.grpo_kwargs(), gpu)
     return {"rows": rows, "rewards": rewards, "kwargs": kwargs, "dropped": dropped,
             "train_file": train_file, "gpu": gpu}
@@ -140,8 +157,11 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     started = time.monotonic()
     prep = prepare(reward_config, train, config_file, output_dir)
     rows, rewards, kwargs = prep["rows"], prep["rewards"], prep["kwargs"]
-    if prep["dropped"]:
-        console.print(f"[dim]this TRL's GRPOConfig has no {', '.join(prep['dropped'])}; "
+    # only what the config set is worth a word; a default this TRL lacks is simply left out
+    asked = train.model_fields_set | set(train.extra_args)
+    missing = [k for k in prep["dropped"] if k in asked]
+    if missing:
+        console.print(f"[dim]this TRL's GRPOConfig has no {', '.join(missing)}; "
                       "not applied[/]")
 
     import warnings
@@ -175,6 +195,8 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
                           peft_config=peft_config(train))
     rewards.attach(trainer)
     curves = RewardCurves(rewards.names)
+    samples = ScoredSampleLog()
+    samples.watch(rewards.scorer)
     progress = make_progress_callback(curves, console)
     _quiet_printer(trainer)
     trainer.add_callback(progress)
@@ -189,9 +211,11 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     trainer.save_model(str(model_dir))
     tokenizer.save_pretrained(str(model_dir))
     csv_path, png_path = curves.write(output_dir)
+    steps = int(trainer.state.global_step)
+    report_html = write_run_report(output_dir, samples, reward_config, curves.rows, steps)
     return TrainReport(output_dir, model_dir, csv_path, png_path,
                        curves.mean("reward", first=True), curves.mean("reward", first=False),
-                       int(trainer.state.global_step), time.monotonic() - started)
+                       steps, time.monotonic() - started, report_html)
 
 
 def resume_checkpoint(train: TrainConfig, output_dir: Path) -> str | None:
@@ -220,8 +244,14 @@ def _quiet_printer(trainer: Any) -> None:
     trainer.remove_callback(ProgressCallback)
 
 
-def make_progress_callback(curves: RewardCurves, console: Any) -> Any:
-    """A TrainerCallback: a rich progress bar with the current mean reward; fills ``curves``."""
+def make_progress_callback(curves: RewardCurves, console: Any,
+                           every: float | None = None) -> Any:
+    """A TrainerCallback that fills ``curves`` and shows progress: a rich bar with the
+    current mean reward on a terminal; otherwise (a log file, CI) a plain line
+    ``step N/M  reward R  elapsed T`` at the start, every ``every`` seconds
+    (``REWARDKIT_PROGRESS_SECONDS``, default 10) and at the last step."""
+    import time
+
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -232,16 +262,29 @@ def make_progress_callback(curves: RewardCurves, console: Any) -> Any:
     )
     from transformers import TrainerCallback
 
+    interval = PROGRESS_LINE_SECONDS if every is None else every
+
     class RewardProgress(TrainerCallback):
         def __init__(self) -> None:
+            self.plain = not console.is_terminal
             self.bar = Progress(TextColumn("[bold]GRPO"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.description}"), TimeElapsedColumn(),
-                                TimeRemainingColumn(), console=console, transient=False)
+                                TimeRemainingColumn(), console=console, transient=False,
+                                disable=self.plain)
             self.task: Any = None
+            self.started = time.monotonic()
+            self.last_line = -float("inf")
+            self.reward: float | None = None
+            self.total = 0
+            self.printed = -1
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.started = time.monotonic()
+            self.total = int(state.max_steps or 0)
             self.bar.start()
             self.task = self.bar.add_task("reward -", total=state.max_steps)
+            if self.plain:
+                self._line(int(state.global_step))
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             if self.task is not None:
@@ -250,8 +293,25 @@ def make_progress_callback(curves: RewardCurves, console: Any) -> Any:
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None,
                    **kw: Any) -> None:
             row = curves.add(state.global_step, logs or {})
-            if row and "reward" in row and self.task is not None:
-                self.bar.update(self.task, description=f"reward {row['reward']:.3f}")
+            if row and "reward" in row:
+                self.reward = row["reward"]
+                if self.task is not None:
+                    self.bar.update(self.task, description=f"reward {row['reward']:.3f}")
+            if self.plain:
+                step = int(state.global_step)
+                now = time.monotonic()
+                due = now - self.last_line >= interval or step >= self.total
+                if due and step != self.printed:
+                    self._line(step)
+
+        def _line(self, step: int) -> None:
+            self.printed = step
+            self.last_line = time.monotonic()
+            elapsed = int(self.last_line - self.started)
+            reward = "-" if self.reward is None else f"{self.reward:.3f}"
+            console.print(f"GRPO step {step}/{self.total}  reward {reward}  "
+                          f"elapsed {elapsed // 60}:{elapsed % 60:02d}", markup=False,
+                          highlight=False)
 
         def close(self) -> None:
             self.bar.stop()
@@ -276,3 +336,38 @@ def describe(prep: dict[str, Any], train: TrainConfig) -> dict[str, Any]:
         "ignored_by_this_trl": prep["dropped"],
         "peft": train.lora.model_dump() if train.lora else None,
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One process of a launched TRL run (``accelerate launch -m rewardkit_trainers.trl_train
+    --config CONFIG --train TRAIN.json``): trains with the train section exactly as the
+    launching ``rewardkit train`` resolved it. Only the main process prints."""
+    import argparse
+
+    from rewardkit import ConfigError
+    from rewardkit.config import load_config
+    from rich.console import Console
+
+    parser = argparse.ArgumentParser(prog="python -m rewardkit_trainers.trl_train")
+    parser.add_argument("--config", required=True, help="reward config")
+    parser.add_argument("--train", required=True, help="resolved train section (JSON)")
+    args = parser.parse_args(argv)
+    config_file = Path(args.config).resolve()
+    try:
+        reward_config = load_config(config_file)
+        train = TrainConfig.model_validate_json(Path(args.train).read_text(encoding="utf-8"))
+    except ConfigError as exc:
+        print(exc.render())
+        return 2
+    from rewardkit_trainers.config import resolve
+
+    output_dir = resolve(train.output_dir, config_file)
+    main_process = os.environ.get("RANK", "0") == "0"
+    console = Console(highlight=False, quiet=not main_process)
+    report = run(reward_config, train, config_file, output_dir, console)
+    console.print(f"done in {report.seconds:.0f}s, {report.steps} steps; model: {report.model_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -18,8 +18,11 @@ Which config: the ``config`` keyword (``+reward.custom_reward_function.reward_kw
 schedules (default 0); run one job per stage for staged configs, as for EasyR1.
 
 A failed grading scores ``fallback`` (reward_kwargs ``fallback``, ``REWARDKIT_FALLBACK``,
-default 0) and sets ``<component>_failed`` to 1. Per-group rewards see one response at a
-time here (verl scores responses one by one).
+default 0) and sets ``<component>_failed`` to 1. verl scores responses one by one, so
+what needs a whole group (per-group rewards, ``normalize_then_sum``, ``on_error: null``,
+which masks a failed row with its group's mean) is refused with a config error
+(:func:`rewardkit_trainers.fidelity.check`) at export, at ``rewardkit train`` and when
+the reward is first loaded.
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ def _scorer(path: str) -> SharedScorer:
     with _LOCK:
         scorer = _SCORERS.get(key)
         if scorer is None:
-            scorer = _SCORERS[key] = SharedScorer(key)
+            scorer = SharedScorer(key)
+            from rewardkit_trainers.fidelity import check
+
+            check(scorer.config, "verl", key)  # refuses what one response at a time cannot do
+            _SCORERS[key] = scorer
         return scorer
 
 

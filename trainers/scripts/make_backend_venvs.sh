@@ -14,20 +14,24 @@
 #   trainers/scripts/make_backend_venvs.sh            # both
 #   trainers/scripts/make_backend_venvs.sh swift      # only .venv-swift
 #   trainers/scripts/make_backend_venvs.sh trl swift verl   # all three
-# Environment: PYTHON (default python3.11), TORCH_SPEC (default torch==2.13.0),
-# SWIFT_SPEC (default ms-swift>=4,<5), VERL_SPEC (default verl>=0.9,<0.10).
+# The backend versions are the tested ones of trainers/backends.toml (read through
+# trainers/scripts/backend_versions.py), the same the extras accept and the images pin.
+# Environment: PYTHON (default python3.11), TORCH_SPEC (default torch==2.13.0, the CPU
+# build), SWIFT_SPEC / VERL_SPEC / TRL_SPEC to try other versions (default: backends.toml).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PYTHON="${PYTHON:-python3.11}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
-SWIFT_SPEC="${SWIFT_SPEC:-ms-swift>=4,<5}"
-VERL_SPEC="${VERL_SPEC:-verl>=0.9,<0.10}"
+pins() { "$PYTHON" "$ROOT/trainers/scripts/backend_versions.py" pins "$1"; }
+SWIFT_SPEC="${SWIFT_SPEC:-$(pins swift)}"
+VERL_SPEC="${VERL_SPEC:-$(pins verl)}"
+TRL_SPEC="${TRL_SPEC:-$(pins trl)}"
 
 # backend -> "pip specs|import check"
 # (msgspec: ms-swift 4.x imports it in swift.rlhf_trainers without declaring it)
 declare -A SPECS=(
-  [trl]="-e $ROOT/trainers[trl]|import trl, peft, datasets, matplotlib"
+  [trl]="-e $ROOT/trainers[trl] $TRL_SPEC|import trl, peft, datasets, matplotlib"
   [swift]="$SWIFT_SPEC msgspec pyarrow|import swift, swift.rewards, swift.rlhf_trainers.utils"
   [verl]="$VERL_SPEC pyarrow|import verl, verl.trainer.ppo.reward"
 )

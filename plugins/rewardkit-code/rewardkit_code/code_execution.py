@@ -156,6 +156,7 @@ class CodeExecution(Reward):
     name: ClassVar[str] = "code_execution"
     Params: ClassVar[type[CodeExecutionParams]] = CodeExecutionParams
     mode: ClassVar[ExecutionMode] = ExecutionMode.ASYNC
+    sandboxed: ClassVar[bool] = True
     timeout: ClassVar[float | None] = 600.0
     description: ClassVar[str] = (
         "Run the answer's code against assert tests or stdin/stdout cases in the sandbox"

@@ -104,6 +104,7 @@ class PythonReward(Reward):
     name: ClassVar[str] = "python"
     Params: ClassVar[type[PythonRewardParams]] = PythonRewardParams
     mode: ClassVar[ExecutionMode] = ExecutionMode.ASYNC
+    sandboxed: ClassVar[bool] = True
     group: ClassVar[bool] = True
     timeout: ClassVar[float | None] = 600.0
     description: ClassVar[str] = (

@@ -1,7 +1,7 @@
 """``rewardkit launch sagemaker CONFIG`` and ``rewardkit jobs status|logs NAME``.
 
-Both return a process exit code: 0 success, 1 an AWS-side failure, 2 a usage or
-config error (reported before any AWS call).
+Both return a process exit code (:mod:`rewardkit.cli`): EXIT_OK, EXIT_FAIL for an
+AWS-side failure, EXIT_USAGE for a usage or config error (reported before any AWS call).
 """
 
 from __future__ import annotations
@@ -13,11 +13,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import ValidationError
 from rewardkit import ConfigError, load_config
+from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
-from rewardkit_trainers.sagemaker.config import SageMakerSettings, check_job_name, parse_settings
-from rewardkit_trainers.sagemaker.request import build_request, job_name, stage_inputs, upload
+from rewardkit_trainers.sagemaker.config import SageMakerSettings, check_job_name
+from rewardkit_trainers.sagemaker.request import (
+    base_job_name,
+    build_request,
+    job_name,
+    stage_inputs,
+    upload,
+)
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
@@ -28,82 +34,86 @@ def _session(region: str | None) -> Any:
     return boto3.session.Session(region_name=region)
 
 
-def _settings_problems(exc: ValidationError) -> list[str]:
-    lines = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in ("sagemaker", *err["loc"]))
-        lines.append(f"  {loc}: {err['msg'].removeprefix('Value error, ')}")
-    return lines
-
-
 def load_launch_config(path: Path) -> tuple[SageMakerSettings, str]:
     """Validate the reward config and its ``sagemaker:`` section; returns the settings
     and the config text to upload. Raises ``rewardkit.ConfigError`` or ValueError."""
     config = load_config(path)
-    try:
-        settings = parse_settings(config.sagemaker)
-    except ValidationError as exc:
-        lines = [f"{path}: invalid sagemaker section", *_settings_problems(exc)]
-        raise ValueError("\n".join(lines)) from None
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    settings = config.section("sagemaker")
+    if settings is None:
+        raise ValueError(f"{path}: the config has no sagemaker: section (see docs/sagemaker.md)")
     return settings, path.read_text(encoding="utf-8")
 
 
-def launch(argv: list[str], out: TextIO | None = None) -> int:
-    """``rewardkit launch sagemaker CONFIG [--dry-run] [--job-name NAME]``."""
-    out = out or sys.stdout
-    parser = argparse.ArgumentParser(
-        prog="rewardkit launch", description="Launch a training run on a cloud platform."
-    )
-    parser.add_argument("platform", choices=["sagemaker"])
-    parser.add_argument("config", type=Path, help="reward config with a sagemaker: section")
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the uploads and the create_training_job request; call nothing",
-    )
-    parser.add_argument("--job-name", help="exact job name (default: prefix + timestamp)")
-    args = parser.parse_args(argv)
+def launch(argv: list[str], out: TextIO | None = None, boto_session: Any = None) -> int:
+    """``rewardkit launch sagemaker CONFIG [--dry-run] [--job-name PREFIX]``: uploads the
+    inputs and creates the job through the SageMaker SDK's ModelTrainer (in
+    ``boto_session``, default: one for ``sagemaker.region``)."""
+    from rewardkit_trainers.cli import launch_arguments
 
+    parser = launch_arguments(argparse.ArgumentParser(prog="rewardkit launch"))
+    return run_launch(parser.parse_args(argv), out, boto_session)
+
+
+def run_launch(args: argparse.Namespace, out: TextIO | None = None,
+               boto_session: Any = None) -> int:
+    """Launch the parsed ``rewardkit launch`` arguments; returns the exit code."""
+    out = out or sys.stdout
     try:
         settings, text = load_launch_config(args.config)
-        name = check_job_name(args.job_name) if args.job_name else job_name(settings)
+        # stages and schedules where the backend pins the step (rewardkit_trainers.fidelity)
+        from rewardkit_trainers.fidelity import launch_warnings
+
+        for warning in launch_warnings(args.config, settings.backend):
+            print(f"rewardkit launch: warning: {warning}", file=sys.stderr)
+        base = base_job_name(settings, check_job_name(args.job_name) if args.job_name else None)
+        name = job_name(base)
         staged = stage_inputs(settings, args.config, text, name)
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except (ValueError, FileNotFoundError) as exc:
         print(str(exc), file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     request = build_request(settings, name, staged)
     if args.dry_run:
         plan = {
             "uploads": [{"from": str(p), "to": uri} for p, uri in staged.uploads]
             + [{"from": "(generated)", "to": uri} for uri in staged.blobs],
             "create_training_job": request,
+            "sent_by": "sagemaker.train.ModelTrainer (the SDK appends the job name's "
+            "timestamp when it sends the request)",
         }
         json.dump(plan, out, indent=2)
         out.write("\n")
-        return 0
+        return EXIT_OK
+    try:
+        from rewardkit_trainers.sagemaker.sdk import create_job, role_error_types
+    except ImportError as exc:
+        print(f"rewardkit launch: the SageMaker Python SDK is missing ({exc}): "
+              "pip install 'rewardkit-trainers[sagemaker]'", file=sys.stderr)
+        return EXIT_USAGE
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
 
-    session = _session(settings.region)
+    session = boto_session or _session(settings.region)
+    refused = (ClientError, BotoCoreError, ResponseParserError, ValueError, *role_error_types())
     try:
         upload(staged, session.client("s3"))
-        response = session.client("sagemaker").create_training_job(**request)
-    except (ClientError, BotoCoreError) as exc:
-        print(f"rewardkit launch: AWS refused the job {name}: {exc}", file=sys.stderr)
-        return 1
+        name, arn = create_job(settings, staged, base, session)
+    except refused as exc:
+        print(f"rewardkit launch: AWS or the SageMaker SDK refused the job {base}-...: "
+              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+              file=sys.stderr)
+        return EXIT_FAIL
     region = session.region_name or "us-east-1"
-    print(f"created training job {name}\n  arn: {response['TrainingJobArn']}", file=out)
+    print(f"created training job {name}\n  arn: {arn}", file=out)
     print(f"  status: rewardkit jobs status {name}\n  logs:   rewardkit jobs logs {name}", file=out)
     print(
         f"  console: https://{region}.console.aws.amazon.com/sagemaker/home?region={region}"
         f"#/jobs/{name}",
         file=out,
     )
-    return 0
+    return EXIT_OK
 
 
 def _fmt_time(value: Any) -> str:
@@ -168,13 +178,15 @@ def job_logs(logs: Any, name: str) -> list[tuple[str, str]]:
 
 def jobs(argv: list[str], out: TextIO | None = None) -> int:
     """``rewardkit jobs status NAME [--json]`` and ``rewardkit jobs logs NAME``."""
+    from rewardkit_trainers.cli import jobs_arguments
+
+    parser = jobs_arguments(argparse.ArgumentParser(prog="rewardkit jobs"))
+    return run_jobs(parser.parse_args(argv), out)
+
+
+def run_jobs(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Answer the parsed ``rewardkit jobs`` arguments; returns the exit code."""
     out = out or sys.stdout
-    parser = argparse.ArgumentParser(prog="rewardkit jobs", description="SageMaker jobs.")
-    parser.add_argument("action", choices=["status", "logs"])
-    parser.add_argument("name", help="training job name")
-    parser.add_argument("--region", help="AWS region (default: the boto3 session's)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    args = parser.parse_args(argv)
     from botocore.exceptions import BotoCoreError, ClientError
 
     session = _session(args.region)
@@ -188,18 +200,18 @@ def jobs(argv: list[str], out: TextIO | None = None) -> int:
                 width = max(len(k) for k in info)
                 for key, value in info.items():
                     print(f"{key:<{width}}  {value}", file=out)
-            return 0
+            return EXIT_OK
         lines = job_logs(session.client("logs"), args.name)
     except (ClientError, BotoCoreError) as exc:
         print(f"rewardkit jobs {args.action} {args.name}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAIL
     if not lines:
         print(f"no log streams for {args.name} in {LOG_GROUP} (yet)", file=sys.stderr)
-        return 1
+        return EXIT_FAIL
     for stream, message in lines:
         host = stream.split("/", 1)[-1]
         if args.json:
             print(json.dumps({"stream": stream, "message": message}), file=out)
         else:
             print(f"[{host}] {message.rstrip()}", file=out)
-    return 0
+    return EXIT_OK

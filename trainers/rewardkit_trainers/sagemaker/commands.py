@@ -1,17 +1,20 @@
 """The training command a node runs: placeholders, checkpoint arguments, and the
-multi-node launcher (accelerate / torchrun / ms-swift environment / Ray address)."""
+multi-GPU / multi-node launcher (accelerate with DeepSpeed / torchrun / ms-swift
+environment / Ray address)."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from rewardkit_trainers.hardware import count_gpus
 from rewardkit_trainers.sagemaker.config import RAY_BACKENDS
 from rewardkit_trainers.sagemaker.layouts import layout_for
 from rewardkit_trainers.sagemaker.spec import RunSpec
+from rewardkit_trainers.trl_launch import NodePlacement, accelerate_config, config_file_name
 
 CONFIG_DIR = "/opt/ml/input/data/config"
 DATA_DIR = "/opt/ml/input/data"
@@ -30,21 +33,8 @@ class Placement:
 
 
 def detect_gpus(env: dict[str, str] | None = None) -> int:
-    """GPUs on this node: ``SM_NUM_GPUS`` (set by SageMaker), else ``nvidia-smi -L``, else 1."""
-    env = dict(os.environ) if env is None else env
-    if env.get("SM_NUM_GPUS", "").isdigit() and int(env["SM_NUM_GPUS"]) > 0:
-        return int(env["SM_NUM_GPUS"])
-    if shutil.which("nvidia-smi"):
-        try:
-            out = subprocess.run(
-                ["nvidia-smi", "-L"], check=False, capture_output=True, text=True, timeout=30
-            )
-            count = sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
-            if count:
-                return count
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return 1
+    """GPUs on this node (:func:`rewardkit_trainers.hardware.count_gpus`), at least 1."""
+    return max(1, count_gpus(dict(os.environ) if env is None else env))
 
 
 def fill(argv: list[str], values: dict[str, str]) -> list[str]:
@@ -57,7 +47,37 @@ def fill(argv: list[str], values: dict[str, str]) -> list[str]:
     return out
 
 
-def _accelerate(argv: list[str], where: Placement, port: int) -> list[str]:
+def is_rewardkit_train(argv: list[str]) -> bool:
+    """``rewardkit train ...``: it starts accelerate (and a vLLM server) itself, from the
+    placement in its environment."""
+    return argv[:2] == ["rewardkit", "train"]
+
+
+def accelerate_file(spec: RunSpec, root: Path) -> Path:
+    """Where the generated accelerate config of a wrapped TRL command is written: beside
+    the checkpoint folder, not in it (whose content becomes the final model)."""
+    return root.with_name(root.name + "-launch") / config_file_name(spec.deepspeed)
+
+
+def launcher_files(spec: RunSpec, where: Placement, root: Path) -> dict[Path, str]:
+    """Files the wrapped command reads (the accelerate config), to write before it runs."""
+    if not _wrapped_in_accelerate(spec, where):
+        return {}
+    config = accelerate_config(spec.deepspeed, "no", where.gpus_per_node,
+                               NodePlacement(where.num_nodes, where.rank, where.head_ip,
+                                             spec.dist_port))
+    return {accelerate_file(spec, root): yaml.safe_dump(config, sort_keys=False)}
+
+
+def _wrapped_in_accelerate(spec: RunSpec, where: Placement) -> bool:
+    if spec.backend != "trl" or is_rewardkit_train(spec.command):
+        return False
+    if spec.command[0] == "torchrun":
+        return False
+    return where.num_nodes > 1 or where.gpus_per_node > 1
+
+
+def _accelerate(argv: list[str], where: Placement, port: int, config_file: Path) -> list[str]:
     dist = [
         "--num_machines",
         str(where.num_nodes),
@@ -71,10 +91,12 @@ def _accelerate(argv: list[str], where: Placement, port: int) -> list[str]:
         str(where.num_nodes * where.gpus_per_node),
     ]
     if argv[:2] == ["accelerate", "launch"]:
-        return [*argv[:2], *dist, *argv[2:]]
+        # the user's own launcher options (a --config_file of theirs) come after ours and win
+        return [*argv[:2], "--config_file", str(config_file), *dist, *argv[2:]]
+    launch = ["accelerate", "launch", "--config_file", str(config_file), *dist]
     if argv[0] in _PYTHONS or argv[0].endswith("/python") or argv[0].endswith("/python3"):
-        return ["accelerate", "launch", *dist, *argv[1:]]  # script.py ... or -m module ...
-    return ["accelerate", "launch", *dist, "--no_python", *argv]
+        return [*launch, *argv[1:]]  # script.py ... or -m module ...
+    return [*launch, "--no_python", *argv]
 
 
 def _torchrun(argv: list[str], where: Placement, port: int) -> list[str]:
@@ -103,9 +125,14 @@ def training_command(
     * placeholders: ``{config}`` (reward config path), ``{checkpoint_dir}``,
       ``{data_dir}``, ``{model_dir}``;
     * the backend's own save/resume arguments (``spec.checkpoint_args``);
-    * multi-node: TRL through ``accelerate launch`` (or the user's ``torchrun``) with
-      this node's machine rank; ms-swift through its ``NNODES``/``NODE_RANK``/
-      ``MASTER_ADDR`` environment; EasyR1/verl through ``RAY_ADDRESS`` (head only).
+    * TRL on more than one GPU or node: ``accelerate launch`` with the generated DeepSpeed
+      config (:func:`launcher_files`, ``spec.deepspeed``) and this node's machine rank,
+      or the user's ``torchrun`` with its node rank; ``rewardkit train`` is not wrapped:
+      it launches accelerate (and a vLLM server) itself from ``REWARDKIT_NUM_NODES`` /
+      ``REWARDKIT_NODE_RANK`` / ``REWARDKIT_HEAD_IP`` / ``REWARDKIT_DIST_PORT`` and
+      ``REWARDKIT_GPUS``;
+    * multi-node: ms-swift through its ``NNODES``/``NODE_RANK``/``MASTER_ADDR``
+      environment; EasyR1/verl through ``RAY_ADDRESS`` (head only).
     """
     layout = layout_for(spec.backend)
     multi = where.num_nodes > 1
@@ -127,9 +154,14 @@ def training_command(
         "REWARDKIT_NUM_NODES": str(where.num_nodes),
         "REWARDKIT_HEAD_IP": where.head_ip,
         "REWARDKIT_CHECKPOINT_DIR": str(root),
+        "REWARDKIT_DIST_PORT": str(spec.dist_port),
     }
+    if spec.gpus_per_node:
+        env["REWARDKIT_GPUS"] = str(spec.gpus_per_node)
     if resume_step is not None:
         env["REWARDKIT_RESUME_FROM"] = str(root / layout.step_dir_name(resume_step))
+    if _wrapped_in_accelerate(spec, where):
+        return _accelerate(argv, where, spec.dist_port, accelerate_file(spec, root)), env
     if not multi:
         return argv, env
     if ray_backend:
@@ -146,6 +178,4 @@ def training_command(
         )
     elif argv[0] == "torchrun":
         argv = _torchrun(argv, where, spec.dist_port)
-    else:
-        argv = _accelerate(argv, where, spec.dist_port)
     return argv, env

@@ -1,6 +1,7 @@
 """The ``sagemaker:`` section of a rewardkit config, validated before any AWS call.
 
-The core config keeps ``sagemaker`` as a free-form dict; this module owns its shape.
+rewardkit-trainers registers it as a config section (:mod:`rewardkit_trainers.plugin`), so
+it is validated with the rest of the file and documented in the config reference.
 Every check that can be made offline is made here (role ARN shape, instance type,
 S3 URIs, spot timing), so a bad config fails in a second instead of after an upload.
 """
@@ -39,11 +40,12 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
 
 
 def check_job_name(name: str) -> str:
-    """A full training job name: 1-63 letters, digits or single hyphens, or ValueError."""
-    if not _JOB_NAME.match(name):
+    """A job name prefix (``--job-name``): 1-48 letters, digits or single hyphens, or
+    ValueError (the SDK appends ``-YYYYmmddHHMMSS``; SageMaker allows 63 in all)."""
+    if not _JOB_NAME.match(name) or len(name) > 48:
         raise ValueError(
-            f"job name {name!r}: use 1-63 letters, digits and hyphens, starting and ending "
-            "with a letter or digit"
+            f"job name {name!r}: use 1-48 letters, digits and hyphens, starting and ending "
+            "with a letter or digit (a 15-character timestamp is appended)"
         )
     return name
 
@@ -153,6 +155,12 @@ class SageMakerSettings(_Model):
         default=None,
         ge=1,
         description="processes per node for torchrun/accelerate (default: all GPUs)",
+    )
+    deepspeed: Literal["zero3", "zero2", "none"] = Field(
+        default="zero3",
+        description="trl with a custom command on more than one GPU or node: the DeepSpeed "
+        "ZeRO stage of the accelerate launch the entrypoint wraps it in (none = DDP); "
+        "rewardkit train takes train.deepspeed instead",
     )
     environment: dict[str, str] = Field(default_factory=dict, description="container env")
     tags: dict[str, str] = Field(default_factory=dict, description="job tags")

@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from rewardkit_trainers.sagemaker import ray_cluster
-from rewardkit_trainers.sagemaker.commands import Placement, detect_gpus, fill, training_command
+from rewardkit_trainers.sagemaker.commands import (
+    Placement,
+    detect_gpus,
+    fill,
+    launcher_files,
+    training_command,
+)
 from rewardkit_trainers.sagemaker.config import RAY_BACKENDS
 from rewardkit_trainers.sagemaker.layouts import CheckpointLayout, layout_for
 from rewardkit_trainers.sagemaker.spec import RunSpec
@@ -219,6 +225,9 @@ class NodeRun:
     def run_trainer(self, head_ip: str, resume_step: int | None, status: Any) -> int:
         gpus = self.spec.gpus_per_node or detect_gpus(self.env)
         where = Placement(self.topology.rank, self.topology.num_nodes, head_ip, gpus)
+        for path, text in launcher_files(self.spec, where, self.root).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
         argv, extra = training_command(self.spec, where, self.root, resume_step)
         sync = None
         if self.store is not None:

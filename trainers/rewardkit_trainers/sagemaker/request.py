@@ -1,11 +1,10 @@
 """Build the ``create_training_job`` request for a rewardkit run, and stage its inputs.
 
-The request is a plain dict of boto3 ``sagemaker.create_training_job`` arguments, so it
-can be printed (``--dry-run``), diffed and tested without AWS. We call boto3 directly
-rather than the SageMaker SDK's ``ModelTrainer``: the SDK validates the role through
-IAM ``simulate_principal_policy`` before sending anything, which adds a permission
-requirement and cannot run against a local API server; the request it sends is the
-same one built here.
+The request is a plain dict of ``create_training_job`` arguments, so it can be printed
+(``--dry-run``), diffed and tested without AWS. The job itself is created through the
+SageMaker Python SDK's ``ModelTrainer`` (:mod:`rewardkit_trainers.sagemaker.sdk`), which
+is given the same fields and sends exactly this request (a test compares them on the
+wire), apart from the job name, whose timestamp the SDK appends when it sends it.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from rewardkit_trainers.sagemaker.config import SageMakerSettings, split_s3_uri
 from rewardkit_trainers.sagemaker.spec import SPEC_FILE_NAME, RunSpec
 
 ENTRYPOINT = ["python", "-m", "rewardkit_trainers.sagemaker"]
+"""What the images run (their ENTRYPOINT; ModelTrainer without source code keeps it)."""
 CONFIG_CHANNEL = "config"
 SAGEMAKER_CHECKPOINT_PATH = "/opt/ml/checkpoints"
 DEFAULT_COMMAND = ["rewardkit", "train", "{config}", "--output-dir", "{checkpoint_dir}"]
@@ -26,11 +26,16 @@ DEFAULT_COMMAND = ["rewardkit", "train", "{config}", "--output-dir", "{checkpoin
 ``REWARDKIT_RESUME_FROM`` rather than from backend arguments."""
 
 
-def job_name(settings: SageMakerSettings, now: float | None = None) -> str:
-    """``<prefix>-YYYYmmdd-HHMMSS`` (max 63 characters, SageMaker's limit)."""
-    prefix = settings.job_name or f"rewardkit-{settings.backend}"
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
-    return f"{prefix}-{stamp}"
+def base_job_name(settings: SageMakerSettings, override: str | None = None) -> str:
+    """The job name prefix: ``--job-name``, ``sagemaker.job_name`` or ``rewardkit-<backend>``."""
+    return override or settings.job_name or f"rewardkit-{settings.backend}"
+
+
+def job_name(base: str, now: float | None = None) -> str:
+    """``<base>-YYYYmmddHHMMSS``: the name ModelTrainer gives the job (local time, as the
+    SDK stamps it; at most 63 characters, SageMaker's limit)."""
+    stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(now))
+    return f"{base}-{stamp}"[:63]
 
 
 @dataclass
@@ -60,6 +65,7 @@ def run_spec(settings: SageMakerSettings, config_name: str) -> RunSpec:
         output_s3=settings.output,
         keep_last=settings.keep_last,
         gpus_per_node=settings.gpus_per_node,
+        deepspeed=settings.deepspeed,
     )
 
 
@@ -112,14 +118,18 @@ def upload(staged: StagedInputs, s3: Any) -> None:
         s3.put_object(Bucket=bucket, Key=key, Body=body)
 
 
-def build_request(settings: SageMakerSettings, name: str, staged: StagedInputs) -> dict[str, Any]:
-    """The boto3 ``create_training_job`` keyword arguments for this run."""
-    image = settings.images[settings.backend]
-    environment = {
+def environment(settings: SageMakerSettings) -> dict[str, str]:
+    """The container environment: where the run spec is, the backend, the user's own."""
+    return {
         "REWARDKIT_RUN_SPEC": f"/opt/ml/input/data/{CONFIG_CHANNEL}/{SPEC_FILE_NAME}",
         "REWARDKIT_BACKEND": settings.backend,
         **settings.environment,
     }
+
+
+def build_request(settings: SageMakerSettings, name: str, staged: StagedInputs) -> dict[str, Any]:
+    """The ``create_training_job`` arguments for this run, as ModelTrainer sends them."""
+    image = settings.images[settings.backend]
     stopping: dict[str, int] = {"MaxRuntimeInSeconds": settings.max_run}
     if settings.spot:
         assert settings.max_wait is not None  # filled in by validation
@@ -150,18 +160,15 @@ def build_request(settings: SageMakerSettings, name: str, staged: StagedInputs) 
         channels.append(entry)
     request: dict[str, Any] = {
         "TrainingJobName": name,
-        "AlgorithmSpecification": {
-            "TrainingImage": image,
-            "TrainingInputMode": "File",
-            "ContainerEntrypoint": ENTRYPOINT,
-        },
-        "RoleArn": settings.role,
+        "AlgorithmSpecification": {"TrainingInputMode": "File", "TrainingImage": image},
+        "HyperParameters": {},
         "InputDataConfig": channels,
-        "OutputDataConfig": {"S3OutputPath": settings.output},
         "ResourceConfig": resources,
+        "RoleArn": settings.role,
         "StoppingCondition": stopping,
+        "OutputDataConfig": {"S3OutputPath": settings.output, "CompressionType": "GZIP"},
+        "Environment": environment(settings),
         "EnableManagedSpotTraining": settings.spot,
-        "Environment": environment,
     }
     if settings.checkpoint:
         # SageMaker's own sync gets a sub-prefix that stays empty; rewardkit syncs steps

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,6 +40,9 @@ class RunSpec(BaseModel):
     output_s3: str | None = Field(default=None, description="s3:// prefix for the final model")
     keep_last: int | None = None
     gpus_per_node: int | None = None
+    deepspeed: Literal["zero3", "zero2", "none"] = Field(
+        default="zero3",
+        description="TRL on more than one GPU: the ZeRO stage of the accelerate launch")
     checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
     ray_port: int = 6379
     dist_port: int = 29500

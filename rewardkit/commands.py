@@ -1,0 +1,431 @@
+"""The built-in ``rewardkit`` commands, registered as a default plugin.
+
+``rewards``, ``plugins``, ``validate``, ``score``, ``test``, ``schema``, ``report`` and
+``new-plugin``
+come through the same ``register_commands`` hook as a plugin's commands (the trainers
+distribution adds ``train``, ``export``, ``eval``, ``launch`` and ``jobs`` that way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, err, out
+from rewardkit.hookspecs import hookimpl
+
+
+@hookimpl
+def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser("rewards", help="list registered rewards")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_rewards)
+
+    p = subparsers.add_parser("plugins", help="list installed plugins")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plugins)
+
+    p = subparsers.add_parser("validate", help="check a reward config")
+    p.add_argument("config")
+    p.add_argument("--step", type=int, default=0, help="show weights at this step")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+    p = subparsers.add_parser("score", help="score a JSONL file of samples")
+    p.add_argument("config")
+    p.add_argument("samples", help="JSONL: prompt, completion, reference, other keys = "
+                   "metadata; - (or a pipe) reads standard input")
+    p.add_argument("--out", help="JSONL output, one line per scored sample; '-' writes "
+                   "standard output (the summary then goes to standard error). Optional "
+                   "with --json")
+    p.add_argument("--step", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=1024,
+                   help="samples per scoring call (cut where the prompt changes)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="ray: score on Ray Data (JSONL or parquet input, resumable)")
+    p.add_argument("--resume", action="store_true",
+                   help="engine ray: continue an interrupted run into the same --out")
+    p.add_argument("--ray-address", default=None,
+                   help="engine ray: cluster address (default: RAY_ADDRESS, else local)")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="engine ray: scoring actors (default: the cluster's CPUs)")
+    p.set_defaults(func=cmd_score)
+
+    p = subparsers.add_parser("test", help="run golden cases (*.cases.yaml)")
+    p.add_argument("paths", nargs="*", default=["."])
+    p.add_argument("--no-probes", action="store_true", help="skip adversarial probes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_test)
+
+    p = subparsers.add_parser("schema", help="print the config JSON Schema")
+    p.add_argument("--markdown", action="store_true", help="the config reference page instead")
+    p.set_defaults(func=cmd_schema)
+
+    p = subparsers.add_parser("report", help="an offline HTML page of what the rewards did")
+    p.add_argument("scored", help="JSONL written by `rewardkit score`, or the output folder "
+                   "of a training run")
+    p.add_argument("-o", "--out", help="HTML file (default: next to the input, report.html)")
+    p.add_argument("--config", help="the reward config: adds weights over steps and stages")
+    p.add_argument("--steps", type=int, help="last step of the weights chart")
+    p.add_argument("--curves", help="reward_curves.csv of a training run")
+    p.set_defaults(func=cmd_report)
+
+    p = subparsers.add_parser("new-plugin", help="write a new reward plugin distribution")
+    p.add_argument("name", help="plugin name, e.g. 'keywords' -> rewardkit-keywords")
+    p.add_argument("--dir", default=".", help="where to create the folder")
+    p.set_defaults(func=cmd_new_plugin)
+
+
+# -- rewards / plugins ------------------------------------------------------------------
+def _params_summary(cls: Any) -> list[dict[str, Any]]:
+    rows = []
+    for name, f in cls.Params.model_fields.items():
+        default = None if f.is_required() else f.get_default(call_default_factory=True)
+        annotation = getattr(f.annotation, "__name__", None) or str(f.annotation)
+        rows.append({"name": name, "type": annotation.replace("typing.", ""),
+                     "default": default, "required": f.is_required(),
+                     "description": f.description or ""})
+    return rows
+
+
+def cmd_rewards(args: argparse.Namespace) -> int:
+    from rewardkit.registry import registry
+
+    rows: list[dict[str, Any]] = [{"name": cls.name, "plugin": cls.plugin, "mode": str(cls.mode),
+             "group": cls.group, "description": cls.description,
+             "params": _params_summary(cls)} for cls in registry.rewards()]
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return EXIT_USAGE if registry.clashes() else EXIT_OK
+    table = Table(title="registered rewards")
+    for col in ("name", "plugin", "mode", "description", "params"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        params = ", ".join(f"{p['name']}={p['default']!r}" if not p["required"]
+                           else f"{p['name']} (required)" for p in r["params"])
+        mode = r["mode"] + (" group" if r["group"] else "")
+        table.add_row(r["name"], r["plugin"], mode, r["description"], params)
+    out.print(table)
+    clashes = registry.clashes()
+    for message in clashes.values():
+        err.print(f"error: {message}; configs using this name fail until one plugin is "
+                  "removed or REWARDKIT_PLUGINS leaves it out", markup=False)
+    return EXIT_USAGE if clashes else EXIT_OK
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from rewardkit.registry import registry
+
+    plugins = registry.plugins()
+    if args.json:
+        print(json.dumps([p.__dict__ for p in plugins], indent=2))
+        return EXIT_OK
+    table = Table(title="plugins")
+    for col in ("plugin", "distribution", "version", "rewards", "sections", "error"):
+        table.add_column(col, overflow="fold")
+    for p in plugins:
+        table.add_row(p.name, p.distribution, p.version, ", ".join(p.rewards),
+                      ", ".join(p.sections), p.error)
+    out.print(table)
+    return EXIT_OK
+
+
+# -- validate / schema -----------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace) -> int:
+    from rewardkit.composition import RewardSet
+    from rewardkit.config import load_config
+
+    rs = RewardSet(load_config(args.config))
+    rows = rs.describe(args.step)
+    for row in rows:
+        row["weight_text"] = _weight_text(row, args.step)
+    if args.json:
+        print(json.dumps({"config": args.config, "valid": True, "step": args.step,
+                          "components": rows}, indent=2, default=str))
+        return EXIT_OK
+    table = Table(title=f"{args.config}: valid ({rs.config.aggregate}, step {args.step})")
+    for col in ("component", "reward", "mode", "weight", "when", "params"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["component"], r["reward"], r["mode"], r["weight_text"],
+                      json.dumps(r["when"]) if r["when"] else "",
+                      json.dumps(r["params"], default=str))
+    out.print(table)
+    return EXIT_OK
+
+
+def _weight_text(row: dict[str, Any], step: int) -> str:
+    """A weight as configured: ``0.5``; a schedule with its value at ``step``; stages."""
+    spec = row["weight_spec"]
+    if isinstance(spec, int | float):
+        return f"{spec:g}"
+
+    def one(weight: Any) -> str:
+        if isinstance(weight, int | float):
+            return f"{weight:g}"
+        rest = ", ".join(f"{k}: {v}" for k, v in weight.items() if k != "schedule")
+        return f"{weight['schedule']} ({rest})"
+
+    if isinstance(spec, dict):
+        text = one(spec)
+    else:
+        text = "; ".join(
+            (f"until step {st['until_step']}: " if "until_step" in st else "then: ")
+            + one(st["weight"]) for st in spec)
+    return f"{text} = {row['weight']:g} at step {step}"
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    if args.markdown:
+        from rewardkit.config_reference import render_markdown
+
+        print(render_markdown(), end="")
+        return EXIT_OK
+    from rewardkit.config import config_schema
+
+    print(json.dumps(config_schema(), indent=2))
+    return EXIT_OK
+
+
+# -- score ------------------------------------------------------------------------------
+def cmd_score(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
+    from rewardkit.composition import RewardSet
+    from rewardkit.config import load_config
+
+    if args.out is None and not args.json:
+        raise UsageError("give --out FILE for the scored samples ('-' for standard output), "
+                         "or --json for the summary alone")
+    rs = RewardSet(load_config(args.config))
+    samples_path = Path(args.samples)
+    if args.samples != "-" and not samples_path.exists():
+        raise UsageError(f"{samples_path}: no such file")
+    if args.batch_size < 1:
+        raise UsageError("--batch-size must be at least 1")
+    if args.engine == "ray":
+        if args.out in (None, "-"):
+            raise UsageError("--engine ray writes a file (resumable): give --out FILE")
+        return _score_on_ray(args, rs.config, samples_path)
+    if args.resume:
+        raise UsageError("--resume needs --engine ray")
+    to_stdout = args.out == "-"
+    with tempfile.TemporaryDirectory(prefix="rewardkit-score-") as tmp:
+        out_path = Path(tmp) / "scored.jsonl" if to_stdout or args.out is None \
+            else Path(args.out)
+        summary = _score_locally(args, rs, samples_path, out_path)
+        if to_stdout:
+            with out_path.open("rb") as fh:
+                shutil.copyfileobj(fh, sys.stdout.buffer)
+            sys.stdout.flush()
+    summary["out"] = "-" if to_stdout else args.out
+    shown = "<stdin>" if args.samples == "-" else args.samples
+    for line_no, reason in summary["bad_lines"]:
+        err.print(f"{shown}:{line_no}: skipped: {reason}", markup=False)
+    if args.json:  # with the rows on standard output, the summary goes to standard error
+        print(json.dumps(_jsonable(summary), indent=2),
+              file=sys.stderr if to_stdout else sys.stdout)
+    else:
+        _print_summary(summary, err if to_stdout else out)
+    return EXIT_OK
+
+
+def _score_locally(args: argparse.Namespace, rs: Any, samples_path: Path,
+                   out_path: Path) -> dict[str, Any]:
+    from rewardkit.ray_executor import RayUnavailableError
+    from rewardkit.scoring_file import score_jsonl
+
+    started = time.perf_counter()
+    with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, disable=args.json or not err.is_terminal,
+                  transient=True) as progress:
+        task = progress.add_task("score", total=None)
+        try:
+            summary: dict[str, Any] = score_jsonl(
+                rs, samples_path, out_path, step=args.step, batch_size=args.batch_size,
+                on_progress=lambda done, total: progress.update(task, completed=done,
+                                                                total=total))
+        except RayUnavailableError as exc:  # executor: ray without Ray, or no cluster
+            raise UsageError(str(exc)) from exc
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def _score_on_ray(args: argparse.Namespace, config: Any, samples_path: Path) -> int:
+    """``score --engine ray``: progress as a bar on a terminal, else plain lines."""
+    from rewardkit.ray_executor import RayUnavailableError
+    from rewardkit.ray_scoring import ResumeError, score_with_ray
+
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    started = time.perf_counter()
+    last_line = [0.0]
+
+    def plain(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - last_line[0] >= 2.0 or done == total:
+            last_line[0] = now
+            err.print(f"scored {done}/{total} rows ({now - started:.0f}s)", markup=False)
+
+    try:
+        with Progress(TextColumn("scoring on Ray"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err,
+                      disable=args.json or not err.is_terminal, transient=True) as progress:
+            task = progress.add_task("score", total=None)
+
+            def show(done: int, total: int) -> None:
+                if err.is_terminal:
+                    progress.update(task, completed=done, total=total)
+                elif not args.json:
+                    plain(done, total)
+
+            summary = score_with_ray(config, samples_path, Path(args.out), step=args.step,
+                                     batch_size=args.batch_size, resume=args.resume,
+                                     address=args.ray_address,
+                                     concurrency=args.concurrency, on_progress=show)
+    except (RayUnavailableError, ResumeError) as exc:
+        raise UsageError(str(exc)) from exc
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    for line_no, reason in summary["bad_lines"]:
+        err.print(f"{samples_path}:{line_no}: skipped: {reason}", markup=False)
+    if args.json:
+        print(json.dumps(_jsonable(summary), indent=2, allow_nan=False))
+    else:
+        _print_summary(summary)
+    return EXIT_OK
+
+
+def _print_summary(summary: dict[str, Any], console: Console = out) -> None:
+    target = "(not written)" if summary["out"] is None else summary["out"]
+    table = Table(title=f"scored {summary['scored']} samples -> {target} "
+                        f"(step {summary['step']}, {summary['seconds']}s)")
+    for col in ("component", "weight", "mean", "std", "min", "max", "ok", "skipped",
+                "error", "timeout", "mean ms", "p50 ms", "p95 ms"):
+        table.add_column(col, justify="right" if col != "component" else "left")
+    for name, m in summary["components"].items():
+        c = m["count"]
+        table.add_row(name, f"{m['weight']:g}", _num(m["mean"]), _num(m["std"]),
+                      _num(m["min"]), _num(m["max"]), str(c["ok"]), str(c["skipped"]),
+                      str(c["error"]), str(c["timeout"]), _num(m["latency_ms_mean"]),
+                      *_percentiles(m))
+    t = summary["total"]
+    table.add_row("[bold]total[/bold]", "", _num(t["mean"]), _num(t["std"]), _num(t["min"]),
+                  _num(t["max"]), "", "", f"null {t['null']}", "", "", "", "")
+    console.print(table)
+    if any(not m["latency_per_sample"] for m in summary["components"].values()):
+        console.print("[dim]p50/p95: '-' for inline rewards, which are timed per batch "
+                      "(mean ms is per sample)[/dim]")
+    if summary["bad_lines"]:
+        console.print(f"[yellow]{len(summary['bad_lines'])} malformed line(s) skipped[/yellow]")
+
+
+def _percentiles(m: dict[str, Any]) -> tuple[str, str]:
+    if not m["latency_per_sample"]:
+        return "-", "-"
+    return _num(m["latency_ms_p50"]), _num(m["latency_ms_p95"])
+
+
+def _num(v: float) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4g}"
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+# -- test -------------------------------------------------------------------------------
+def cmd_test(args: argparse.Namespace) -> int:
+    from rewardkit.cases import CaseFileError, find_case_files, load_cases
+    from rewardkit.probes import run_probes
+
+    files = find_case_files(args.paths)
+    if not files:
+        raise UsageError(f"no *.cases.yaml files under {' '.join(args.paths)}")
+    results: list[dict[str, Any]] = []
+    for path in files:
+        try:
+            loaded = load_cases(path)
+            for i in range(len(loaded.spec.cases)):
+                problem, score = loaded.run_case(i)
+                results.append({"file": str(path), "case": loaded.case_id(i),
+                                "passed": not problem, "problem": problem,
+                                "detail": loaded.failure_text(i, problem, score)
+                                if problem else "",
+                                "score": score.to_dict()})
+            spec = loaded.spec
+            if spec.probes and not args.no_probes and spec.reward:
+                prompt, reference, metadata = loaded.probe_inputs()
+                for pr in run_probes(spec.reward, spec.params, reference, metadata,
+                                     prompt=prompt):
+                    results.append({"file": str(path), "case": f"probe:{pr.name}",
+                                    "passed": pr.passed, "problem": pr.problem,
+                                    "detail": f"{spec.reward} failed probe {pr.name!r}: "
+                                              f"{pr.problem}" if pr.problem else "",
+                                    "score": pr.score.to_dict()})
+        except CaseFileError as exc:
+            results.append({"file": str(path), "case": "(file)", "passed": False,
+                            "problem": str(exc), "detail": str(exc), "score": None})
+    failed = [r for r in results if not r["passed"]]
+    if args.json:
+        print(json.dumps({"passed": len(results) - len(failed), "failed": len(failed),
+                          "results": results}, indent=2, default=str))
+    else:
+        for r in failed:
+            out.print(f"[red]FAIL[/red] {r['file']}::{r['case']}")
+            out.print(r["detail"], markup=False)
+        colour = "red" if failed else "green"
+        out.print(f"[{colour}]{len(results) - len(failed)} passed, {len(failed)} failed[/{colour}]"
+                  f" in {len(files)} file(s)")
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+# -- report ---------------------------------------------------------------------------
+def cmd_report(args: argparse.Namespace) -> int:
+    from rewardkit.report import ReportInputError, write_report
+
+    src = Path(args.scored)
+    if not src.exists():
+        raise UsageError(f"{src}: no such file or folder")
+    default = src / "report.html" if src.is_dir() else src.with_name(src.stem + ".report.html")
+    out_path = Path(args.out) if args.out else default
+    try:
+        summary = write_report(src, out_path, config=args.config, steps=args.steps,
+                               curves=args.curves)
+    except ReportInputError as exc:
+        raise UsageError(str(exc)) from None
+    for line_no, reason in summary.bad_lines:
+        err.print(f"{src}:{line_no}: left out: {reason}", markup=False)
+    out.print(f"wrote {out_path} ({summary.samples} samples, "
+              f"{len(summary.components)} components)", markup=False)
+    return EXIT_OK
+
+
+# -- new-plugin -------------------------------------------------------------------------
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    from rewardkit.scaffold import PluginNameError, write_plugin
+
+    try:
+        folder = write_plugin(args.name, Path(args.dir))
+    except PluginNameError as exc:
+        raise UsageError(str(exc)) from None
+    out.print(f"created {folder}\n  next: pip install -e '{folder}[test]' && pytest {folder}"
+              "\n  (the test extra brings pytest; rewardkit's pytest plugin runs the cases)",
+              markup=False)
+    return EXIT_OK

@@ -1,0 +1,344 @@
+"""Process-mode and sandboxed rewards on a Ray cluster (``executor: ray``).
+
+The samples of one reward are cut into chunks and sent to a set of scoring actors,
+spread over the cluster's nodes. Each actor scores its chunk exactly as a local
+:class:`~rewardkit.RewardSet` would: a process-mode reward runs in the actor's own worker
+pool (hard per-sample timeouts, a crashed or hung worker costs only its sample), a
+sandboxed reward in the actor node's sandbox. So values and statuses are the same as
+locally. On top of that the driver:
+
+* keeps at most ``ray.max_in_flight`` chunks queued per actor (backpressure: a large
+  batch never floods the object store or an actor's mailbox);
+* gives every chunk a deadline derived from the per-sample timeout; an actor past it is
+  killed and replaced, and that chunk's rows get status ``timeout``;
+* treats a dead actor (its process or node lost) like a dead worker process: the chunk it
+  was running gets status ``error``, chunks queued behind it go to another actor, and
+  after :data:`FAILURES_IN_A_ROW` deaths with no answer between them the rest of the call
+  is not tried.
+
+Ray is imported only when this executor is used (``pip install 'rewardkit[ray]'``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import math
+import os
+import pickle
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardkit.authoring import Reward
+from rewardkit.config import RaySettings
+from rewardkit.execution import Outcome, run_reward
+from rewardkit.process_pool import LOAD_TIMEOUT
+from rewardkit.types import ExecutionMode, Sample, Score
+
+#: actor deaths or kills with no answer between them after which the rest of a call's
+#: chunks are not tried (as in the local worker pool)
+FAILURES_IN_A_ROW = 8
+#: a chunk holds at most this many samples (or groups)
+MAX_CHUNK = 64
+#: seconds added to every chunk deadline (scheduling, transfer)
+CHUNK_SLACK = 10.0
+
+#: what a chunk answers per sample: the value, and the Score when it is not a plain ok
+Answer = tuple[float | None, Score | None]
+
+
+class RayUnavailableError(RuntimeError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailableError(
+            "executor: ray needs Ray: pip install 'rewardkit[ray]'") from exc
+    return ray
+
+
+def ray_wanted(executor: str) -> bool:
+    """True when a config's ``executor`` setting asks for Ray in this process:
+    ``ray``, or ``auto`` while connected to a cluster (or with RAY_ADDRESS set)."""
+    if executor == "ray":
+        return True
+    if executor != "auto":
+        return False
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return True
+    return bool(os.environ.get("RAY_ADDRESS")) and importlib.util.find_spec("ray") is not None
+
+
+def uses_ray(reward: Reward, mode: ExecutionMode) -> bool:
+    """Which components the Ray executor takes: process-mode and sandboxed rewards
+    (inline and plain async rewards are cheaper where the batch already is)."""
+    return mode is ExecutionMode.PROCESS or type(reward).sandboxed
+
+
+class ScoringActor:
+    """Scores chunks of samples with a reward it unpickles once per key."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.rewards: dict[str, Reward] = {}
+
+    def where(self) -> tuple[int, str]:
+        """(process id, Ray node id) of this actor."""
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+    def score(self, key: str, blob: bytes, mode: str, group: bool, payloads: list[Any],
+              timeout: float) -> tuple[list[Answer], list[float]]:
+        reward = self.rewards.get(key)
+        if reward is None:
+            try:
+                reward = pickle.loads(blob)
+            except Exception as exc:
+                failure = Score.error(
+                    f"could not load the reward in a Ray actor: {type(exc).__name__}: {exc}"[:500])
+                count = sum(len(p) for p in payloads) if group else len(payloads)
+                return [(None, failure)] * count, []
+            self.rewards[key] = reward
+        if group:
+            samples: list[Sample] = [s for members in payloads for s in members]
+            groups: list[list[int]] | None = []
+            start = 0
+            for members in payloads:
+                groups.append(list(range(start, start + len(members))))  # type: ignore[union-attr]
+                start += len(members)
+        else:
+            samples, groups = payloads, None
+        out = Outcome(len(samples))
+        run_reward(reward, ExecutionMode(mode), samples, None, groups, timeout, out,
+                   self.workers)
+        answers = [(out.values[i], out.scores.get(i)) for i in range(len(samples))]
+        return answers, out.latencies
+
+
+@dataclass
+class _Chunk:
+    #: the batch indices this chunk's answers go to, in order
+    indices: list[int]
+    payloads: list[Any]
+
+
+@dataclass
+class _Slot:
+    actor: Any
+    loaded: set[str] = field(default_factory=set)
+    #: (object ref, chunk, deadline) in submission order: the first one is running
+    inflight: deque[tuple[Any, _Chunk, float]] = field(default_factory=deque)
+
+
+class RayExecutor:
+    """A set of scoring actors on a Ray cluster, reused across calls."""
+
+    def __init__(self, settings: RaySettings) -> None:
+        self.settings = settings
+        self._ray = _import_ray()
+        self._lock = threading.Lock()
+        if not self._ray.is_initialized():
+            try:
+                self._ray.init(address=settings.address, ignore_reinit_error=True,
+                               log_to_driver=False)
+            except Exception as exc:  # connection refused, no cluster at that address
+                raise RayUnavailableError(
+                    f"could not connect to Ray (address {settings.address or 'auto'}): {exc}"
+                ) from exc
+        self.workers = max(1, int(settings.cpus_per_actor))
+        if settings.actors is not None:
+            size = settings.actors
+        else:
+            cpus = float(self._ray.cluster_resources().get("CPU", 1.0))
+            size = max(1, int(cpus // settings.cpus_per_actor))
+        self._actor_class = self._ray.remote(ScoringActor)
+        self._slots = [_Slot(self._new_actor()) for _ in range(size)]
+        self.restarts = 0
+
+    @property
+    def size(self) -> int:
+        return len(self._slots)
+
+    def _new_actor(self) -> Any:
+        return self._actor_class.options(
+            num_cpus=self.settings.cpus_per_actor, scheduling_strategy="SPREAD",
+            max_concurrency=1,
+        ).remote(self.workers)
+
+    def actors(self) -> list[Any]:
+        return [slot.actor for slot in self._slots]
+
+    def close(self) -> None:
+        with self._lock:
+            for slot in self._slots:
+                self._kill(slot.actor)
+            self._slots = []
+
+    def _kill(self, actor: Any) -> None:
+        with contextlib.suppress(Exception):  # already dead, or Ray already shut down
+            self._ray.kill(actor, no_restart=True)
+
+    def run(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
+            indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
+            timeout: float, out: Outcome) -> None:
+        """Score like :func:`rewardkit.execution.run_reward`, on the cluster."""
+        try:
+            blob = pickle.dumps(reward, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            failure = Score.error(f"reward cannot be sent to a Ray actor: {exc}")
+            for idx in _all_indices(samples, indices, groups):
+                out.put(idx, failure)
+            return
+        key = f"{type(reward).__module__}.{type(reward).__qualname__}:{hash(blob)}"
+        chunks = _chunks(samples, indices, groups, self.size)
+        with self._lock:
+            self._run(key, blob, str(mode), groups is not None, chunks, timeout, out)
+
+    def _run(self, key: str, blob: bytes, mode: str, group: bool, chunks: deque[_Chunk],
+             timeout: float, out: Outcome) -> None:
+        ray = self._ray
+        blob_ref = ray.put(blob)
+        owner: dict[Any, _Slot] = {}
+        failures_in_a_row = 0
+        per_item = timeout / self.workers
+
+        def submit(slot: _Slot) -> None:
+            chunk = chunks.popleft()
+            load = LOAD_TIMEOUT if key not in slot.loaded else 0.0
+            budget = load + per_item * len(chunk.payloads) + CHUNK_SLACK
+            # queued behind the chunks already sent to this actor
+            start = slot.inflight[-1][2] if slot.inflight else time.monotonic()
+            ref = slot.actor.score.remote(key, blob_ref, mode, group, chunk.payloads, timeout)
+            slot.inflight.append((ref, chunk, max(start, time.monotonic()) + budget))
+            slot.loaded.add(key)
+            owner[ref] = slot
+
+        def lose(slot: _Slot, failure: Score) -> None:
+            """The actor of ``slot`` is gone (or killed): the running chunk gets
+            ``failure``, the ones queued behind it go back to the queue."""
+            nonlocal failures_in_a_row
+            self._kill(slot.actor)
+            running = slot.inflight.popleft()
+            owner.pop(running[0], None)
+            for idx in running[1].indices:
+                out.put(idx, failure)
+            for ref, chunk, _ in reversed(slot.inflight):
+                owner.pop(ref, None)
+                chunks.appendleft(chunk)
+            slot.inflight.clear()
+            slot.actor = self._new_actor()
+            slot.loaded = set()
+            self.restarts += 1
+            failures_in_a_row += 1
+            if failures_in_a_row >= FAILURES_IN_A_ROW:
+                given_up = Score(None, failure.status,
+                                 f"not run: Ray actors failed {failures_in_a_row} times in a "
+                                 f"row (last: {failure.reason})")
+                while chunks:
+                    for idx in chunks.popleft().indices:
+                        out.put(idx, given_up)
+
+        while chunks or owner:
+            for slot in self._slots:
+                while chunks and len(slot.inflight) < self.settings.max_in_flight:
+                    submit(slot)
+            if not owner:
+                continue
+            nearest = min(s.inflight[0][2] for s in self._slots if s.inflight)
+            ready, _ = ray.wait(list(owner), num_returns=1,
+                                timeout=max(0.0, nearest - time.monotonic()))
+            for ref in ready:
+                answered = owner.get(ref)
+                if answered is None:  # its actor was already given up
+                    continue
+                slot = answered
+                chunk = _chunk_of(slot, ref)
+                try:
+                    answers, latencies = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+                        ray.exceptions.ObjectLostError) as exc:
+                    lose(slot, Score.error(f"Ray actor died while scoring: "
+                                           f"{type(exc).__name__}"))
+                    continue
+                except ray.exceptions.RayTaskError as exc:  # a bug here, not in the reward
+                    text = str(exc).strip().splitlines()[-1][:400]
+                    answers = [(None, Score.error(f"Ray task failed: {text}"))] * len(
+                        chunk.indices)
+                    latencies = []
+                failures_in_a_row = 0
+                slot.inflight = deque(e for e in slot.inflight if e[0] != ref)
+                owner.pop(ref, None)
+                for idx, (value, score) in zip(chunk.indices, answers, strict=True):
+                    if score is None:
+                        out.values[idx] = value
+                    else:
+                        out.put(idx, score)
+                out.latencies.extend(latencies)
+            now = time.monotonic()
+            for slot in self._slots:
+                if slot.inflight and now >= slot.inflight[0][2]:
+                    lose(slot, Score.timeout(
+                        f"Ray actor gave no answer within the chunk deadline "
+                        f"({timeout:g}s per sample); actor killed"))
+
+
+def _chunk_of(slot: _Slot, ref: Any) -> _Chunk:
+    for r, chunk, _ in slot.inflight:
+        if r == ref:
+            return chunk
+    raise LookupError("answer from a chunk this executor did not send")
+
+
+def _chunks(samples: Sequence[Sample], indices: Sequence[int] | None,
+            groups: Sequence[Sequence[int]] | None, actors: int) -> deque[_Chunk]:
+    if groups is not None:
+        units: list[tuple[list[int], Any]] = [
+            (list(members), [samples[i] for i in members]) for members in groups]
+    else:
+        chosen = range(len(samples)) if indices is None else indices
+        units = [([i], samples[i]) for i in chosen]
+    size = max(1, min(MAX_CHUNK, math.ceil(len(units) / (actors * 4))))
+    found: deque[_Chunk] = deque()
+    for start in range(0, len(units), size):
+        part = units[start : start + size]
+        found.append(_Chunk([i for idx, _ in part for i in idx], [p for _, p in part]))
+    return found
+
+
+def _all_indices(samples: Sequence[Sample], indices: Sequence[int] | None,
+                 groups: Sequence[Sequence[int]] | None) -> list[int]:
+    if groups is not None:
+        return [i for members in groups for i in members]
+    return list(range(len(samples)) if indices is None else indices)
+
+
+_executors: dict[str, RayExecutor] = {}
+_executors_lock = threading.Lock()
+
+
+def shared_executor(settings: RaySettings) -> RayExecutor:
+    """The process-wide executor for these settings (actors are started once)."""
+    key = settings.model_dump_json()
+    with _executors_lock:
+        executor = _executors.get(key)
+        if executor is None or not executor._slots:
+            executor = _executors[key] = RayExecutor(settings)
+        return executor
+
+
+@atexit.register
+def _close_executors() -> None:
+    for executor in list(_executors.values()):
+        executor.close()
+    _executors.clear()

@@ -1,0 +1,105 @@
+"""``rewardkit report``: an offline HTML page showing what the rewards of a run did.
+
+>>> from rewardkit.report import write_report
+>>> write_report("scored.jsonl", "report.html")          # doctest: +SKIP
+
+Input: the JSONL that ``rewardkit score`` writes, or the folder of a ``rewardkit train``
+run (its ``scored_samples.jsonl``, ``reward_curves.csv`` and ``rewards.yaml``).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rewardkit.report.analysis import ReportInputError, RunSummary, read_scored, summarise
+from rewardkit.report.hacking import ComponentRoles
+from rewardkit.report.page import WeightsOverSteps, render
+
+__all__ = ["ReportInputError", "RunSummary", "build_report", "read_curves", "write_report"]
+
+#: what a training run leaves in its output folder for the report
+RUN_SAMPLES = "scored_samples.jsonl"
+RUN_CURVES = "reward_curves.csv"
+RUN_CONFIG = "rewards.yaml"
+
+
+def read_curves(path: str | Path) -> list[dict[str, float]]:
+    """Rows of a ``reward_curves.csv`` (step, reward, one column per component)."""
+    rows: list[dict[str, float]] = []
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        for raw in csv.DictReader(fh):
+            row: dict[str, float] = {}
+            for key, text in raw.items():
+                if key is None or text in (None, ""):
+                    continue
+                try:
+                    row[key] = float(text)
+                except ValueError:
+                    continue
+            if "step" in row:
+                rows.append(row)
+    return rows
+
+
+def build_report(rows: Sequence[Mapping[str, Any]], *, title: str = "rewardkit report",
+                 source: str = "", reward_set: Any = None, steps: int | None = None,
+                 curves: Sequence[Mapping[str, float]] | None = None,
+                 bad_lines: Sequence[tuple[int, str]] = (),
+                 summary: RunSummary | None = None) -> str:
+    """The report page for scored ``rows``.
+
+    ``reward_set`` (a :class:`~rewardkit.RewardSet`) adds the weights over ``steps`` with
+    stage switches and names each component's reward; ``curves`` (per-step means, as
+    ``reward_curves.csv`` holds them) adds the reward curves of a training run.
+    """
+    if summary is None:
+        summary = summarise(rows, bad_lines)
+    rewards = ({name: c.config.reward for name, c in reward_set.components.items()}
+               if reward_set is not None else {})
+    roles = ComponentRoles.guess(list(summary.components), rewards)
+    weights = None
+    if reward_set is not None:
+        last = steps
+        if last is None:
+            seen = [r["step"] for r in curves or () if math.isfinite(r.get("step", math.nan))]
+            seen += [int(r["step"]) for r in rows if isinstance(r.get("step"), int)]
+            last = int(max(seen)) if seen else 0
+        last = max(last, *(s.until_step or 0 for c in reward_set.components.values()
+                           for s in c.stages))
+        weights = WeightsOverSteps.from_reward_set(reward_set, max(1, last))
+    return render(rows, summary, title=title, source=source, roles=roles, weights=weights,
+                  curves=list(curves) if curves else None)
+
+
+def write_report(src: str | Path, out: str | Path, *, config: str | Path | None = None,
+                 steps: int | None = None, curves: str | Path | None = None,
+                 title: str | None = None) -> RunSummary:
+    """Read a scored JSONL file (or a training run's folder) and write the HTML page."""
+    from rewardkit.composition import RewardSet
+
+    src = Path(src)
+    samples = src
+    if src.is_dir():
+        samples = src / RUN_SAMPLES
+        if curves is None and (src / RUN_CURVES).is_file():
+            curves = src / RUN_CURVES
+        if config is None and (src / RUN_CONFIG).is_file():
+            config = src / RUN_CONFIG
+        if not samples.is_file():
+            raise ReportInputError(f"{src}: no {RUN_SAMPLES} (a `rewardkit train` run folder "
+                                   "holds one)")
+    rows, bad = read_scored(samples)
+    reward_set = RewardSet.from_file(config) if config is not None else None
+    curve_rows = read_curves(curves) if curves is not None else None
+    summary = summarise(rows, bad)
+    page = build_report(rows, title=title or f"rewardkit report: {src.name}",
+                        source=str(src), reward_set=reward_set, steps=steps,
+                        curves=curve_rows, summary=summary)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return summary

@@ -1,0 +1,110 @@
+"""Suspected reward hacking: samples a reward pays for the wrong reasons.
+
+Three signs, each a flag on a sample:
+
+- ``format_paid_answer_wrong``: a format component paid (value > 0) while every answer
+  component that scored it gave 0 or less;
+- ``long_high_reward``: the completion is much longer than usual (an outlier: past the
+  upper quartile by three interquartile ranges, and over twice the median length) and
+  its total is in the top quarter;
+- ``repetitive_high_reward``: at least half of the completion's word 3-grams (character
+  3-grams for text without spaces) are repeats, and its total is in the top quarter.
+
+Which components check format and which check the answer is read from the component
+and reward names (``format``, ``xml``, ``tag``, ``number`` ... vs ``accuracy``,
+``correct``, ``answer`` ...); a report can be told explicitly instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rewardkit.report.analysis import percentile, total_of, value_of
+
+#: checked first: "answer_is_number" checks the answer's form, not whether it is right
+FORMAT_WORDS = re.compile(r"format|xml|tag|struct|schema|syntax|number|integer|numeric",
+                          re.IGNORECASE)
+ANSWER_WORDS = re.compile(r"accura|correct|answer|exact|match|math|pass|test|judge|verif",
+                          re.IGNORECASE)
+REPEAT_SHARE = 0.5
+MIN_TOKENS = 20
+FLAG_TEXT = {
+    "format_paid_answer_wrong": "format paid, answer wrong",
+    "long_high_reward": "very long, high reward",
+    "repetitive_high_reward": "repetitive, high reward",
+}
+
+
+@dataclass(frozen=True)
+class ComponentRoles:
+    """Which components check the format and which the answer."""
+
+    format: tuple[str, ...]
+    answer: tuple[str, ...]
+
+    @classmethod
+    def guess(cls, names: Sequence[str],
+              rewards: Mapping[str, str] | None = None) -> ComponentRoles:
+        """Roles from the component names (and the registered reward of each)."""
+        rewards = rewards or {}
+        fmt, ans = [], []
+        for name in names:
+            label = f"{name} {rewards.get(name, '')}"
+            if FORMAT_WORDS.search(label):
+                fmt.append(name)
+            elif ANSWER_WORDS.search(label):
+                ans.append(name)
+        return cls(tuple(fmt), tuple(ans))
+
+
+def completion_text(row: Mapping[str, Any]) -> str:
+    """The completion as text (chat messages joined by their content)."""
+    completion = row.get("completion")
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m)
+                         for m in completion)
+    return "" if completion is None else str(completion)
+
+
+def repetition(text: str) -> float:
+    """Share of 3-grams that repeat an earlier one (0 = none, toward 1 = all)."""
+    tokens: Sequence[str] = text.split()
+    if len(tokens) < MIN_TOKENS and len(text) >= 3 * MIN_TOKENS:
+        tokens = [c for c in text if not c.isspace()]  # text without word spaces (CJK)
+    if len(tokens) < MIN_TOKENS:
+        return 0.0
+    grams = [tuple(tokens[i : i + 3]) for i in range(len(tokens) - 2)]
+    return 1.0 - len(set(grams)) / len(grams)
+
+
+def flag_samples(rows: Sequence[Mapping[str, Any]], roles: ComponentRoles) -> list[list[str]]:
+    """The flags of each row (empty list = nothing suspect)."""
+    lengths = [len(completion_text(r)) for r in rows]
+    totals = [t for t in map(total_of, rows) if t is not None]
+    high = percentile(totals, 75) if totals else math.inf
+    lowest = min(totals) if totals else math.inf
+    long_cut = 0.0
+    if lengths:
+        q1, q3 = percentile(lengths, 25), percentile(lengths, 75)
+        long_cut = max(q3 + 3 * (q3 - q1), 2 * percentile(lengths, 50))
+    flags: list[list[str]] = []
+    for row, length in zip(rows, lengths, strict=True):
+        found: list[str] = []
+        total = total_of(row)
+        paid = [value_of(row, n) for n in roles.format]
+        judged = [v for v in (value_of(row, n) for n in roles.answer) if v is not None]
+        if any(v is not None and v > 0 for v in paid) and judged and all(v <= 0 for v in judged):
+            found.append("format_paid_answer_wrong")
+        rewarded = total is not None and total >= high and total > lowest
+        if rewarded and len(rows) >= 8 and length > long_cut:
+            found.append("long_high_reward")
+        if rewarded and repetition(completion_text(row)) >= REPEAT_SHARE:
+            found.append("repetitive_high_reward")
+        flags.append(found)
+    return flags

@@ -1,0 +1,139 @@
+"""Metrics of a stream of batches in constant memory (``rewardkit score`` on any file size).
+
+The same figures as :attr:`ScoreResult.metrics`, accumulated batch by batch: counts,
+mean and standard deviation (batch statistics merged with Chan's formula), min and max
+exactly; latency percentiles from a bounded uniform sample of the latencies
+(``LATENCY_SAMPLE`` of them), exact while a run has fewer.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from rewardkit.score_result import ScoreResult, percentile
+from rewardkit.types import Status
+
+#: latencies kept per component for the p50 / p95 estimate
+LATENCY_SAMPLE = 20_000
+
+
+class _RunningStats:
+    """Count, mean, sum of squared deviations, min and max of the values seen."""
+
+    __slots__ = ("count", "high", "low", "m2", "mean")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+        self.low = math.inf
+        self.high = -math.inf
+
+    def add(self, vals: Sequence[float]) -> None:
+        if not vals:
+            return
+        n = len(vals)
+        mean = math.fsum(vals) / n
+        m2 = math.fsum((v - mean) ** 2 for v in vals)
+        total = self.count + n
+        delta = mean - self.mean
+        self.mean += delta * n / total
+        self.m2 += m2 + delta * delta * self.count * n / total
+        self.count = total
+        self.low = min(self.low, min(vals))
+        self.high = max(self.high, max(vals))
+
+    def as_dict(self) -> dict[str, float]:
+        if not self.count:
+            return {"mean": math.nan, "std": math.nan, "min": math.nan, "max": math.nan}
+        return {"mean": self.mean, "std": math.sqrt(max(self.m2, 0.0) / self.count),
+                "min": self.low, "max": self.high}
+
+
+class _Reservoir:
+    """A uniform sample of at most ``size`` values of a stream (algorithm R)."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size = size
+        self.seen = 0
+        self.kept: list[float] = []
+        self._random = random.Random(seed)
+
+    def add(self, vals: Sequence[float]) -> None:
+        for v in vals:
+            self.seen += 1
+            if len(self.kept) < self.size:
+                self.kept.append(v)
+            else:
+                j = self._random.randrange(self.seen)
+                if j < self.size:
+                    self.kept[j] = v
+
+
+class RunningMetrics:
+    """Accumulates the metrics of consecutive :class:`ScoreResult` batches."""
+
+    def __init__(self, step: int = 0) -> None:
+        self.step = step
+        self.samples = 0
+        self.weights: dict[str, float] = {}
+        self._values: dict[str, _RunningStats] = {}
+        self._counts: dict[str, dict[str, int]] = {}
+        self._latencies: dict[str, _Reservoir] = {}
+        self._latency_sum: dict[str, tuple[float, int]] = {}
+        self._per_sample: dict[str, bool] = {}
+        self._totals = _RunningStats()
+        self._null = 0
+
+    def add(self, result: ScoreResult) -> None:
+        n = len(result)
+        self.samples += n
+        self.weights.update(result.weights)
+        for name, out in result.outcomes.items():
+            self._values.setdefault(name, _RunningStats()).add(
+                [v for v in out.values if v is not None])
+            counts = self._counts.setdefault(name, {str(s): 0 for s in Status})
+            not_ok = 0
+            for score in out.scores.values():
+                if score.status is not Status.OK:
+                    counts[str(score.status)] += 1
+                    not_ok += 1
+            counts["ok"] += n - not_ok
+            self._latencies.setdefault(
+                name, _Reservoir(LATENCY_SAMPLE, len(self._latencies))).add(out.latencies)
+            total, count = self._latency_sum.get(name, (0.0, 0))
+            self._latency_sum[name] = (total + math.fsum(out.latencies),
+                                       count + len(out.latencies))
+            self._per_sample[name] = self._per_sample.get(name, True) and out.latency_per_sample
+        totals = [t for t in result.totals if t is not None]
+        self._totals.add(totals)
+        self._null += n - len(totals)
+
+    def metrics(self) -> dict[str, Any]:
+        """The shape of :attr:`ScoreResult.metrics`."""
+        n = self.samples
+        comps: dict[str, Any] = {}
+        for name, stats in self._values.items():
+            counts = self._counts[name]
+            weight = self.weights[name]
+            values = stats.as_dict()
+            latencies = self._latencies[name].kept
+            comps[name] = {
+                **values,
+                "weight": weight,
+                "contribution": weight * values["mean"] if stats.count else 0.0,
+                "count": dict(counts),
+                "error_rate": (counts["error"] / n) if n else 0.0,
+                "timeout_rate": (counts["timeout"] / n) if n else 0.0,
+                "skip_rate": (counts["skipped"] / n) if n else 0.0,
+                "latency_ms_mean": (self._latency_sum[name][0] / self._latency_sum[name][1]
+                                    * 1000 if self._latency_sum[name][1] else 0.0),
+                "latency_per_sample": self._per_sample[name],
+                "latency_ms_p50": percentile(latencies, 50) * 1000,
+                "latency_ms_p95": percentile(latencies, 95) * 1000,
+            }
+        return {"step": self.step, "samples": n, "components": comps,
+                "total": {**self._totals.as_dict(), "null": self._null}}

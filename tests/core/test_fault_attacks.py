@@ -1,0 +1,571 @@
+"""Attacks on the fault model (docs/fault-model.md, "Attacks"): each test is one attack,
+through the public API or the CLI, and the promise that holds against it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rewardkit import RewardSet, Sample, Status
+
+HERE = Path(__file__).parent
+FAULTY_CLI = str(HERE / "faulty_cli.py")
+
+
+def cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``rewardkit`` with the misbehaving test rewards registered."""
+    return subprocess.run([sys.executable, FAULTY_CLI, *args], capture_output=True,
+                          text=True, timeout=timeout, input=stdin, env=env)
+
+
+def strict_json(text: str) -> object:
+    """Parse standard JSON only: NaN / Infinity tokens fail."""
+    def refuse(name: str) -> object:
+        raise ValueError(f"non-standard JSON token {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+# -- 1. a burst of bad rows ---------------------------------------------------------------
+def test_burst_of_hanging_rows_costs_only_those_rows():
+    rs = RewardSet.from_dict({"workers": 2,
+                              "rewards": {"h": {"reward": "hangs", "timeout": 1}}})
+    batch = [{"completion": "hang" if i < 16 else f"fine {i}"} for i in range(64)]
+    res = rs.score(batch)
+    statuses = [s.status for s in res.scores("h")]
+    assert statuses[:16] == [Status.TIMEOUT] * 16
+    assert res.values("h")[16:] == [1.0] * 48
+    assert res.totals[16:] == [1.0] * 48
+
+
+def test_burst_of_rows_that_kill_their_worker_costs_only_those_rows():
+    rs = RewardSet.from_dict({"workers": 2, "rewards": {"d": {"reward": "dies"}}})
+    batch = [{"completion": "die" if i < 16 else f"fine {i}"} for i in range(64)]
+    res = rs.score(batch)
+    assert all(s.status is Status.ERROR and "exited with code 3" in s.reason
+               for s in res.scores("d")[:16])
+    assert res.values("d")[16:] == [1.0] * 48
+
+
+def test_scattered_hangs_with_many_workers_cost_only_those_rows():
+    rs = RewardSet.from_dict({"workers": 8,
+                              "rewards": {"h": {"reward": "hangs", "timeout": 1}}})
+    hanging = set(range(0, 16, 2))  # the first item of each worker's first chunk, once
+    batch = [{"completion": "hang" if i in hanging else f"fine {i}"} for i in range(64)]
+    res = rs.score(batch)
+    for i, score in enumerate(res.scores("h")):
+        assert (score.status is Status.TIMEOUT) == (i in hanging), (i, score)
+    assert sum(v == 1.0 for v in res.values("h")) == 56
+
+
+def test_reward_failing_on_every_input_is_stopped_and_says_so():
+    rs = RewardSet.from_dict({"rewards": {"x": {"reward": "always_dies"}}})
+    res = rs.score([{"completion": str(i)} for i in range(200)])
+    reasons = [s.reason for s in res.scores("x")]
+    assert all(s.status is Status.ERROR for s in res.scores("x"))
+    given_up = [r for r in reasons if r.startswith("not run: the reward failed on")]
+    assert given_up and "samples tried in this call" in given_up[0]
+    assert len(reasons) - len(given_up) <= 16 + 2  # the tries before the breaker
+
+
+# -- 2. huge finite values ----------------------------------------------------------------
+@pytest.mark.parametrize("aggregate", ["weighted_sum", "normalize_then_sum"])
+def test_huge_reward_values_are_errors_never_inf_or_an_exception(aggregate):
+    rs = RewardSet.from_dict({"aggregate": aggregate,
+                              "rewards": {"h": {"reward": "huge", "weight": 1000}}})
+    batch = [{"prompt": "p", "completion": "huge" if i in (1, 2) else "x"} for i in range(6)]
+    res = rs.score(batch)
+    huge = res[1].scores["h"]
+    assert huge.status is Status.ERROR and "beyond the value bound" in huge.reason
+    assert all(t is None or math.isfinite(t) for t in res.totals)
+    assert res.totals[1] is None and res.totals[0] is not None
+    strict_json(json.dumps(res.metrics, allow_nan=False).replace("NaN", "null"))
+    assert all(math.isfinite(v) for v in res.flat_metrics().values())
+
+
+def test_huge_values_through_the_cli_give_standard_json(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  h: {reward: huge}\n")
+    src = write_jsonl(tmp_path / "in.jsonl",
+                      [{"prompt": "p", "completion": c} for c in ("huge", "x", "huge")])
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), str(src), "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    strict_json(proc.stdout)
+    rows = [strict_json(line) for line in out.read_text().splitlines()]
+    assert [r["reward"] for r in rows] == [None, 1.0, None]  # type: ignore[index]
+
+
+# -- 3. BaseException from a reward -------------------------------------------------------
+def test_sys_exit_in_an_inline_reward_is_that_rows_error():
+    rs = RewardSet.from_dict({"rewards": {"e": {"reward": "exits"}}})
+    res = rs.score([{"completion": "exit"}, {"completion": "fine"}])
+    assert res[0].scores["e"].status is Status.ERROR
+    assert "SystemExit" in res[0].scores["e"].reason
+    assert res.values("e")[1] == 1.0
+
+
+def test_sys_exit_in_an_inline_reward_through_the_cli(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  e: {reward: exits}\n")
+    src = write_jsonl(tmp_path / "in.jsonl", [{"completion": "exit"}, {"completion": "ok"}])
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), str(src), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[0]["components"]["e"]["status"] == "error"
+    assert rows[1]["reward"] == 1.0
+
+
+def test_sys_exit_in_an_async_reward_is_that_rows_error_within_the_timeout():
+    rs = RewardSet.from_dict({"rewards": {"a": {"reward": "async_exits", "timeout": 2}}})
+    box: dict[str, object] = {}
+    t = threading.Thread(target=lambda: box.update(
+        res=rs.score([{"completion": "exit"}, {"completion": "fine"}])), daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "score() hung"
+    res = box["res"]
+    assert res[0].scores["a"].status is Status.ERROR  # type: ignore[index]
+    assert "SystemExit" in res[0].scores["a"].reason  # type: ignore[index]
+    assert res.values("a")[1] == 1.0  # type: ignore[attr-defined]
+
+
+def test_cancelled_error_from_an_async_reward_costs_only_its_row():
+    rs = RewardSet.from_dict({"rewards": {"a": {"reward": "async_exits"}}})
+    res = rs.score([{"completion": "fine"}, {"completion": "cancel"}, {"completion": "ok"}])
+    assert res.values("a") == [1.0, None, 1.0]
+    assert "CancelledError" in res[1].scores["a"].reason
+
+
+def test_sys_exit_in_a_process_reward_is_that_rows_error():
+    rs = RewardSet.from_dict({"rewards": {"p": {"reward": "process_exits"}}})
+    res = rs.score([{"completion": "exit"}, {"completion": "fine"}])
+    assert res[0].scores["p"].status is Status.ERROR
+    assert "SystemExit" in res[0].scores["p"].reason
+    assert res.values("p")[1] == 1.0
+
+
+# -- 4. blocking code in an async reward ----------------------------------------------------
+def test_blocking_code_in_an_async_reward_respects_the_timeout():
+    rs = RewardSet.from_dict({"rewards": {"a": {"reward": "async_blocks", "timeout": 1}}})
+    start = time.monotonic()
+    res = rs.score([{"completion": "fine"}, {"completion": "block"}, {"completion": "ok"}])
+    assert time.monotonic() - start < 8  # the 1 s timeout, not the 20 s sleep
+    assert res[1].scores["a"].status is Status.TIMEOUT
+    assert res.values("a")[0] == 1.0 and res.values("a")[2] == 1.0
+    again = rs.score([{"completion": "fine"}])  # a fresh event loop serves the next call
+    assert again.values("a") == [1.0]
+
+
+# -- 5. non-finite or absurd config numbers ----------------------------------------------
+@pytest.mark.parametrize(
+    ("yaml_text", "key_path"),
+    [
+        ("rewards:\n  f: {reward: soft_format, weight: .nan}\n", "rewards.f.weight"),
+        ("rewards:\n  f: {reward: soft_format, weight: .inf}\n", "rewards.f.weight"),
+        ("rewards:\n  f: {reward: soft_format, weight: 1e400}\n", "rewards.f.weight"),
+        ("rewards:\n  f: {reward: soft_format, weight: 1e300}\n", "rewards.f.weight"),
+        ("rewards:\n  f:\n    reward: soft_format\n    weight: {schedule: linear, start: 0,"
+         " end: .nan, steps: 10}\n", "rewards.f.weight.end"),
+        ("limits: {oversize_value: .nan}\nrewards:\n  f: {reward: soft_format}\n",
+         "limits.oversize_value"),
+        ("rewards:\n  f: {reward: soft_format, timeout: 1e9}\n", "rewards.f.timeout"),
+        ("rewards:\n  f: {reward: soft_format, timeout: .inf}\n", "rewards.f.timeout"),
+        ("workers: 100000\nrewards:\n  f: {reward: soft_format}\n", "workers"),
+        ("rewards:\n  o:\n    reward: overlong_penalty\n    params: {max_length: 10,"
+         " buffer: 5, penalty: .nan}\n", "rewards.o.params.penalty"),
+    ],
+)
+def test_non_finite_or_absurd_config_numbers_are_refused_with_the_key_path(
+        tmp_path, yaml_text, key_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml_text)
+    proc = cli("validate", str(cfg))
+    assert proc.returncode == 2, proc.stdout
+    assert f"{key_path}:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# -- 6. stale answers after an interrupted call --------------------------------------------
+def test_interrupted_call_leaks_no_answer_into_the_next_call():
+    rs = RewardSet.from_dict({"workers": 2, "rewards": {"e": {"reward": "echo_after"}}})
+    rs.score([{"completion": "warm", "v": 0}] * 2)
+    ctrl_c = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    ctrl_c.start()
+    with pytest.raises(KeyboardInterrupt):  # both workers busy with chunks of 2 items
+        rs.score([{"completion": "slow", "v": 1001, "sleep": 2}] * 16)
+    ctrl_c.join()
+    assert rs.score([{"completion": "a", "v": 1}]).values("e") == [1.0]
+    res = rs.score([{"completion": str(i), "v": i} for i in range(16)])
+    assert res.values("e") == [float(i) for i in range(16)]
+
+
+# -- 7. orphans ---------------------------------------------------------------------------
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_workers_die_with_their_parent_however_it_dies(tmp_path, sig):
+    pidfile = tmp_path / "worker.pid"
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(HERE)!r})\n"
+        "import faulty_rewards\n"
+        "from rewardkit import RewardSet, registry\n"
+        "for cls in faulty_rewards.ALL:\n"
+        "    registry.register(cls, 'tests')\n"
+        "rs = RewardSet.from_dict({'workers': 1, 'rewards': {'r': {'reward': "
+        "'catastrophic_regex', 'timeout': 600}}})\n"
+        f"rs.score([{{'completion': 'x', 'pidfile': {str(pidfile)!r}}}])\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    worker = int(pidfile.read_text())
+    time.sleep(0.5)  # the worker is now inside the regex, holding its GIL
+    assert _alive(worker)
+    parent.send_signal(sig)
+    parent.communicate(timeout=20)  # nobody holds the caller's pipes
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = _alive(worker)
+    if alive:
+        os.kill(worker, signal.SIGKILL)
+    assert not alive, "the worker outlived its parent"
+
+
+# -- 8. valid JSON lines that crashed the run -----------------------------------------------
+def test_hostile_but_valid_json_lines_are_scored_or_reported_by_line(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  g: {reward: good}\n  p: {reward: worker_pid, weight: 0}\n")
+    deep = "[" * 995 + "]" * 995
+    meta = '{"a":' * 500 + "1" + "}" * 500
+    lines = [
+        json.dumps({"completion": "fine"}),
+        '{"completion": "x \\ud83d"}',
+        '{"completion": "deep", "m": ' + deep + "}",
+        '{"completion": "meta", "m": ' + meta + "}",
+        json.dumps({"completion": "last"}),
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), str(src), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{src}:3: skipped: nested more than" in proc.stderr
+    assert f"{src}:4: skipped: nested more than" in proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["completion"] for r in rows] == ["fine", "x \ud83d", "last"]
+    assert rows[1]["reward"] == 3.0
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_sample_that_cannot_be_pickled_is_its_rows_error_in_process_mode():
+    nested: dict[str, object] = {}
+    inner = nested
+    for _ in range(5000):
+        inner["a"] = {}
+        inner = inner["a"]  # type: ignore[assignment]
+    with pytest.raises(RecursionError):
+        import pickle
+
+        pickle.dumps(nested)
+    rs = RewardSet.from_dict({"rewards": {"p": {"reward": "worker_pid"}}})
+    res = rs.score([Sample(completion="fine"), Sample(completion="deep", metadata=nested),
+                    Sample(completion="also fine")])
+    assert res[1].scores["p"].status is Status.ERROR
+    assert "cannot be sent to a worker process" in res[1].scores["p"].reason
+    assert res.values("p")[0] is not None and res.values("p")[2] is not None
+
+
+# -- 9. groups split across batches ---------------------------------------------------------
+def test_groups_are_scored_whole_wherever_their_rows_are(tmp_path):
+    import random
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("aggregate: normalize_then_sum\nrewards:\n  g: {reward: good}\n")
+    rows = [{"prompt": f"prompt {p}", "completion": "x" * ((p * 7 + k * 3) % 11), "k": k}
+            for p in range(50) for k in range(4)]
+    random.Random(0).shuffle(rows)
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    small = tmp_path / "small.jsonl"
+    proc = cli("score", str(cfg), str(src), "--out", str(small), "--batch-size", "8")
+    assert proc.returncode == 0, proc.stderr
+    got = [json.loads(line) for line in small.read_text().splitlines()]
+    assert [(r["prompt"], r["k"]) for r in got] == [(r["prompt"], r["k"]) for r in rows]
+    one_batch = RewardSet.from_file(cfg).score(rows).totals
+    assert [r["reward"] for r in got] == pytest.approx(one_batch)
+
+
+# -- 10. YAML alias bombs -------------------------------------------------------------------
+BOMB = "\n".join(
+    ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)])
+
+
+@pytest.mark.parametrize("where", ["params", "when"])
+def test_yaml_alias_bomb_is_refused_quickly(tmp_path, where):
+    cfg = tmp_path / "bomb.yaml"
+    if where == "params":
+        body = "rewards:\n  k:\n    reward: keyword_coverage\n    params: {keywords: *a9}\n"
+    else:
+        body = "rewards:\n  f:\n    reward: soft_format\n    when: {task: *a9}\n"
+    cfg.write_text("x:\n" + "\n".join("  " + line for line in BOMB.splitlines()) + "\n"
+                   + body.replace("*a9", "*a9"))
+    start = time.monotonic()
+    proc = cli("validate", str(cfg), timeout=60)
+    assert proc.returncode == 2
+    assert "expands to more than" in proc.stderr
+    assert time.monotonic() - start < 10  # interpreter start on a busy machine; parse < 1 s
+
+
+def test_yaml_loading_refuses_an_alias_bomb_in_well_under_a_second(tmp_path):
+    from rewardkit import ConfigError, load_config
+
+    cfg = tmp_path / "bomb.yaml"
+    cfg.write_text("x:\n" + "\n".join("  " + line for line in BOMB.splitlines())
+                   + "\nrewards:\n  f:\n    reward: soft_format\n    when: {task: *a9}\n")
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match="expands to more than"):
+        load_config(cfg)
+    assert time.monotonic() - start < 0.5
+
+
+# -- 11. the .partial output file -------------------------------------------------------------
+def test_interrupted_scoring_removes_its_partial_output(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  e: {reward: echo_after}\n")
+    src = write_jsonl(tmp_path / "in.jsonl",
+                      [{"completion": str(i), "v": i, "sleep": 30} for i in range(4)])
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, FAULTY_CLI, "score", str(cfg), str(src),
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("*.partial")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(tmp_path.glob("*.partial"))
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert not list(tmp_path.glob("*.partial")) and not out.exists()
+
+
+def test_a_planted_partial_symlink_is_not_followed(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  g: {reward: good}\n")
+    src = write_jsonl(tmp_path / "in.jsonl", [{"completion": "abc"}])
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    out = tmp_path / "out.jsonl"
+    (tmp_path / "out.jsonl.partial").symlink_to(victim)
+    (tmp_path / ".out.jsonl.partial").symlink_to(victim)
+    assert cli("score", str(cfg), str(src), "--out", str(out)).returncode == 0
+    assert victim.read_text() == "precious"
+    assert json.loads(out.read_text())["reward"] == 3.0
+
+
+def test_an_input_named_like_the_partial_file_is_never_truncated(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  g: {reward: good}\n")
+    out = tmp_path / "out.jsonl"
+    src = write_jsonl(tmp_path / "out.jsonl.partial", [{"completion": "abc"}] * 3)
+    before = src.read_bytes()
+    proc = cli("score", str(cfg), str(src), "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert src.read_bytes() == before
+    assert json.loads(proc.stdout)["scored"] == 3
+    assert len(out.read_text().splitlines()) == 3
+
+
+def test_output_onto_the_input_is_refused(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  g: {reward: good}\n")
+    src = write_jsonl(tmp_path / "in.jsonl", [{"completion": "abc"}])
+    before = src.read_bytes()
+    proc = cli("score", str(cfg), str(src), "--out", str(src))
+    assert proc.returncode == 2 and "is the input file" in proc.stderr
+    assert src.read_bytes() == before
+
+
+# -- 12. duplicate keys -----------------------------------------------------------------------
+def test_duplicate_component_names_are_an_error_naming_both_lines(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  fmt: {reward: soft_format}\n  words: {reward: good}\n"
+                   "  fmt: {reward: strict_format}\n")
+    proc = cli("validate", str(cfg))
+    assert proc.returncode == 2
+    assert "duplicate key 'fmt' at line 4 (first at line 2)" in proc.stderr
+
+
+# -- 13. thousands of components ---------------------------------------------------------------
+def test_any_number_of_components_that_validates_also_scores():
+    rs = RewardSet.from_dict({"rewards": {f"c{i}": {"reward": "good", "weight": 0.5}
+                                          for i in range(5000)}})
+    res = rs.score([{"completion": "abc"}, {"completion": "a"}])
+    assert res.totals == [7500.0, 2500.0]
+
+
+# -- 14. smaller ones -------------------------------------------------------------------------
+def test_a_bare_carriage_return_does_not_split_a_line(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  g: {reward: good}\n")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"completion": "ab",\r "id": 1}\n{"completion": "abc", "id": 2}\n'
+                    b"{broken\n")
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), str(src), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["id"], r["reward"]) for r in rows] == [(1, 2.0), (2, 3.0)]
+    assert f"{src}:3: skipped: invalid JSON" in proc.stderr
+
+
+def test_invalid_utf8_is_reported_per_line_not_replaced(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  g: {reward: good}\n")
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"completion": "ok"}\n{"completion": "bad \xff byte"}\n'
+                    b'{"completion": "fine"}\n')
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), str(src), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert f"{src}:2: skipped: invalid UTF-8" in proc.stderr
+    assert [json.loads(x)["completion"] for x in out.read_text().splitlines()] == ["ok", "fine"]
+
+
+def test_standard_input_and_pipes_are_accepted(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  g: {reward: good}\n")
+    text = json.dumps({"completion": "abc"}) + "\n" + json.dumps({"completion": "a"}) + "\n"
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), "-", "--out", str(out), stdin=text)
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(x)["reward"] for x in out.read_text().splitlines()] == [3.0, 1.0]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "w") as fh:
+            fh.write(text)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    out2 = tmp_path / "out2.jsonl"
+    proc = cli("score", str(cfg), str(fifo), "--out", str(out2))
+    writer.join(10)
+    assert proc.returncode == 0, proc.stderr
+    assert out2.read_text() == out.read_text()
+
+
+def test_groups_from_a_pipe_are_scored_whole(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("aggregate: normalize_then_sum\nrewards:\n  g: {reward: good}\n")
+    rows = [{"prompt": p, "completion": c} for p, c in
+            (("a", "x"), ("b", "xx"), ("a", "xxx"), ("b", "x"))]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), "-", "--out", str(out), "--batch-size", "1", stdin=text)
+    assert proc.returncode == 0, proc.stderr
+    got = [json.loads(x)["reward"] for x in out.read_text().splitlines()]
+    assert got[0] == pytest.approx(-got[2]) and got[0] < 0
+    assert got[1] == pytest.approx(-got[3]) and got[1] > 0
+
+
+def test_output_to_a_folder_fails_before_scoring(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  e: {reward: echo_after}\n")
+    src = write_jsonl(tmp_path / "in.jsonl", [{"completion": "a", "v": 1, "sleep": 30}])
+    start = time.monotonic()
+    proc = cli("score", str(cfg), str(src), "--out", str(tmp_path))
+    assert time.monotonic() - start < 25
+    assert proc.returncode == 2
+    assert "is a folder" in proc.stderr
+
+
+def test_unknown_reward_names_the_plugin_that_failed_to_import(tmp_path):
+    site = tmp_path / "site"
+    dist = site / "rewardkit_broken-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rewardkit-broken\n"
+                                   "Version: 0.1\n")
+    (dist / "entry_points.txt").write_text("[rewardkit]\nbroken = rewardkit_broken\n")
+    (site / "rewardkit_broken.py").write_text("import a_module_that_is_not_installed\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  b: {reward: broken_reward}\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "validate", str(cfg)],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2
+    assert "unknown reward 'broken_reward'" in proc.stderr
+    assert "a_module_that_is_not_installed" in proc.stderr
+
+
+def test_reward_defined_in_a_script_runs_with_a_timeout(tmp_path):
+    script = tmp_path / "my_script.py"
+    script.write_text(
+        "from rewardkit import RewardSet, Sample, registry, reward\n\n"
+        "@reward\n"
+        "def brevity(sample: Sample) -> float:\n"
+        "    return 1.0 if len(sample.text) < 5 else 0.0\n\n"
+        "if __name__ == '__main__':\n"
+        "    registry.register(brevity)\n"
+        "    rs = RewardSet.from_dict({'rewards': {'b': {'reward': 'brevity',"
+        " 'timeout': 10}}})\n"
+        "    res = rs.score([{'completion': 'ok'}, {'completion': 'far too long'}])\n"
+        "    print(res.values('b'), [s.reason for s in res.scores('b')])\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("[1.0, 0.0]"), proc.stdout
+
+
+# -- 15. memory grows with the file ----------------------------------------------------------
+def _peak_rss_mb_of_score(tmp_path: Path, rows: int) -> float:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  fmt: {reward: soft_format}\n  w: {reward: word_count_range}\n")
+    src = tmp_path / f"in{rows}.jsonl"
+    with src.open("w") as fh:
+        for i in range(rows):
+            fh.write(f'{{"prompt": "q{i // 4}", "completion": "<answer>{i % 7}</answer>"}}\n')
+    proc = subprocess.Popen([sys.executable, "-m", "rewardkit.cli", "score", str(cfg),
+                             str(src), "--out", str(tmp_path / "out.jsonl"), "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0
+    src.unlink()
+    return usage.ru_maxrss / 1024
+
+
+@pytest.mark.slow
+def test_score_memory_does_not_grow_with_the_file(tmp_path):
+    small = _peak_rss_mb_of_score(tmp_path, 20_000)
+    large = _peak_rss_mb_of_score(tmp_path, 200_000)
+    # the summary once kept 0.3-0.5 KB per row: 55-90 MB more for the larger file
+    assert large - small < 20, (small, large)

@@ -1,0 +1,179 @@
+"""`rewardkit report`: the figures of the page and the page itself (no network, the
+sections a reader needs). The page in a real browser: test_report_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scored_run import write_scored_run
+
+from rewardkit.report import build_report, read_curves
+from rewardkit.report.analysis import histogram, pearson, read_scored, summarise
+from rewardkit.report.hacking import ComponentRoles, flag_samples, repetition
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rewardkit.cli", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def row(prompt: str, total: float | None, **values: float | None) -> dict:
+    return {"prompt": prompt, "completion": "c", "reward": total,
+            "components": {k: {"value": v, "status": "ok" if v is not None else "error",
+                               "reason": ""} for k, v in values.items()}}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return write_scored_run(tmp_path_factory.mktemp("run"))
+
+
+def test_share_of_groups_without_variance_counts_groups_of_equal_totals():
+    rows = [row("a", 1.0, f=1.0, acc=1.0), row("a", 1.0, f=1.0, acc=0.0),   # total flat
+            row("b", 1.0, f=1.0, acc=1.0), row("b", 0.0, f=0.0, acc=0.0),   # signal
+            row("c", 0.5, f=1.0, acc=None), row("c", 0.5, f=1.0, acc=None)]  # flat, acc unscored
+    summary = summarise(rows)
+    assert summary.zero_variance_groups == 2 and summary.zero_variance_share == pytest.approx(2 / 3)
+    assert summary.components["f"].zero_variance_groups == 2
+    assert summary.components["f"].groups_scored == 3
+    # a group where the component scored fewer than two samples is not counted for it
+    assert summary.components["acc"].groups_scored == 2
+    assert summary.components["acc"].zero_variance_groups == 0
+
+
+def test_status_counts_and_correlation():
+    rows = [row("p", 1.0, x=float(i), y=2.0 * i, z=-float(i)) for i in range(5)]
+    rows.append(row("p", None, x=None, y=1.0, z=0.0))
+    summary = summarise(rows)
+    assert summary.components["x"].counts == {"ok": 5, "skipped": 0, "error": 1, "timeout": 0}
+    assert summary.correlation["x"]["y"] == pytest.approx(1.0)
+    assert summary.correlation["x"]["z"] == pytest.approx(-1.0)
+    assert summary.null_totals == 1
+
+
+def test_pearson_is_none_for_a_constant_side_or_too_few_pairs():
+    assert pearson([1, 1, 1], [1, 2, 3]) is None
+    assert pearson([1, 2], [1, 2]) is None
+    assert pearson([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+
+
+def test_histogram_bins_few_distinct_values_by_value_and_many_by_range():
+    assert histogram([0.0, 1.0, 1.0, 0.5]) == [(0.0, 0.0, 1), (0.5, 0.5, 1), (1.0, 1.0, 2)]
+    bins = histogram([i / 100 for i in range(100)], bins=10)
+    assert len(bins) == 10 and sum(c for _, _, c in bins) == 100
+
+
+def test_repetition_share_of_repeated_trigrams():
+    assert repetition("one two three four five six seven eight nine ten " * 2) < 0.5
+    assert repetition("I add them again. " * 40) > 0.9
+    assert repetition("short text") == 0.0
+    assert repetition("我觉得答案是七" * 20) > 0.8  # no word spaces: character 3-grams
+
+
+def test_hacking_flags(run: tuple[Path, Path]):
+    rows, _ = read_scored(run[1])
+    roles = ComponentRoles.guess(["format", "accuracy", "number"],
+                                 {"format": "soft_format", "accuracy": "exact_answer",
+                                  "number": "answer_is_number"})
+    assert roles == ComponentRoles(("format", "number"), ("accuracy",))
+    flags = flag_samples(rows, roles)
+    by_completion = {r["completion"]: f for r, f in zip(rows, flags, strict=True)}
+    assert by_completion["<think>1+3</think>\n<answer>5</answer>"] == ["format_paid_answer_wrong"]
+    assert by_completion["<think>1+3</think>\n<answer>4</answer>"] == []
+    rambling = [f for r, f in zip(rows, flags, strict=True) if "again" in r["completion"]]
+    assert rambling and all({"long_high_reward", "repetitive_high_reward"} <= set(f)
+                            for f in rambling)
+    # no reference: accuracy errored, so nothing says the answer is wrong
+    errored = [f for r, f in zip(rows, flags, strict=True) if r["prompt"] == "add 9 and 3"]
+    assert errored == [[], []]
+
+
+def test_report_command_writes_an_offline_page_with_every_section(run: tuple[Path, Path],
+                                                                  tmp_path: Path):
+    config, scored = run
+    out = tmp_path / "page.html"
+    proc = cli("report", str(scored), "-o", str(out), "--config", str(config), "--steps", "100")
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {out} (38 samples, 3 components)" in proc.stdout
+    page = out.read_text()
+    for anchor in ("overview", "components", "signal", "correlation", "training", "hacking",
+                   "samples"):
+        assert f"id='{anchor}'" in page
+    # nothing is loaded from anywhere: no src/href to another document, a CSP that forbids it
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "default-src 'none'" in page
+    assert "@import" not in page and "url(" not in page
+    # no signal from 2 of 10 groups: "add 0 and 3" (equal totals), "add 9 and 3" (null totals)
+    assert "20.0% of groups have a total with zero variance (2 of 10)" in page
+    assert "accuracy: stage switch" in page  # the stage switch at step 50 is marked
+    data = json.loads(re.search(r"id='sample-data'>(.*?)</script>", page, re.S).group(1))
+    assert len(data["rows"]) == 38 and data["components"] == ["format", "accuracy", "number"]
+
+
+def test_sample_text_cannot_break_out_of_the_page(tmp_path: Path):
+    rows = [row("</script><script>alert(1)</script>", 1.0, f=1.0)]
+    rows[0]["completion"] = "<!-- </script> <b>bold</b>"
+    page = build_report(rows)
+    assert "<script>alert(1)" not in page and "<b>bold</b>" not in page
+
+
+def test_reward_curves_are_labelled_weighted_and_unweighted(run: tuple[Path, Path],
+                                                           tmp_path: Path):
+    curves = tmp_path / "reward_curves.csv"
+    curves.write_text("step,reward,format,accuracy,number\n1,0.5,0.4,0.2,0.1\n"
+                      "2,0.9,0.8,0.4,0.2\n3,1.2,0.9,0.6,0.3\n")
+    assert read_curves(curves)[2] == {"step": 3.0, "reward": 1.2, "format": 0.9,
+                                      "accuracy": 0.6, "number": 0.3}
+    out = tmp_path / "r.html"
+    proc = cli("report", str(run[1]), "-o", str(out), "--curves", str(curves),
+               "--config", str(run[0]))
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    assert "total (weighted sum: what trains)" in page
+    assert "format (raw mean, unweighted)" in page
+    assert "accuracy (weight x mean)" in page
+
+
+def test_report_of_a_file_that_is_not_scored_is_a_clean_error(tmp_path: Path):
+    bad = tmp_path / "samples.jsonl"
+    bad.write_text('{"prompt": "p", "completion": "c"}\nnot json\n')
+    proc = cli("report", str(bad))
+    assert proc.returncode == 2
+    assert "no scored samples" in proc.stderr and "Traceback" not in proc.stderr
+    missing = cli("report", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_malformed_lines_are_left_out_and_named(run: tuple[Path, Path], tmp_path: Path):
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(run[1].read_text() + "{broken\n")
+    proc = cli("report", str(mixed))
+    assert proc.returncode == 0
+    assert "mixed.jsonl:39: left out: invalid JSON" in proc.stderr
+    page = (tmp_path / "mixed.report.html").read_text()
+    assert "1 line(s) of the input were not scored samples" in page
+
+
+def test_latency_is_shown_for_rewards_timed_per_sample_only(tmp_path: Path):
+    config = tmp_path / "c.yaml"
+    config.write_text("rewards:\n  inline: {reward: soft_format}\n"
+                      "  worker: {reward: soft_format, mode: process}\n")
+    src = tmp_path / "s.jsonl"
+    src.write_text("".join(json.dumps({"prompt": "p", "completion": c}) + "\n"
+                           for c in ("<think>a</think><answer>1</answer>", "x", "y")))
+    scored = tmp_path / "o.jsonl"
+    assert cli("score", str(config), str(src), "--out", str(scored)).returncode == 0
+    rows = [json.loads(line) for line in scored.read_text().splitlines()]
+    assert all(r["components"]["worker"]["latency_ms"] >= 0 for r in rows)
+    assert all("latency_ms" not in r["components"]["inline"] for r in rows)
+    assert cli("report", str(scored), "-o", str(tmp_path / "r.html")).returncode == 0
+    page = (tmp_path / "r.html").read_text()
+    inline_row = re.search(r"<tr><td>inline</td>(.*?)</tr>", page).group(1)
+    worker_row = re.search(r"<tr><td>worker</td>(.*?)</tr>", page).group(1)
+    assert inline_row.count("<td>-</td>") == 2  # p50, p95
+    assert worker_row.count("<td>-</td>") == 0

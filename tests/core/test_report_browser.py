@@ -1,0 +1,145 @@
+"""The report page in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+The page must load without console errors and without asking the network for anything,
+and its sample browser must filter and sort. Screenshots land in the test's folder; with
+REWARDKIT_DOCS_SCREENSHOTS=1 they are written to docs/images/ (as committed there).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scored_run import write_scored_run
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+if not Path(CHROMIUM).exists():  # `make setup` installs it (apt-get install chromium)
+    pytest.skip("no Chromium at /usr/bin/chromium", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("report")
+    config, scored = write_scored_run(folder)
+    out = folder / "report.html"
+    subprocess.run([sys.executable, "-m", "rewardkit.cli", "report", str(scored), "-o",
+                    str(out), "--config", str(config), "--steps", "100"], check=True,
+                   capture_output=True, timeout=120)
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as pw:
+        launched = pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run"])
+        yield launched
+        launched.close()
+
+
+class Loaded:
+    """A page with the console errors and the requests it made."""
+
+    def __init__(self, browser: Any, path: Path) -> None:
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error"
+                     else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(path.as_uri())
+        self.page.wait_for_selector("#sample-table tbody tr")
+
+    def rows(self) -> list[list[str]]:
+        return self.page.eval_on_selector_all(
+            "#sample-table tbody tr",
+            "trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))")
+
+    def count_text(self) -> str:
+        return str(self.page.text_content("#match-count"))
+
+
+@pytest.fixture
+def loaded(browser: Any, page_file: Path) -> Iterator[Loaded]:
+    got = Loaded(browser, page_file)
+    yield got
+    got.page.close()
+
+
+def _shot(loaded: Loaded, name: str, tmp_path: Path, selector: str | None = None) -> None:
+    path = tmp_path / f"{name}.png"
+    if selector:
+        loaded.page.add_style_tag(content="nav { position: static; }")  # not over the shot
+        loaded.page.locator(selector).screenshot(path=str(path))
+    else:
+        loaded.page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000
+    if os.environ.get("REWARDKIT_DOCS_SCREENSHOTS") == "1":
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, DOCS_IMAGES / f"{name}.png")
+
+
+def test_page_loads_without_console_errors_or_network(loaded: Loaded, page_file: Path,
+                                                      tmp_path: Path):
+    assert loaded.errors == []
+    assert loaded.requests == [page_file.as_uri()]
+    assert loaded.count_text() == "38 of 38 samples match"
+    assert loaded.page.locator("svg.chart").count() >= 8
+    _shot(loaded, "report-overview", tmp_path)
+
+
+def test_status_filter_shows_only_that_status(loaded: Loaded, tmp_path: Path):
+    loaded.page.select_option("#f-component", "accuracy")
+    loaded.page.select_option("#f-status", "error")
+    rows = loaded.rows()
+    assert loaded.count_text() == "2 of 38 samples match"
+    accuracy_column = 3  # index, total, format, accuracy
+    assert [r[accuracy_column] for r in rows] == ["error", "error"]
+    assert loaded.errors == []
+
+
+def test_value_filter_and_sort(loaded: Loaded):
+    loaded.page.select_option("#f-component", "format")
+    loaded.page.fill("#f-max", "0")
+    rows = loaded.rows()
+    assert rows and all(float(r[2]) <= 0 for r in rows)
+    loaded.page.fill("#f-max", "")
+    loaded.page.select_option("#f-component", "")
+    loaded.page.select_option("#f-sort", "total-desc")
+    totals = [float(r[1]) for r in loaded.rows() if r[1] != "-"]
+    assert totals == sorted(totals, reverse=True) and len(totals) == 36
+
+
+def test_sign_link_lists_the_suspected_samples_and_a_row_opens_in_full(loaded: Loaded,
+                                                                      tmp_path: Path):
+    loaded.page.click("a.flag-link[data-flag='format_paid_answer_wrong']")
+    rows = loaded.rows()
+    # 8 wrong numbers + 4 "x<a>" answers, all in well-formed blocks
+    assert len(rows) == 12 and all("format paid, answer wrong" in r[-1] for r in rows)
+    loaded.page.click("#sample-table tbody tr >> nth=0")
+    detail = loaded.page.locator("#detail")
+    assert detail.is_visible()
+    assert "add 1 and 3" in detail.locator("pre.detail-prompt").text_content()
+    assert "<answer>5</answer>" in detail.locator("pre.detail-completion").text_content()
+    assert detail.locator("pre.detail-reference").text_content() == "4"
+    assert "accuracy" in detail.text_content() and "ok" in detail.text_content()
+    _shot(loaded, "report-samples", tmp_path, "#samples")
+    assert loaded.errors == []
+
+
+def test_text_search(loaded: Loaded):
+    loaded.page.fill("#f-text", "add 9 and 3")
+    assert loaded.count_text() == "2 of 38 samples match"

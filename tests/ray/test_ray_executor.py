@@ -1,0 +1,120 @@
+"""``executor: ray``: process-mode and sandboxed rewards scored by Ray actors on a real
+three-node cluster give the values and statuses of local scoring, with the fault model
+intact."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+import pytest
+import ray
+from ray_rewards import ALL
+
+from rewardkit import RewardSet, ray_executor, registry
+from rewardkit.config import RaySettings
+from rewardkit.ray_executor import MAX_CHUNK, ray_wanted, shared_executor
+
+
+@pytest.fixture(autouse=True)
+def _rewards(ray_cluster: object) -> Iterator[None]:
+    for cls in ALL:
+        registry.register(cls, "tests")
+    yield
+    for cls in ALL:
+        registry.unregister(cls.name)
+    # each test's actors hold the cluster's CPUs: free them for the next test
+    ray_executor._close_executors()
+
+
+def rows(texts: list[str], per_prompt: int = 1) -> list[dict]:
+    return [{"prompt": f"p{i // per_prompt}", "completion": t} for i, t in enumerate(texts)]
+
+
+def verdicts(result, name: str) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return [(None if s.value is None or math.isnan(s.value) else round(s.value, 9),
+             str(s.status)) for s in result.scores(name)]
+
+
+def both(config: dict, samples: list[dict]):  # type: ignore[no-untyped-def]
+    local = RewardSet.from_dict({**config, "executor": "local"}).score(samples)
+    on_ray = RewardSet.from_dict({**config, "executor": "ray"}).score(samples)
+    return local, on_ray
+
+
+def test_process_reward_faults_give_the_same_values_and_statuses_as_locally() -> None:
+    texts = [f"answer {'x' * i}" for i in range(40)]
+    texts[5], texts[17], texts[23], texts[31] = "hang", "crash", "raise", "nan"
+    config = {"workers": 1, "rewards": {"len": {"reward": "ray_faulty_length", "timeout": 2}}}
+    local, on_ray = both(config, rows(texts))
+    assert verdicts(on_ray, "len") == verdicts(local, "len")
+    statuses = [s for _, s in verdicts(on_ray, "len")]
+    assert statuses[5] == "timeout" and statuses[17] == "error" and statuses[23] == "error"
+    assert statuses.count("ok") == 36
+    assert on_ray.totals == local.totals
+
+
+def test_actors_are_spread_over_the_nodes() -> None:
+    executor = shared_executor(RaySettings())
+    assert executor.size == 3  # one per CPU of the cluster
+    nodes = {node for _, node in ray.get([a.where.remote() for a in executor.actors()])}
+    assert len(nodes) == 3
+
+
+def test_group_reward_sees_whole_groups_on_ray() -> None:
+    texts = [f"c{'y' * ((i * 7) % 11)}" for i in range(48)]
+    config = {"rewards": {"rank": {"reward": "ray_group_rank"}}}
+    local, on_ray = both(config, rows(texts, per_prompt=8))
+    assert verdicts(on_ray, "rank") == verdicts(local, "rank")
+    assert all(s == "ok" for _, s in verdicts(on_ray, "rank"))
+
+
+def test_a_dead_actor_costs_only_the_rows_of_its_chunk() -> None:
+    texts = [f"row {i}" for i in range(200)]
+    texts[77] = "die"
+    rs = RewardSet.from_dict({"executor": "ray", "ray": {"actors": 2},
+                              "rewards": {"k": {"reward": "ray_kills_its_process"}}})
+    result = rs.score(rows(texts))
+    scores = result.scores("k")
+    failed = [i for i, s in enumerate(scores) if s.status != "ok"]
+    assert 77 in failed
+    assert 0 < len(failed) <= MAX_CHUNK
+    assert all("Ray actor died" in scores[i].reason for i in failed)
+    assert all(scores[i].value == float(len(texts[i]))
+               for i in range(200) if i not in failed)
+    # the actor was replaced: the next batch scores in full
+    again = rs.score(rows([f"after {i}" for i in range(20)]))
+    assert all(s.status == "ok" for s in again.scores("k"))
+
+
+def test_an_actor_that_stops_answering_is_killed_and_only_its_chunk_times_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ray_executor, "CHUNK_SLACK", 1.0)
+    rs = RewardSet.from_dict({"executor": "ray", "ray": {"actors": 2, "max_in_flight": 1},
+                              "rewards": {"k": {"reward": "ray_kills_its_process",
+                                                "timeout": 1}}})
+    rs.score(rows([f"warm {i}" for i in range(16)]))  # both actors have the reward loaded
+    texts = [f"row {i}" for i in range(40)]
+    texts[10] = "block"  # blocks the actor's process: no in-actor timeout can fire
+    t0 = time.monotonic()
+    result = rs.score(rows(texts))
+    elapsed = time.monotonic() - t0
+    scores = result.scores("k")
+    failed = [i for i, s in enumerate(scores) if s.status != "ok"]
+    assert 10 in failed and len(failed) <= MAX_CHUNK
+    assert all(scores[i].status == "timeout" and "actor killed" in scores[i].reason
+               for i in failed)
+    assert elapsed < 30  # the blocked call sleeps 60 s: the actor was not waited for
+
+
+def test_auto_executor_uses_ray_when_connected_to_a_cluster() -> None:
+    assert ray.is_initialized()
+    assert ray_wanted("auto") and ray_wanted("ray") and not ray_wanted("local")
+    rs = RewardSet.from_dict({"executor": "auto",
+                              "rewards": {"len": {"reward": "ray_faulty_length"}}})
+    executor = shared_executor(RaySettings())
+    before = {id(a) for a in executor.actors()}
+    result = rs.score(rows(["a", "bb", "crash"]))
+    assert [s for _, s in verdicts(result, "len")] == ["ok", "ok", "error"]
+    assert {id(a) for a in executor.actors()} == before

@@ -1,0 +1,76 @@
+"""What each backend refuses or approximates, said before a run starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from backend_venvs import CONFIGS, ROOT
+from rewardkit_trainers.cli import run as cli_run
+from rewardkit_trainers.fidelity import check, group_needs, pinned_file_warnings
+
+from rewardkit import ConfigError, parse_config
+from rewardkit.config import load_config
+
+
+def test_group_needs_names_every_setting_that_needs_whole_groups():
+    config = parse_config({"aggregate": "normalize_then_sum",
+                           "rewards": {"longest": {"reward": "check_longest"},
+                                       "fmt": {"reward": "soft_format"}}})
+    assert [key for key, _ in group_needs(config)] == [
+        "aggregate", "on_error", "rewards.longest.reward"]
+
+
+@pytest.mark.parametrize("backend", ["trl", "swift", "easyr1"])
+def test_backends_that_see_whole_groups_accept_them(backend: str):
+    config = parse_config({"aggregate": "normalize_then_sum",
+                           "rewards": {"longest": {"reward": "check_longest"}}})
+    assert check(config, backend) == []
+
+
+def test_verl_refuses_with_every_key_named():
+    config = parse_config({"rewards": {"longest": {"reward": "check_longest"}}})
+    with pytest.raises(ConfigError) as err:
+        check(config, "verl", "x.yaml")
+    assert [k for k, _ in err.value.problems] == ["on_error", "rewards.longest.reward"]
+
+
+def test_a_schedule_is_a_staircase_where_the_step_is_pinned():
+    config = load_config(ROOT / "examples" / "quickstart.yaml")
+    assert check(config, "trl") == [] and check(config, "swift") == []
+    for backend in ("easyr1", "verl"):
+        (warning,) = check(config, backend)
+        assert warning.startswith("rewards.format.weight follows a schedule")
+
+
+def test_a_pinned_file_names_the_stages_it_never_reaches():
+    config = load_config(CONFIGS / "staged.yaml")
+    (warning,) = pinned_file_warnings(config, "easyr1", 0)
+    assert "step(s) 2 never apply" in warning
+    assert pinned_file_warnings(config, "easyr1", 2) == []
+    assert pinned_file_warnings(config, "swift", 0) == []
+
+
+def test_export_prints_the_warnings(tmp_path: Path, capsys):
+    assert cli_run("export", ["easyr1", str(CONFIGS / "staged.yaml"),
+                              "-o", str(tmp_path / "r.py")]) == 0
+    err = capsys.readouterr().err
+    assert "rewards.tags.weight follows a schedule" in err
+    assert "pinned to step 0: the stages that start at step(s) 2 never apply" in err
+
+
+def test_train_dry_run_lists_the_warnings(tmp_path: Path, capsys):
+    import json
+
+    assert cli_run("train", [str(CONFIGS / "staged.yaml"), "--dry-run", "--json",
+                             "--output-dir", str(tmp_path)]) == 0
+    description = json.loads(capsys.readouterr().out)
+    assert [w.split(" follows")[0] for w in description["warnings"]] == ["rewards.tags.weight"]
+
+
+def test_sagemaker_launch_warns_that_easyr1_pins_the_step(capsys):
+    from rewardkit_trainers.fidelity import launch_warnings
+
+    (warning,) = launch_warnings(ROOT / "examples" / "sagemaker-gui-easyr1.yaml", "easyr1")
+    assert "stages that start at step(s) 20" in warning
+    assert launch_warnings(ROOT / "examples" / "sagemaker-gsm8k-trl.yaml", "trl") == []

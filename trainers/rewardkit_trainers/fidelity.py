@@ -1,0 +1,143 @@
+"""Whether a backend trains exactly what a reward config says, checked before a run.
+
+Some settings need more than one response at a time (per-group rewards,
+``normalize_then_sum``, masking a failed grading with its group's mean), some need the
+row's columns (``when:`` routing), and some need the training step (stages and weight
+schedules). Each backend passes a different subset of these to a reward function:
+
+================  =============  ===============  ===========  ========================
+backend           whole groups   row columns      step         failed grading
+================  =============  ===============  ===========  ========================
+TRL >= 1.16       yes            yes              yes          None: row masked by TRL
+ms-swift 4.x      yes (gathered  yes              yes          group mean: 0 advantage
+                  across ranks)
+EasyR1            yes (packed    yes (packed      no: one job  group mean: 0 advantage
+                  prompt id)     in ``answer``)   per stage
+verl 0.9          no: one        yes              no: one job  refused
+                  response                        per stage
+================  =============  ===============  ===========  ========================
+
+:func:`check` raises :class:`rewardkit.ConfigError` for what a backend cannot train
+faithfully, and returns warnings for what it approximates (a weight schedule evaluated
+once per job where the backend pins the step).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rewardkit import ConfigError, RewardSet
+from rewardkit.config import RewardConfig
+
+#: the first TRL whose GRPOTrainer leaves a row whose rewards are all None out of the
+#: group statistics (nanmean/nanstd), so that it gets no advantage
+MASKING_TRL = (1, 16)
+
+#: backends that pass no step to rewards (stages run as successive resumed jobs)
+STEP_PINNED = frozenset({"easyr1", "verl"})
+
+
+def group_needs(config: RewardConfig) -> list[tuple[str, str]]:
+    """(config key, reason) for every setting that needs each response's whole group."""
+    needs = []
+    if config.aggregate == "normalize_then_sum":
+        needs.append(("aggregate", "normalize_then_sum standardises each component within "
+                                   "a prompt's group"))
+    if config.on_error == "null":
+        needs.append(("on_error", "null masks a failed grading, which needs the other "
+                                  "responses of its group"))
+    rs = RewardSet(config)
+    for name, comp in rs.components.items():
+        if getattr(comp.reward_class, "group", False):
+            needs.append((f"rewards.{name}.reward",
+                          f"{comp.reward_class.name} is a per-group reward"))
+    return needs
+
+
+def scheduled_components(config: RewardConfig) -> list[str]:
+    """Components whose weight changes continuously with the step (a schedule)."""
+    rs = RewardSet(config)
+    return [name for name, comp in rs.components.items()
+            if rs.is_scheduled(name)
+            and any(not isinstance(s.weight, int | float) for s in comp.stages)]
+
+
+def check(config: RewardConfig, backend: str, source: str = "<config>") -> list[str]:
+    """Refuse (:class:`ConfigError`) what ``backend`` cannot train as the config says;
+    return warnings for what it approximates."""
+    backend = backend.lower()
+    if backend == "verl":
+        needs = group_needs(config)
+        if needs:
+            raise ConfigError(source, [
+                (key, f"{why}; verl's reward function scores one response at a time, so "
+                      "it cannot (use backend trl, swift or easyr1, or change the setting)")
+                for key, why in needs])
+    if backend == "trl" and config.on_error == "null":
+        found = installed_version("trl")
+        if found is not None and found < MASKING_TRL:
+            raise ConfigError(source, [(
+                "on_error",
+                f"null needs TRL >= {'.'.join(map(str, MASKING_TRL))} (installed: "
+                f"{'.'.join(map(str, found))}): older GRPOTrainers turn a missing reward "
+                "into 0 and train on it with a real advantage")])
+    warnings = []
+    if backend in STEP_PINNED:
+        for name in scheduled_components(config):
+            warnings.append(
+                f"rewards.{name}.weight follows a schedule, but {backend} passes no step: "
+                "each job evaluates it at its first step, so it moves as a staircase (add "
+                "boundaries with train.stages for a finer one)")
+    return warnings
+
+
+def installed_version(dist: str) -> tuple[int, int] | None:
+    """(major, minor) of an installed distribution; None when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        parts = version(dist).split(".")
+        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
+    except (PackageNotFoundError, ValueError, IndexError):
+        return None
+
+
+def stage_boundaries(config: RewardConfig) -> list[int]:
+    """Every ``until_step`` of the config's reward stages, sorted."""
+    found = {stage.until_step for comp in config.rewards.values() for stage in comp.stages or []
+             if stage.until_step is not None}
+    return sorted(found)
+
+
+def pinned_file_warnings(config: RewardConfig, backend: str, step: int) -> list[str]:
+    """Warnings for one reward file (or override set) pinned to ``step``: the stages it
+    never reaches, where the backend passes no step."""
+    if backend.lower() not in STEP_PINNED:
+        return []
+    later = [b for b in stage_boundaries(config) if b > step]
+    if not later:
+        return []
+    return [f"pinned to step {step}: the stages that start at step(s) "
+            f"{', '.join(map(str, later))} never apply in a job that uses it ({backend} "
+            "passes no step). Run `rewardkit train` (one job per stage, each resuming the "
+            "last), or export one file per stage with --step and run them in turn"]
+
+
+def launch_warnings(config_path: Path, backend: str) -> list[str]:
+    """Warnings for a SageMaker launch: its ``easyr1``/``verl`` job runs one trainer
+    command with one reward file, pinned to one step."""
+    if backend.lower() not in STEP_PINNED:
+        return []
+    from rewardkit.config import load_config
+
+    config = load_config(config_path)
+    out = []
+    if boundaries := stage_boundaries(config):
+        out.append(
+            f"the {backend} job runs one trainer command whose reward is pinned to one "
+            f"step: the stages that start at step(s) {', '.join(map(str, boundaries))} apply "
+            "only if the channel's reward file was exported with that --step. Launch one "
+            "job per stage (each exported with --step <stage start>, each resuming the "
+            "previous job's checkpoint prefix)")
+    out += [w for w in check(config, backend, str(config_path)) if "schedule" in w]
+    return out
