@@ -9,6 +9,7 @@ DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sand
 STAMP  := $(VENV)/.installed
 # optional extras a distribution needs for its tests
 EXTRAS_rewardkit-gui := [generate]
+EXTRAS_rewardkit-judge := [model,http]
 EXTRAS_trainers      := [trl,sagemaker,test]
 # the CPU build of torch lies on disk; pinned first so nothing pulls a CUDA build
 TORCH  := torch==2.13.0
@@ -28,7 +29,7 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) trainers/backends
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(PIP_QUIET) $(BIN)/python -m pip install -q "$(TORCH)" $(TESTED) -e ".[math,test,ray,bench]" \
+	$(PIP_QUIET) $(BIN)/python -m pip install -q "$(TORCH)" $(TESTED) -e ".[math,cjk,tokens,test,ray,bench]" \
 	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
 	@test -x $(CHROMIUM) || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \

@@ -79,6 +79,11 @@ class Case(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     step: int = 0
     component: str | None = None
+    group: list[Any] = Field(
+        default_factory=list,
+        description="other completions of the same prompt, scored in one group with this "
+        "one (for group rewards); the expectation is about this case's completion",
+    )
     expect: Expect
 
 
@@ -195,9 +200,10 @@ class LoadedCases:
         """Score case ``i``; returns (problem or "", the score checked)."""
         case = self.spec.cases[i]
         rs = self.reward_set()
-        sample = Sample(prompt=case.prompt, completion=case.completion,
-                        reference=case.reference, metadata=dict(case.metadata))
-        result = rs.score([sample], step=case.step)
+        samples = [Sample(prompt=case.prompt, completion=completion,
+                          reference=case.reference, metadata=dict(case.metadata))
+                   for completion in [case.completion, *case.group]]
+        result = rs.score(samples, step=case.step)
         if self.spec.reward is not None:
             score = result[0].scores[self.spec.reward]
         elif case.component is not None:

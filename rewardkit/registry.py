@@ -33,6 +33,7 @@ DEFAULT_PLUGINS = (
     "rewardkit.builtin.format",
     "rewardkit.builtin.math",
     "rewardkit.builtin.content",
+    "rewardkit.builtin.length_scaled",
 )
 #: the built-in commands: a default plugin too, loaded when the command line is built
 #: (:meth:`Registry.load_default`), so scoring processes never import the CLI's libraries

@@ -4,40 +4,38 @@
     DAPO's soft overlong punishment: 0 up to ``max_length - buffer``, then linear down
     to ``-penalty`` at ``max_length`` (and beyond).
 ``repetition_penalty``
-    minus the share of repeated word n-grams: loops and copy-paste padding cost.
+    minus the share of repeated n-grams (of words, characters, Chinese words or tokens):
+    loops and copy-paste padding cost, in any script.
 ``keyword_coverage``
     groups of required terms (domain text: a symptom *and* a diagnosis *and* a
     therapy): partial credit for some groups, full credit for all (optionally in order).
 
-All are inline and linear in the length of the output.
+All are inline and linear in the length of the output. Lengths in real tokens come
+from the trainer's ``completion_ids`` or a named local tokenizer (see
+:mod:`rewardkit.lengths`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import tag_block
+from rewardkit.builtin._segmentation import SegmenterMissing, chinese_words
 from rewardkit.hookspecs import hookimpl
+from rewardkit.lengths import LengthError, LengthParams, completion_length, completion_token_ids
 from rewardkit.types import Sample, Score
 
-Unit = Literal["chars", "tokens"]
 
-
-def _length(text: str, unit: Unit) -> int:
-    return len(text) if unit == "chars" else len(text.split())
-
-
-class OverlongParams(Params):
+class OverlongParams(LengthParams):
     """Parameters of overlong_penalty."""
 
     max_length: int = Field(gt=0, description="length at which the full penalty applies")
     buffer: int = Field(gt=0, description="width of the linear ramp before max_length")
-    unit: Unit = Field("chars", description="chars, or whitespace-separated tokens")
     penalty: float = Field(1.0, ge=0, description="value is -penalty at and past max_length")
 
     @model_validator(mode="after")
@@ -56,41 +54,91 @@ def overlong_penalty(sample: Sample, params: OverlongParams) -> Score:
 
     Why soft: a hard cut-off punishes a sound answer one token over the limit as hard as
     rambling; the ramp tells the policy which way to go. Example (max_length 100,
-    buffer 20): 80 chars -> 0.0, 90 -> -0.5, 150 -> -1.0.
+    buffer 20): 80 chars -> 0.0, 90 -> -0.5, 150 -> -1.0. With ``unit: tokens`` the
+    length is the trainer's ``completion_ids`` count, else the named tokenizer's
+    (``details.length_source`` says which); with neither, status error.
     """
-    length = _length(sample.text, params.unit)
+    try:
+        length, source = completion_length(sample, params.unit, params.tokenizer)
+    except LengthError as exc:
+        return Score.error(str(exc))
     start = params.max_length - params.buffer
     over = min(max(0, length - start), params.buffer)
     value = -params.penalty * over / params.buffer if over else 0.0
-    return Score.ok(value, length=length)
+    return Score.ok(value, length=length, length_source=source)
+
+
+NgramUnit = Literal["words", "chars", "zh_words", "tokens"]
 
 
 class RepetitionParams(Params):
     """Parameters of repetition_penalty."""
 
-    n: int = Field(3, ge=1, description="n-gram size, in words")
+    n: int = Field(3, ge=1, description="n-gram size, in units")
+    unit: NgramUnit = Field(
+        "words",
+        description="what an n-gram is made of: words (whitespace-separated), chars "
+        "(characters, whitespace left out: Chinese, Japanese, any script), zh_words "
+        "(Chinese words segmented by jieba, as open-r1's language zh) or tokens (the "
+        "trainer's completion_ids, else the tokenizer below)",
+    )
+    tokenizer: str | None = Field(
+        None, description="local tokenizer path for unit tokens without completion_ids"
+    )
     penalty: float = Field(1.0, ge=0, description="value of an output that is all repeats")
     min_ngrams: int = Field(
         1, ge=1, description="outputs with fewer n-grams than this are not penalised"
     )
+    tag: str | None = Field(
+        None, description="only look inside the last block of this tag, e.g. think "
+        "(null: the whole output; not with unit tokens)"
+    )
+
+    @model_validator(mode="after")
+    def _tag_needs_text(self) -> RepetitionParams:
+        if self.tag is not None and self.unit == "tokens":
+            raise ValueError("tag selects text; token ids cover the whole output")
+        return self
+
+
+def _units(sample: Sample, params: RepetitionParams) -> Sequence[Hashable]:
+    text = sample.text
+    if params.tag is not None:
+        text = tag_block(text, params.tag) or ""
+    if params.unit == "words":
+        return text.casefold().split()
+    if params.unit == "chars":
+        return [ch for ch in text.casefold() if not ch.isspace()]
+    if params.unit == "zh_words":
+        return chinese_words(text.casefold())
+    ids, _ = completion_token_ids(sample, params.tokenizer)
+    return ids
 
 
 @reward(params=RepetitionParams)
 def repetition_penalty(sample: Sample, params: RepetitionParams) -> Score:
-    """Minus the share of word n-grams that repeat an earlier one.
+    """Minus the share of n-grams that repeat an earlier one.
 
-    ``-penalty * repeated / total`` over the word n-grams of the output, where
-    ``repeated`` counts n-grams already seen earlier in it (case-insensitive).
+    ``-penalty * repeated / total`` over the n-grams of the output, where ``repeated``
+    counts n-grams already seen earlier in it (case-insensitive). The n-grams are made of
+    ``unit``: words for spaced scripts; characters, jieba-segmented words or tokens for
+    text without spaces (``这个这个这个这个这个``, n=2: zh_words -> -0.75 as open-r1,
+    chars -> -7/9, words -> 0.0 since it is one "word").
 
     0 for text without repeats; near ``-penalty`` for a loop (``"the answer is 4. "``
     a hundred times). Example (n=1): ``"a b a b"`` -> -0.5.
     """
-    words = sample.text.casefold().split()
+    try:
+        units = _units(sample, params)
+    except LengthError as exc:
+        return Score.error(str(exc))
+    except SegmenterMissing as exc:
+        return Score.error(str(exc))
     n = params.n
-    total = len(words) - n + 1
+    total = len(units) - n + 1
     if total < params.min_ngrams or total <= 0:
         return Score.ok(0.0, ngrams=max(total, 0))
-    distinct = len(set(zip(*(words[i:] for i in range(n)), strict=False)))
+    distinct = len(set(zip(*(units[i:] for i in range(n)), strict=False)))
     repeated = total - distinct
     return Score.ok(-params.penalty * repeated / total, ngrams=total, repeated=repeated)
 

@@ -9,6 +9,7 @@ TRL GSM8K recipe and the ``<think>/<answer>`` layout of R1-style prompts are con
 ``tag_count``        partial credit per tag present exactly once, minus trailing text
 ``answer_is_number`` the answer block holds a plain number
 ``final_answer_line`` a regex over the output (default: ``#### The final answer is N``)
+``reasoning_steps``  partial credit per step marker (``Step 1:``, ``1.``, bullets, "First,")
 ==================== =================================================================
 
 All are inline (pure, linear-time on any input).
@@ -221,6 +222,52 @@ def final_answer_line(sample: Sample, params: LineParams) -> float:
     return params.score if _compiled(params.pattern).search(sample.text) else 0.0
 
 
+#: open-r1's step markers; numbered lines count on every line here (open-r1: only the first)
+DEFAULT_STEP_MARKERS = (r"Step \d+:", r"^\d+\.", r"\n-", r"\n\*", "First,", "Second,", "Next,",
+                        "Finally,")
+
+
+class StepsParams(Params):
+    """Parameters of reasoning_steps."""
+
+    min_steps: int = Field(3, ge=1, description="markers needed for full credit")
+    markers: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_STEP_MARKERS),
+        min_length=1,
+        description="regular expressions of a step marker (multiline: ^ is a line start)",
+    )
+    score: float = Field(1.0, description="value with at least min_steps markers")
+
+    @field_validator("markers")
+    @classmethod
+    def _markers_compile(cls, markers: list[str]) -> list[str]:
+        for marker in markers:
+            try:
+                re.compile(marker)
+            except re.error as exc:
+                raise ValueError(f"marker {marker!r} is not a valid regular expression: "
+                                 f"{exc}") from None
+        return markers
+
+
+@lru_cache(maxsize=16)
+def _steps_pattern(markers: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{m})" for m in markers), re.MULTILINE)
+
+
+@reward(params=StepsParams)
+def reasoning_steps(sample: Sample, params: StepsParams) -> Score:
+    """Partial credit for visible step-by-step reasoning (open-r1's ``reasoning_steps``).
+
+    ``score * min(1, markers / min_steps)``, counting every match of the step markers:
+    ``Step N:``, a numbered line ``N.``, a bullet line (``-`` or ``*``) and the
+    transitions ``First,`` ``Second,`` ``Next,`` ``Finally,``. Example: ``"Step 1: add"``
+    -> 1/3; three steps or more -> 1.0.
+    """
+    found = sum(1 for _ in _steps_pattern(tuple(params.markers)).finditer(sample.text))
+    return Score.ok(params.score * min(1.0, found / params.min_steps), steps=found)
+
+
 @hookimpl
 def register_rewards(register: Callable[[type[Reward]], None]) -> None:
     register(soft_format)
@@ -228,3 +275,4 @@ def register_rewards(register: Callable[[type[Reward]], None]) -> None:
     register(tag_count)
     register(answer_is_number)
     register(final_answer_line)
+    register(reasoning_steps)

@@ -33,6 +33,7 @@ from typing import Any
 
 from rewardkit import Sample
 from rewardkit.config import RewardConfig
+from rewardkit.lengths import COMPLETION_IDS
 
 from rewardkit_trainers.scoring import (
     TRAINER_KWARGS,
@@ -48,11 +49,14 @@ AGGREGATION = {"weighted_sum": "sum_then_normalize", "normalize_then_sum": "norm
 
 
 def build_samples(prompts: Sequence[Any], completions: Sequence[Any],
-                  columns: Mapping[str, Any], reference_column: str) -> list[Sample]:
+                  columns: Mapping[str, Any], reference_column: str,
+                  completion_ids: Sequence[Any] | None = None) -> list[Sample]:
     """Samples from a trainer's reward-function arguments.
 
     ``columns`` are the dataset columns as lists (one value per completion); the
     reference column becomes ``Sample.reference``, the others ``Sample.metadata``.
+    ``completion_ids`` (the policy's token ids of each completion) go to
+    ``metadata["completion_ids"]``, where rewards with ``unit: tokens`` count them.
     """
     n = len(completions)
     meta_cols = {k: v for k, v in columns.items()
@@ -66,6 +70,10 @@ def build_samples(prompts: Sequence[Any], completions: Sequence[Any],
             reference=refs[i] if refs is not None else None,
             metadata={k: v[i] for k, v in meta_cols.items()},
         ))
+    if completion_ids is not None and len(completion_ids) == n:
+        for sample, ids in zip(samples, completion_ids, strict=True):
+            sample.metadata[COMPLETION_IDS] = ids.tolist() if hasattr(ids, "tolist") \
+                else list(ids)
     return samples
 
 
@@ -89,7 +97,8 @@ class ComponentReward:
                  log_metric: Callable[[str, float], None] | None = None,
                  **columns: Any) -> list[float | None]:
         step = global_step(trainer_state)
-        local = build_samples(prompts, completions, columns, self.reference_column)
+        local = build_samples(prompts, completions, columns, self.reference_column,
+                              completion_ids)
         samples, start = gather_across_ranks(local)  # whole groups for per-group rewards
         result = self.scorer.score(samples, step)
         values = list(result.values(self.name))

@@ -10,9 +10,9 @@ from rewardkit import RewardSet
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
-def test_only_the_verdict_trains_the_agreement_is_logged() -> None:
+def test_the_verdict_trains_loops_cost_the_agreement_is_logged() -> None:
     rs = RewardSet.from_file(EXAMPLES / "translation-verdict.yaml")
-    assert rs.weights(0) == {"verdict": 1.0, "criteria_agreement": 0.0}
+    assert rs.weights(0) == {"verdict": 1.0, "criteria_agreement": 0.0, "loops": 0.2}
 
 
 def test_every_sample_row_is_graded() -> None:

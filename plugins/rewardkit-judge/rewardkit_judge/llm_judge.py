@@ -1,0 +1,350 @@
+"""``llm_judge``: a rubric prompt sent to an OpenAI-compatible chat endpoint, the score
+read from the answer.
+
+In real use the endpoint is a vLLM server (``vllm serve MODEL``: ``base_url`` is
+``http://HOST:8000/v1``); ``python -m rewardkit_judge.chat_server`` serves a local
+transformers model the same way. Per request: a timeout, retries with exponential
+backoff on connection errors, timeouts, 429 and 5xx answers; per component: at most
+``concurrency`` requests in flight. Verdicts are cached in the process, keyed by
+(prompt, completion, rubric, model) and the template, so a completion seen again (a
+re-scored batch, a duplicate in a group) costs no request.
+
+A grading that fails is never a 0: an endpoint that cannot be reached, keeps failing, or
+answers without a readable score gives status ``error`` with the reason.
+Needs ``pip install 'rewardkit-judge[http]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator, model_validator
+
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, completion_text
+
+DEFAULT_TEMPLATE = """\
+Grade the response below against the rubric.
+
+Rubric:
+{rubric}
+
+Prompt:
+{prompt}
+
+Response:
+{completion}
+
+Answer with "Score: N", N from {min_score} to {max_score}."""
+
+DEFAULT_SCORE_PATTERN = r"(?i)score\s*[:=]?\s*(-?\d+(?:\.\d+)?)"
+
+
+class EndpointParams(Params):
+    """How to reach the judge: shared by every reward that asks a chat endpoint."""
+
+    #: the placeholders ``template`` may use
+    PLACEHOLDERS: ClassVar[tuple[str, ...]] = ("prompt", "completion", "reference")
+
+    base_url: str = Field(description="the endpoint's OpenAI API root, e.g. "
+                          "http://127.0.0.1:8000/v1")
+    model: str = Field(description="model name sent in each request")
+    template: str = Field(DEFAULT_TEMPLATE, description="the user message; placeholders in "
+                          "braces are filled in (see the reward)")
+    system: str | None = Field(None, description="system message, if any")
+    temperature: float = Field(0.0, ge=0, description="sampling temperature of the judge")
+    max_tokens: int = Field(256, gt=0, description="most tokens the judge may answer")
+    concurrency: int = Field(8, ge=1, description="requests in flight at once")
+    request_timeout: float = Field(60.0, gt=0, description="seconds per HTTP request")
+    retries: int = Field(3, ge=0, description="retries after a failed request")
+    backoff: float = Field(0.5, ge=0, description="first retry delay in seconds, doubled "
+                           "after each retry")
+    cache_size: int = Field(
+        100_000, ge=0, description="verdicts kept in the in-process cache (0: no cache)"
+    )
+    api_key_env: str | None = Field(
+        None, description="environment variable holding a bearer token for the endpoint"
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _template_fills(self) -> EndpointParams:
+        try:
+            self.template.format(**dict.fromkeys(self.PLACEHOLDERS, ""))
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"template has an unknown or malformed placeholder: {exc}; "
+                             f"known: {', '.join(self.PLACEHOLDERS)} (literal braces are "
+                             "doubled: {{ }})") from None
+        return self
+
+
+class JudgeParams(EndpointParams):
+    """Parameters of llm_judge."""
+
+    PLACEHOLDERS: ClassVar[tuple[str, ...]] = ("rubric", "prompt", "completion", "reference",
+                                               "min_score", "max_score")
+
+    rubric: str = Field(min_length=1, description="what the judge grades against")
+    score_pattern: str = Field(
+        DEFAULT_SCORE_PATTERN,
+        description="regular expression whose first group is the score; the last match "
+        "in the answer counts",
+    )
+    min_score: float = Field(0.0, description="lowest score the rubric gives")
+    max_score: float = Field(10.0, description="highest score the rubric gives")
+    normalize: bool = Field(
+        True, description="value = (score - min_score) / (max_score - min_score), in 0..1"
+    )
+
+    @field_validator("score_pattern")
+    @classmethod
+    def _one_group(cls, value: str) -> str:
+        try:
+            groups = re.compile(value).groups
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        if groups < 1:
+            raise ValueError("score_pattern needs a group around the score")
+        return value
+
+    @model_validator(mode="after")
+    def _range(self) -> JudgeParams:
+        if self.max_score <= self.min_score:
+            raise ValueError(f"max_score ({self.max_score}) must exceed min_score "
+                             f"({self.min_score})")
+        return self
+
+
+class EndpointError(Exception):
+    """The endpoint failed for good (after retries) or answered something unusable."""
+
+
+def _prompt_text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list | tuple):
+        return "\n".join(f"{m.get('role', '')}: {completion_text([m])}"
+                         for m in prompt if isinstance(m, Mapping))
+    return "" if prompt is None else str(prompt)
+
+
+def _reference_text(reference: Any) -> str:
+    if reference is None:
+        return ""
+    return reference if isinstance(reference, str) else json.dumps(reference,
+                                                                   ensure_ascii=False)
+
+
+class ChatClient:
+    """Posts chat-completion requests with a concurrency limit, timeouts and retries.
+
+    Built inside the event loop that uses it (httpx clients belong to one loop).
+    """
+
+    RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+    def __init__(self, base_url: str, concurrency: int, timeout: float, retries: int,
+                 backoff: float, api_key: str | None) -> None:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        limits = httpx.Limits(max_connections=concurrency,
+                              max_keepalive_connections=concurrency)
+        self._httpx = httpx
+        self._client = httpx.AsyncClient(base_url=base_url, timeout=timeout, headers=headers,
+                                         limits=limits)
+        self._gate = asyncio.Semaphore(concurrency)
+        self._retries = retries
+        self._backoff = backoff
+        self.requests = 0  # requests sent, retries included
+
+    async def complete(self, body: dict[str, Any]) -> str:
+        """The assistant message's content for ``body``; raises :class:`EndpointError`."""
+        delay = self._backoff
+        problem = ""
+        for attempt in range(self._retries + 1):
+            if attempt:
+                await asyncio.sleep(delay)
+                delay *= 2
+            async with self._gate:
+                self.requests += 1
+                try:
+                    response = await self._client.post("/chat/completions", json=body)
+                except self._httpx.TimeoutException:
+                    problem = "request timed out"
+                    continue
+                except self._httpx.HTTPError as exc:
+                    problem = f"cannot reach the endpoint: {type(exc).__name__}: {exc}"
+                    continue
+            if response.status_code in self.RETRY_STATUS:
+                problem = f"endpoint answered HTTP {response.status_code}"
+                continue
+            if response.status_code >= 400:
+                raise EndpointError(f"endpoint answered HTTP {response.status_code}: "
+                                    f"{response.text[:200]}")
+            try:
+                content = response.json()["choices"][0]["message"]["content"]
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise EndpointError("endpoint answer is not a chat completion: "
+                                    f"{response.text[:200]!r}") from None
+            if not isinstance(content, str):
+                raise EndpointError(f"chat completion content is {type(content).__name__}")
+            return content
+        raise EndpointError(f"{problem} (after {self._retries + 1} attempts)")
+
+
+class EndpointJudge(Reward):
+    """Base of the rewards whose verdict comes from a chat endpoint.
+
+    A subclass says what to ask (:meth:`fields`: the template's placeholders), how to
+    read the answer (:meth:`parse`, raising :class:`EndpointError` when it cannot) and
+    what the reading is worth (:meth:`verdict`). The base sends the request with the
+    concurrency limit, timeouts and retries, caches parsed readings and coalesces
+    identical questions asked at once.
+    """
+
+    Params = EndpointParams
+    params: EndpointParams
+    mode = ExecutionMode.ASYNC
+    timeout = 600.0
+
+    def setup(self) -> None:
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
+        self._client: ChatClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def fields(self, sample: Sample) -> dict[str, str]:
+        """Values of the template's placeholders for ``sample``."""
+        return {"prompt": _prompt_text(sample.prompt), "completion": sample.text,
+                "reference": _reference_text(sample.reference)}
+
+    def parse(self, answer: str) -> Any:
+        raise NotImplementedError
+
+    def verdict(self, reading: Any, cached: bool) -> Score:
+        raise NotImplementedError
+
+    def _chat_client(self) -> ChatClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            p = self.params
+            api_key = os.environ.get(p.api_key_env) if p.api_key_env else None
+            self._client = ChatClient(p.base_url, p.concurrency, p.request_timeout,
+                                      p.retries, p.backoff, api_key)
+            self._client_loop = loop
+        return self._client
+
+    def messages(self, sample: Sample) -> list[dict[str, str]]:
+        """The chat messages sent to the judge for ``sample``."""
+        p = self.params
+        user = p.template.format(**self.fields(sample))
+        out = [{"role": "system", "content": p.system}] if p.system else []
+        return [*out, {"role": "user", "content": user}]
+
+    def cache_key(self, sample: Sample) -> str:
+        """Key of the verdict cache: what is asked (prompt, completion, rubric and
+        template, all in the messages) and of which model."""
+        blob = json.dumps([self.params.model, self.messages(sample)], ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    async def judge(self, sample: Sample) -> str:
+        """The judge's raw answer for ``sample`` (one request, with retries)."""
+        p = self.params
+        body = {"model": p.model, "messages": self.messages(sample),
+                "temperature": p.temperature, "max_tokens": p.max_tokens}
+        return await self._chat_client().complete(body)
+
+    async def score(self, sample: Sample) -> Score:
+        key = self.cache_key(sample)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self.verdict(self._cache[key], cached=True)
+        pending = self._inflight.get(key)
+        if pending is not None:  # the same question is already asked
+            try:
+                return self.verdict(await asyncio.shield(pending), cached=True)
+            except EndpointError as exc:
+                return Score.error(str(exc))
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            reading = self.parse(await self.judge(sample))
+        except Exception as exc:
+            failure = exc if isinstance(exc, EndpointError) else \
+                EndpointError(f"judge request failed: {type(exc).__name__}: {exc}")
+            future.set_exception(failure)
+            future.exception()  # retrieved: no "never retrieved" warning
+            return Score.error(str(failure))
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(reading)
+        if self.params.cache_size:
+            self._cache[key] = reading
+            while len(self._cache) > self.params.cache_size:
+                self._cache.popitem(last=False)
+        return self.verdict(reading, cached=False)
+
+
+class LLMJudge(EndpointJudge):
+    """A judge model's rubric score of the completion, from an OpenAI-compatible endpoint.
+
+    The user message is ``template`` filled with ``{rubric}``, ``{prompt}``,
+    ``{completion}``, ``{reference}``, ``{min_score}`` and ``{max_score}``; the score is
+    the first group of the last ``score_pattern`` match in the answer, within
+    ``min_score``..``max_score``, normalised to 0..1 by default. An unreachable or
+    failing endpoint (after ``retries``) and an answer without a score in range are
+    status error, never 0. Example (0-10 rubric): the judge answers "Clear and correct.
+    Score: 8" -> 0.8.
+    """
+
+    name = "llm_judge"
+    Params = JudgeParams  # type: ignore[assignment]
+    params: JudgeParams
+
+    def setup(self) -> None:
+        super().setup()
+        self._pattern = re.compile(self.params.score_pattern)
+
+    def fields(self, sample: Sample) -> dict[str, str]:
+        p = self.params
+        return {**super().fields(sample), "rubric": p.rubric,
+                "min_score": f"{p.min_score:g}", "max_score": f"{p.max_score:g}"}
+
+    def parse(self, answer: str) -> float:
+        """The score in the judge's answer; raises :class:`EndpointError` when there is
+        none in range."""
+        p = self.params
+        matches = self._pattern.findall(answer)
+        if not matches:
+            raise EndpointError(f"no score in the judge's answer: {answer[:120]!r}")
+        last = matches[-1]
+        raw = last[0] if isinstance(last, tuple) else last
+        try:
+            score = float(raw)
+        except ValueError:
+            raise EndpointError(f"score {raw!r} is not a number") from None
+        if not p.min_score <= score <= p.max_score:
+            raise EndpointError(f"score {score:g} outside {p.min_score:g}..{p.max_score:g}")
+        return score
+
+    def verdict(self, reading: float, cached: bool) -> Score:
+        p = self.params
+        value = (reading - p.min_score) / (p.max_score - p.min_score) if p.normalize \
+            else reading
+        return Score.ok(value, judge_score=reading, cached=cached)

@@ -1,0 +1,181 @@
+"""``reward_model``: a transformers sequence-classification reward model scores each
+prompt + completion.
+
+The conversation (the prompt's messages, or the prompt text as a user turn, then the
+completion as the assistant turn) goes through the model's chat template when its
+tokenizer has one, else prompt and completion are joined. Requests from concurrent
+samples are gathered into batches of ``batch_size`` (see :mod:`rewardkit_judge.micro_batch`)
+and run with ``torch.no_grad`` on ``device``. The model and tokenizer are loaded once per
+process (per path, device and dtype) and shared by every component that names them.
+The value is the logit of ``label`` (or its sigmoid).
+
+Needs ``pip install 'rewardkit-judge[model]'``; nothing is downloaded: ``model`` is a
+local directory written by ``save_pretrained``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, completion_text
+from rewardkit_judge.micro_batch import MicroBatcher
+
+
+class RewardModelParams(Params):
+    """Parameters of reward_model."""
+
+    model: str = Field(description="local directory of the model and its tokenizer")
+    device: str = Field("auto", description="auto (cuda when available), cpu, cuda, cuda:N")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="weights dtype; auto: the checkpoint's own"
+    )
+    batch_size: int = Field(16, ge=1, description="completions per forward pass")
+    max_wait_ms: float = Field(
+        5.0, ge=0, description="how long a partial batch waits for more requests"
+    )
+    max_length: int = Field(2048, gt=0, description="tokens per input; longer is truncated")
+    label: int = Field(0, ge=0, description="which output logit is the reward")
+    transform: Literal["logit", "sigmoid"] = Field(
+        "logit", description="the value: the raw logit, or its sigmoid (0..1)"
+    )
+    chat_template: bool = Field(
+        True, description="apply the tokenizer's chat template (when it has one)"
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _model_is_local(cls, value: str) -> str:
+        path = Path(value).expanduser()
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{value!r} is not a local model directory (no config.json); "
+                             "reward_model loads local checkpoints only, nothing is "
+                             "downloaded")
+        return str(path)
+
+
+class _Loaded:
+    """A model, its tokenizer and the device they live on."""
+
+    def __init__(self, model: Any, tokenizer: Any, device: Any) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = device
+
+
+_MODELS: dict[tuple[str, str, str], _Loaded] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_reward_model(path: str, device: str = "auto", dtype: str = "auto") -> _Loaded:
+    """The sequence-classification model at ``path``, loaded once per process."""
+    key = (path, device, dtype)
+    with _MODELS_LOCK:
+        if key in _MODELS:
+            return _MODELS[key]
+        try:
+            import torch
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        except ImportError:
+            raise RuntimeError("reward_model needs transformers and torch: "
+                               "pip install 'rewardkit-judge[model]'") from None
+        target = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        kwargs: dict[str, Any] = {"local_files_only": True}
+        if dtype != "auto":
+            kwargs["dtype"] = getattr(torch, dtype)
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(path, **kwargs)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if model.config.pad_token_id is None:
+            model.config.pad_token_id = tokenizer.pad_token_id
+        model.to(target).eval()
+        loaded = _Loaded(model, tokenizer, torch.device(target))
+        _MODELS[key] = loaded
+        return loaded
+
+
+def conversation(prompt: Any, completion: Any) -> list[dict[str, Any]]:
+    """The chat messages of a prompt and its completion.
+
+    >>> conversation("2+2?", "4")
+    [{'role': 'user', 'content': '2+2?'}, {'role': 'assistant', 'content': '4'}]
+    """
+    if isinstance(prompt, list | tuple):
+        messages = [dict(m) for m in prompt if isinstance(m, Mapping)]
+    elif prompt:
+        messages = [{"role": "user", "content": str(prompt)}]
+    else:
+        messages = []
+    if isinstance(completion, list | tuple) and all(isinstance(m, Mapping) for m in completion):
+        messages += [dict(m) for m in completion]
+    else:
+        messages.append({"role": "assistant", "content": completion_text(completion)})
+    return messages
+
+
+class RewardModel(Reward):
+    """A transformers reward model's score of prompt + completion (batched, CPU or GPU).
+
+    The value is the model's logit for ``label`` (``transform: sigmoid`` squashes it
+    into 0..1). Inputs are rendered with the tokenizer's chat template, truncated to
+    ``max_length`` tokens, and scored ``batch_size`` at a time. A failed forward pass
+    is status error for the samples of that batch.
+    """
+
+    name = "reward_model"
+    Params = RewardModelParams
+    params: RewardModelParams
+    mode = ExecutionMode.ASYNC
+    timeout = 300.0
+
+    def setup(self) -> None:
+        p = self.params
+        self._loaded = load_reward_model(p.model, p.device, p.dtype)
+        self._batcher: MicroBatcher[Sample] = MicroBatcher(
+            self._score_batch, p.batch_size, p.max_wait_ms / 1000)
+
+    def render(self, sample: Sample) -> str:
+        """The text the model reads for ``sample``."""
+        tokenizer = self._loaded.tokenizer
+        if self.params.chat_template and getattr(tokenizer, "chat_template", None):
+            text: str = tokenizer.apply_chat_template(
+                conversation(sample.prompt, sample.completion), tokenize=False)
+            return text
+        prompt = sample.prompt if isinstance(sample.prompt, str) else \
+            completion_text(sample.prompt)
+        return prompt + sample.text
+
+    def _score_batch(self, samples: Sequence[Sample]) -> list[float]:
+        import torch
+
+        loaded, p = self._loaded, self.params
+        texts = [self.render(s) for s in samples]
+        inputs = loaded.tokenizer(texts, padding=True, truncation=True,
+                                  max_length=p.max_length, return_tensors="pt",
+                                  add_special_tokens=False)
+        inputs = {k: v.to(loaded.device) for k, v in inputs.items()}
+        with torch.no_grad():
+            logits = loaded.model(**inputs).logits.float()
+        values = logits[:, p.label]
+        if p.transform == "sigmoid":
+            values = torch.sigmoid(values)
+        return [float(v) for v in values.cpu()]
+
+    def score_batch(self, samples: Sequence[Sample]) -> list[float]:
+        """Score ``samples`` in one forward pass (synchronous; no micro-batching)."""
+        return self._score_batch(samples)
+
+    async def score(self, sample: Sample) -> Score:
+        if self.params.label >= self._loaded.model.config.num_labels:
+            return Score.error(f"label {self.params.label} but the model has "
+                               f"{self._loaded.model.config.num_labels} labels")
+        try:
+            value: float = await self._batcher.submit(sample)
+        except Exception as exc:
+            return Score.error(f"reward model failed: {type(exc).__name__}: {exc}")
+        return Score.ok(value)

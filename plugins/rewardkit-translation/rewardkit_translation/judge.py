@@ -1,0 +1,96 @@
+"""``translation_judge``: a judge model rates a translation; the business rule decides.
+
+The other side of SEEDS C case 1: there, the policy *is* the judge; here a trained judge
+(served by vLLM, or ``python -m rewardkit_judge.chat_server``) rates the policy's
+translation on the seven criteria and answers ``..., my ratings is [5, 5, 5, 5, 1, 5,
+5]``. The reward applies the business threshold to those ratings: any score at or below
+``review_at_or_below`` means a person must review the translation.
+
+``mode: all`` pays 1 when no criterion needs review, else 0; ``mode: per_criterion``
+pays the share of criteria that pass. An endpoint failure or an answer without a rating
+list of the right length is status error, never 0. Needs
+``pip install 'rewardkit-translation[judge]'``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+from rewardkit_judge.llm_judge import EndpointError, EndpointJudge, EndpointParams
+
+from rewardkit import Sample, Score
+from rewardkit_translation.ratings import extract_ratings, needs_review
+
+CRITERIA = (
+    "sensitive content is translated, not refused",
+    "no words of another language",
+    "no useless repetition",
+    "no spelling errors",
+    "no symbol or grammar errors",
+    "quantities and units are right",
+    "the format is kept, nothing added",
+)
+
+DEFAULT_TEMPLATE = (
+    "Rate the translation into {target} on each criterion from 0 to {max_score}:\n"
+    "{criteria}\n"
+    "<src>{prompt}</src>\n<translation>{completion}</translation>\n"
+    "Think, then answer: my ratings is [r1, ..., r{count}]"
+)
+
+
+class TranslationJudgeParams(EndpointParams):
+    """Parameters of translation_judge."""
+
+    PLACEHOLDERS: ClassVar[tuple[str, ...]] = ("prompt", "completion", "reference", "target",
+                                               "criteria", "count", "max_score")
+
+    template: str = Field(DEFAULT_TEMPLATE, description="the user message; {prompt} (the "
+                          "source), {completion} (the translation), {reference}, {target}, "
+                          "{criteria}, {count}, {max_score} are filled in")
+    target: str = Field("zh-cn", description="the target language, as the judge knows it")
+    criteria: list[str] = Field(default_factory=lambda: list(CRITERIA), min_length=1,
+                                description="the criteria, in the order the judge rates them")
+    mode: Literal["all", "per_criterion"] = Field(
+        "all", description="all: 1 when no criterion needs review, else 0; per_criterion: "
+        "the share of criteria that pass")
+    review_at_or_below: int = Field(
+        2, ge=0, description="a score at or below this needs human review (business rule)")
+    max_score: int = Field(5, ge=1, description="highest score; a larger one is malformed")
+
+
+class TranslationJudge(EndpointJudge):
+    """A judge model's seven ratings of a translation, turned into the review verdict.
+
+    1 (``mode: all``) when every rating is above ``review_at_or_below``, else 0; the
+    ratings are in the details. Example: the judge answers ``<think>35 kg should be 3.5
+    kg</think>, my ratings is [5, 5, 5, 5, 5, 1, 5]`` -> 0 (the unit needs review).
+    """
+
+    name = "translation_judge"
+    Params = TranslationJudgeParams  # type: ignore[assignment]
+    params: TranslationJudgeParams
+
+    def fields(self, sample: Sample) -> dict[str, str]:
+        p = self.params
+        return {**super().fields(sample), "target": p.target, "count": str(len(p.criteria)),
+                "max_score": str(p.max_score),
+                "criteria": "\n".join(f"{i}. {c}" for i, c in enumerate(p.criteria, 1))}
+
+    def parse(self, answer: str) -> tuple[int, ...]:
+        p = self.params
+        found = extract_ratings(answer, max_score=p.max_score, expected=len(p.criteria))
+        if not found.ok or found.ratings is None:
+            raise EndpointError(f"judge ratings {found.status}: {found.detail}; "
+                                f"answer {answer[:120]!r}")
+        return found.ratings
+
+    def verdict(self, reading: Any, cached: bool) -> Score:
+        p = self.params
+        review = needs_review(reading, p.review_at_or_below)
+        flagged = [c for c, r in zip(p.criteria, review, strict=True) if r]
+        passing = 1 - len(flagged) / len(review)
+        value = passing if p.mode == "per_criterion" else float(not flagged)
+        reason = f"needs review: {'; '.join(flagged)}" if flagged else "no review needed"
+        return Score.ok(value, reason, ratings=list(reading), cached=cached)

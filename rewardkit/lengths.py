@@ -1,0 +1,128 @@
+"""How long a completion is: in characters, whitespace words, or real tokens.
+
+Length-aware rewards (``overlong_penalty``, ``cosine_scaled``, ``group_length``) and
+token n-grams (``repetition_penalty``) measure the completion with one of three units:
+
+``chars``
+    Unicode characters of the completion text.
+``words``
+    whitespace-separated words (what many recipes call "tokens" for lack of a tokenizer).
+``tokens``
+    the policy's own tokens. Taken, in this order, from
+
+    1. the trainer's token ids: ``sample.metadata["completion_ids"]``, which the TRL
+       adapter fills from the ``completion_ids`` GRPOTrainer passes to every reward
+       function (a dataset or JSONL column of that name works the same way);
+    2. the tokenizer named by the reward's ``tokenizer`` parameter: a local directory
+       (``save_pretrained`` output) or a ``tokenizer.json`` file, loaded once per process
+       with ``transformers`` (``pip install 'rewardkit[tokens]'``); nothing is downloaded.
+
+    With neither, the grading fails (status ``error``) with a reason naming both, never
+    a silent word count. ``details["length_source"]`` says which source was used.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from rewardkit.authoring import Params
+from rewardkit.types import Sample
+
+LengthUnit = Literal["chars", "words", "tokens"]
+
+#: the metadata key carrying the trainer's token ids of the completion
+COMPLETION_IDS = "completion_ids"
+
+
+class LengthError(ValueError):
+    """The completion's length cannot be measured in the requested unit."""
+
+
+class LengthParams(Params):
+    """The unit a reward measures lengths in (shared by the length-aware rewards)."""
+
+    unit: LengthUnit = Field(
+        "chars",
+        description="chars, words (whitespace-separated) or tokens (the trainer's "
+        "completion_ids, else the tokenizer below)",
+    )
+    tokenizer: str | None = Field(
+        None,
+        description="local tokenizer directory or tokenizer.json, used for unit tokens when "
+        "the sample carries no completion_ids (loaded once per process, never downloaded)",
+    )
+
+
+_TOKENIZERS: dict[str, Any] = {}
+_TOKENIZERS_LOCK = threading.Lock()
+
+
+def load_tokenizer(path: str) -> Any:
+    """The tokenizer at ``path`` (a directory or a ``tokenizer.json``), loaded once per
+    process. Raises :class:`LengthError` when it cannot be loaded."""
+    with _TOKENIZERS_LOCK:
+        cached = _TOKENIZERS.get(path)
+        if cached is not None:
+            return cached
+        location = Path(path).expanduser()
+        if not location.exists():
+            raise LengthError(f"tokenizer {path!r} does not exist (a local directory or "
+                              "tokenizer.json is expected; nothing is downloaded)")
+        try:
+            from transformers import AutoTokenizer, PreTrainedTokenizerFast
+        except ImportError:
+            raise LengthError("unit tokens with a tokenizer needs transformers: "
+                              "pip install 'rewardkit[tokens]'") from None
+        tokenizer: Any
+        try:
+            if location.is_file():
+                tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(location))
+            else:
+                tokenizer = AutoTokenizer.from_pretrained(str(location), local_files_only=True)
+        except Exception as exc:
+            raise LengthError(f"tokenizer {path!r} cannot be loaded: "
+                              f"{type(exc).__name__}: {exc}") from None
+        _TOKENIZERS[path] = tokenizer
+        return tokenizer
+
+
+def completion_token_ids(sample: Sample, tokenizer: str | None) -> tuple[Sequence[int], str]:
+    """The completion's token ids and where they came from (``completion_ids`` or
+    ``tokenizer:<path>``). Raises :class:`LengthError` when neither source is there."""
+    ids = sample.metadata.get(COMPLETION_IDS)
+    if ids is not None:
+        if hasattr(ids, "tolist"):  # a tensor or an array
+            ids = ids.tolist()
+        if not isinstance(ids, list | tuple):
+            raise LengthError(f"metadata completion_ids is a {type(ids).__name__}, "
+                              "expected a list of token ids")
+        return ids, COMPLETION_IDS
+    if tokenizer is None:
+        raise LengthError("unit tokens needs the trainer's completion_ids or a tokenizer "
+                          "parameter (a local tokenizer path); this sample has neither")
+    tok = load_tokenizer(tokenizer)
+    encoded = tok(sample.text, add_special_tokens=False)["input_ids"]
+    return list(encoded), f"tokenizer:{tokenizer}"
+
+
+def completion_length(sample: Sample, unit: LengthUnit,
+                      tokenizer: str | None = None) -> tuple[int, str]:
+    """The completion's length in ``unit`` and the source of the count.
+
+    >>> completion_length(Sample(completion="two words"), "words")
+    (2, 'words')
+    >>> completion_length(Sample(completion="abc", metadata={"completion_ids": [5, 9]}),
+    ...                   "tokens")
+    (2, 'completion_ids')
+    """
+    if unit == "chars":
+        return len(sample.text), "chars"
+    if unit == "words":
+        return len(sample.text.split()), "words"
+    ids, source = completion_token_ids(sample, tokenizer)
+    return len(ids), source

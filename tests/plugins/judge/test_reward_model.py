@@ -1,0 +1,88 @@
+"""reward_model: a tiny sequence-classification model built and saved here, scored
+through the registered reward (chat template, batching, process-wide loading)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from judge_models import build_reward_model
+
+from rewardkit import ConfigError, RewardSet, Sample, get_reward
+
+PROMPT = [{"role": "user", "content": "what colour is the sky"}]
+GOOD = "the sky is blue"
+BAD = "the sky is green"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rm")
+    return build_reward_model(out, ["what colour is the sky", GOOD, BAD, "blue blue blue"],
+                              {"blue": 1.0, "green": -1.0})
+
+
+def _set(model_dir: Path, **params: object) -> RewardSet:
+    return RewardSet.from_dict({"rewards": {"rm": {
+        "reward": "reward_model", "params": {"model": str(model_dir), **params}}}})
+
+
+def test_a_right_answer_outscores_a_wrong_one(model_dir: Path) -> None:
+    values = _set(model_dir).score([
+        {"prompt": PROMPT, "completion": GOOD}, {"prompt": PROMPT, "completion": BAD}
+    ]).values("rm")
+    assert values[0] > 0 > values[1]
+
+
+def test_the_chat_template_renders_prompt_and_completion(model_dir: Path) -> None:
+    reward = get_reward("reward_model")({"model": str(model_dir)})
+    text = reward.render(Sample(prompt=PROMPT, completion=GOOD))
+    assert text == f"<|user|>what colour is the sky<|end|><|assistant|>{GOOD}<|end|>"
+    plain = get_reward("reward_model")({"model": str(model_dir), "chat_template": False})
+    assert plain.render(Sample(prompt="what colour is the sky", completion=GOOD)) == \
+        "what colour is the sky" + GOOD
+
+
+def test_batched_scores_equal_one_at_a_time_scores(model_dir: Path) -> None:
+    completions = [GOOD, BAD, "blue", "blue blue blue", "no", GOOD + " " + BAD]
+    samples = [{"prompt": PROMPT, "completion": c} for c in completions]
+    batched = _set(model_dir, batch_size=4).score(samples)
+    single = [_set(model_dir, batch_size=1).score([s]).values("rm")[0] for s in samples]
+    assert batched.values("rm") == pytest.approx(single, abs=1e-5)
+    rm = get_reward("reward_model")({"model": str(model_dir), "batch_size": 4})
+    assert rm.score_batch([Sample(prompt=PROMPT, completion=c) for c in completions]) == \
+        pytest.approx(single, abs=1e-5)
+
+
+def test_concurrent_requests_are_gathered_into_batches(model_dir: Path) -> None:
+    rs = _set(model_dir, batch_size=4, max_wait_ms=50)
+    rs.score([{"prompt": PROMPT, "completion": f"{GOOD} {i}"} for i in range(10)])
+    batches = rs.components["rm"].stages[0].reward._batcher.batches
+    assert sorted(batches, reverse=True) == [4, 4, 2]
+
+
+def test_the_model_is_loaded_once_per_process(model_dir: Path) -> None:
+    a = get_reward("reward_model")({"model": str(model_dir)})
+    b = get_reward("reward_model")({"model": str(model_dir), "transform": "sigmoid"})
+    assert a._loaded is b._loaded
+
+
+def test_sigmoid_maps_into_zero_one(model_dir: Path) -> None:
+    values = _set(model_dir, transform="sigmoid").score(
+        [{"prompt": PROMPT, "completion": c} for c in (GOOD, BAD)]).values("rm")
+    assert 0.5 < values[0] < 1 and 0 < values[1] < 0.5
+
+
+def test_a_missing_model_directory_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        _set(tmp_path / "nope")
+    assert "not a local model directory" in err.value.render()
+
+
+def test_a_label_the_model_lacks_is_an_error_status(model_dir: Path) -> None:
+    result = _set(model_dir, label=3).score([{"prompt": PROMPT, "completion": GOOD}])
+    score = result[0].scores["rm"]
+    assert score.status == "error" and "1 labels" in score.reason
