@@ -28,7 +28,7 @@ VENV_BIN = Path(sys.executable).parent
 
 #: (pattern searched in the command, why it does not run here)
 SKIP: list[tuple[str, str]] = [
-    (r"(^|\s)aws\s", "needs an AWS account and credentials"),
+    (r"(^|[\s(])aws\s", "needs an AWS account and credentials"),
     (r"(^|\s)docker\s", "builds and pushes a CUDA image to a registry (Docker daemon, AWS)"),
     (r"rewardkit launch sagemaker(?!.*--dry-run)", "starts a SageMaker training job (AWS)"),
     (r"rewardkit jobs\s", "queries SageMaker training jobs (AWS)"),
