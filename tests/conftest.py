@@ -9,6 +9,7 @@ the environment ``make setup`` builds.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -23,11 +24,17 @@ TEST_PLUGINS = ROOT / "build" / "test-plugins"
 
 
 def _fingerprint() -> str:
+    """The sources of the fixtures (not what building them leaves beside them)."""
     digest = hashlib.sha256()
     for path in sorted(THIRDPARTY.rglob("*")):
-        if path.is_file() and "egg-info" not in str(path) and "__pycache__" not in str(path):
-            digest.update(str(path.relative_to(THIRDPARTY)).encode())
-            digest.update(path.read_bytes())
+        parts = path.relative_to(THIRDPARTY).parts
+        if not path.is_file() or path.suffix not in (".py", ".toml"):
+            continue
+        if "build" in parts or "__pycache__" in parts or any(
+                p.endswith(".egg-info") for p in parts):
+            continue
+        digest.update("/".join(parts).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -36,12 +43,15 @@ def install_test_plugins() -> Path:
     ``build/test-plugins``; returns that folder."""
     stamp = TEST_PLUGINS / ".installed"
     wanted = _fingerprint()
-    if not stamp.is_file() or stamp.read_text() != wanted:
-        sources = [str(p.parent) for p in sorted(THIRDPARTY.glob("*/pyproject.toml"))]
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                        "--no-build-isolation", "--upgrade", "--target", str(TEST_PLUGINS),
-                        *sources], check=True)
-        stamp.write_text(wanted)
+    TEST_PLUGINS.parent.mkdir(parents=True, exist_ok=True)
+    with open(TEST_PLUGINS.parent / "test-plugins.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test runs started side by side install once
+        if not stamp.is_file() or stamp.read_text() != wanted:
+            sources = [str(p.parent) for p in sorted(THIRDPARTY.glob("*/pyproject.toml"))]
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-build-isolation", "--upgrade", "--target",
+                            str(TEST_PLUGINS), *sources], check=True)
+            stamp.write_text(wanted)
     return TEST_PLUGINS
 
 

@@ -88,7 +88,7 @@ def test_the_orm_returns_what_the_composed_reward_used_not_a_recomputation():
 
 
 def test_normalize_keeps_none():
-    scorer = SharedScorer({"aggregate": "normalize_then_sum",
+    scorer = SharedScorer({"aggregate": "normalize_then_sum", "on_error": "ignore",
                            "rewards": {"graded": {"reward": "grades_or_fails"}}})
     out = SwiftComponent(scorer, "graded")([GOOD, GOOD, GOOD], trainer_state=None,
                                            prompt_id=["g"] * 3,

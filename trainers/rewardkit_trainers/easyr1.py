@@ -119,17 +119,17 @@ class GroupsUnknown(ValueError):
 
 def needs_prompt_identity(config: RewardConfig) -> list[str]:
     """Why scoring ``config`` needs each response's prompt and metadata (empty: it does not)."""
-    from rewardkit import registry
+    from rewardkit import get_reward
 
     reasons = []
     if config.aggregate == "normalize_then_sum":
         reasons.append("aggregate: normalize_then_sum normalises within each prompt's group")
     if config.on_error == "null":
         reasons.append("on_error: null masks a failed row with its group's mean")
-    for name, comp in config.rewards.items():
-        if getattr(registry.get(comp.reward), "group", False):
+    for name, component in config.rewards.items():
+        if get_reward(component.reward).group:
             reasons.append(f"rewards.{name} is a per-group reward")
-        if comp.when:
+        if component.when:
             reasons.append(f"rewards.{name}.when routes on metadata")
     return reasons
 
