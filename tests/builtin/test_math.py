@@ -15,7 +15,6 @@ import pytest
 from rewardkit import RewardSet, Sample, Score, Status, get_reward
 from rewardkit.authoring import Reward
 from rewardkit.builtin import math as builtin_math
-from rewardkit.builtin._answers import read_number
 from rewardkit.types import ExecutionMode
 
 
@@ -86,6 +85,19 @@ def test_first_occurrence_grades_the_first_hashes_line() -> None:
     assert last.score(Sample(completion=text, reference="72")).value == 0.0
 
 
+def _decimal(value: Fraction) -> str:
+    return format(float(value), "f").rstrip("0").rstrip(".")
+
+
+MATH_ANSWER = get_reward("math_answer")()
+
+
+def _quick(answer: str, reference: str) -> Score | None:
+    """The in-process verdict (public ``quick_score``) on ``<answer>answer</answer>``."""
+    return MATH_ANSWER.quick_score(
+        Sample(prompt="q", completion=f"<answer>{answer}</answer>", reference=reference))
+
+
 @pytest.mark.parametrize(
     ("written", "value"),
     [
@@ -104,19 +116,20 @@ def test_first_occurrence_grades_the_first_hashes_line() -> None:
     ],
 )
 def test_plain_numbers_are_read_exactly(written: str, value: Fraction) -> None:
-    number = read_number(written)
-    assert number is not None and number.value == value
+    right, wrong = _quick(written, _decimal(value)), _quick(written, _decimal(value + 1))
+    assert right is not None and (right.status, right.value) == (Status.OK, 1.0)
+    assert wrong is not None and (wrong.status, wrong.value) == (Status.OK, 0.0)
 
 
 @pytest.mark.parametrize("written", ["x^2", "1, 2", "2x", "\\sqrt{2}", "1 2 3", "9" * 500,
-                                     "1e99999", ""])
+                                     "1e99999"])
 def test_non_plain_answers_are_left_to_the_symbolic_path(written: str) -> None:
-    assert read_number(written) is None
+    assert _quick(written, "1") is None
 
 
 def test_percent_is_read_as_both_readings() -> None:
-    number = read_number("12.5%")
-    assert number is not None and number.candidates() == (Fraction(25, 2), Fraction(1, 8))
+    verdicts = [_quick("12.5%", ref) for ref in ("12.5", "0.125", "0.13")]
+    assert [v.value if v else None for v in verdicts] == [1.0, 1.0, 0.0]
 
 
 # -- hard limits: nothing runs past timeout + 0.5 s through a RewardSet ------------------

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rewardkit import ConfigError, RewardSet
-from rewardkit.config import RewardConfig
+from rewardkit import ConfigError, get_reward
+from rewardkit.config import Component, RewardConfig
 
 #: the first TRL whose GRPOTrainer leaves a row whose rewards are all None out of the
 #: group statistics (nanmean/nanstd), so that it gets no advantage
@@ -46,20 +46,21 @@ def group_needs(config: RewardConfig) -> list[tuple[str, str]]:
     if config.on_error == "null":
         needs.append(("on_error", "null masks a failed grading, which needs the other "
                                   "responses of its group"))
-    rs = RewardSet(config)
-    for name, comp in rs.components.items():
-        if getattr(comp.reward_class, "group", False):
-            needs.append((f"rewards.{name}.reward",
-                          f"{comp.reward_class.name} is a per-group reward"))
+    for name, comp in config.rewards.items():
+        if get_reward(comp.reward).group:
+            needs.append((f"rewards.{name}.reward", f"{comp.reward} is a per-group reward"))
     return needs
 
 
 def scheduled_components(config: RewardConfig) -> list[str]:
     """Components whose weight changes continuously with the step (a schedule)."""
-    rs = RewardSet(config)
-    return [name for name, comp in rs.components.items()
-            if rs.is_scheduled(name)
-            and any(not isinstance(s.weight, int | float) for s in comp.stages)]
+    def weights(comp: Component) -> list[object]:
+        if not comp.stages:
+            return [comp.weight]
+        return [comp.weight if st.weight is None else st.weight for st in comp.stages]
+
+    return [name for name, comp in config.rewards.items()
+            if any(not isinstance(w, int | float) for w in weights(comp))]
 
 
 def check(config: RewardConfig, backend: str, source: str = "<config>") -> list[str]:
