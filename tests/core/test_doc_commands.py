@@ -161,13 +161,19 @@ COMMANDS = collect()
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One scratch folder per documented file, linking the repository's entries."""
+    """One scratch folder for every documented command, linking the repository's entries.
+
+    Shared, because a command shown in several files runs once (the first time it is
+    shown) and a later command of another file may use what it wrote: the plugin guide's
+    ``pytest rewardkit-keywords`` tests the plugin that the README's ``rewardkit new-plugin
+    keywords`` wrote."""
     return {}
 
 
 def _folder(scratch: dict[str, Path], file: str, factory: pytest.TempPathFactory) -> Path:
+    file = "docs"  # one folder for all (see ``scratch``)
     if file not in scratch:
-        folder = factory.mktemp(re.sub(r"\W", "_", file))
+        folder = factory.mktemp("docs_commands")
         for entry in ROOT.iterdir():
             if entry.name in COPIED:
                 shutil.copytree(entry, folder / entry.name)

@@ -4,6 +4,7 @@ reward and a sandboxed-style reward that can kill the process it runs in."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Sequence
 
@@ -53,7 +54,9 @@ class KillsItsProcess(Reward):
         if sample.text == "die":
             os._exit(9)
         if sample.text == "block":
-            time.sleep(60)  # blocks the event loop too
+            # the whole process stops answering: no thread of it (no in-process timeout,
+            # no event-loop watchdog) can run until it is killed
+            os.kill(os.getpid(), signal.SIGSTOP)
         return float(len(sample.text))
 
 
