@@ -42,6 +42,8 @@ SKIP: list[tuple[str, str]] = [
     (r"^vllm serve\b", "serves a 7B judge with vLLM (GPU)"),
     (r"rewardkit_judge\.chat_server --model /models/", "serves the reader's own judge model, "
      "which runs forever; tests/plugins/judge start this server on a model built in the test"),
+    (r"^pytest rewardkit-keywords\b", "tests the scaffolded plugin, which needs the "
+                                       "`pip install -e` shown before it"),
     (r"(^|\s)pip install\b", "changes the installed packages; `make setup` makes the same "
                              "editable installs before any test runs"),
     (r"python -m build\b", "builds a distribution for upload (needs `build`, only with "
