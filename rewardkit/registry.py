@@ -144,15 +144,8 @@ class Registry:
             registered.append(cls.name)
 
         self.pm.register(module, name=name)
-        errors = []
-        for impl in self.pm.hook.register_rewards.get_hookimpls():
-            if impl.plugin is module:
-                try:
-                    impl.function(register=register)
-                except RegistryError:
-                    raise
-                except Exception as exc:  # a broken plugin must not take the others down
-                    errors.append(f"register_rewards failed: {exc!r}")
+        errors: list[str] = []
+        self._call_own_hook(module, "register_rewards", register, errors)
         sections: list[str] = []
 
         def register_section(section: str, model: type[BaseModel],
@@ -160,16 +153,23 @@ class Registry:
             self._register_section(section, model, description, dist)
             sections.append(section)
 
-        for impl in self.pm.hook.register_config_sections.get_hookimpls():
-            if impl.plugin is module:
-                try:
-                    impl.function(register=register_section)
-                except RegistryError:
-                    raise
-                except Exception as exc:  # a broken plugin must not take the others down
-                    errors.append(f"register_config_sections failed: {exc!r}")
+        self._call_own_hook(module, "register_config_sections", register_section, errors)
         self._plugins.append(PluginInfo(name, dist, version, tuple(registered),
                                         "; ".join(errors), tuple(sections)))
+
+    def _call_own_hook(self, module: ModuleType, hook: str, register: Any,
+                       errors: list[str]) -> None:
+        """Call ``module``'s implementation of ``hook`` with ``register``; a failure other
+        than a registry error is added to ``errors`` (a broken plugin must not take the
+        others down)."""
+        for impl in getattr(self.pm.hook, hook).get_hookimpls():
+            if impl.plugin is module:
+                try:
+                    impl.function(register=register)
+                except RegistryError:
+                    raise
+                except Exception as exc:
+                    errors.append(f"{hook} failed: {exc!r}")
 
     def _register_section(self, name: str, model: Any, description: str | None,
                           dist: str) -> None:
