@@ -1,12 +1,12 @@
-"""What runs inside a task child after confinement: the candidate program, or its tests.
+"""What runs inside a task child after confinement (the candidate program, or the
+program and one test), and how the zygote reads a test child's outcome.
 
-Program mode runs the source as ``__main__`` in this process.  Test mode keeps this
-process (the harness) free of candidate code: every test runs in its own forked
-process (program, then the test statements), and the harness judges it from outside,
-by its exit, a per-task token written only after the test statements completed, and a
-per-test timeout.  The token stops ``sys.exit(0)``/``os._exit(0)`` shortcuts; a program
-that deliberately searches its own memory for the token can still forge a pass (see
-docs/sandbox.md, threat model).
+Program mode runs the source as ``__main__`` in the task child.  In test mode the zygote
+forks one child per test (program, then the test statements) and judges it from outside,
+by its exit, a per-test token written only after the test statements completed, and a
+per-test timeout: no process that judges ever runs candidate code.  The token stops
+``sys.exit(0)``/``os._exit(0)`` shortcuts; a program that deliberately searches its own
+memory for the token can still forge a pass (see docs/sandbox.md, threat model).
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ import contextlib
 import json
 import linecache
 import os
-import select
 import signal
 import sys
-import time
 import traceback
 import types
 
@@ -149,32 +147,18 @@ def run_program(source: str, report_fd: int) -> NoReturn:
     _finish(exit_code)
 
 
-def _compile_ahead(source: str, filename: str) -> types.CodeType | None:
-    """Compile in the harness (compiling runs no candidate code), once for every test.
+def run_test(source: str, test: str, index: int, report_fd: int, token: str) -> NoReturn:
+    """Run the program, then one test's statements, in this process; exit.
 
-    None when it fails: the test child then compiles it itself and fails exactly as
-    before (its traceback on stderr, its error in the test's record).
+    The record carrying ``token`` is written only once the test statements completed, so
+    an exit before them (``sys.exit(0)``, ``os._exit(0)``) is no pass; the zygote judges
+    the process from outside (:func:`test_outcome`).
     """
-    try:
-        return _compile(source, filename)
-    except Exception:
-        return None
-
-
-def _run_one_test(
-    source: str,
-    test: str,
-    index: int,
-    result_fd: int,
-    token: str,
-    compiled: tuple[types.CodeType | None, types.CodeType | None] = (None, None),
-) -> NoReturn:
     namespace = _fresh_main_namespace()
-    program_code, test_code = compiled
     record: dict[str, Any]
     try:
-        exec(program_code or _compile(source, "main.py"), namespace)
-        exec(test_code or _compile(test, f"test_{index}.py"), namespace)
+        exec(_compile(source, "main.py"), namespace)
+        exec(_compile(test, f"test_{index}.py"), namespace)
         record = {"status": "ok"}
     except MemoryError:
         record = {"status": "memory", "error": "MemoryError"}
@@ -187,28 +171,19 @@ def _run_one_test(
         record = {"status": "failed", "error": _describe(error)}
     _flush_stdio()
     record["token"] = token
-    write_report(result_fd, record)
+    write_report(report_fd, record)
     os._exit(0 if record["status"] == "ok" else 1)
 
 
-def _await_test(pid: int, result_fd: int, timeout_s: float, token: str) -> dict[str, Any]:
-    pidfd = os.pidfd_open(pid)
-    try:
-        ready, _, _ = select.select([pidfd], [], [], max(timeout_s, 0.0))
-    finally:
-        os.close(pidfd)
-    timed_out = not ready
-    if timed_out:
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(OSError):
-                kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    os.set_blocking(result_fd, False)
-    try:
-        raw = os.read(result_fd, 65536)
-    except OSError:
-        raw = b""
-    if timed_out:
+def test_outcome(
+    status: int, report: bytes, token: str, timeout_s: float | None
+) -> dict[str, Any]:
+    """One test's outcome, judged from outside its process.
+
+    ``status``: the process's wait status; ``report``: what it wrote to its report pipe;
+    ``timeout_s``: set when it was killed at its own time limit.
+    """
+    if timeout_s is not None:
         return {"status": "timeout", "error": f"test exceeded {timeout_s:g}s"}
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
@@ -218,7 +193,7 @@ def _await_test(pid: int, result_fd: int, timeout_s: float, token: str) -> dict[
             return {"status": "output_limit", "error": "file size limit exceeded"}
         return {"status": "crashed", "error": f"killed by {signal.Signals(number).name}"}
     record: dict[str, Any] = {}
-    for line in raw.splitlines():
+    for line in report.splitlines():
         try:
             candidate = json.loads(line)
         except ValueError:
@@ -234,40 +209,3 @@ def _await_test(pid: int, result_fd: int, timeout_s: float, token: str) -> dict[
     allowed = {"ok", "failed", "memory"}
     status_name = record.get("status") if record.get("status") in allowed else "failed"
     return {"status": status_name, "error": record.get("error")}
-
-
-def run_tests(
-    source: str,
-    tests: list[str],
-    test_timeout_s: float,
-    stop_on_first_failure: bool,
-    report_fd: int,
-) -> NoReturn:
-    """Run each test in its own process after the program; report one line per test."""
-    token = os.urandom(16).hex()
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - tests do not read the task's stdin
-    program_code = _compile_ahead(source, "main.py")
-    for index, test in enumerate(tests):
-        compiled = (program_code, _compile_ahead(test, f"test_{index}.py"))
-        read_fd, write_fd = os.pipe()
-        started = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_fd)
-            os.close(report_fd)
-            os.setpgid(0, 0)
-            devnull = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(devnull, 0)
-            os.close(devnull)
-            _run_one_test(source, test, index, write_fd, token, compiled)
-        os.close(write_fd)
-        try:
-            outcome = _await_test(pid, read_fd, test_timeout_s, token)
-        finally:
-            os.close(read_fd)
-        outcome["index"] = index
-        outcome["wall_time_s"] = round(time.monotonic() - started, 6)
-        write_report(report_fd, {"test": outcome})
-        if outcome["status"] != "ok" and stop_on_first_failure:
-            break
-    _finish(0)

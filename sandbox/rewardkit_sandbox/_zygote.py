@@ -73,6 +73,38 @@ class _Output:
         return self.truncated
 
 
+class _Task:
+    """What the zygote keeps about the task it serves: outputs, stdin still to feed, its
+    deadline, and why (if) it was stopped."""
+
+    __slots__ = (
+        "deadline",
+        "kill_reason",
+        "open_outputs",
+        "outputs",
+        "pending",
+        "pool_gone",
+        "stderr",
+        "stdin_fd",
+        "stdout",
+    )
+
+    def __init__(self, limits: dict[str, Any]) -> None:
+        self.deadline = time.monotonic() + float(limits["wall_time_s"])
+        self.stdout = _Output(int(limits["stdout_bytes"]))
+        self.stderr = _Output(int(limits["stderr_bytes"]))
+        self.outputs: dict[int, _Output] = {}
+        self.open_outputs: list[int] = []  # read ends that have not reached EOF
+        self.stdin_fd = -1
+        self.pending = memoryview(b"")
+        self.kill_reason: str | None = None
+        self.pool_gone = False
+
+
+class _Stuck(Exception):
+    """A process of the task outlived its SIGKILL: the zygote reports it and exits."""
+
+
 class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
     """One slot's zygote; ``serve`` handles requests until the socket closes."""
 
@@ -92,6 +124,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             pass
         if placeholder > 3:
             os.close(placeholder)
+        self.devnull = os.open(os.devnull, os.O_RDONLY)  # test children's stdin (fd > 3)
 
         self._enter_subreaper()
         self._enter_network_namespace()
@@ -221,8 +254,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
     def _run_task(self, request: dict[str, Any], stdin: bytes) -> dict[str, Any]:
         reply: dict[str, Any] = {"event": "finished"}
         limits = request["limits"]
-        stdout = _Output(int(limits["stdout_bytes"]))
-        stderr = _Output(int(limits["stderr_bytes"]))
+        task = _Task(limits)
         try:
             workdir = self._make_workdir()
         except OSError as error:
@@ -230,7 +262,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             return reply
         opened: list[int] = []
         try:
-            for _ in range(4):
+            for _ in range(2):
                 opened += os.pipe()
         except OSError as error:
             for fd in opened:
@@ -238,8 +270,84 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             self._clean_files(workdir)
             reply["infra_error"] = f"could not create the task's pipes: {error}"
             return reply
-        stdin_read, stdin_write, stdout_read, stdout_write = opened[:4]
-        stderr_read, stderr_write, report_read, report_write = opened[4:]
+        stdout_read, stdout_write, stderr_read, stderr_write = opened
+        task.outputs = {stdout_read: task.stdout, stderr_read: task.stderr}
+        task.open_outputs = [stdout_read, stderr_read]
+        writers = [stdout_write, stderr_write]  # the task's ends: closed once it has them
+        try:
+            if request.get("tests") is None:
+                self._run_program(request, stdin, task, writers, workdir, reply)
+            else:
+                self._run_tests(request, task, writers, workdir, reply)
+        except _Stuck as stuck:
+            reply["infra_error"] = str(stuck)
+            reply["fatal"] = True
+        finally:
+            for fd in writers:
+                os.close(fd)
+            writers.clear()
+            if not reply.get("fatal"):
+                self._end_task(task, reply)
+            for fd in (stdout_read, stderr_read):
+                os.close(fd)
+            if not self._clean_files(workdir):
+                reply["retire"] = "files of the task could not be removed"
+        if task.pool_gone:
+            reply["pool_gone"] = True
+        reply["kill_reason"] = task.kill_reason
+        reply["stdout_truncated"] = task.stdout.truncated
+        reply["stderr_truncated"] = task.stderr.truncated
+        reply["stdout"] = bytes(task.stdout.data)
+        reply["stderr"] = bytes(task.stderr.data)
+        return reply
+
+    def _end_task(self, task: _Task, reply: dict[str, Any]) -> None:
+        """Kill and reap what is left of the task, then read what it left in the pipes."""
+        self._kill_task(0, main_child_reaped=True)
+        if not self._reap_descendants(time.monotonic() + _KILL_GRACE_S):
+            reply["infra_error"] = "processes of the task survived SIGKILL"
+            reply["fatal"] = True
+        # Every writer is dead now: what is left in the pipes is all there is.
+        for fd in task.open_outputs:
+            output = task.outputs[fd]
+            output.add(_read_rest(fd, output.cap + 1))
+
+    def _fork_task_child(
+        self,
+        request: dict[str, Any],
+        fds: tuple[int, ...],
+        workdir: str,
+        test: int = -1,
+        token: str = "",
+    ) -> int:
+        """Fork a confined child running the program (``test`` -1) or the program and test
+        ``test`` (reporting with ``token``), on ``fds`` as its 0-3; the child never returns."""
+        pid = os.fork()
+        if pid:
+            return pid
+        try:
+            self._enter_task(request, fds, workdir)
+            if test < 0:
+                harness.run_program(request["code"], 3)
+            harness.run_test(request["code"], request["tests"][test], test, 3, token)
+        finally:
+            os._exit(harness.SETUP_FAILED_EXIT_CODE)
+
+    def _run_program(
+        self,
+        request: dict[str, Any],
+        stdin: bytes,
+        task: _Task,
+        writers: list[int],
+        workdir: str,
+        reply: dict[str, Any],
+    ) -> None:
+        """The program as ``__main__`` in one child, fed ``stdin``."""
+        try:
+            stdin_read, stdin_write = os.pipe()
+        except OSError as error:
+            reply["infra_error"] = f"could not create the task's pipes: {error}"
+            return
         pending = memoryview(stdin)
         if pending:  # most of it fits in the pipe before the child even starts
             os.set_blocking(stdin_write, False)
@@ -247,65 +355,142 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         if not pending:
             os.close(stdin_write)
             stdin_write = -1
+        task.stdin_fd, task.pending = stdin_write, pending
         try:
-            pid = os.fork()
-        except OSError as error:
-            for fd in opened:
-                if fd != opened[1] or stdin_write >= 0:  # stdin's write end may be closed
-                    os.close(fd)
-            self._clean_files(workdir)
-            reply["infra_error"] = f"fork failed: {error}"
-            return reply
-        if pid == 0:
-            self._enter_task(
-                request, (stdin_read, stdout_write, stderr_write, report_write), workdir
-            )
-        for fd in (stdin_read, stdout_write, stderr_write, report_write):
-            os.close(fd)
-        outputs = {stdout_read: stdout, stderr_read: stderr}
-        try:
-            self._supervise(pid, request, reply, outputs, report_read, stdin_write, pending)
+            ran = self._run_child(request, task, (stdin_read, *writers), workdir)
         finally:
-            for fd in (stdout_read, stderr_read, report_read):
-                os.close(fd)
-            if not self._clean_files(workdir):
-                reply["retire"] = "files of the task could not be removed"
-        reply["stdout_truncated"] = stdout.truncated
-        reply["stderr_truncated"] = stderr.truncated
-        reply["stdout"] = bytes(stdout.data)
-        reply["stderr"] = bytes(stderr.data)
-        return reply
+            if task.stdin_fd >= 0:
+                os.close(task.stdin_fd)
+                task.stdin_fd = -1
+        if isinstance(ran, str):
+            reply["infra_error"] = ran
+            return
+        status, usage, report, _ = ran
+        _exit_status(status, usage, reply)
+        self._parse_report(report, reply)
 
-    def _supervise(
+    def _run_tests(
         self,
-        pid: int,
         request: dict[str, Any],
+        task: _Task,
+        writers: list[int],
+        workdir: str,
         reply: dict[str, Any],
-        outputs: dict[int, _Output],
-        report_fd: int,
-        stdin_fd: int,
-        pending: memoryview,
     ) -> None:
+        """Each test in its own child (program, then the test), judged here from outside.
+
+        A test ends at its own ``test_timeout_s`` (it alone is killed; the next one runs),
+        the task at its wall time or output cap (every process of it is killed).
+        """
+        timeout_s = float(request.get("test_timeout_s") or request["limits"]["wall_time_s"])
+        stop_early = bool(request.get("stop_on_first_failure"))
+        records: list[dict[str, Any]] = []
+        cpu_time_s, max_rss_kib = 0.0, 0
+        for index in range(len(request["tests"])):
+            token = os.urandom(16).hex()
+            started = time.monotonic()
+            stdio = (self.devnull, *writers)
+            ran = self._run_child(request, task, stdio, workdir, index, token, timeout_s)
+            if isinstance(ran, str):
+                reply["infra_error"] = ran
+                return
+            status, usage, report, timed_out = ran
+            cpu_time_s += usage.ru_utime + usage.ru_stime
+            max_rss_kib = max(max_rss_kib, usage.ru_maxrss)
+            reply["cpu_time_s"] = round(cpu_time_s, 6)
+            reply["max_rss_kib"] = max_rss_kib
+            if task.kill_reason is not None:  # the whole task was stopped
+                reply["signal"] = signal.SIGKILL
+                break
+            setup, _, rest = report.partition(b"\n")
+            if setup + b"\n" != harness.SETUP_DONE_RECORD:
+                if setup.startswith(b'{"setup_error"'):
+                    reply["infra_error"] = "task setup failed: " + setup.decode(errors="replace")
+                    return
+                if index == 0:  # no candidate code of this task has run yet
+                    reply["setup_incomplete"] = True
+                    return
+            outcome = harness.test_outcome(status, rest, token, timeout_s if timed_out else None)
+            outcome["index"] = index
+            outcome["wall_time_s"] = round(time.monotonic() - started, 6)
+            records.append(outcome)
+            if outcome["status"] != "ok" and stop_early:
+                break
+        if "signal" not in reply:  # every test ran (or the rest were skipped)
+            reply["exit_code"] = 0
+        reply["tests"] = records
+
+    def _run_child(
+        self,
+        request: dict[str, Any],
+        task: _Task,
+        stdio: tuple[int, ...],
+        workdir: str,
+        test: int = -1,
+        token: str = "",
+        timeout_s: float | None = None,
+    ) -> tuple[int, Any, bytes, bool] | str:
+        """Fork one task child on ``stdio`` (``stdio[0]`` is closed here once it is forked)
+        and serve the task until that child exits.
+
+        Returns its wait status, resource use and report, and whether it was killed at its
+        own ``timeout_s``; or why it could not be started.
+        """
+        try:
+            report_read, report_write = os.pipe()
+        except OSError as error:
+            return f"could not create the task's pipes: {error}"
+        started = time.monotonic()
+        try:
+            try:
+                pid = self._fork_task_child(request, (*stdio, report_write), workdir, test, token)
+            except OSError as error:
+                return f"fork failed: {error}"
+            finally:
+                os.close(report_write)
+                if stdio[0] != self.devnull:
+                    os.close(stdio[0])
+            report = bytearray()
+            until = None if timeout_s is None else started + timeout_s
+            timed_out = not self._watch(task, pid, report_read, report, until)
+            if timed_out:  # this child alone: its process group and itself
+                for kill in (os.killpg, os.kill):
+                    with contextlib.suppress(OSError):
+                        kill(pid, signal.SIGKILL)
+                grace = time.monotonic() + _KILL_GRACE_S
+                if not self._watch(task, pid, report_read, report, grace):
+                    raise _Stuck("a test did not die after SIGKILL")
+            _, status, usage = os.wait4(pid, 0)
+            report += _read_rest(report_read, _REPORT_LIMIT_BYTES)
+        finally:
+            os.close(report_read)
+        return status, usage, bytes(report), timed_out
+
+    def _watch(
+        self, task: _Task, pid: int, report_fd: int, report: bytearray, until: float | None
+    ) -> bool:
+        """Serve the task while ``pid`` runs: its stdin, outputs and report, the pool's
+        messages, the task's wall time.  True once ``pid`` exited; False when ``until`` (a
+        test's own limit) passed first.  ``_Stuck`` when it outlives its SIGKILL."""
         pidfd = os.pidfd_open(pid)
-        deadline = time.monotonic() + float(request["limits"]["wall_time_s"])
-        report = bytearray()
-        kill_reason: str | None = None
-        readers: list[int] = [pidfd, self.channel.fd, report_fd, *outputs]
-        writers: list[int] = [stdin_fd] if stdin_fd >= 0 else []
-        pool_gone = False
+        readers: list[int] = [pidfd, report_fd, *task.open_outputs]
+        if not task.pool_gone:
+            readers.append(self.channel.fd)
+        writers: list[int] = [task.stdin_fd] if task.stdin_fd >= 0 else []
         try:
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    if kill_reason is not None:  # killed, yet not dead within the grace
-                        reply["infra_error"] = "task did not die after SIGKILL"
-                        reply["fatal"] = True
-                        return
-                    kill_reason = "timeout"
-                    self._kill_task(pid)
-                    deadline = time.monotonic() + _KILL_GRACE_S
+                now = time.monotonic()
+                if task.deadline <= now:
+                    if task.kill_reason is not None:  # killed, yet not dead within the grace
+                        raise _Stuck("task did not die after SIGKILL")
+                    self._stop(task, pid, "timeout")
                     continue
-                ready, writable, _ = select.select(readers, writers, [], remaining)
+                limit = task.deadline
+                if until is not None and task.kill_reason is None:
+                    if until <= now:
+                        return False
+                    limit = min(limit, until)
+                ready, writable, _ = select.select(readers, writers, [], limit - now)
                 for fd in ready:
                     if fd == pidfd:
                         continue
@@ -315,58 +500,38 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
                             readers.remove(report_fd)
                         elif len(report) < _REPORT_LIMIT_BYTES:
                             report += chunk
-                    elif fd in outputs:
+                    elif fd in task.outputs:
                         chunk = os.read(fd, _READ_CHUNK)
                         if not chunk:
                             readers.remove(fd)
-                        elif outputs[fd].add(chunk) and kill_reason is None:
-                            kill_reason = "output_limit"
-                            self._kill_task(pid)
-                            deadline = time.monotonic() + _KILL_GRACE_S
+                            task.open_outputs.remove(fd)
+                        elif task.outputs[fd].add(chunk):
+                            self._stop(task, pid, "output_limit")
                     elif fd == self.channel.fd:
                         message = self.channel.receive()
                         if message is None:
-                            pool_gone = True
+                            task.pool_gone = True
                             readers.remove(self.channel.fd)
-                            kill_reason = kill_reason or "pool closed"
-                            self._kill_task(pid)
-                        elif message.get("op") == "kill" and kill_reason is None:
-                            kill_reason = str(message.get("reason", "killed"))
-                            self._kill_task(pid)
-                            deadline = time.monotonic() + _KILL_GRACE_S
+                            self._stop(task, pid, "pool closed")
+                        elif message.get("op") == "kill":
+                            self._stop(task, pid, str(message.get("reason", "killed")))
                 if writable:
-                    pending = _feed(stdin_fd, pending)
-                    if not pending:  # all fed (or the reader is gone): the program sees EOF
+                    task.pending = _feed(task.stdin_fd, task.pending)
+                    if not task.pending:  # all fed (or the reader is gone): EOF for the program
                         writers.clear()
-                        os.close(stdin_fd)
-                        stdin_fd = -1
+                        os.close(task.stdin_fd)
+                        task.stdin_fd = -1
                 if pidfd in ready:
-                    break
+                    return True
         finally:
             os.close(pidfd)
-            if stdin_fd >= 0:
-                os.close(stdin_fd)
-        _, status, usage = os.wait4(pid, 0)
-        self._kill_task(pid, main_child_reaped=True)
-        if not self._reap_descendants(time.monotonic() + _KILL_GRACE_S):
-            reply["infra_error"] = "processes of the task survived SIGKILL"
-            reply["fatal"] = True
-        # Every writer is dead now: what is left in the pipes is all there is.
-        report += _read_rest(report_fd, _REPORT_LIMIT_BYTES)
-        for fd, output in outputs.items():
-            if fd in readers:
-                output.add(_read_rest(fd, output.cap + 1))
-        if pool_gone:
-            reply["pool_gone"] = True
-            return
-        reply["cpu_time_s"] = round(usage.ru_utime + usage.ru_stime, 6)
-        reply["max_rss_kib"] = usage.ru_maxrss
-        if os.WIFSIGNALED(status):
-            reply["signal"] = os.WTERMSIG(status)
-        else:
-            reply["exit_code"] = os.WEXITSTATUS(status)
-        reply["kill_reason"] = kill_reason
-        self._parse_report(bytes(report), reply)
+
+    def _stop(self, task: _Task, pid: int, reason: str) -> None:
+        """End the whole task (once): kill every process of it, then allow a grace."""
+        if task.kill_reason is None:
+            task.kill_reason = reason
+            self._kill_task(pid)
+            task.deadline = time.monotonic() + _KILL_GRACE_S
 
     @staticmethod
     def _parse_report(report: bytes, reply: dict[str, Any]) -> None:
@@ -400,8 +565,9 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
     # -- inside the task child ----------------------------------------------------------
 
     def _enter_task(
-        self, request: dict[str, Any], fds: tuple[int, int, int, int], workdir: str
-    ) -> NoReturn:
+        self, request: dict[str, Any], fds: tuple[int, ...], workdir: str
+    ) -> None:
+        """Confine this (freshly forked) child and put ``fds`` on 0-3; exits on failure."""
         try:
             # A new process group in the zygote's own terminal-less session (the pool starts
             # each zygote with setsid).  setsid() per task would also give a new session but
@@ -436,16 +602,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             harness.write_report(3, {"setup_error": f"{type(error).__name__}: {error}"})
             os._exit(harness.SETUP_FAILED_EXIT_CODE)
         harness.report_setup_done(3)
-        tests = request.get("tests")
-        if tests is None:
-            harness.run_program(request["code"], 3)
-        harness.run_tests(
-            request["code"],
-            list(tests),
-            float(request.get("test_timeout_s") or limits["wall_time_s"]),
-            bool(request.get("stop_on_first_failure")),
-            3,
-        )
+
 
 
 def _feed(fd: int, pending: memoryview) -> memoryview:
@@ -458,6 +615,16 @@ def _feed(fd: int, pending: memoryview) -> memoryview:
     except OSError:  # the program closed stdin or exited
         return pending[:0]
     return pending
+
+
+def _exit_status(status: int, usage: Any, reply: dict[str, Any]) -> None:
+    """The program child's exit (code or signal) and resource use, into the reply."""
+    reply["cpu_time_s"] = round(usage.ru_utime + usage.ru_stime, 6)
+    reply["max_rss_kib"] = usage.ru_maxrss
+    if os.WIFSIGNALED(status):
+        reply["signal"] = os.WTERMSIG(status)
+    else:
+        reply["exit_code"] = os.WEXITSTATUS(status)
 
 
 def _read_rest(fd: int, limit: int) -> bytes:
