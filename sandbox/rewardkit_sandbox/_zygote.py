@@ -303,8 +303,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
 
     def _end_task(self, task: _Task, reply: dict[str, Any]) -> None:
         """Kill and reap what is left of the task, then read what it left in the pipes."""
-        self._kill_task(0, main_child_reaped=True)
-        if not self._reap_descendants(time.monotonic() + _KILL_GRACE_S):
+        if not self._sweep(time.monotonic() + _KILL_GRACE_S):
             reply["infra_error"] = "processes of the task survived SIGKILL"
             reply["fatal"] = True
         # Every writer is dead now: what is left in the pipes is all there is.
@@ -450,30 +449,28 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
                 os.close(report_write)
                 if stdio[0] != self.devnull:
                     os.close(stdio[0])
-            report = bytearray()
             until = None if timeout_s is None else started + timeout_s
-            timed_out = not self._watch(task, pid, report_read, report, until)
+            timed_out = not self._watch(task, pid, until)
             if timed_out:  # this child alone: its process group and itself
                 for kill in (os.killpg, os.kill):
                     with contextlib.suppress(OSError):
                         kill(pid, signal.SIGKILL)
-                grace = time.monotonic() + _KILL_GRACE_S
-                if not self._watch(task, pid, report_read, report, grace):
+                if not self._watch(task, pid, time.monotonic() + _KILL_GRACE_S):
                     raise _Stuck("a test did not die after SIGKILL")
             _, status, usage = os.wait4(pid, 0)
-            report += _read_rest(report_read, _REPORT_LIMIT_BYTES)
+            # Read once the child is gone (its few records fit in the pipe: a program that
+            # fills it with more only blocks itself).
+            report = _read_rest(report_read, _REPORT_LIMIT_BYTES)
         finally:
             os.close(report_read)
-        return status, usage, bytes(report), timed_out
+        return status, usage, report, timed_out
 
-    def _watch(
-        self, task: _Task, pid: int, report_fd: int, report: bytearray, until: float | None
-    ) -> bool:
-        """Serve the task while ``pid`` runs: its stdin, outputs and report, the pool's
-        messages, the task's wall time.  True once ``pid`` exited; False when ``until`` (a
+    def _watch(self, task: _Task, pid: int, until: float | None) -> bool:
+        """Serve the task while ``pid`` runs: its stdin and outputs, the pool's messages,
+        the task's wall time.  True once ``pid`` exited; False when ``until`` (a
         test's own limit) passed first.  ``_Stuck`` when it outlives its SIGKILL."""
         pidfd = os.pidfd_open(pid)
-        readers: list[int] = [pidfd, report_fd, *task.open_outputs]
+        readers: list[int] = [pidfd, *task.open_outputs]
         if not task.pool_gone:
             readers.append(self.channel.fd)
         writers: list[int] = [task.stdin_fd] if task.stdin_fd >= 0 else []
@@ -494,13 +491,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
                 for fd in ready:
                     if fd == pidfd:
                         continue
-                    if fd == report_fd:
-                        chunk = os.read(report_fd, _READ_CHUNK)
-                        if not chunk:
-                            readers.remove(report_fd)
-                        elif len(report) < _REPORT_LIMIT_BYTES:
-                            report += chunk
-                    elif fd in task.outputs:
+                    if fd in task.outputs:
                         chunk = os.read(fd, _READ_CHUNK)
                         if not chunk:
                             readers.remove(fd)
@@ -628,14 +619,14 @@ def _exit_status(status: int, usage: Any, reply: dict[str, Any]) -> None:
 
 
 def _read_rest(fd: int, limit: int) -> bytes:
-    """Read what a pipe still holds, without blocking, keeping at most ``limit`` bytes."""
-    os.set_blocking(fd, False)
+    """Read what a pipe holds now, without blocking, keeping at most ``limit`` bytes.
+
+    Asks ``select`` before each read: an empty pipe (the usual case) costs one call,
+    and a writer still alive somewhere cannot make it wait.
+    """
     rest = bytearray()
-    while True:
-        try:
-            chunk = os.read(fd, _READ_CHUNK)
-        except BlockingIOError:
-            break
+    while select.select([fd], (), (), 0)[0]:
+        chunk = os.read(fd, _READ_CHUNK)
         if not chunk:
             break
         if len(rest) < limit:

@@ -33,6 +33,14 @@ class KillAndReap:
         else:
             self._kill_children()
 
+    def _sweep(self, deadline: float) -> bool:
+        """After the task's own children are reaped: kill and reap whatever is left of it
+        (daemons, orphans).  False when something outlived SIGKILL until ``deadline``."""
+        if not self._has_live_children():
+            return True
+        self._kill_task(0, main_child_reaped=True)
+        return self._reap_descendants(deadline)
+
     def _has_live_children(self) -> bool:
         while True:
             try:
