@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 _MIB = 1024 * 1024
@@ -35,10 +35,11 @@ class SandboxLimits:
     disk_bytes: int = 64 * _MIB
 
     def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
+        # vars(), not dataclasses.asdict (a recursive deep copy): limits are made per run.
+        for name, value in vars(self).items():
             if not value > 0:
                 raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")
 
     def to_message(self) -> dict[str, Any]:
         """The limits as sent to the zygote."""
-        return asdict(self)
+        return dict(vars(self))

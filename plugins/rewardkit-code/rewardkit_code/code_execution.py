@@ -21,6 +21,7 @@ Score(value=1.0, status=<Status.OK: 'ok'>, reason='all 1 tests passed', ...)
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -235,10 +236,8 @@ class CodeExecution(Reward):
                 stop_on_first_failure=stop_early,
             )
         wall = params.timeout_s if n_tests == 0 else params.timeout_s * n_tests
-        limits = SandboxLimits(
-            wall_time_s=wall + (_BATCH_OVERHEAD_S if n_tests else 0.0),
-            cpu_time_s=params.timeout_s,
-            memory_bytes=params.memory_mb * _MIB,
+        limits = _limits(
+            wall + (_BATCH_OVERHEAD_S if n_tests else 0.0), params.timeout_s, params.memory_mb
         )
         return PythonRunner(
             shared_pool(params.concurrency),
@@ -343,6 +342,14 @@ class CodeExecution(Reward):
         else:
             reason = f"{tally.passed}/{total} {kind} passed; {tally.failure}"
         return Score.ok(value, reason, passed=tally.passed, total=total)
+
+
+@functools.lru_cache(maxsize=256)
+def _limits(wall_time_s: float, cpu_time_s: float, memory_mb: int) -> SandboxLimits:
+    """The sandbox limits of one run (made once per distinct value: runs are many)."""
+    return SandboxLimits(
+        wall_time_s=wall_time_s, cpu_time_s=cpu_time_s, memory_bytes=memory_mb * _MIB
+    )
 
 
 def _normalised(text: str, compare: str) -> object:

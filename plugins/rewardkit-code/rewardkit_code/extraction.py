@@ -22,6 +22,8 @@ ExtractMode = Literal["fenced", "last_block", "whole"]
 
 _OPENING = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
 _CLOSING = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+#: what a fence line starts with once its (at most three) leading spaces are stripped
+_FENCE_STARTS = ("```", "~~~")
 
 #: info strings that name the same language
 LANGUAGE_ALIASES: dict[str, frozenset[str]] = {
@@ -49,6 +51,10 @@ def code_blocks(text: str) -> list[CodeBlock]:
     language = ""
     body: list[str] = []
     for line in text.splitlines(keepends=True):
+        if line.lstrip(" ")[:3] not in _FENCE_STARTS:  # neither opens nor closes a block
+            if fence is not None:
+                body.append(line)
+            continue
         bare = line.rstrip("\r\n")
         if fence is None:
             opening = _OPENING.match(bare)
