@@ -151,19 +151,17 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
         gold = _reference_kind(reference, params.decimal_comma, params.symbolic)
     else:
         gold = _plain_reference(reference, params)
-    kind = type(gold)
-    if kind is Score:
-        return gold  # type: ignore[return-value]
-    if kind is _Symbolic:
+    if type(gold) is Score:
+        return gold
+    if type(gold) is _Symbolic:
         return None  # math-verify must first say whether the reference is an answer at all
-    text = sample.text
-    if params.reasoning_tag:
-        text = after_reasoning(text, params.reasoning_tag)  # type: ignore[assignment]
-        if text is None:
-            return Score.ok(params.wrong, "the reasoning never closes")
+    text = (sample.text if not params.reasoning_tag
+            else after_reasoning(sample.text, params.reasoning_tag))
+    if text is None:
+        return Score.ok(params.wrong, "the reasoning never closes")
     found = extract(text, params.extract, params.answer_tag,
                     first=params.occurrence == "first", decimal_comma=params.decimal_comma)
-    if kind is PlainNumber:
+    if type(gold) is PlainNumber:
         if found is None:
             return Score.ok(params.wrong, "no answer found")
         how, answer = found
@@ -171,18 +169,17 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
         if pred_number is None and "=" in answer:  # "4 \\times 3 = 12": the last side
             pred_number = read_number(answer.rsplit("=", 1)[1], params.decimal_comma)
         if pred_number is not None:
-            same = numbers_match(gold, pred_number, params.abs_tol,  # type: ignore[arg-type]
-                                 params.rel_tol)
+            same = numbers_match(gold, pred_number, params.abs_tol, params.rel_tol)
             return _ok_score(float(params.score if same else params.wrong), how, answer)
         if not params.symbolic:
             return Score.ok(params.wrong, "answer is not a plain number", via=how,
                             extracted=answer[:200])
         return None
-    answer = found[1] if found else _last_words(text)  # a word answer
-    if answer is None:
+    assert type(gold) is _WordAnswer
+    words = found[1] if found else _last_words(text)
+    if words is None:
         return Score.ok(params.wrong, "no answer found")
-    return _verdict(_words(answer) == gold.words,  # type: ignore[union-attr]
-                    params, found[0] if found else "words", answer)
+    return _verdict(_words(words) == gold.words, params, found[0] if found else "words", words)
 
 
 @reward(params=MathParams, mode="process", timeout=10.0, quick=_quick_verdict)
