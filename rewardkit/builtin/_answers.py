@@ -96,6 +96,8 @@ _LEAD_IN = re.compile(
 
 def strip_lead_in(answer: str) -> str:
     """Drop a lead-in such as ``The final answer is`` or ``x =`` from an answer."""
+    if not answer.lstrip()[:1].isalpha():  # every lead-in starts with a letter ("#### 72")
+        return answer
     return _LEAD_IN.sub("", answer, count=1)
 
 

@@ -71,3 +71,13 @@ def test_extract_skips_a_strategy_only_where_it_finds_nothing() -> None:
                 assert _answers.boxed(text, first) is None, repr(text)
             if "####" not in text:
                 assert _answers.hashes_line(text, first) is None, repr(text)
+
+
+def test_lead_in_is_stripped_as_the_lead_in_pattern_says() -> None:
+    rng = random.Random(19)
+    pieces = ["The ", "the", " final ", "answer", " is ", ":", "=", "x", " ", "\t", "1",
+              "-", "$", "So, ", "result", "é", "İ", "\n", "42"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert _answers.strip_lead_in(text) == _answers._LEAD_IN.sub("", text, count=1), \
+            repr(text)
