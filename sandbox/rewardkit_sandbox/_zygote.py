@@ -619,18 +619,18 @@ def _exit_status(status: int, usage: Any, reply: dict[str, Any]) -> None:
 
 
 def _read_rest(fd: int, limit: int) -> bytes:
-    """Read what a pipe holds now, without blocking, keeping at most ``limit`` bytes.
+    """Read what a pipe holds now, without blocking, up to ``limit`` bytes.
 
     Asks ``select`` before each read: an empty pipe (the usual case) costs one call,
-    and a writer still alive somewhere cannot make it wait.
+    and a writer still alive somewhere (a daemon of a test) can neither make it wait
+    nor, by refilling the pipe, keep it reading: it stops at ``limit``.
     """
     rest = bytearray()
-    while select.select([fd], (), (), 0)[0]:
-        chunk = os.read(fd, _READ_CHUNK)
+    while len(rest) < limit and select.select([fd], (), (), 0)[0]:
+        chunk = os.read(fd, min(_READ_CHUNK, limit - len(rest)))
         if not chunk:
             break
-        if len(rest) < limit:
-            rest += chunk[: limit - len(rest)]
+        rest += chunk
     return bytes(rest)
 
 

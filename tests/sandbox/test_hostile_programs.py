@@ -13,6 +13,7 @@ import socket
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -244,6 +245,26 @@ def test_kill_minus_one_from_a_test_reaches_its_processes_not_the_judge(
     assert result.tests is not None
     assert [test.status for test in result.tests] == [Status.OK, Status.OK]
     assert result.status is Status.OK
+
+
+def test_a_daemon_refilling_the_report_pipe_cannot_stall_the_judging(
+    contained: SandboxPool,
+) -> None:
+    # The test's child blocks on its own report (the daemon keeps the pipe full) and
+    # times out; the zygote reads a bounded amount, answers, and the sweep ends the daemon.
+    flood = (
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    while True:\n"
+        "        os.write(3, b'x' * 65536)\n"
+        "time.sleep(0.1)\n"
+        "assert False"
+    )
+    started = time.monotonic()
+    result = contained.run("import os, time", tests=[flood], test_timeout_s=1.0)
+    assert time.monotonic() - started < 8.0
+    assert result.status is Status.TIMEOUT
+    assert result.tests is not None and result.tests[0].status is Status.TIMEOUT
 
 
 def test_a_daemonised_process_does_not_outlive_its_task(contained: SandboxPool) -> None:
