@@ -1,15 +1,22 @@
-"""Entry point of a process-mode worker: ``python -m rewardkit._pool_child FD PARENT``.
+"""Entry point of a process-mode worker: ``python -m rewardkit._pool_child FD PARENT AREA``.
 
-Receives ``("run", call, key, reward_blob | None, group, items)`` over the pipe, answers
-``("r", call, index, wire_score(s), seconds)`` per item, in order. Exits when the pipe
-closes, on ``("stop",)``, or when its parent goes away (the parent's reaper process
-kills it even while it runs code that holds the GIL). Ctrl-C is the parent's to handle:
-the worker ignores SIGINT. Whatever a reward raises, ``SystemExit`` included, is that
-item's error.
+Receives ``("run", call, chunk, key, reward_blob | None, group, area_size, items)``
+(pickled, one message per chunk; ``items`` as :func:`~rewardkit.process_pool.encode_items`
+writes them). For each item in turn it records in the shared memory ``AREA`` when the
+item started, and when it is done its value (a plain ``ok`` float) or that its answer
+went in a message, then the count of items done: the parent reads there which item is
+in progress (per-item hard timeouts) and, if the worker dies, which results it keeps.
+Verdicts that are not a plain value (reasons, details, other statuses, groups) are sent
+as ``("s", call, chunk, {item: wire_score(s)})`` as they pile up; ``("d", call, chunk,
+{...})`` ends the chunk. Exits when the pipe closes, on ``("stop",)``, or when its parent
+goes away (the parent's reaper process kills it even while it runs code that holds the
+GIL). Ctrl-C is the parent's to handle: the worker ignores SIGINT. Whatever a reward
+raises, ``SystemExit`` included, is that item's error.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import signal
@@ -21,36 +28,46 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from rewardkit.execution import exception_score, group_scores
-from rewardkit.process_pool import LOADING_MAIN_ENV, MAIN_PATH_ENV
-from rewardkit.types import Score, coerce_value
+from rewardkit.process_pool import (
+    HEADER_BYTES,
+    LOADING_MAIN_ENV,
+    MAIN_PATH_ENV,
+    PLAIN,
+    area_offsets,
+)
+from rewardkit.types import MAX_ABS_VALUE, Sample, Score, Status, coerce_value
+
+#: answers that are not plain values are sent once this many have piled up
+FLUSH_EVERY = 256
+_OK = Status.OK
 
 
 def _wire(score: Score) -> tuple[Any, str, str, Any]:
+    return (score.value, str(score.status), score.reason,
+            None if score.details is None else dict(score.details))
+
+
+def _safe_wire(score: Score) -> tuple[Any, str, str, Any]:
+    """The wire form with details that do not pickle replaced by their repr."""
     details = score.details
     if details is not None:
         try:
-            pickle.dumps(details)
+            pickle.loads(pickle.dumps(details))
             details = dict(details)
         except Exception:
             details = {k: repr(v) for k, v in dict(details).items()}
     return (score.value, str(score.status), score.reason, details)
 
 
-def _call(reward: Any, group: bool, payload: Any) -> Any:
-    if group:
-        try:
-            out = reward.score_group(payload)
-        except BaseException as exc:
-            return _wire(exception_score(exc))
-        try:
-            return [_wire(score) for score in group_scores(out, len(payload))]
-        except Exception as exc:
-            return _wire(exception_score(exc))
+def _group_answer(reward: Any, payload: list[Sample]) -> Any:
     try:
-        return _wire(coerce_value(reward.score(payload)))
+        out = reward.score_group(payload)
     except BaseException as exc:
         return _wire(exception_score(exc))
-
+    try:
+        return [_wire(score) for score in group_scores(out, len(payload))]
+    except Exception as exc:
+        return _wire(exception_score(exc))
 
 
 def _load(blob: bytes) -> Any:
@@ -95,21 +112,143 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
-def main(fd: int, parent: int) -> None:
+def decode_items(encoded: Any) -> list[Any]:
+    """The items :func:`~rewardkit.process_pool.encode_items` encoded."""
+    kind = encoded[0]
+    if kind == "groups":
+        flat = decode_items(encoded[2])
+        out, at = [], 0
+        for size in encoded[1]:
+            out.append(flat[at:at + size])
+            at += size
+        return out
+    if kind == "objects":
+        return list(encoded[1])
+    _, prompts, completions, references, metadatas, groups, texts = encoded
+    new = Sample.__new__
+    samples = []
+    for prompt, completion, reference, metadata, group, text in zip(
+            prompts, completions, references, metadatas, groups, texts, strict=True):
+        sample = new(Sample)
+        sample.prompt = prompt
+        sample.completion = completion
+        sample.reference = reference
+        sample.metadata = metadata
+        sample.group = group
+        sample.text = completion if text is None else text
+        sample.size = len(sample.text)
+        samples.append(sample)
+    return samples
+
+
+class _Area:
+    """This worker's view of the shared memory, remapped when the parent grows it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = 0
+        self.map: mmap.mmap | None = None
+        self.words: Any = None  # float64 view (typeshed types memoryview items as int)
+        self.bytes: memoryview | None = None
+
+    def fit(self, size: int) -> tuple[Any, memoryview]:
+        if size != self.size or self.words is None or self.bytes is None:
+            if self.words is not None and self.bytes is not None and self.map is not None:
+                self.words.release()
+                self.bytes.release()
+                self.map.close()
+            self.map = mmap.mmap(self.fd, size)
+            self.bytes = memoryview(self.map)
+            self.words = self.bytes[: size - size % 8].cast("d")
+            self.size = size
+        return self.words, self.bytes
+
+
+def _run_chunk(conn: Connection, area: _Area, size: int, call: int, seq: int, reward: Any,
+               group: bool, items: list[Any]) -> None:
+    words, raw = area.fit(size)
+    ints: Any = raw[:HEADER_BYTES].cast("q")
+    at_values, at_seconds, at_codes = area_offsets(len(items))
+    v0, s0 = at_values // 8, at_seconds // 8
+    monotonic, perf = time.monotonic, time.perf_counter
+    score = reward.score
+    pending: dict[int, Any] = {}
+    bound = MAX_ABS_VALUE
+    # the header: when item 0 starts, 0 done, then whose chunk this is
+    words[3] = monotonic()
+    ints[2] = 0
+    ints[1] = seq
+    ints[0] = call
+    try:
+        for j, item in enumerate(items):
+            words[3] = monotonic()
+            start = perf()
+            if group:
+                answer: Any = _group_answer(reward, item)
+            else:
+                try:
+                    got = score(item)
+                except BaseException as exc:
+                    got = exception_score(exc)
+                if type(got) is float and -bound <= got <= bound:
+                    words[v0 + j] = got
+                    words[s0 + j] = perf() - start
+                    raw[at_codes + j] = PLAIN
+                    ints[2] = j + 1
+                    continue
+                try:
+                    verdict = coerce_value(got)
+                    if (verdict.status is _OK and type(verdict.value) is float
+                            and not verdict.reason and not verdict.details):
+                        words[v0 + j] = verdict.value
+                        words[s0 + j] = perf() - start
+                        raw[at_codes + j] = PLAIN
+                        ints[2] = j + 1
+                        continue
+                    answer = _wire(verdict)
+                except Exception as exc:  # details that are not a mapping, say
+                    answer = _wire(exception_score(exc))
+            words[s0 + j] = perf() - start
+            pending[j] = answer
+            ints[2] = j + 1
+            if len(pending) >= FLUSH_EVERY:
+                _send(conn, ("s", call, seq, pending))
+                pending = {}
+        _send(conn, ("d", call, seq, pending))
+    finally:
+        ints.release()
+
+
+def _send(conn: Connection, message: tuple[Any, ...]) -> None:
+    try:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.loads(data)  # details that pickle but do not unpickle, say
+    except Exception:
+        answers = message[3]
+        safe: dict[int, Any] = {}
+        for j, answer in answers.items():
+            safe[j] = ([_safe_wire(Score(*a)) for a in answer] if isinstance(answer, list)
+                       else _safe_wire(Score(*answer)))
+        data = pickle.dumps((*message[:3], safe), protocol=pickle.HIGHEST_PROTOCOL)
+    conn.send_bytes(data)
+
+
+def main(fd: int, parent: int, area_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.getppid() != parent:  # the parent died before this worker started
         return
     conn = Connection(fd)
+    area = _Area(area_fd)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     rewards: dict[str, Any] = {}
     while True:
         try:
-            message = conn.recv()
+            message = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
         if message[0] == "stop":
             return
-        _, call, key, blob, group, items = message
+        _, call, seq, key, blob, group, size, encoded = message
         if blob is not None:
             try:
                 rewards[key] = _load(blob)
@@ -122,17 +261,11 @@ def main(fd: int, parent: int) -> None:
         if reward is None:
             conn.send(("load_error", call, "reward not loaded in this worker"))
             continue
-        for idx, payload in items:
-            start = time.perf_counter()
-            answer = _call(reward, group, payload)
-            try:
-                conn.send(("r", call, idx, answer, time.perf_counter() - start))
-            except (OSError, ValueError):
-                return
-            except Exception as exc:  # details that pickle but do not unpickle, say
-                conn.send(("r", call, idx, _wire(exception_score(exc)),
-                           time.perf_counter() - start))
+        try:
+            _run_chunk(conn, area, size, call, seq, reward, group, decode_items(encoded))
+        except (OSError, ValueError):
+            return
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))

@@ -192,22 +192,30 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
     pool = shared_pool(workers)
     if groups is None:
         chosen = range(len(samples)) if indices is None else indices
-        items: list[tuple[int, Any]] = [(i, samples[i]) for i in chosen]
-        answers = pool.run(key, blob, False, items, timeout)
-        for idx, (score, seconds) in sorted(answers.items()):
-            assert isinstance(score, Score)
-            out.put(idx, score)
-            out.latencies.append(seconds)
-            out.sample_seconds[idx] = seconds
+        answers = pool.run(key, blob, False, [samples[i] for i in chosen], timeout)
+        values, seconds, rich = out.values, answers.seconds, answers.scores
+        for pos, value in enumerate(answers.values):
+            idx = chosen[pos]
+            if value is not None and pos not in rich:
+                values[idx] = value  # an ok float: no Score object kept
+            else:
+                got = rich.get(pos, _NO_ANSWER)
+                out.put(idx, got if isinstance(got, Score) else _NO_ANSWER)
+        out.latencies.extend(seconds)
+        out.sample_seconds.update(zip(chosen, seconds, strict=True))
         return
-    group_items = [(g, [samples[i] for i in members]) for g, members in enumerate(groups)]
-    answers = pool.run(key, blob, True, group_items, timeout)
-    for g, (got, seconds) in sorted(answers.items()):
-        members = groups[g]
+    answers = pool.run(key, blob, True, [[samples[i] for i in members] for members in groups],
+                       timeout)
+    for g, members in enumerate(groups):
+        got = answers.scores.get(g, _NO_ANSWER)
         scores = got if isinstance(got, list) else [got] * len(members)
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
-        out.latencies.append(seconds / max(1, len(members)))
+        out.latencies.append(answers.seconds[g] / max(1, len(members)))
+
+
+#: never expected: the pool answers every item; kept so a slip is a status, not a crash
+_NO_ANSWER = Score.error("no answer from the worker pool")
 
 
 def _all_indices(samples: Sequence[Sample], indices: Sequence[int] | None,

@@ -28,14 +28,18 @@ dataloader threads, TRL's reward threads).
 
 from __future__ import annotations
 
+import array
 import atexit
 import collections
 import contextlib
 import itertools
+import mmap
 import os
 import pickle
+import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -43,10 +47,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe, wait
 from typing import IO, Any, cast
 
-from rewardkit.types import Score, Status
+from rewardkit.types import Sample, Score, Status
 
-#: (index, payload) where the payload is a Sample (per-sample) or a list (per-group)
-Item = tuple[int, Any]
 #: the breaker: a call stops trying a reward once at least this many items killed their
 #: worker (crash or timeout) ...
 BREAKER_MIN_FAILURES = 16
@@ -58,8 +60,33 @@ LOAD_TIMEOUT = 120.0
 MAIN_PATH_ENV = "REWARDKIT_PARENT_MAIN"
 #: set in a worker while it runs the parent's main script: no pool may start then
 LOADING_MAIN_ENV = "REWARDKIT_LOADING_PARENT_MAIN"
-#: a Score as it crosses the pipe
+#: a Score as it crosses the pipe: (value, status, reason, details)
 WireScore = tuple[float | None, str, str, Any]
+#: most items in one chunk (one message to a worker, one answer back)
+MAX_CHUNK = 512
+#: chunks per worker a call aims at, so that a worker slowed by other load leaves a
+#: short tail
+CHUNKS_PER_WORKER = 16
+
+# A worker's shared memory: a header, then the results of the chunk in progress.
+#: header: call id, chunk number, items finished (int64 each), when the item in
+#: progress started (float64, ``time.monotonic``)
+HEADER = struct.Struct("qqqd")
+HEADER_BYTES = 64
+#: per-item codes: value not in the shared memory (not finished, or its answer goes in
+#: a message), value in the shared memory
+PENDING, PLAIN = 0, 1
+
+
+def area_offsets(n: int) -> tuple[int, int, int]:
+    """Byte offsets of the values (float64), seconds (float64) and codes (uint8) of a
+    chunk of ``n`` items in a worker's shared memory."""
+    return HEADER_BYTES, HEADER_BYTES + 8 * n, HEADER_BYTES + 16 * n
+
+
+def area_bytes(n: int) -> int:
+    return HEADER_BYTES + 17 * n
+
 
 _REAPER = """
 import os, signal, sys
@@ -76,11 +103,15 @@ for pid in pids:
 """
 
 
-def _to_scores(answer: WireScore | list[WireScore]) -> Score | list[Score]:
+_STATUS = {str(s): s for s in Status}
+
+
+def to_score(answer: WireScore | list[WireScore]) -> Score | list[Score]:
+    """A Score (a list of them for a group) from its wire form."""
     if isinstance(answer, list):
-        return [Score(v, Status(s), r, d) for v, s, r, d in answer]
+        return [Score(v, _STATUS[s], r, d) for v, s, r, d in answer]
     v, s, r, d = answer
-    return Score(v, Status(s), r, d)
+    return Score(v, _STATUS[s], r, d)
 
 
 def usable_cores() -> int:
@@ -90,15 +121,59 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class _Area:
+    """A worker's shared memory (an anonymous file both processes map): the progress
+    of the chunk in progress and its plain results, readable even after the worker
+    died. Grown by the parent, only while its worker is idle."""
+
+    def __init__(self) -> None:
+        if hasattr(os, "memfd_create"):
+            self.fd = os.memfd_create("rewardkit-worker")
+        else:  # pragma: no cover - no memfd (macOS): an unlinked temporary file
+            with tempfile.TemporaryFile() as handle:
+                self.fd = os.dup(handle.fileno())
+        self.size = area_bytes(MAX_CHUNK)
+        os.ftruncate(self.fd, self.size)
+        self.map = mmap.mmap(self.fd, self.size)
+
+    def fit(self, n: int) -> None:
+        if area_bytes(n) > self.size:
+            self.size = area_bytes(n)
+            os.ftruncate(self.fd, self.size)
+            self.map.close()
+            self.map = mmap.mmap(self.fd, self.size)
+
+    def header(self) -> tuple[int, int, int, float]:
+        return cast(tuple[int, int, int, float], HEADER.unpack_from(self.map, 0))
+
+    def close(self) -> None:
+        with contextlib.suppress(BufferError, ValueError):
+            self.map.close()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+@dataclass
+class _Chunk:
+    """Items of one call sent to a worker in one message: their positions in the call."""
+
+    seq: int
+    positions: list[int]
+
+
 @dataclass
 class _Worker:
     proc: subprocess.Popen[bytes]
     conn: Connection
+    area: _Area
     loaded: set[str] = field(default_factory=set)
-    pending: collections.deque[Item] = field(default_factory=collections.deque)
-    started_item_at: float = 0.0
-    #: when the item in progress times out (longer while the reward is being loaded)
-    deadline: float = 0.0
+    chunk: _Chunk | None = None
+    #: answers sent in messages for the chunk in progress: item number -> wire form
+    answers: dict[int, Any] = field(default_factory=dict)
+    #: when the chunk was sent (or the reward finished loading)
+    ready_at: float = 0.0
+    #: the reward is being loaded: its first item's clock has not started
+    loading: bool = False
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -186,6 +261,19 @@ _reaper = _Reaper()
 _call_ids = itertools.count(1)
 
 
+class CallResult:
+    """What one ``WorkerPool.run`` found, by item position: ``values[i]`` for an ``ok``
+    float without reason or details (None otherwise), ``scores[i]`` for any other
+    verdict (a list of Scores for a group), ``seconds[i]`` the item's own time."""
+
+    __slots__ = ("scores", "seconds", "values")
+
+    def __init__(self, n: int) -> None:
+        self.values: list[float | None] = [None] * n
+        self.seconds: list[float] = [0.0] * n
+        self.scores: dict[int, Score | list[Score]] = {}
+
+
 class WorkerPool:
     """A pool of worker processes, sized to the usable cores and reused across calls.
 
@@ -206,6 +294,7 @@ class WorkerPool:
     # -- life cycle ----------------------------------------------------------------
     def _spawn(self) -> _Worker:
         parent_conn, child_conn = Pipe(duplex=True)
+        area = _Area()
         env = dict(os.environ)
         path = [p for p in sys.path if p]
         if path:
@@ -214,24 +303,32 @@ class WorkerPool:
         if main_path:
             env[MAIN_PATH_ENV] = main_path
         fd = child_conn.fileno()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "rewardkit._pool_child", str(fd), str(os.getpid())],
-            pass_fds=(fd,),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            close_fds=True,
-        )
-        child_conn.close()
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "rewardkit._pool_child", str(fd), str(os.getpid()),
+                 str(area.fd)],
+                pass_fds=(fd, area.fd),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                close_fds=True,
+            )
+        except BaseException:
+            area.close()
+            parent_conn.close()
+            raise
+        finally:
+            child_conn.close()
         _reaper.tell("+", proc.pid)
         assert proc.stdout is not None
         threading.Thread(target=_copy_output, args=(proc.stdout,), daemon=True,
                          name=f"rewardkit-worker-{proc.pid}-output").start()
-        return _Worker(proc, parent_conn)
+        return _Worker(proc, parent_conn, area)
 
     def _retire(self, worker: _Worker) -> None:
         worker.kill()
+        worker.area.close()
         _reaper.tell("-", worker.proc.pid)
 
     def _ensure_started(self) -> None:
@@ -252,7 +349,7 @@ class WorkerPool:
             self._closed = True
             for w in self._workers:
                 with contextlib.suppress(OSError):
-                    w.conn.send(("stop",))
+                    w.conn.send_bytes(_STOP)
             deadline = time.monotonic() + 2
             for w in self._workers:
                 try:
@@ -260,6 +357,7 @@ class WorkerPool:
                 except subprocess.TimeoutExpired:
                     w.kill()
                 w.conn.close()
+                w.area.close()
                 _reaper.tell("-", w.proc.pid)
             self._workers.clear()
 
@@ -272,13 +370,13 @@ class WorkerPool:
         key: str,
         reward_blob: bytes,
         group: bool,
-        items: Sequence[Item],
+        items: Sequence[Any],
         timeout: float,
-    ) -> dict[int, tuple[Score | list[Score], float]]:
-        """Score ``items`` with the pickled reward ``reward_blob`` (cached per worker under
-        ``key``). Returns index -> (Score, or one Score per sample for a group, seconds)."""
+    ) -> CallResult:
+        """Score ``items`` (Samples, or lists of Samples for a group reward) with the
+        pickled reward ``reward_blob`` (cached per worker under ``key``)."""
         if not items:
-            return {}
+            return CallResult(0)
         with self._lock:
             self._ensure_started()
             call = _Call(self, next(_call_ids), key, reward_blob, group, items, timeout)
@@ -300,24 +398,48 @@ class WorkerPool:
         return fresh
 
 
+_STOP = pickle.dumps(("stop",))
+
+
+def encode_items(items: Sequence[Any], group: bool) -> Any:
+    """The items of a chunk as they cross the pipe. Samples go as columns (a list per
+    field, so a prompt shared by a group is sent once and no object is rebuilt per
+    sample by the pickler); anything else as it is."""
+    if group:
+        flat = [s for members in items for s in members]
+        return ("groups", [len(members) for members in items], encode_items(flat, False))
+    if not all(type(s) is Sample for s in items):
+        return ("objects", list(items))
+    return ("columns",
+            [s.prompt for s in items], [s.completion for s in items],
+            [s.reference for s in items], [s.metadata for s in items],
+            [s.group for s in items],
+            # the text is sent only where it is not the completion itself
+            [None if s.text is s.completion else s.text for s in items])
+
+
 class _Call:
     """The state of one ``WorkerPool.run``: the queue of chunks, who is busy, results."""
 
     def __init__(self, pool: WorkerPool, call_id: int, key: str, blob: bytes, group: bool,
-                 items: Sequence[Item], timeout: float) -> None:
+                 items: Sequence[Any], timeout: float) -> None:
         self.pool = pool
         self.call_id = call_id
         self.key = key
         self.blob = blob
         self.group = group
+        self.items = items
         self.timeout = timeout
-        self.results: dict[int, tuple[Score | list[Score], float]] = {}
+        self.results = CallResult(len(items))
+        self.seq = itertools.count()
         # strided chunks: chunk j holds items j, j + n_chunks, ... so that the first
-        # items tried are spread over the whole batch
-        size = max(1, min(64, len(items) // (pool.size * 4) or 1))
-        n_chunks = -(-len(items) // size)
-        self.queue: collections.deque[list[Item]] = collections.deque(
-            list(items[j::n_chunks]) for j in range(n_chunks))
+        # items tried are spread over the whole batch and a burst of bad rows next to
+        # each other falls into many chunks
+        n = len(items)
+        size = max(1, min(MAX_CHUNK, n // (pool.size * CHUNKS_PER_WORKER) or 1))
+        n_chunks = -(-n // size)
+        self.queue: collections.deque[list[int]] = collections.deque(
+            list(range(j, n, n_chunks)) for j in range(n_chunks))
         self.idle = list(pool._workers)
         self.busy: dict[Connection, _Worker] = {}
         self.failures = 0
@@ -329,56 +451,87 @@ class _Call:
                 self._dispatch(self.idle.pop())
             if not self.busy:
                 continue
-            wait_for = min(w.deadline for w in self.busy.values()) - time.monotonic()
+            wait_for = (min(self._deadline(w)[0] for w in self.busy.values())
+                        - time.monotonic())
             for ready in wait(list(self.busy), timeout=max(0.0, wait_for)):
                 worker = self.busy.get(cast(Connection, ready))
                 if worker is not None:
                     self._receive(worker)
             now = time.monotonic()
             for worker in list(self.busy.values()):
-                if now >= worker.deadline:
+                deadline, started = self._deadline(worker)
+                if now >= deadline:
                     self._lost(worker, Score.timeout(
-                        f"exceeded {self.timeout:g}s hard timeout"))
+                        f"exceeded {self.timeout:g}s hard timeout"), started)
+
+    def _deadline(self, worker: _Worker) -> tuple[float, float]:
+        """When the item in progress times out, and when it started."""
+        if worker.loading:
+            return worker.ready_at + max(self.timeout, LOAD_TIMEOUT), worker.ready_at
+        call, seq, _, started = worker.area.header()
+        chunk = worker.chunk
+        if chunk is None or call != self.call_id or seq != chunk.seq:
+            started = worker.ready_at  # the chunk's first item is not started yet
+        return started + self.timeout, started
 
     def _dispatch(self, worker: _Worker) -> None:
-        batch = self.queue.popleft()
+        positions = self.queue.popleft()
         blob = None if self.key in worker.loaded else self.blob
+        seq = next(self.seq)
         try:
-            worker.conn.send(("run", self.call_id, self.key, blob, self.group, batch))
-        except (OSError, ValueError):  # the worker is gone: not the batch's fault
-            self.queue.appendleft(batch)
+            message = pickle.dumps(
+                ("run", self.call_id, seq, self.key, blob, self.group, worker.area.size,
+                 encode_items([self.items[p] for p in positions], self.group)),
+                protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # an item that cannot be pickled (too deep, unpicklable)
+            self._send_without_unpicklable(worker, positions, exc)
+            return
+        worker.area.fit(len(positions))
+        _, _, codes = area_offsets(len(positions))
+        worker.area.map[codes:codes + len(positions)] = bytes(len(positions))
+        try:
+            worker.conn.send_bytes(message)
+        except (OSError, ValueError):  # the worker is gone: not the chunk's fault
+            self.queue.appendleft(positions)
             self.idle.append(self.pool._replace(worker))
             return
-        except Exception as exc:  # an item that cannot be pickled (too deep, unpicklable)
-            self._send_one_by_one(worker, batch, exc)
-            return
         worker.loaded.add(self.key)
-        worker.pending.extend(batch)
-        worker.started_item_at = time.monotonic()
-        grace = LOAD_TIMEOUT if blob is not None else 0.0
-        worker.deadline = worker.started_item_at + max(self.timeout, grace)
+        worker.chunk = _Chunk(seq, positions)
+        worker.answers = {}
+        worker.loading = blob is not None
+        worker.ready_at = time.monotonic()
         self.busy[worker.conn] = worker
 
-    def _send_one_by_one(self, worker: _Worker, batch: list[Item], exc: Exception) -> None:
-        """The items that cannot be sent get an error; the others go back one per chunk."""
-        for idx, payload in reversed(batch):
-            problem: BaseException | None = exc if len(batch) == 1 else None
+    def _send_without_unpicklable(self, worker: _Worker, positions: list[int],
+                                  exc: Exception) -> None:
+        """The items that cannot be sent get an error; the others go back as a chunk."""
+        sendable = []
+        for pos in positions:
+            problem: BaseException | None = None
+            try:
+                pickle.dumps(encode_items([self.items[pos]], self.group),
+                             protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException as item_exc:  # RecursionError, PicklingError...
+                problem = item_exc
             if problem is None:
-                try:
-                    pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-                except BaseException as item_exc:  # RecursionError, PicklingError...
-                    problem = item_exc
-            if problem is None:
-                self.queue.appendleft([(idx, payload)])
+                sendable.append(pos)
                 continue
-            reason = f"{type(problem).__name__}: {problem}"[:300]
-            self.results[idx] = (Score.error(
-                f"sample cannot be sent to a worker process: {reason}"), 0.0)
+            self._fail(pos, problem)
+        if sendable and len(sendable) == len(positions):  # each alone pickles: blame all
+            for pos in sendable:
+                self._fail(pos, exc)
+        elif sendable:
+            self.queue.appendleft(sendable)
         self.idle.append(worker)
+
+    def _fail(self, pos: int, problem: BaseException) -> None:
+        reason = f"{type(problem).__name__}: {problem}"[:300]
+        self.results.scores[pos] = Score.error(
+            f"sample cannot be sent to a worker process: {reason}")
 
     def _receive(self, worker: _Worker) -> None:
         try:
-            message = worker.conn.recv()
+            message = pickle.loads(worker.conn.recv_bytes())
         except (EOFError, OSError):
             self._lost(worker, Score.error(f"{worker.describe_exit()} while scoring"))
             return
@@ -386,43 +539,110 @@ class _Call:
             self._lost(worker, Score.error(f"unreadable answer from a worker: {exc}"))
             return
         kind, call_id = message[0], message[1]
-        if call_id != self.call_id:
+        chunk = worker.chunk
+        if call_id != self.call_id or chunk is None:
             return  # a stale answer of an earlier, interrupted call
-        if kind == "r":
-            self.answers += 1
-            _, _, idx, answer, seconds = message
-            if worker.pending and worker.pending[0][0] == idx:
-                worker.pending.popleft()
-            self.results[idx] = (_to_scores(answer), seconds)
-            worker.started_item_at = time.monotonic()
-            worker.deadline = worker.started_item_at + self.timeout
-            if not worker.pending:
-                self.busy.pop(worker.conn)
-                self.idle.append(worker)
+        if kind == "s":  # answers that are not plain values, sent as they pile up
+            if message[2] == chunk.seq:
+                worker.answers.update(message[3])
+        elif kind == "d":  # the chunk is done
+            if message[2] != chunk.seq:
+                return
+            worker.answers.update(message[3])
+            self._collect(worker, len(chunk.positions))
+            self._free(worker)
         elif kind == "loaded":  # set-up done: the first item's clock starts now
-            worker.started_item_at = time.monotonic()
-            worker.deadline = worker.started_item_at + self.timeout
+            worker.loading = False
+            worker.ready_at = time.monotonic()
         elif kind == "load_error":
             worker.loaded.discard(self.key)
             failure = Score.error(f"could not load the reward in a worker: {message[2]}")
-            for idx, _ in worker.pending:
-                self.results[idx] = (failure, 0.0)
-            worker.pending.clear()
-            self.busy.pop(worker.conn)
-            self.idle.append(worker)
+            for pos in chunk.positions:
+                self.results.scores[pos] = failure
+            self._free(worker)
 
-    def _lost(self, worker: _Worker, failure: Score) -> None:
+    def _free(self, worker: _Worker) -> None:
+        worker.chunk = None
+        worker.answers = {}
+        self.busy.pop(worker.conn)
+        self.idle.append(worker)
+
+    def _collect(self, worker: _Worker, upto: int) -> list[int]:
+        """Take the results of the chunk's first ``upto`` items from the shared memory
+        and the messages; returns those items whose answer never arrived."""
+        chunk = worker.chunk
+        assert chunk is not None
+        n = len(chunk.positions)
+        at_values, at_seconds, at_codes = area_offsets(n)
+        area = worker.area.map
+        values = array.array("d", area[at_values:at_values + 8 * upto]).tolist()
+        seconds = array.array("d", area[at_seconds:at_seconds + 8 * upto]).tolist()
+        codes = area[at_codes:at_codes + upto]
+        results = self.results
+        res_values, res_seconds, res_scores = results.values, results.seconds, results.scores
+        answers = worker.answers
+        missing = []
+        for j, pos in enumerate(chunk.positions[:upto]):
+            answer = answers.get(j)
+            if answer is not None:
+                score = to_score(answer)
+                res_scores[pos] = score
+                if not isinstance(score, list):
+                    res_values[pos] = score.value
+            elif codes[j] == PLAIN:
+                res_values[pos] = values[j]
+            else:  # finished, but its answer was not sent before the worker died
+                missing.append(pos)
+                continue
+            res_seconds[pos] = seconds[j]
+        self.answers += upto - len(missing)
+        return missing
+
+    def _drain(self, worker: _Worker) -> None:
+        """Read what a dead worker sent before it died (answers of finished items)."""
+        chunk = worker.chunk
+        with contextlib.suppress(Exception):
+            while worker.conn.poll():
+                message = pickle.loads(worker.conn.recv_bytes())
+                if (message[0] in ("s", "d") and message[1] == self.call_id
+                        and chunk is not None and message[2] == chunk.seq):
+                    worker.answers.update(message[3])
+
+    def _lost(self, worker: _Worker, failure: Score, started: float | None = None) -> None:
         """The worker died or timed out on its current item: that item gets ``failure``,
-        the rest of its chunk goes back to the queue for a fresh worker."""
+        the chunk's finished items keep their results and the rest go back to the queue
+        for a fresh worker. ``started``: for a timeout, when the item judged started; if
+        the worker had moved on to another item by the time it was killed, that one is
+        not blamed."""
         self.busy.pop(worker.conn, None)
-        pending = list(worker.pending)
-        worker.pending.clear()
-        if pending:
-            idx, _ = pending.pop(0)
-            self.results[idx] = (failure, time.monotonic() - worker.started_item_at)
-            self.failures += 1
-        if pending:
-            self.queue.appendleft(pending)
+        with contextlib.suppress(OSError):
+            worker.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.proc.wait(timeout=5)
+        self._drain(worker)
+        chunk = worker.chunk
+        requeue: list[int] = []
+        if chunk is not None:
+            call, seq, done, now_started = worker.area.header()
+            if call != self.call_id or seq != chunk.seq:
+                done, now_started = 0, worker.ready_at
+            done = min(done, len(chunk.positions))
+            requeue = self._collect(worker, done)
+            rest = chunk.positions[done:]
+            if rest:
+                moved_on = (started is not None and failure.status == Status.TIMEOUT
+                            and now_started != started and not worker.loading)
+                if moved_on:
+                    requeue += rest
+                else:
+                    pos = rest[0]
+                    self.results.scores[pos] = failure
+                    self.results.seconds[pos] = time.monotonic() - now_started
+                    self.failures += 1
+                    requeue += rest[1:]
+        if requeue:
+            self.queue.appendleft(requeue)
+        worker.chunk = None
         self.idle.append(self.pool._replace(worker))
         tried = self.failures + self.answers
         if (self.queue and self.failures >= BREAKER_MIN_FAILURES
@@ -430,9 +650,9 @@ class _Call:
             given_up = Score(None, failure.status,
                              f"not run: the reward failed on {self.failures} of the "
                              f"{tried} samples tried in this call (last: {failure.reason})")
-            for batch in self.queue:
-                for idx, _ in batch:
-                    self.results[idx] = (given_up, 0.0)
+            for positions in self.queue:
+                for pos in positions:
+                    self.results.scores[pos] = given_up
             self.queue.clear()
 
 
