@@ -42,21 +42,34 @@ FLUSH_EVERY = 256
 _OK = Status.OK
 
 
+#: detail values of these types cross the pipe as they are; others are checked first
+_SIMPLE = frozenset({str, int, float, bool, type(None)})
+
+
 def _wire(score: Score) -> tuple[Any, str, str, Any]:
-    return (score.value, str(score.status), score.reason,
-            None if score.details is None else dict(score.details))
-
-
-def _safe_wire(score: Score) -> tuple[Any, str, str, Any]:
-    """The wire form with details that do not pickle replaced by their repr."""
+    """A Score as it crosses the pipe. Details whose values are not plain are checked
+    to pickle and unpickle (else they go as their repr), so an answer message always
+    reads back in the parent."""
     details = score.details
     if details is not None:
-        try:
-            pickle.loads(pickle.dumps(details))
+        if type(details) is not dict:
             details = dict(details)
-        except Exception:
-            details = {k: repr(v) for k, v in dict(details).items()}
-    return (score.value, str(score.status), score.reason, details)
+        for value in details.values():
+            if type(value) not in _SIMPLE:
+                details = _safe_details(details)
+                break
+    status = score.status
+    reason = score.reason
+    return (score.value, "ok" if status is _OK else str(status),
+            reason if type(reason) is str else str(reason), details)
+
+
+def _safe_details(details: dict[Any, Any]) -> dict[Any, Any]:
+    try:
+        pickle.loads(pickle.dumps(details, protocol=pickle.HIGHEST_PROTOCOL))
+        return details
+    except Exception:
+        return {k: repr(v) for k, v in details.items()}
 
 
 def _group_answer(reward: Any, payload: list[Sample]) -> Any:
@@ -124,7 +137,14 @@ def decode_items(encoded: Any) -> list[Any]:
         return out
     if kind == "objects":
         return list(encoded[1])
-    _, prompts, completions, references, metadatas, groups, texts = encoded
+    if kind == "joined":
+        _, joined, lengths, prompts, references, metadatas, groups, texts = encoded
+        completions, at = [], 0
+        for length in lengths:
+            completions.append(joined[at:at + length])
+            at += length
+    else:
+        _, prompts, completions, references, metadatas, groups, texts = encoded
     new = Sample.__new__
     samples = []
     for prompt, completion, reference, metadata, group, text in zip(
@@ -170,7 +190,8 @@ def _run_chunk(conn: Connection, area: _Area, size: int, call: int, seq: int, re
     ints: Any = raw[:HEADER_BYTES].cast("q")
     at_values, at_seconds, at_codes = area_offsets(len(items))
     v0, s0 = at_values // 8, at_seconds // 8
-    monotonic, perf = time.monotonic, time.perf_counter
+    # the parent's deadlines are on this clock (CLOCK_MONOTONIC, shared by processes)
+    monotonic = time.monotonic
     score = reward.score
     pending: dict[int, Any] = {}
     bound = MAX_ABS_VALUE
@@ -181,8 +202,7 @@ def _run_chunk(conn: Connection, area: _Area, size: int, call: int, seq: int, re
     ints[0] = call
     try:
         for j, item in enumerate(items):
-            words[3] = monotonic()
-            start = perf()
+            words[3] = start = monotonic()
             if group:
                 answer: Any = _group_answer(reward, item)
             else:
@@ -192,23 +212,21 @@ def _run_chunk(conn: Connection, area: _Area, size: int, call: int, seq: int, re
                     got = exception_score(exc)
                 if type(got) is float and -bound <= got <= bound:
                     words[v0 + j] = got
-                    words[s0 + j] = perf() - start
+                    words[s0 + j] = monotonic() - start
                     raw[at_codes + j] = PLAIN
                     ints[2] = j + 1
                     continue
                 try:
-                    verdict = coerce_value(got)
-                    if (verdict.status is _OK and type(verdict.value) is float
-                            and not verdict.reason and not verdict.details):
-                        words[v0 + j] = verdict.value
-                        words[s0 + j] = perf() - start
-                        raw[at_codes + j] = PLAIN
-                        ints[2] = j + 1
-                        continue
-                    answer = _wire(verdict)
+                    answer = _answer(got)
                 except Exception as exc:  # details that are not a mapping, say
                     answer = _wire(exception_score(exc))
-            words[s0 + j] = perf() - start
+                if type(answer) is float:
+                    words[v0 + j] = answer
+                    words[s0 + j] = monotonic() - start
+                    raw[at_codes + j] = PLAIN
+                    ints[2] = j + 1
+                    continue
+            words[s0 + j] = monotonic() - start
             pending[j] = answer
             ints[2] = j + 1
             if len(pending) >= FLUSH_EVERY:
@@ -219,18 +237,24 @@ def _run_chunk(conn: Connection, area: _Area, size: int, call: int, seq: int, re
         ints.release()
 
 
+def _answer(got: Any) -> Any:
+    """What a reward returned as the parent needs it: a plain ``ok`` float, or the wire
+    form of its Score."""
+    if type(got) is Score and got.status is _OK:  # the common verdict, checked quickly
+        value = got.value
+        if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
+            if not got.reason and not got.details:
+                return value
+            return _wire(got)
+    verdict = coerce_value(got)
+    if (verdict.status is _OK and type(verdict.value) is float
+            and not verdict.reason and not verdict.details):
+        return verdict.value
+    return _wire(verdict)
+
+
 def _send(conn: Connection, message: tuple[Any, ...]) -> None:
-    try:
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        pickle.loads(data)  # details that pickle but do not unpickle, say
-    except Exception:
-        answers = message[3]
-        safe: dict[int, Any] = {}
-        for j, answer in answers.items():
-            safe[j] = ([_safe_wire(Score(*a)) for a in answer] if isinstance(answer, list)
-                       else _safe_wire(Score(*answer)))
-        data = pickle.dumps((*message[:3], safe), protocol=pickle.HIGHEST_PROTOCOL)
-    conn.send_bytes(data)
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def main(fd: int, parent: int, area_fd: int) -> None:

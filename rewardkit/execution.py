@@ -15,7 +15,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from rewardkit.authoring import FunctionReward, Reward
 from rewardkit.process_pool import pickle_reward, shared_pool
@@ -194,28 +194,27 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
         chosen = range(len(samples)) if indices is None else indices
         answers = pool.run(key, blob, False, [samples[i] for i in chosen], timeout)
         values, seconds, rich = out.values, answers.seconds, answers.scores
-        for pos, value in enumerate(answers.values):
-            idx = chosen[pos]
-            if value is not None and pos not in rich:
-                values[idx] = value  # an ok float: no Score object kept
-            else:
-                got = rich.get(pos, _NO_ANSWER)
-                out.put(idx, got if isinstance(got, Score) else _NO_ANSWER)
+        # a value is an ok float without reason or details unless its Score is in
+        # ``rich`` (the pool's answers already keep Outcome's split)
+        if indices is None:
+            values[:] = answers.values
+            out.scores.update(cast(dict[int, Score], rich))
+        else:
+            for pos, value in enumerate(answers.values):
+                values[chosen[pos]] = value
+            for pos, got in rich.items():
+                out.scores[chosen[pos]] = cast(Score, got)
         out.latencies.extend(seconds)
         out.sample_seconds.update(zip(chosen, seconds, strict=True))
         return
     answers = pool.run(key, blob, True, [[samples[i] for i in members] for members in groups],
                        timeout)
     for g, members in enumerate(groups):
-        got = answers.scores.get(g, _NO_ANSWER)
+        got = answers.scores.get(g) or Score.error("no answer from the worker pool")
         scores = got if isinstance(got, list) else [got] * len(members)
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
         out.latencies.append(answers.seconds[g] / max(1, len(members)))
-
-
-#: never expected: the pool answers every item; kept so a slip is a status, not a crash
-_NO_ANSWER = Score.error("no answer from the worker pool")
 
 
 def _all_indices(samples: Sequence[Sample], indices: Sequence[int] | None,
