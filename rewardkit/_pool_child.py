@@ -1,6 +1,6 @@
 """Entry point of a process-mode worker: ``python -m rewardkit._pool_child FD PARENT AREA``.
 
-Receives ``("run", call, chunk, key, reward_blob | None, group, area_size, items)``
+Receives ``("run", call, chunk, key, reward_blob | None, group, slot, items)``
 (pickled, one message per chunk; ``items`` as :func:`~rewardkit.process_pool.encode_items`
 writes them). For each item in turn it records in the shared memory ``AREA`` when the
 item started, and when it is done its value (a plain ``ok`` float) or that its answer
@@ -29,11 +29,12 @@ from typing import Any
 
 from rewardkit.execution import exception_score, group_scores
 from rewardkit.process_pool import (
+    AREA_BYTES,
     HEADER_BYTES,
     LOADING_MAIN_ENV,
     MAIN_PATH_ENV,
     PLAIN,
-    area_offsets,
+    slot_offsets,
 )
 from rewardkit.types import MAX_ABS_VALUE, Sample, Score, Status, coerce_value
 
@@ -162,33 +163,20 @@ def decode_items(encoded: Any) -> list[Any]:
 
 
 class _Area:
-    """This worker's view of the shared memory, remapped when the parent grows it."""
+    """This worker's view of the shared memory."""
 
     def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.size = 0
-        self.map: mmap.mmap | None = None
-        self.words: Any = None  # float64 view (typeshed types memoryview items as int)
-        self.bytes: memoryview | None = None
-
-    def fit(self, size: int) -> tuple[Any, memoryview]:
-        if size != self.size or self.words is None or self.bytes is None:
-            if self.words is not None and self.bytes is not None and self.map is not None:
-                self.words.release()
-                self.bytes.release()
-                self.map.close()
-            self.map = mmap.mmap(self.fd, size)
-            self.bytes = memoryview(self.map)
-            self.words = self.bytes[: size - size % 8].cast("d")
-            self.size = size
-        return self.words, self.bytes
+        self.map = mmap.mmap(fd, AREA_BYTES)
+        self.bytes = memoryview(self.map)
+        # float64 view (typeshed types memoryview items as int)
+        self.words: Any = self.bytes[: AREA_BYTES - AREA_BYTES % 8].cast("d")
 
 
-def _run_chunk(conn: Connection, area: _Area, size: int, call: int, seq: int, reward: Any,
+def _run_chunk(conn: Connection, area: _Area, slot: int, call: int, seq: int, reward: Any,
                group: bool, items: list[Any]) -> None:
-    words, raw = area.fit(size)
+    words, raw = area.words, area.bytes
     ints: Any = raw[:HEADER_BYTES].cast("q")
-    at_values, at_seconds, at_codes = area_offsets(len(items))
+    at_values, at_seconds, at_codes = slot_offsets(slot)
     v0, s0 = at_values // 8, at_seconds // 8
     # the parent's deadlines are on this clock (CLOCK_MONOTONIC, shared by processes)
     monotonic = time.monotonic
@@ -265,6 +253,8 @@ def main(fd: int, parent: int, area_fd: int) -> None:
     area = _Area(area_fd)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     rewards: dict[str, Any] = {}
+    #: rewards that could not be loaded: the reason, given again for their later chunks
+    failed: dict[str, str] = {}
     while True:
         try:
             message = pickle.loads(conn.recv_bytes())
@@ -272,21 +262,23 @@ def main(fd: int, parent: int, area_fd: int) -> None:
             return
         if message[0] == "stop":
             return
-        _, call, seq, key, blob, group, size, encoded = message
+        _, call, seq, key, blob, group, slot, encoded = message
         if blob is not None:
             try:
                 rewards[key] = _load(blob)
+                failed.pop(key, None)
             except BaseException as exc:
                 rewards.pop(key, None)
-                conn.send(("load_error", call, f"{type(exc).__name__}: {exc}"[:500]))
+                failed[key] = f"{type(exc).__name__}: {exc}"[:500]
+                conn.send(("load_error", call, failed[key]))
                 continue
             conn.send(("loaded", call))
         reward = rewards.get(key)
         if reward is None:
-            conn.send(("load_error", call, "reward not loaded in this worker"))
+            conn.send(("load_error", call, failed.get(key, "reward not loaded in this worker")))
             continue
         try:
-            _run_chunk(conn, area, size, call, seq, reward, group, decode_items(encoded))
+            _run_chunk(conn, area, slot, call, seq, reward, group, decode_items(encoded))
         except (OSError, ValueError):
             return
 

@@ -63,29 +63,30 @@ LOADING_MAIN_ENV = "REWARDKIT_LOADING_PARENT_MAIN"
 #: a Score as it crosses the pipe: (value, status, reason, details)
 WireScore = tuple[float | None, str, str, Any]
 #: most items in one chunk (one message to a worker, one answer back)
-MAX_CHUNK = 128
+MAX_CHUNK = 256
 #: chunks per worker a call aims at, so that a worker slowed by other load leaves a
 #: short tail
 CHUNKS_PER_WORKER = 16
 
-# A worker's shared memory: a header, then the results of the chunk in progress.
+# A worker's shared memory: a header, then two slots for the results of the chunk in
+# progress and of the one queued behind it (a worker holds up to two chunks, so it never
+# waits for the parent between chunks).
 #: header: call id, chunk number, items finished (int64 each), when the item in
 #: progress started (float64, ``time.monotonic``)
 HEADER = struct.Struct("qqqd")
 HEADER_BYTES = 64
+#: chunks a worker holds at once
+SLOTS = 2
 #: per-item codes: value not in the shared memory (not finished, or its answer goes in
 #: a message), value in the shared memory
 PENDING, PLAIN = 0, 1
+AREA_BYTES = HEADER_BYTES + SLOTS * 17 * MAX_CHUNK
 
 
-def area_offsets(n: int) -> tuple[int, int, int]:
-    """Byte offsets of the values (float64), seconds (float64) and codes (uint8) of a
-    chunk of ``n`` items in a worker's shared memory."""
-    return HEADER_BYTES, HEADER_BYTES + 8 * n, HEADER_BYTES + 16 * n
-
-
-def area_bytes(n: int) -> int:
-    return HEADER_BYTES + 17 * n
+def slot_offsets(slot: int) -> tuple[int, int, int]:
+    """Byte offsets of a slot's values (float64), seconds (float64) and codes (uint8)."""
+    base = HEADER_BYTES + slot * 17 * MAX_CHUNK
+    return base, base + 8 * MAX_CHUNK, base + 16 * MAX_CHUNK
 
 
 _REAPER = """
@@ -134,8 +135,8 @@ def usable_cores() -> int:
 
 class _Area:
     """A worker's shared memory (an anonymous file both processes map): the progress
-    of the chunk in progress and its plain results, readable even after the worker
-    died. Grown by the parent, only while its worker is idle."""
+    of the chunk in progress and the plain results, readable even after the worker
+    died."""
 
     def __init__(self) -> None:
         if hasattr(os, "memfd_create"):
@@ -143,16 +144,8 @@ class _Area:
         else:  # pragma: no cover - no memfd (macOS): an unlinked temporary file
             with tempfile.TemporaryFile() as handle:
                 self.fd = os.dup(handle.fileno())
-        self.size = area_bytes(MAX_CHUNK)
-        os.ftruncate(self.fd, self.size)
-        self.map = mmap.mmap(self.fd, self.size)
-
-    def fit(self, n: int) -> None:
-        if area_bytes(n) > self.size:
-            self.size = area_bytes(n)
-            os.ftruncate(self.fd, self.size)
-            self.map.close()
-            self.map = mmap.mmap(self.fd, self.size)
+        os.ftruncate(self.fd, AREA_BYTES)
+        self.map = mmap.mmap(self.fd, AREA_BYTES)
 
     def header(self) -> tuple[int, int, int, float]:
         return cast(tuple[int, int, int, float], HEADER.unpack_from(self.map, 0))
@@ -170,6 +163,14 @@ class _Chunk:
 
     seq: int
     positions: list[int]
+    slot: int
+    #: when its worker could start it: sent, or the chunk before it finished, or the
+    #: reward finished loading
+    ready_at: float
+    #: answers sent in messages: item number -> wire form
+    answers: dict[int, Any] = field(default_factory=dict)
+    #: its end message arrived
+    finished: bool = False
 
 
 @dataclass
@@ -178,11 +179,8 @@ class _Worker:
     conn: Connection
     area: _Area
     loaded: set[str] = field(default_factory=set)
-    chunk: _Chunk | None = None
-    #: answers sent in messages for the chunk in progress: item number -> wire form
-    answers: dict[int, Any] = field(default_factory=dict)
-    #: when the chunk was sent (or the reward finished loading)
-    ready_at: float = 0.0
+    #: the chunks it holds, the one in progress first
+    chunks: collections.deque[_Chunk] = field(default_factory=collections.deque)
     #: the reward is being loaded: its first item's clock has not started
     loading: bool = False
 
@@ -437,7 +435,8 @@ def encode_items(items: Sequence[Any], group: bool) -> Any:
 
 
 class _Call:
-    """The state of one ``WorkerPool.run``: the queue of chunks, who is busy, results."""
+    """The state of one ``WorkerPool.run``: the queue of chunks, what each worker holds,
+    results."""
 
     def __init__(self, pool: WorkerPool, call_id: int, key: str, blob: bytes, group: bool,
                  items: Sequence[Any], timeout: float) -> None:
@@ -458,70 +457,82 @@ class _Call:
         n_chunks = -(-n // size)
         self.queue: collections.deque[list[int]] = collections.deque(
             list(range(j, n, n_chunks)) for j in range(n_chunks))
-        self.idle = list(pool._workers)
-        self.busy: dict[Connection, _Worker] = {}
+        self.workers = list(pool._workers)
         self.failures = 0
         self.answers = 0
 
+    @property
+    def busy(self) -> dict[Connection, _Worker]:
+        return {w.conn: w for w in self.workers if w.chunks}
+
     def serve(self) -> None:
-        while self.queue or self.busy:
-            while self.queue and self.idle:
-                self._dispatch(self.idle.pop())
-            if not self.busy:
+        while True:
+            # every worker gets a chunk, then a second one queued behind it
+            for depth in range(SLOTS):
+                for worker in list(self.workers):
+                    if self.queue and len(worker.chunks) == depth and worker in self.workers:
+                        self._dispatch(worker)
+            busy = self.busy
+            if not busy:
+                if not self.queue:
+                    return
                 continue
-            wait_for = (min(self._deadline(w)[0] for w in self.busy.values())
-                        - time.monotonic())
-            for ready in wait(list(self.busy), timeout=max(0.0, wait_for)):
-                worker = self.busy.get(cast(Connection, ready))
-                if worker is not None:
+            wait_for = min(self._deadline(w)[0] for w in busy.values()) - time.monotonic()
+            for ready in wait(list(busy), timeout=max(0.0, wait_for)):
+                worker = busy[cast(Connection, ready)]
+                if worker in self.workers and worker.chunks:
                     self._receive(worker)
             now = time.monotonic()
-            for worker in list(self.busy.values()):
-                deadline, started = self._deadline(worker)
-                if now >= deadline:
-                    self._lost(worker, Score.timeout(
-                        f"exceeded {self.timeout:g}s hard timeout"), started)
+            for worker in list(self.workers):
+                if worker.chunks:
+                    deadline, started = self._deadline(worker)
+                    if now >= deadline:
+                        self._lost(worker, Score.timeout(
+                            f"exceeded {self.timeout:g}s hard timeout"), started)
 
     def _deadline(self, worker: _Worker) -> tuple[float, float]:
         """When the item in progress times out, and when it started."""
+        head = worker.chunks[0]
         if worker.loading:
-            return worker.ready_at + max(self.timeout, LOAD_TIMEOUT), worker.ready_at
+            return head.ready_at + max(self.timeout, LOAD_TIMEOUT), head.ready_at
         call, seq, _, started = worker.area.header()
-        chunk = worker.chunk
-        if chunk is None or call != self.call_id or seq != chunk.seq:
-            started = worker.ready_at  # the chunk's first item is not started yet
+        if call != self.call_id or all(c.seq != seq for c in worker.chunks):
+            started = head.ready_at  # the worker has not started an item of its chunks
         return started + self.timeout, started
 
     def _dispatch(self, worker: _Worker) -> None:
         positions = self.queue.popleft()
         blob = None if self.key in worker.loaded else self.blob
         seq = next(self.seq)
+        slot = 1 - worker.chunks[-1].slot if worker.chunks else 0
         try:
             message = pickle.dumps(
-                ("run", self.call_id, seq, self.key, blob, self.group, worker.area.size,
+                ("run", self.call_id, seq, self.key, blob, self.group, slot,
                  encode_items([self.items[p] for p in positions], self.group)),
                 protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # an item that cannot be pickled (too deep, unpicklable)
-            self._send_without_unpicklable(worker, positions, exc)
+            self._send_without_unpicklable(positions, exc)
             return
-        worker.area.fit(len(positions))
-        _, _, codes = area_offsets(len(positions))
+        _, _, codes = slot_offsets(slot)
         worker.area.map[codes:codes + len(positions)] = bytes(len(positions))
         try:
             worker.conn.send_bytes(message)
-        except (OSError, ValueError):  # the worker is gone: not the chunk's fault
+        except (OSError, ValueError):  # the worker is gone: not this chunk's fault
             self.queue.appendleft(positions)
-            self.idle.append(self.pool._replace(worker))
+            if worker.chunks:
+                self._lost(worker, Score.error(f"{worker.describe_exit()} while scoring"))
+            else:
+                self._swap(worker)
             return
         worker.loaded.add(self.key)
-        worker.chunk = _Chunk(seq, positions)
-        worker.answers = {}
-        worker.loading = blob is not None
-        worker.ready_at = time.monotonic()
-        self.busy[worker.conn] = worker
+        if blob is not None:
+            worker.loading = True
+        worker.chunks.append(_Chunk(seq, positions, slot, time.monotonic()))
 
-    def _send_without_unpicklable(self, worker: _Worker, positions: list[int],
-                                  exc: Exception) -> None:
+    def _swap(self, worker: _Worker) -> None:
+        self.workers[self.workers.index(worker)] = self.pool._replace(worker)
+
+    def _send_without_unpicklable(self, positions: list[int], exc: Exception) -> None:
         """The items that cannot be sent get an error; the others go back as a chunk."""
         sendable = []
         for pos in positions:
@@ -540,7 +551,6 @@ class _Call:
                 self._fail(pos, exc)
         elif sendable:
             self.queue.appendleft(sendable)
-        self.idle.append(worker)
 
     def _fail(self, pos: int, problem: BaseException) -> None:
         reason = f"{type(problem).__name__}: {problem}"[:300]
@@ -557,48 +567,48 @@ class _Call:
             self._lost(worker, Score.error(f"unreadable answer from a worker: {exc}"))
             return
         kind, call_id = message[0], message[1]
-        chunk = worker.chunk
-        if call_id != self.call_id or chunk is None:
+        if call_id != self.call_id:
             return  # a stale answer of an earlier, interrupted call
-        if kind == "s":  # answers that are not plain values, sent as they pile up
-            if message[2] == chunk.seq:
-                worker.answers.update(message[3])
-        elif kind == "d":  # the chunk is done
-            if message[2] != chunk.seq:
+        head = worker.chunks[0]
+        if kind in ("s", "d"):  # answers that are not plain values; "d": chunk done
+            chunk = next((c for c in worker.chunks if c.seq == message[2]), None)
+            if chunk is None:
                 return
-            worker.answers.update(message[3])
-            self._collect(worker, len(chunk.positions))
-            self._free(worker)
+            chunk.answers.update(message[3])
+            if kind == "d":
+                self._collect(worker.area, chunk, len(chunk.positions))
+                worker.chunks.remove(chunk)
+                self._next(worker)
         elif kind == "loaded":  # set-up done: the first item's clock starts now
             worker.loading = False
-            worker.ready_at = time.monotonic()
+            head.ready_at = time.monotonic()
         elif kind == "load_error":
             worker.loaded.discard(self.key)
+            worker.loading = False
             failure = Score.error(f"could not load the reward in a worker: {message[2]}")
-            for pos in chunk.positions:
+            for pos in head.positions:
                 self.results.scores[pos] = failure
-            self._free(worker)
+            worker.chunks.popleft()
+            self._next(worker)
 
-    def _free(self, worker: _Worker) -> None:
-        worker.chunk = None
-        worker.answers = {}
-        self.busy.pop(worker.conn)
-        self.idle.append(worker)
+    @staticmethod
+    def _next(worker: _Worker) -> None:
+        """The worker moves on to its next chunk: that chunk's clock starts now."""
+        if worker.chunks:
+            head = worker.chunks[0]
+            head.ready_at = max(head.ready_at, time.monotonic())
 
-    def _collect(self, worker: _Worker, upto: int) -> list[int]:
+    def _collect(self, area: _Area, chunk: _Chunk, upto: int) -> list[int]:
         """Take the results of the chunk's first ``upto`` items from the shared memory
         and the messages; returns those items whose answer never arrived."""
-        chunk = worker.chunk
-        assert chunk is not None
-        n = len(chunk.positions)
-        at_values, at_seconds, at_codes = area_offsets(n)
-        area = worker.area.map
-        values = array.array("d", area[at_values:at_values + 8 * upto]).tolist()
-        seconds = array.array("d", area[at_seconds:at_seconds + 8 * upto]).tolist()
-        codes = area[at_codes:at_codes + upto]
+        at_values, at_seconds, at_codes = slot_offsets(chunk.slot)
+        shared = area.map
+        values = array.array("d", shared[at_values:at_values + 8 * upto]).tolist()
+        seconds = array.array("d", shared[at_seconds:at_seconds + 8 * upto]).tolist()
+        codes = shared[at_codes:at_codes + upto]
         results = self.results
         res_values, res_seconds, res_scores = results.values, results.seconds, results.scores
-        answers = worker.answers
+        answers = chunk.answers
         missing = []
         for j, pos in enumerate(chunk.positions[:upto]):
             answer = answers.get(j)
@@ -618,50 +628,64 @@ class _Call:
 
     def _drain(self, worker: _Worker) -> None:
         """Read what a dead worker sent before it died (answers of finished items)."""
-        chunk = worker.chunk
         with contextlib.suppress(Exception):
             while worker.conn.poll():
                 message = pickle.loads(worker.conn.recv_bytes())
-                if (message[0] in ("s", "d") and message[1] == self.call_id
-                        and chunk is not None and message[2] == chunk.seq):
-                    worker.answers.update(message[3])
+                if message[0] not in ("s", "d") or message[1] != self.call_id:
+                    continue
+                for chunk in worker.chunks:
+                    if chunk.seq == message[2]:
+                        chunk.answers.update(message[3])
+                        chunk.finished = chunk.finished or message[0] == "d"
 
     def _lost(self, worker: _Worker, failure: Score, started: float | None = None) -> None:
         """The worker died or timed out on its current item: that item gets ``failure``,
-        the chunk's finished items keep their results and the rest go back to the queue
-        for a fresh worker. ``started``: for a timeout, when the item judged started; if
-        the worker had moved on to another item by the time it was killed, that one is
-        not blamed."""
-        self.busy.pop(worker.conn, None)
+        finished items keep their results and the rest go back to the queue for a fresh
+        worker. ``started``: for a timeout, when the item judged started; if the worker
+        had moved on to another item by the time it was killed, that one is not blamed."""
         with contextlib.suppress(OSError):
             worker.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             worker.proc.wait(timeout=5)
         self._drain(worker)
-        chunk = worker.chunk
+        call, seq, done, now_started = worker.area.header()
+        chunks = list(worker.chunks)
+        active = next((i for i, c in enumerate(chunks)
+                       if call == self.call_id and c.seq == seq and not c.finished), None)
         requeue: list[int] = []
-        if chunk is not None:
-            call, seq, done, now_started = worker.area.header()
-            if call != self.call_id or seq != chunk.seq:
-                done, now_started = 0, worker.ready_at
-            done = min(done, len(chunk.positions))
-            requeue = self._collect(worker, done)
-            rest = chunk.positions[done:]
-            if rest:
-                moved_on = (started is not None and failure.status == Status.TIMEOUT
-                            and now_started != started and not worker.loading)
-                if moved_on:
-                    requeue += rest
-                else:
-                    pos = rest[0]
-                    self.results.scores[pos] = failure
-                    self.results.seconds[pos] = time.monotonic() - now_started
-                    self.failures += 1
-                    requeue += rest[1:]
-        if requeue:
-            self.queue.appendleft(requeue)
-        worker.chunk = None
-        self.idle.append(self.pool._replace(worker))
+        blamed = False
+        for i, chunk in enumerate(chunks):
+            positions = chunk.positions
+            if chunk.finished or (active is not None and i < active):
+                requeue += self._collect(worker.area, chunk, len(positions))
+                continue
+            if blamed or (active is not None and i > active):
+                requeue += positions
+                continue
+            if i == active:
+                upto = min(done, len(positions))
+                requeue += self._collect(worker.area, chunk, upto)
+                rest = positions[upto:]
+            else:  # no item of it started: the worker died loading or reading it
+                rest, now_started = positions, chunk.ready_at
+            blamed = True
+            if not rest:
+                continue
+            moved_on = (started is not None and failure.status == Status.TIMEOUT
+                        and now_started != started and not worker.loading)
+            if moved_on:
+                requeue += rest
+                continue
+            self.results.scores[rest[0]] = failure
+            self.results.seconds[rest[0]] = time.monotonic() - now_started
+            self.failures += 1
+            requeue += rest[1:]
+        # not the whole rest at once: a chunk must fit its worker's shared memory
+        for at in range(len(requeue) - len(requeue) % MAX_CHUNK, -1, -MAX_CHUNK):
+            if requeue[at:at + MAX_CHUNK]:
+                self.queue.appendleft(requeue[at:at + MAX_CHUNK])
+        worker.chunks.clear()
+        self._swap(worker)
         tried = self.failures + self.answers
         if (self.queue and self.failures >= BREAKER_MIN_FAILURES
                 and self.failures >= BREAKER_FAILURE_RATE * tried):
