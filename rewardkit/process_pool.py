@@ -1,10 +1,18 @@
 """Process-mode execution: a reusable pool of worker processes with hard timeouts.
 
 Each worker is a fresh interpreter (``python -m rewardkit._pool_child``) talking over a
-pipe. Work is sent in chunks; the parent gives every item ``timeout`` seconds from the
-moment the worker started it (the previous item's answer) and, past that, kills the
-worker, marks the item ``timeout`` and hands the rest of the chunk to a replacement.
-A worker that dies mid-item costs that item (status ``error``), nothing else.
+pipe, with a small shared memory area (an anonymous file both map). Work is sent in
+chunks, one pickled message each (samples as columns: no object per sample to pickle),
+and a worker holds two chunks at a time so it never waits for the parent between
+them. For each item the worker writes into the shared memory when it started it and,
+once done, its value if it is a plain ``ok`` float, then the count of items done;
+other verdicts (reasons, details, errors, groups) come back in batched messages, and
+a message ends each chunk. The parent sleeps in ``wait`` on the pipes until a message
+or the earliest deadline: it gives every item ``timeout`` seconds from the moment the
+worker started it (read in the shared memory) and, past that, kills the worker, marks
+the item ``timeout`` and hands the rest of the chunk to a replacement. A worker that
+dies mid-item costs that item (status ``error``), nothing else: the items it finished
+keep their results (the shared memory outlives it, and what it sent is read first).
 
 Rules that keep one call from hurting another, or the caller:
 
