@@ -152,7 +152,7 @@ BENCHES = [
     Bench("process_mode", "bench_process_mode.py", [], ["--quick"],
           "process mode, 2 workers vs inline, cheap rewards on long GSM8K-style texts",
           process_mode_headlines),
-    Bench("grpo_step", "bench_grpo_step.py", ["--json"], ["--json", "--n", "8192"],
+    Bench("grpo_step", "bench_grpo_step.py", ["--json"], ["--json", "--n", "8192", "--rounds", "3"],
           "one GRPO step's rewards (math fast path) vs a hand-written regex loop",
           grpo_headlines, json_flag=False),
     Bench("math", "bench_math.py", ["--json"], ["--json", "--n", "300"],
