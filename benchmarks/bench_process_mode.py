@@ -9,13 +9,14 @@ interleaved rounds (inline, process, inline, process ...) so that drift in the
 machine's load hits both alike. The figure is the median over rounds of
 inline time / process time; values and statuses must be identical in both modes.
 
-Rewards measured (both are cheap, tens of microseconds per row, and both really run in
-the workers):
+Rewards measured (all cheap, about 10 to 40 microseconds per row here, and all really
+run in the workers):
 
 - ``math_in_worker``: ``math_answer``'s own grading of plain-number answers, without the
   in-process quick hook that decides them in the trainer's process today (benchmarks/
   bench_rewards.py); the reward the target was set on (numeric ``math_answer``).
 - ``reasoning_steps``: the built-in regex reward with ``mode: process``.
+- ``repetition_penalty``: the built-in n-gram repetition penalty with ``mode: process``.
 
 Target: with 2 workers at least 1.7x the inline rate (MET/MISS per reward; the headline
 is ``math_in_worker``). On a machine whose two cores are shared with other work, two
@@ -46,6 +47,7 @@ WORKERS = 2
 REWARDS: dict[str, dict[str, Any]] = {
     "math_in_worker": {"reward": MATH_IN_WORKER.name},
     "reasoning_steps": {"reward": "reasoning_steps"},
+    "repetition_penalty": {"reward": "repetition_penalty"},
 }
 
 
@@ -61,7 +63,9 @@ def measure(name: str, samples: list[Sample], rounds: int) -> dict[str, Any]:
                                    "rewards": {name: {**component, "mode": "process"}}})
     process.score(samples[:64])  # start the workers and load the reward there
     first_in, first_pr = inline.score(samples), process.score(samples)
-    same = first_in.scores(name) == first_pr.scores(name)  # values, statuses, reasons
+    # values, statuses, reasons and details, sample by sample
+    same = ([s.to_dict() for s in first_in.scores(name)]
+            == [s.to_dict() for s in first_pr.scores(name)])
     t_in, t_pr, ratios = [], [], []
     for _ in range(rounds):
         t0 = time.perf_counter()
@@ -102,8 +106,10 @@ def main() -> None:
           f"({chars:,.0f} chars on average), {rounds} interleaved rounds, medians")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
           f"on {os.cpu_count()} cores")
+    print("(the rows/s are medians over rounds; the ratio is the median of per-round "
+          "ratios)")
     for r in results:
-        print(f"  {r['reward']:<16} inline {r['inline_rows_per_s']:9,.0f} rows/s   "
+        print(f"  {r['reward']:<18} inline {r['inline_rows_per_s']:9,.0f} rows/s   "
               f"{WORKERS} workers {r['process_rows_per_s']:9,.0f} rows/s   "
               f"{r['speedup']:.2f}x (rounds {r['speedup_min']:.2f}-{r['speedup_max']:.2f}x)"
               f"  identical values and statuses: {'yes' if r['identical'] else 'NO'}"

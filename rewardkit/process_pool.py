@@ -70,7 +70,8 @@ MAIN_PATH_ENV = "REWARDKIT_PARENT_MAIN"
 LOADING_MAIN_ENV = "REWARDKIT_LOADING_PARENT_MAIN"
 #: a Score as it crosses the pipe: (value, status, reason, details)
 WireScore = tuple[float | None, str, str, Any]
-#: most items in one chunk (one message to a worker, one answer back)
+#: most items in one chunk (one message to a worker; the answers come back through the
+#: shared memory and one message, more when many verdicts carry details)
 MAX_CHUNK = 256
 #: chunks per worker a call aims at, so that a worker slowed by other load leaves a
 #: short tail
