@@ -280,9 +280,10 @@ _call_ids = itertools.count(1)
 
 
 class CallResult:
-    """What one ``WorkerPool.run`` found, by item position: ``values[i]`` for an ``ok``
-    float without reason or details (None otherwise), ``scores[i]`` for any other
-    verdict (a list of Scores for a group), ``seconds[i]`` the item's own time."""
+    """What one ``WorkerPool.run`` found, by item position: ``values[i]`` the value
+    (None where there is none), ``scores[i]`` the Score wherever the verdict is not a
+    plain ``ok`` float (a list of Scores for a group), ``seconds[i]`` the item's own
+    time."""
 
     __slots__ = ("scores", "seconds", "values")
 
