@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -30,8 +32,36 @@ from rewardkit.schedules import Weight
 from rewardkit.types import MAX_ABS_VALUE, ExecutionMode
 
 
-class _Model(BaseModel):
+class ConfigModel(BaseModel):
+    """Base of every config model, core and plugin sections alike: unknown keys are
+    errors, and no float field takes NaN or infinity (use :data:`FiniteAny` for a field
+    whose values are free-form)."""
+
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def _finite_tree(value: Any) -> Any:
+    """``value`` unchanged, or ValueError naming a NaN/infinite number inside it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            try:
+                _finite_tree(item)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            try:
+                _finite_tree(item)
+            except ValueError as exc:
+                raise ValueError(f"[{i}]: {exc}") from None
+    return value
+
+
+FiniteAny = Annotated[Any, AfterValidator(_finite_tree)]
+"""A free-form value (passed through to a trainer) in which every number is finite."""
+
 
 
 #: longest per-sample timeout a config may ask for (a day): longer is a mistake, and the
@@ -41,7 +71,7 @@ MAX_TIMEOUT = 86_400.0
 MAX_WORKERS = 1024
 
 
-class Stage(_Model):
+class Stage(ConfigModel):
     """Params and/or weight for a range of steps. Stages apply in order; a stage holds
     while ``step < until_step``; the last stage may omit ``until_step`` (holds forever)."""
 
@@ -52,7 +82,7 @@ class Stage(_Model):
     weight: Weight | None = Field(None, description="replaces the component's weight")
 
 
-class Component(_Model):
+class Component(ConfigModel):
     """One named term of the composed reward."""
 
     reward: str = Field(description="name of a registered reward (`rewardkit rewards`)")
@@ -92,7 +122,7 @@ class Component(_Model):
         return stages
 
 
-class Limits(_Model):
+class Limits(ConfigModel):
     """Input guards applied before any reward sees a sample."""
 
     max_completion_chars: int = Field(
@@ -105,7 +135,7 @@ class Limits(_Model):
     )
 
 
-class RaySettings(_Model):
+class RaySettings(ConfigModel):
     """Where and how wide process-mode and sandboxed rewards run when ``executor`` is ray."""
 
     address: str | None = Field(
@@ -124,7 +154,7 @@ class RaySettings(_Model):
     )
 
 
-class RewardConfig(_Model):
+class RewardConfig(ConfigModel):
     """A composed reward."""
 
     aggregate: Literal["weighted_sum", "normalize_then_sum"] = Field(
