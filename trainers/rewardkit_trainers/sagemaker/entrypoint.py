@@ -281,7 +281,8 @@ class NodeRun:
         stages: list[Stage | None] = list(self.spec.stages) or [None]
         ranges = [(s.start, s.end) if s else (0, None) for s in stages]
         first = stage_to_resume(ranges, resume_step)
-        rc, tail = 0, []
+        rc = 0
+        tail: list[str] = []
         for k in range(first, len(stages)):
             stage = stages[k]
             if stage is not None:
