@@ -147,7 +147,7 @@ def test_verl_stages_compose_with_verl_own_config(cluster: Cluster, s3, bucket, 
          f"trainer.resume_from_path={ckpt}/global_step_3"],
     ]
     runs_file = tmp_path / "runs.json"
-    runs_file.write_text(json.dumps([run[2:] for run in runs]), encoding="utf-8")
+    runs_file.write_text(json.dumps([run[1:] for run in runs]), encoding="utf-8")
     composed = run_in_venv("verl", "verl_stage_check.py", str(runs_file))["stages"]
     assert [c["reward_step"] for c in composed] == [0, 3]
     assert [c["total_training_steps"] for c in composed] == [3, None]
