@@ -13,11 +13,10 @@ import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -34,33 +33,30 @@ from rewardkit.types import MAX_ABS_VALUE, ExecutionMode
 
 class ConfigModel(BaseModel):
     """Base of every config model, core and plugin sections alike: unknown keys are
-    errors, and no float field takes NaN or infinity (use :data:`FiniteAny` for a field
-    whose values are free-form)."""
+    errors, and no float field takes NaN or infinity (check a free-form field with
+    :func:`require_finite`)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
-def _finite_tree(value: Any) -> Any:
-    """``value`` unchanged, or ValueError naming a NaN/infinite number inside it."""
+def require_finite(value: Any) -> Any:
+    """``value`` unchanged, or ValueError naming the NaN/infinite number inside it (by
+    key and index), for free-form config values passed through to other programs."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value} is not a finite number")
     if isinstance(value, Mapping):
         for key, item in value.items():
             try:
-                _finite_tree(item)
+                require_finite(item)
             except ValueError as exc:
                 raise ValueError(f"{key}: {exc}") from None
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             try:
-                _finite_tree(item)
+                require_finite(item)
             except ValueError as exc:
                 raise ValueError(f"[{i}]: {exc}") from None
     return value
-
-
-FiniteAny = Annotated[Any, AfterValidator(_finite_tree)]
-"""A free-form value (passed through to a trainer) in which every number is finite."""
 
 
 

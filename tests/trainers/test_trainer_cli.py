@@ -144,7 +144,7 @@ def test_resume_prefers_the_step_the_sagemaker_entrypoint_restored(tmp_path: Pat
 @pytest.mark.parametrize(("section", "key", "text"), [
     ("train", "train.learning_rate", "learning_rate: .nan"),
     ("train", "train.vllm.gpu_memory_utilization", "vllm: {gpu_memory_utilization: .inf}"),
-    ("train", "train.extra_args.loss_scale", "extra_args: {loss_scale: [1.0, -.inf]}"),
+    ("train", "train.extra_args: loss_scale: [1]", "extra_args: {loss_scale: [1.0, -.inf]}"),
     ("eval", "eval.temperature", "temperature: .nan"),
     ("sagemaker", "sagemaker.max_run", "max_run: .inf"),
 ])

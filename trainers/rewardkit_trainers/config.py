@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from rewardkit import ConfigError
-from rewardkit.config import ConfigModel, FiniteAny, validation_problems
+from rewardkit.config import ConfigModel, require_finite, validation_problems
 
 Backend = Literal["trl", "swift", "easyr1", "verl"]
 
@@ -141,11 +141,16 @@ class TrainConfig(_Model):
     deepspeed: Literal["zero3", "zero2", "none"] = Field(
         "zero3", description="TRL on more than one GPU: the DeepSpeed ZeRO stage of its "
         "accelerate launch (none = plain DDP)")
-    extra_args: dict[str, FiniteAny] = Field(
+    extra_args: dict[str, Any] = Field(
         default_factory=dict,
         description="passed through verbatim: GRPOConfig kwargs (trl), --flags (swift), "
         "dotted overrides (easyr1/verl)",
     )
+
+    @field_validator("extra_args")
+    @classmethod
+    def _finite_extra_args(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return require_finite(value)
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
