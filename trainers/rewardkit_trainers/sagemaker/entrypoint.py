@@ -250,6 +250,10 @@ class NodeRun:
             ).start()
         try:
             rc, tail = self.run_stages(where, resume_step)
+        except RunFailed as exc:
+            if status is not None:  # Ray worker nodes leave when the head says so
+                status.set_state.remote("failed", str(exc).splitlines()[0])
+            raise
         finally:
             if sync is not None:
                 uploaded = sync.stop()
