@@ -129,6 +129,20 @@ def test_a_restarted_job_resumes_in_the_stage_of_its_newest_complete_step(
     assert steps_in_s3(s3, bucket) == [1, 2, 3, 4, 5, 6]
 
 
+def test_a_stage_that_ends_before_its_boundary_fails_the_job_clearly(
+        cluster: Cluster, s3, bucket, tmp_path):
+    config = write_config(tmp_path, "easyr1", bucket, STUB)
+    events = tmp_path / "events"
+    node = start_node(cluster, config, "run", {"STUB_LOG": str(events), "STUB_DATA_END": "2",
+                                               "STUB_ARGV_LOG": str(tmp_path / "argv")})
+    assert node.wait(120) == 1, node.output()
+    assert node.failure.read_text().startswith(
+        "rewardkit: stage 1 of 2 ended without a complete checkpoint of step 3")
+    assert [e for e in events.read_text().splitlines() if e.startswith("start")] == [
+        "start 0 reward_step 0 until 2"]  # stage 2 never started on a missing checkpoint
+    assert steps_in_s3(s3, bucket) == [1, 2]  # what was complete is synced
+
+
 def test_verl_stages_compose_with_verl_own_config(cluster: Cluster, s3, bucket, tmp_path):
     config = write_config(tmp_path, "verl", bucket, [*STUB, "trainer.save_freq=1"])
     events, argv_log = tmp_path / "events", tmp_path / "argv"

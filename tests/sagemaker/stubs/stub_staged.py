@@ -8,7 +8,8 @@ global_step_N] [trainer.max_steps=M] worker.reward.reward_function=F:compute_sco
 verl ``trainer.default_local_dir=D [trainer.resume_from_path=D/global_step_N]
 [trainer.total_training_steps=M] ++reward.custom_reward_function.reward_kwargs.step=S``.
 Environment: STUB_LOG (events), STUB_ARGV_LOG (one JSON argv per run), STUB_STEPS (the
-command's own end, default 6), STUB_HANG_AT (hang inside that save, before the tracker).
+command's own end, default 6), STUB_HANG_AT (hang inside that save, before the tracker),
+STUB_DATA_END (the data runs out after that step, whatever the step limit).
 """
 
 import importlib.util
@@ -51,6 +52,7 @@ def main() -> int:
         print(f"no checkpoint at {resume}", file=sys.stderr)
         return 3
     end = int(total) if total else int(os.environ.get("STUB_STEPS", "6"))
+    end = min(end, int(os.environ.get("STUB_DATA_END", end)))
     event(f"start {start} reward_step {reward_step} until {end}")
     for step in range(start + 1, end + 1):
         time.sleep(0.05)
