@@ -24,7 +24,7 @@ from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManage
 from rewardkit_trainers.verl import RESPONSE_IDS
 
 
-class RewardkitRewardManager(NaiveRewardManager):  # type: ignore[misc]
+class RewardkitRewardManager(NaiveRewardManager):
     """verl's naive reward manager, with the response's token ids in ``extra_info``."""
 
     async def run_single(self, data: Any) -> dict[str, Any]:
