@@ -141,7 +141,7 @@ def grpo_headlines(stdout: str, data: Any) -> list[Headline]:
 BENCHES = [
     Bench("core", "bench_core.py", [], ["--quick"],
           "composition overhead and process-mode scaling", core_headlines),
-    Bench("grpo_step", "bench_grpo_step.py", ["--json"], ["--json", "--n", "8192"],
+    Bench("grpo_step", "bench_grpo_step.py", ["--json"], ["--json", "--n", "8192", "--rounds", "3"],
           "one GRPO step's rewards (math fast path) vs a hand-written regex loop",
           grpo_headlines, json_flag=False),
     Bench("math", "bench_math.py", ["--json"], ["--json", "--n", "300"],

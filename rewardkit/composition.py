@@ -279,10 +279,10 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     weighted = [name for name in used if weights[name] != 0.0]
     if not weighted:
         return [0.0] * n
-    if all(not outcomes[name].scores for name in weighted):
-        # the common case: every weighted component scored every sample (a value is None
-        # only with a non-ok Score recorded, so none is None here)
-        columns: list[Any] = [used[name] for name in weighted]
+    columns: list[Any] = [used[name] for name in weighted]
+    if not any(None in column for column in columns):
+        # the common case: every weighted component has a value for every sample (Scores
+        # kept for their details, e.g. math_answer's extracted answer, change nothing)
         return list(_weighted_sum(n, columns, [weights[name] for name in weighted]))
     totals = []
     for i in range(n):

@@ -39,12 +39,22 @@ def _type_name(field: Any) -> str:
         return "number or schedule" + (" or null" if nullable else "")
     if "ExecutionMode" in text:
         return "`inline`, `process` or `async`" + (" or null" if nullable else "")
+    return _rendered(field.annotation)
+
+
+def _rendered(annotation: Any) -> str:
+    """A type as a reader says it: ``int or `auto```, ``list[str] or null``."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_rendered(arg) for arg in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return " or ".join(f"`{value}`" for value in typing.get_args(annotation))
+    if annotation is type(None):
+        return "null"
+    text = str(annotation)
     for noise in ("<class '", "'>"):
         text = text.replace(noise, "")
-    text = re.sub(r"\b(?:[a-z_][a-z0-9_]*\.)+(?=[A-Za-z_])", "", text)  # module paths
-    if text.startswith("Literal["):
-        return " or ".join(f"`{v.strip()}`" for v in text[8:-1].replace("'", "").split(","))
-    return text.replace("NoneType", "null").replace(" | ", " or ")
+    return re.sub(r"\b(?:[a-z_][a-z0-9_]*\.)+(?=[A-Za-z_])", "", text)  # module paths
 
 
 def _default(field: Any) -> str:

@@ -96,6 +96,8 @@ _LEAD_IN = re.compile(
 
 def strip_lead_in(answer: str) -> str:
     """Drop a lead-in such as ``The final answer is`` or ``x =`` from an answer."""
+    if not answer.lstrip()[:1].isalpha():  # every lead-in starts with a letter ("#### 72")
+        return answer
     return _LEAD_IN.sub("", answer, count=1)
 
 
@@ -134,14 +136,65 @@ def last_number(text: str, first: bool = False, decimal_comma: bool = False) -> 
     True
     """
     token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
-    text = _BROKEN_SPAN.sub(" ", text)
+    if _opens_broken_span(text):
+        text = _BROKEN_SPAN.sub(" ", text)
     if first:
         match = token.search(text)
         return match.group(0) if match else None
+    if "\\!" in text:  # a ",\\!" thin-space group may go on over a line break
+        found = None
+        for found in token.finditer(text):  # noqa: B007 - the loop keeps the last
+            pass
+        return found.group(0) if found else None
+    # every token holds a digit and none crosses a line break: the last token is on the
+    # last line with a digit where one is found (a scan from a line start finds the same
+    # tokens there as a scan of the whole text; the token regex is slow to scan, so only
+    # those lines are)
+    start = text.rfind("\n") + 1  # most often the last line has it
     found = None
-    for found in token.finditer(text):  # noqa: B007 - the loop keeps the last
+    for found in token.finditer(text, start):  # noqa: B007
+        pass
+    if found is not None:
+        return found.group(0)
+    end = start
+    for _ in range(_LINES_TRIED):
+        if not end:
+            return None
+        digit = max([text.rfind(d, 0, end) for d in _DIGITS])
+        if digit < 0:
+            return None
+        start = text.rfind("\n", 0, digit) + 1
+        stop = text.find("\n", digit)
+        found = None
+        for found in token.finditer(text, start, len(text) if stop < 0 else stop):  # noqa: B007
+            pass
+        if found is not None:
+            return found.group(0)
+        end = start
+    found = None  # lines of digits glued into words: scan the rest once
+    for found in token.finditer(text, 0, end):  # noqa: B007
         pass
     return found.group(0) if found else None
+
+
+#: lines with a digit but no number searched from the end before scanning the rest whole
+_LINES_TRIED = 4
+_DIGITS = "0123456789"
+
+
+def _opens_broken_span(text: str) -> bool:
+    """Whether ``text`` has a ``$`` or ``\\(`` followed by blanks and a line break (what
+    every broken span starts with; found with plain string searches, cheaply)."""
+    for opener in ("$", "\\("):
+        pos = text.find(opener)
+        while pos >= 0:
+            if _BLANKS_TO_EOL.match(text, pos + len(opener)):
+                return True
+            pos = text.find(opener, pos + 1)
+    return False
+
+
+_BLANKS_TO_EOL = re.compile(r"[ \t]*\n")
 
 
 #: an inline ``$ ... $`` or ``\( ... \)`` whose content starts on a new line: not TeX math
@@ -243,7 +296,7 @@ def _math_spans(text: str) -> list[tuple[int, str]]:
             if end - pos - 2 <= _MAX_SPAN and not inline_broken:
                 spans.append((pos, text[pos + 2 : end]))
             pos = text.find(opener, end + 2)
-    dollars = [m.start() for m in re.finditer(r"(?<!\\)\$", text)]
+    dollars = _dollars(text)
     k = 0
     while k + 1 < len(dollars):
         a, b = dollars[k], dollars[k + 1]
@@ -269,6 +322,17 @@ def _math_spans(text: str) -> list[tuple[int, str]]:
             k += 1
     spans.sort()
     return spans
+
+
+def _dollars(text: str) -> list[int]:
+    """Positions of the ``$`` signs of ``text`` not escaped as ``\\$``."""
+    found = []
+    pos = text.find("$")
+    while pos >= 0:
+        if not pos or text[pos - 1] != "\\":
+            found.append(pos)
+        pos = text.find("$", pos + 1)
+    return found
 
 
 def math_span(text: str, first: bool = False) -> str | None:
@@ -309,17 +373,23 @@ def extract(
         if not stripped and how in _READS_NOTES:
             text, stripped = strip_calculator_notes(text), True
         if how == "answer_tag":
+            if f"</{answer_tag}>" not in text:  # the plain searches skip most strategies
+                continue
             found = tag_block(text, answer_tag, first)
             if found is not None:
                 inner = boxed(found)  # "<answer>\boxed{3}</answer>" is common
                 found = strip_lead_in(inner if inner is not None else found).strip()
         elif how == "boxed":
+            if "\\boxed" not in text and "\\fbox" not in text:
+                continue
             found = boxed(text, first)
             if found is not None and not first:  # boxed steps, then "Final Answer: ..."
                 closing = _closing(text)
                 if closing is not None and closing[0] > text.rfind("\\boxed"):
                     return "closing", closing[1]
         elif how == "hashes":
+            if "####" not in text:
+                continue
             found = hashes_line(text, first)
         elif how == "closing":
             found = closing_answer(text, first)
@@ -397,6 +467,7 @@ def normalise(answer: str) -> str:
     return _CURRENCY.sub(lambda c: c.group(1), s)
 
 
+@lru_cache(maxsize=16384)  # answers repeat within a group; PlainNumber is immutable
 def read_number(answer: str, decimal_comma: bool = False) -> PlainNumber | None:
     """The value of ``answer`` when it is a plain number, else None (then it is a case for
     symbolic comparison). Never imports sympy; bounded work on any input.

@@ -144,24 +144,24 @@ class MathParams(Params):
 def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     """The verdicts reached without math-verify: plain numbers, word answers, missing or
     prose references, unclosed reasoning, nothing to grade. None: math-verify decides.
-    Bounded, linear work on any input; never imports sympy."""
-    gold = _plain_reference(sample.reference, params)
-    if isinstance(gold, Score):
+    Bounded, linear work on any input; never imports sympy. (It runs once per sample of
+    every step: the common case, a plain-number gold, is tested first.)"""
+    reference = sample.reference
+    if type(reference) is str:  # read each distinct reference once
+        gold = _reference_kind(reference, params.decimal_comma, params.symbolic)
+    else:
+        gold = _plain_reference(reference, params)
+    if type(gold) is Score:
         return gold
-    if isinstance(gold, _Symbolic):
+    if type(gold) is _Symbolic:
         return None  # math-verify must first say whether the reference is an answer at all
-    text = _graded_text(sample.text, params)
+    text = (sample.text if not params.reasoning_tag
+            else after_reasoning(sample.text, params.reasoning_tag))
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
     found = extract(text, params.extract, params.answer_tag,
                     first=params.occurrence == "first", decimal_comma=params.decimal_comma)
-    if isinstance(gold, _WordAnswer):
-        answer = found[1] if found else _last_words(text)
-        if answer is None:
-            return Score.ok(params.wrong, "no answer found")
-        return _verdict(_words(answer) == gold.words, params, found[0] if found else "words",
-                        answer)
-    if isinstance(gold, PlainNumber):
+    if type(gold) is PlainNumber:
         if found is None:
             return Score.ok(params.wrong, "no answer found")
         how, answer = found
@@ -170,11 +170,16 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
             pred_number = read_number(answer.rsplit("=", 1)[1], params.decimal_comma)
         if pred_number is not None:
             same = numbers_match(gold, pred_number, params.abs_tol, params.rel_tol)
-            return _verdict(same, params, how, answer)
+            return _ok_score(float(params.score if same else params.wrong), how, answer)
         if not params.symbolic:
             return Score.ok(params.wrong, "answer is not a plain number", via=how,
                             extracted=answer[:200])
-    return None
+        return None
+    assert type(gold) is _WordAnswer
+    words = found[1] if found else _last_words(text)
+    if words is None:
+        return Score.ok(params.wrong, "no answer found")
+    return _verdict(_words(words) == gold.words, params, found[0] if found else "words", words)
 
 
 @reward(params=MathParams, mode="process", timeout=10.0, quick=_quick_verdict)
@@ -230,9 +235,14 @@ def _graded_text(text: str, params: MathParams) -> str | None:
 
 
 def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:
-    # built directly: this runs once per sample on the fast path
-    return Score(float(params.score if same else params.wrong), Status.OK, "",
-                 {"via": how, "extracted": answer[:200]})
+    return _ok_score(float(params.score if same else params.wrong), how, answer)
+
+
+@lru_cache(maxsize=16384)
+def _ok_score(value: float, how: str, answer: str) -> Score:
+    """One Score per distinct verdict (Scores are immutable): a GRPO group mostly repeats
+    a few answers, and this runs once per sample on the fast path."""
+    return Score(value, Status.OK, "", {"via": how, "extracted": answer[:200]})
 
 
 class _WordAnswer:
@@ -291,7 +301,7 @@ def _plain_reference(
     return _reference_kind(text, params.decimal_comma, params.symbolic)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=65536)
 def _reference_kind(
     reference: str, decimal_comma: bool, symbolic: bool
 ) -> PlainNumber | _WordAnswer | _Symbolic | Score:

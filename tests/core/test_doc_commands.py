@@ -34,6 +34,7 @@ SKIP: list[tuple[str, str]] = [
     (r"rewardkit jobs\s", "queries SageMaker training jobs (AWS)"),
     (r"^swift rlhf\s", "trains a 7B model with vLLM (GPU)"),
     (r"python3 -m verl\.trainer\.main", "trains with vLLM rollouts under Ray (GPU)"),
+    (r"gpu_check\.sh", "needs an NVIDIA GPU (recorded in docs/records/gpu-check-h200.txt)"),
     (r"^make test\b", "runs the whole test suite, this test included"),
     (r"^make demo\b", "(re)installs .venv, then runs `rewardkit train examples/quickstart.yaml` "
                       "and `rewardkit eval examples/quickstart.yaml`, which run here as their "

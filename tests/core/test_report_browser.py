@@ -31,9 +31,10 @@ def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("report")
     config, scored = write_scored_run(folder)
     out = folder / "report.html"
-    subprocess.run([sys.executable, "-m", "rewardkit.cli", "report", str(scored), "-o",
-                    str(out), "--config", str(config), "--steps", "100"], check=True,
-                   capture_output=True, timeout=120)
+    # run in the folder, with the names a user types (the page shows the input's path)
+    subprocess.run([sys.executable, "-m", "rewardkit.cli", "report", scored.name, "-o",
+                    out.name, "--config", config.name, "--steps", "100"], check=True,
+                   capture_output=True, timeout=120, cwd=folder)
     return out
 
 

@@ -1,0 +1,83 @@
+"""The answer scanners take short cuts for speed (the last lines first, plain string
+searches before regular expressions); on any text they must find exactly what a scan of
+the whole text finds. Checked against whole-text scans on random texts built from the
+characters that matter (digits, separators, ``$``, ``\\(``, line breaks, thin spaces)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from rewardkit.builtin import _answers
+
+PIECES = ["1", "23", "4,567", ",", ".", "5.5", "$", "\\(", "\\)", "\\!", " ", "\t", "\n",
+          "\n\n", "a", "AZ", "x2", "%", "-", "/", "{,}", "answer is ", "####", "\\boxed{7}",
+          "<<2*3=6>>", "$ \n", "\\( \n", " 12 \n", "$$", "\\$", "Step 1:", "q9q"]
+
+
+def random_texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 60))) for _ in range(n)]
+
+
+def whole_text_last_number(text: str, decimal_comma: bool) -> str | None:
+    token = (_answers._NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma
+             else _answers._NUMBER_TOKEN)
+    found = None
+    for found in token.finditer(_answers._BROKEN_SPAN.sub(" ", text)):  # noqa: B007
+        pass
+    return found.group(0) if found else None
+
+
+@pytest.mark.parametrize("decimal_comma", [False, True])
+def test_last_number_equals_a_scan_of_the_whole_text(decimal_comma: bool) -> None:
+    texts = random_texts(20_000, seed=7)
+    # long texts too: the short cut only starts past one line
+    texts += ["\n".join(random_texts(30, seed=i)) for i in range(300)]
+    for text in texts:
+        assert _answers.last_number(text, decimal_comma=decimal_comma) == \
+            whole_text_last_number(text, decimal_comma), repr(text)
+
+
+def test_many_lines_of_glued_digits_are_scanned_in_linear_time() -> None:
+    text = "a1b\n" * 200_000 + "costs 5 dollars\n" + "x9y\n" * 200_000
+    assert _answers.last_number(text) == "5"
+
+
+def test_broken_span_check_finds_every_broken_span() -> None:
+    for text in random_texts(20_000, seed=11):
+        if _answers._BROKEN_SPAN.search(text):
+            assert _answers._opens_broken_span(text), repr(text)
+
+
+def test_dollar_positions_skip_escaped_dollars() -> None:
+    for text in random_texts(5_000, seed=13):
+        assert _answers._dollars(text) == [m.start() for m in re.finditer(r"(?<!\\)\$", text)]
+
+
+def test_extract_skips_a_strategy_only_where_it_finds_nothing() -> None:
+    """``extract`` skips answer_tag / boxed / hashes when their marker is not in the
+    text: on texts with and without the markers, those finders then find nothing."""
+    rng = random.Random(5)
+    for text in random_texts(20_000, seed=17):
+        if rng.random() < 0.3:
+            text = f"{text}<answer>{rng.choice(PIECES)}</answer>{rng.choice(PIECES)}"
+        for first in (False, True):
+            if "</answer>" not in text:
+                assert _answers.tag_block(text, "answer", first) is None, repr(text)
+            if "\\boxed" not in text and "\\fbox" not in text:
+                assert _answers.boxed(text, first) is None, repr(text)
+            if "####" not in text:
+                assert _answers.hashes_line(text, first) is None, repr(text)
+
+
+def test_lead_in_is_stripped_as_the_lead_in_pattern_says() -> None:
+    rng = random.Random(19)
+    pieces = ["The ", "the", " final ", "answer", " is ", ":", "=", "x", " ", "\t", "1",
+              "-", "$", "So, ", "result", "é", "İ", "\n", "42"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert _answers.strip_lead_in(text) == _answers._LEAD_IN.sub("", text, count=1), \
+            repr(text)
