@@ -1,11 +1,14 @@
 """Rewards used by the benchmarks: the SEEDS A five, written as plain regex functions,
-and a CPU-bound reward for process-mode scaling."""
+a CPU-bound reward for process-mode scaling, and math_answer graded in workers only."""
 
 from __future__ import annotations
 
 import re
+from typing import cast
 
-from rewardkit import Sample, reward
+from rewardkit import Sample, Score, reward
+from rewardkit.builtin.math import MathParams
+from rewardkit.builtin.math import math_answer as _math_answer
 
 _ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -65,3 +68,14 @@ def bench_cpu_bound(sample: Sample) -> float:
 
 
 CPU_BOUND = bench_cpu_bound
+
+
+@reward(params=MathParams, mode="process", timeout=10.0)
+def bench_math_in_worker(sample: Sample, params: MathParams) -> Score:
+    """``math_answer`` without its in-process quick hook: every row, plain numbers
+    included, is graded in a worker (what numeric ``math_answer`` cost in process mode
+    before the hook; the same code and verdicts)."""
+    return cast(Score, _math_answer.fn(sample, params))
+
+
+MATH_IN_WORKER = bench_math_in_worker

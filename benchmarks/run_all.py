@@ -85,6 +85,14 @@ def core_headlines(stdout: str, data: Any) -> list[Headline]:
     return found
 
 
+def process_mode_headlines(stdout: str, data: Any) -> list[Headline]:
+    return [Headline(f"process mode, {data['workers']} workers vs inline: {r['reward']} on "
+                     f"{data['mean_chars']:,.0f}-char texts"
+                     + ("" if r["identical"] else " (verdicts differ)"),
+                     r["speedup"], "x", f">= {data['target']:g}x", bool(r["met"]))
+            for r in data["rewards"]]
+
+
 def math_headlines(stdout: str, data: Any) -> list[Headline]:
     data = data or _json_tail(stdout) or {}
     found = []
@@ -141,6 +149,9 @@ def grpo_headlines(stdout: str, data: Any) -> list[Headline]:
 BENCHES = [
     Bench("core", "bench_core.py", [], ["--quick"],
           "composition overhead and process-mode scaling", core_headlines),
+    Bench("process_mode", "bench_process_mode.py", [], ["--quick"],
+          "process mode, 2 workers vs inline, cheap rewards on long GSM8K-style texts",
+          process_mode_headlines),
     Bench("grpo_step", "bench_grpo_step.py", ["--json"], ["--json", "--n", "8192", "--rounds", "3"],
           "one GRPO step's rewards (math fast path) vs a hand-written regex loop",
           grpo_headlines, json_flag=False),

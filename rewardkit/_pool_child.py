@@ -1,15 +1,22 @@
-"""Entry point of a process-mode worker: ``python -m rewardkit._pool_child FD PARENT``.
+"""Entry point of a process-mode worker: ``python -m rewardkit._pool_child FD PARENT AREA``.
 
-Receives ``("run", call, key, reward_blob | None, group, items)`` over the pipe, answers
-``("r", call, index, wire_score(s), seconds)`` per item, in order. Exits when the pipe
-closes, on ``("stop",)``, or when its parent goes away (the parent's reaper process
-kills it even while it runs code that holds the GIL). Ctrl-C is the parent's to handle:
-the worker ignores SIGINT. Whatever a reward raises, ``SystemExit`` included, is that
-item's error.
+Receives ``("run", call, chunk, key, reward_blob | None, group, slot, items)``
+(pickled, one message per chunk; ``items`` as :func:`~rewardkit.process_pool.encode_items`
+writes them). For each item in turn it records in the shared memory ``AREA`` when the
+item started, and when it is done its value (a plain ``ok`` float) or that its answer
+went in a message, then the count of items done: the parent reads there which item is
+in progress (per-item hard timeouts) and, if the worker dies, which results it keeps.
+Verdicts that are not a plain value (reasons, details, other statuses, groups) are sent
+as ``("s", call, chunk, {item: wire_score(s)})`` as they pile up; ``("d", call, chunk,
+{...})`` ends the chunk. Exits when the pipe closes, on ``("stop",)``, or when its parent
+goes away (the parent's reaper process kills it even while it runs code that holds the
+GIL). Ctrl-C is the parent's to handle: the worker ignores SIGINT. Whatever a reward
+raises, ``SystemExit`` included, is that item's error.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import signal
@@ -21,36 +28,60 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from rewardkit.execution import exception_score, group_scores
-from rewardkit.process_pool import LOADING_MAIN_ENV, MAIN_PATH_ENV
-from rewardkit.types import Score, coerce_value
+from rewardkit.process_pool import (
+    AREA_BYTES,
+    HEADER_BYTES,
+    LOADING_MAIN_ENV,
+    MAIN_PATH_ENV,
+    PLAIN,
+    slot_offsets,
+)
+from rewardkit.types import MAX_ABS_VALUE, Sample, Score, Status, coerce_value
+
+#: answers that are not plain values are sent once this many have piled up
+FLUSH_EVERY = 256
+_OK = Status.OK
+
+
+#: detail values of these types cross the pipe as they are; others are checked first
+_SIMPLE = frozenset({str, int, float, bool, type(None)})
 
 
 def _wire(score: Score) -> tuple[Any, str, str, Any]:
+    """A Score as it crosses the pipe. Details whose values are not plain are checked
+    to pickle and unpickle (else they go as their repr), so an answer message always
+    reads back in the parent."""
     details = score.details
     if details is not None:
-        try:
-            pickle.dumps(details)
+        if type(details) is not dict:
             details = dict(details)
-        except Exception:
-            details = {k: repr(v) for k, v in dict(details).items()}
-    return (score.value, str(score.status), score.reason, details)
+        for value in details.values():
+            if type(value) not in _SIMPLE:
+                details = _safe_details(details)
+                break
+    status = score.status
+    reason = score.reason
+    return (score.value, "ok" if status is _OK else str(status),
+            reason if type(reason) is str else str(reason), details)
 
 
-def _call(reward: Any, group: bool, payload: Any) -> Any:
-    if group:
-        try:
-            out = reward.score_group(payload)
-        except BaseException as exc:
-            return _wire(exception_score(exc))
-        try:
-            return [_wire(score) for score in group_scores(out, len(payload))]
-        except Exception as exc:
-            return _wire(exception_score(exc))
+def _safe_details(details: dict[Any, Any]) -> dict[Any, Any]:
     try:
-        return _wire(coerce_value(reward.score(payload)))
+        pickle.loads(pickle.dumps(details, protocol=pickle.HIGHEST_PROTOCOL))
+        return details
+    except Exception:
+        return {k: repr(v) for k, v in details.items()}
+
+
+def _group_answer(reward: Any, payload: list[Sample]) -> Any:
+    try:
+        out = reward.score_group(payload)
     except BaseException as exc:
         return _wire(exception_score(exc))
-
+    try:
+        return [_wire(score) for score in group_scores(out, len(payload))]
+    except Exception as exc:
+        return _wire(exception_score(exc))
 
 
 def _load(blob: bytes) -> Any:
@@ -95,44 +126,162 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
-def main(fd: int, parent: int) -> None:
+def decode_items(encoded: Any) -> list[Any]:
+    """The items :func:`~rewardkit.process_pool.encode_items` encoded."""
+    kind = encoded[0]
+    if kind == "groups":
+        flat = decode_items(encoded[2])
+        out, at = [], 0
+        for size in encoded[1]:
+            out.append(flat[at:at + size])
+            at += size
+        return out
+    if kind == "objects":
+        return list(encoded[1])
+    if kind == "joined":
+        _, joined, lengths, prompts, references, metadatas, groups, texts = encoded
+        completions, at = [], 0
+        for length in lengths:
+            completions.append(joined[at:at + length])
+            at += length
+    else:
+        _, prompts, completions, references, metadatas, groups, texts = encoded
+    new = Sample.__new__
+    samples = []
+    for prompt, completion, reference, metadata, group, text in zip(
+            prompts, completions, references, metadatas, groups, texts, strict=True):
+        sample = new(Sample)
+        sample.prompt = prompt
+        sample.completion = completion
+        sample.reference = reference
+        sample.metadata = metadata
+        sample.group = group
+        sample.text = completion if text is None else text
+        sample.size = len(sample.text)
+        samples.append(sample)
+    return samples
+
+
+class _Area:
+    """This worker's view of the shared memory."""
+
+    def __init__(self, fd: int) -> None:
+        self.map = mmap.mmap(fd, AREA_BYTES)
+        self.bytes = memoryview(self.map)
+        # float64 view (typeshed types memoryview items as int)
+        self.words: Any = self.bytes[: AREA_BYTES - AREA_BYTES % 8].cast("d")
+
+
+def _run_chunk(conn: Connection, area: _Area, slot: int, call: int, seq: int, reward: Any,
+               group: bool, items: list[Any]) -> None:
+    words, raw = area.words, area.bytes
+    ints: Any = raw[:HEADER_BYTES].cast("q")
+    at_values, at_seconds, at_codes = slot_offsets(slot)
+    v0, s0 = at_values // 8, at_seconds // 8
+    # the parent's deadlines are on this clock (CLOCK_MONOTONIC, shared by processes)
+    monotonic = time.monotonic
+    score = reward.score
+    pending: dict[int, Any] = {}
+    bound = MAX_ABS_VALUE
+    # the header: when item 0 starts, 0 done, then whose chunk this is
+    words[3] = monotonic()
+    ints[2] = 0
+    ints[1] = seq
+    ints[0] = call
+    try:
+        for j, item in enumerate(items):
+            words[3] = start = monotonic()
+            if group:
+                answer: Any = _group_answer(reward, item)
+            else:
+                try:
+                    got = score(item)
+                except BaseException as exc:
+                    got = exception_score(exc)
+                if type(got) is float and -bound <= got <= bound:
+                    words[v0 + j] = got
+                    words[s0 + j] = monotonic() - start
+                    raw[at_codes + j] = PLAIN
+                    ints[2] = j + 1
+                    continue
+                try:
+                    answer = _answer(got)
+                except Exception as exc:  # details that are not a mapping, say
+                    answer = _wire(exception_score(exc))
+                if type(answer) is float:
+                    words[v0 + j] = answer
+                    words[s0 + j] = monotonic() - start
+                    raw[at_codes + j] = PLAIN
+                    ints[2] = j + 1
+                    continue
+            words[s0 + j] = monotonic() - start
+            pending[j] = answer
+            ints[2] = j + 1
+            if len(pending) >= FLUSH_EVERY:
+                _send(conn, ("s", call, seq, pending))
+                pending = {}
+        _send(conn, ("d", call, seq, pending))
+    finally:
+        ints.release()
+
+
+def _answer(got: Any) -> Any:
+    """What a reward returned as the parent needs it: a plain ``ok`` float, or the wire
+    form of its Score."""
+    if type(got) is Score and got.status is _OK:  # the common verdict, checked quickly
+        value = got.value
+        if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
+            if not got.reason and not got.details:
+                return value
+            return _wire(got)
+    verdict = coerce_value(got)
+    if (verdict.status is _OK and type(verdict.value) is float
+            and not verdict.reason and not verdict.details):
+        return verdict.value
+    return _wire(verdict)
+
+
+def _send(conn: Connection, message: tuple[Any, ...]) -> None:
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def main(fd: int, parent: int, area_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.getppid() != parent:  # the parent died before this worker started
         return
     conn = Connection(fd)
+    area = _Area(area_fd)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     rewards: dict[str, Any] = {}
+    #: rewards that could not be loaded: the reason, given again for their later chunks
+    failed: dict[str, str] = {}
     while True:
         try:
-            message = conn.recv()
+            message = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
         if message[0] == "stop":
             return
-        _, call, key, blob, group, items = message
+        _, call, seq, key, blob, group, slot, encoded = message
         if blob is not None:
             try:
                 rewards[key] = _load(blob)
+                failed.pop(key, None)
             except BaseException as exc:
                 rewards.pop(key, None)
-                conn.send(("load_error", call, f"{type(exc).__name__}: {exc}"[:500]))
+                failed[key] = f"{type(exc).__name__}: {exc}"[:500]
+                conn.send(("load_error", call, failed[key]))
                 continue
             conn.send(("loaded", call))
         reward = rewards.get(key)
         if reward is None:
-            conn.send(("load_error", call, "reward not loaded in this worker"))
+            conn.send(("load_error", call, failed.get(key, "reward not loaded in this worker")))
             continue
-        for idx, payload in items:
-            start = time.perf_counter()
-            answer = _call(reward, group, payload)
-            try:
-                conn.send(("r", call, idx, answer, time.perf_counter() - start))
-            except (OSError, ValueError):
-                return
-            except Exception as exc:  # details that pickle but do not unpickle, say
-                conn.send(("r", call, idx, _wire(exception_score(exc)),
-                           time.perf_counter() - start))
+        try:
+            _run_chunk(conn, area, slot, call, seq, reward, group, decode_items(encoded))
+        except (OSError, ValueError):
+            return
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))

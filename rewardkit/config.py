@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,8 +31,33 @@ from rewardkit.schedules import Weight
 from rewardkit.types import MAX_ABS_VALUE, ExecutionMode
 
 
-class _Model(BaseModel):
+class ConfigModel(BaseModel):
+    """Base of every config model, core and plugin sections alike: unknown keys are
+    errors, and no float field takes NaN or infinity (check a free-form field with
+    :func:`require_finite`)."""
+
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def require_finite(value: Any) -> Any:
+    """``value`` unchanged, or ValueError naming the NaN/infinite number inside it (by
+    key and index), for free-form config values passed through to other programs."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            try:
+                require_finite(item)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            try:
+                require_finite(item)
+            except ValueError as exc:
+                raise ValueError(f"[{i}]: {exc}") from None
+    return value
+
 
 
 #: longest per-sample timeout a config may ask for (a day): longer is a mistake, and the
@@ -41,7 +67,7 @@ MAX_TIMEOUT = 86_400.0
 MAX_WORKERS = 1024
 
 
-class Stage(_Model):
+class Stage(ConfigModel):
     """Params and/or weight for a range of steps. Stages apply in order; a stage holds
     while ``step < until_step``; the last stage may omit ``until_step`` (holds forever)."""
 
@@ -52,7 +78,7 @@ class Stage(_Model):
     weight: Weight | None = Field(None, description="replaces the component's weight")
 
 
-class Component(_Model):
+class Component(ConfigModel):
     """One named term of the composed reward."""
 
     reward: str = Field(description="name of a registered reward (`rewardkit rewards`)")
@@ -92,7 +118,7 @@ class Component(_Model):
         return stages
 
 
-class Limits(_Model):
+class Limits(ConfigModel):
     """Input guards applied before any reward sees a sample."""
 
     max_completion_chars: int = Field(
@@ -105,7 +131,7 @@ class Limits(_Model):
     )
 
 
-class RaySettings(_Model):
+class RaySettings(ConfigModel):
     """Where and how wide process-mode and sandboxed rewards run when ``executor`` is ray."""
 
     address: str | None = Field(
@@ -124,7 +150,7 @@ class RaySettings(_Model):
     )
 
 
-class RewardConfig(_Model):
+class RewardConfig(ConfigModel):
     """A composed reward."""
 
     aggregate: Literal["weighted_sum", "normalize_then_sum"] = Field(

@@ -15,7 +15,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from rewardkit.authoring import FunctionReward, Reward
 from rewardkit.process_pool import pickle_reward, shared_pool
@@ -192,22 +192,29 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
     pool = shared_pool(workers)
     if groups is None:
         chosen = range(len(samples)) if indices is None else indices
-        items: list[tuple[int, Any]] = [(i, samples[i]) for i in chosen]
-        answers = pool.run(key, blob, False, items, timeout)
-        for idx, (score, seconds) in sorted(answers.items()):
-            assert isinstance(score, Score)
-            out.put(idx, score)
-            out.latencies.append(seconds)
-            out.sample_seconds[idx] = seconds
+        answers = pool.run(key, blob, False, [samples[i] for i in chosen], timeout)
+        values, seconds, rich = out.values, answers.seconds, answers.scores
+        # a value is an ok float without reason or details unless its Score is in
+        # ``rich`` (the pool's answers already keep Outcome's split)
+        if indices is None:
+            values[:] = answers.values
+            out.scores.update(cast(dict[int, Score], rich))
+        else:
+            for pos, value in enumerate(answers.values):
+                values[chosen[pos]] = value
+            for pos, got in rich.items():
+                out.scores[chosen[pos]] = cast(Score, got)
+        out.latencies.extend(seconds)
+        out.sample_seconds.update(zip(chosen, seconds, strict=True))
         return
-    group_items = [(g, [samples[i] for i in members]) for g, members in enumerate(groups)]
-    answers = pool.run(key, blob, True, group_items, timeout)
-    for g, (got, seconds) in sorted(answers.items()):
-        members = groups[g]
+    answers = pool.run(key, blob, True, [[samples[i] for i in members] for members in groups],
+                       timeout)
+    for g, members in enumerate(groups):
+        got = answers.scores.get(g) or Score.error("no answer from the worker pool")
         scores = got if isinstance(got, list) else [got] * len(members)
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
-        out.latencies.append(seconds / max(1, len(members)))
+        out.latencies.append(answers.seconds[g] / max(1, len(members)))
 
 
 def _all_indices(samples: Sequence[Sample], indices: Sequence[int] | None,

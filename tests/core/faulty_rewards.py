@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 
-from rewardkit import Params, Reward, Sample, reward
+from rewardkit import Params, Reward, Sample, Score, reward
 
 
 @reward
@@ -186,3 +187,34 @@ def catastrophic_regex(sample: Sample) -> float:
 
 ALL += [huge, exits, async_exits, async_blocks, process_exits, echo_after,
         catastrophic_regex]
+
+
+@reward(mode="process")
+def logs_and_dies(sample: Sample) -> float:
+    """Appends the sample's prompt to the file named in its metadata, then ends its
+    process on a completion saying "die" (a plain float otherwise)."""
+    with open(sample.metadata["log"], "a", encoding="utf-8") as log:
+        log.write(f"{sample.prompt}\n")
+    if "die" in sample.text:
+        os._exit(3)
+    return float(len(sample.text))
+
+
+_VERDICTS: dict[str, object] = {
+    "float": 0.5, "int": 3, "details": Score.ok(1.0, via="tag", extracted="42"),
+    "reason": Score.ok(0.0, "no answer found"), "none": None, "nan": float("nan"),
+    "huge": 1e308, "skip": Score.skip("not a maths question"), "text": "one point",
+    "unpicklable": Score.ok(1.0, handle=threading.Lock()),
+}
+
+
+@reward(mode="process")
+def mixed_verdicts(sample: Sample) -> object:
+    """Every kind of verdict a reward may give, chosen by the completion's first word."""
+    kind = sample.text.split()[0]
+    if kind == "raise":
+        raise ValueError(f"bad row {sample.prompt}")
+    return _VERDICTS[kind]
+
+
+ALL += [logs_and_dies, mixed_verdicts]

@@ -7,6 +7,12 @@ scratch folder that links the repository's top-level entries (relative paths wor
 a command writes stays out of the checkout); the commands of one file run in file order
 in one scratch folder, so a later command sees what an earlier one wrote.
 
+Commands run in a throwaway virtualenv layered over the test's own (:func:`overlay`): it
+sees every package of the test's environment, and what a documented ``pip install``
+installs (the scaffolded plugin, an editable reinstall) lands in it, not in the test's
+environment. pip runs there without an index and without build isolation, so a command
+whose requirements are all present needs no network.
+
 Only commands that need what this machine lacks are skipped, each by a pattern in
 :data:`SKIP` that states why; a command that needs a GPU or AWS and is not matched fails.
 """
@@ -43,10 +49,8 @@ SKIP: list[tuple[str, str]] = [
     (r"^vllm serve\b", "serves a 7B judge with vLLM (GPU)"),
     (r"rewardkit_judge\.chat_server --model /models/", "serves the reader's own judge model, "
      "which runs forever; tests/plugins/judge start this server on a model built in the test"),
-    (r"^pytest rewardkit-keywords\b", "tests the scaffolded plugin, which needs the "
-                                       "`pip install -e` shown before it"),
-    (r"(^|\s)pip install\b", "changes the installed packages; `make setup` makes the same "
-                             "editable installs before any test runs"),
+    (r"^pip install build twine\b", "downloads the packaging tools from PyPI, for the "
+                                      "upload below (not rewardkit dependencies)"),
     (r"python -m build\b", "builds a distribution for upload (needs `build`, only with "
                            "`twine upload`)"),
 ]
@@ -173,6 +177,35 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {}
 
 
+@pytest.fixture(scope="module")
+def overlay(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bin`` folder of a throwaway virtualenv layered over the test's own: its
+    site-packages come first, then the test environment's (a ``.pth`` file adds them with
+    their own ``.pth`` files, so editable installs resolve), and each console script of
+    the test environment (``rewardkit``, ``pip``, ``pytest``, ...) is copied with this
+    interpreter, so a command sees what an earlier ``pip install`` put here."""
+    folder = tmp_path_factory.mktemp("overlay_venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    bin_dir = folder / "bin"
+    (site_packages,) = (folder / "lib").glob("python*/site-packages")
+    (parent,) = [p for p in sys.path if p.endswith("site-packages")
+                 and Path(p).resolve().is_relative_to(Path(sys.prefix).resolve())]
+    (site_packages / "_test_environment.pth").write_text(
+        f"import site; site.addsitedir({parent!r})\n", encoding="utf-8")
+    for script in sorted(VENV_BIN.iterdir()):
+        target = bin_dir / script.name
+        if target.exists() or script.is_symlink() or not script.is_file():
+            continue
+        try:
+            first, rest = script.read_text(encoding="utf-8").split("\n", 1)
+        except (UnicodeDecodeError, ValueError):
+            continue
+        if first.startswith("#!") and Path(first[2:].strip()).parent == VENV_BIN:
+            target.write_text(f"#!{bin_dir / 'python'}\n{rest}", encoding="utf-8")
+            target.chmod(0o755)
+    return bin_dir
+
+
 def _folder(scratch: dict[str, Path], file: str, factory: pytest.TempPathFactory) -> Path:
     file = "docs"  # one folder for all (see ``scratch``)
     if file not in scratch:
@@ -180,7 +213,8 @@ def _folder(scratch: dict[str, Path], file: str, factory: pytest.TempPathFactory
         for entry in ROOT.iterdir():
             if entry.name in COPIED:
                 shutil.copytree(entry, folder / entry.name)
-            elif entry.name not in (".git", "build", "runs"):
+            elif entry.name not in (".git", "build", "runs") and \
+                    not entry.name.endswith(".egg-info"):  # an editable install rewrites it
                 (folder / entry.name).symlink_to(entry)
         scratch[file] = folder
     return scratch[file]
@@ -194,14 +228,18 @@ def test_commands_are_found():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.source for c in COMMANDS])
-def test_documented_command_runs(command: Command, scratch: dict[str, Path],
+def test_documented_command_runs(command: Command, scratch: dict[str, Path], overlay: Path,
                                  tmp_path_factory: pytest.TempPathFactory):
     reason = command.skip_reason
     if reason:
         pytest.skip(reason)
     cwd = _folder(scratch, command.file, tmp_path_factory)
-    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+    path = os.pathsep.join([str(overlay), str(VENV_BIN), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path, "VIRTUAL_ENV": str(overlay.parent),
+           "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false",
+           # pip: what the docs install is already present (make setup); nothing is fetched
+           "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("PYTHONPATH", None)
     proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command.text], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=900)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 
+import pytest
 from sm_harness import STUBS, Cluster, free_port, s3_keys, wait_for
 
 
@@ -104,3 +106,43 @@ def test_trl_on_two_nodes_runs_accelerate_on_each_with_its_machine_rank(
     assert flagged(s3, bucket) == {f"checkpoint-{i}": {0, 1} for i in range(1, 5)}
     final = s3_keys(s3, bucket, "out/local/final-model/")
     assert final == ["out/local/final-model/config.json", "out/local/final-model/model.safetensors"]
+
+
+def swift_server_spec(port: int, **extra) -> dict:
+    command = ["swift", "rlhf", "--rlhf_type", "grpo", "--model", "Qwen/Qwen2.5-0.5B-Instruct",
+               "--use_vllm", "true", "--vllm_mode", "server", "--vllm_server_port", str(port)]
+    return {"backend": "swift", "command": command, "gpus_per_node": 4,
+            "server_ready_timeout_s": 60, **extra}
+
+
+def test_swift_server_mode_starts_swift_rollout_before_training_and_stops_it(
+        cluster: Cluster, tmp_path):
+    # `swift` is a stand-in (tests/sagemaker/stubs/bin): a real HTTP server answering
+    # ms-swift's /health/ route for `rollout`, a client that must reach it for `rlhf`
+    port = free_port()
+    log, pid_file = tmp_path / "swift.log", tmp_path / "rollout.pid"
+    env = {"STUB_LOG": str(log), "STUB_ROLLOUT_PID": str(pid_file),
+           "PATH": f"{STUBS / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    node = cluster.start(swift_server_spec(port), ["algo-1"], "algo-1", "run", env)
+    assert node.wait(90) == 0, node.output()
+    (run,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert run["health"] == {"status": "ok"}
+    assert (run["CUDA_VISIBLE_DEVICES"], run["NPROC_PER_NODE"]) == ("0,1,2", "3")
+    assert run["argv"] == [*swift_server_spec(port)["command"][1:],
+                           "--output_dir", str(node.checkpoint_dir), "--add_version", "false",
+                           "--vllm_server_host", "127.0.0.1"]
+    assert "starting the rollout server: swift rollout --model Qwen/Qwen2.5-0.5B-Instruct " \
+        f"--vllm_tensor_parallel_size 1 --host 127.0.0.1 --port {port}" in node.output()
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # stopped (and reaped) before the entrypoint exited
+
+
+def test_a_rollout_server_that_dies_is_the_failure_reason(cluster: Cluster, tmp_path):
+    env = {"STUB_LOG": str(tmp_path / "swift.log"), "STUB_ROLLOUT_EXIT": "3",
+           "PATH": f"{STUBS / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    node = cluster.start(swift_server_spec(free_port()), ["algo-1"], "algo-1", "run", env)
+    assert node.wait(60) == 1
+    assert node.failure.read_text().startswith(
+        "rewardkit: the rollout server (swift rollout) exited with code 3 before http://")
+    assert not (tmp_path / "swift.log").exists()

@@ -139,3 +139,31 @@ def test_resume_prefers_the_step_the_sagemaker_entrypoint_restored(tmp_path: Pat
     assert resume_checkpoint(train, tmp_path) == str(restored)
     monkeypatch.setenv("REWARDKIT_RESUME_FROM", str(tmp_path / "missing"))
     assert resume_checkpoint(train, tmp_path) == str(tmp_path / "checkpoint-4")
+
+
+@pytest.mark.parametrize(("section", "key", "text"), [
+    ("train", "train.learning_rate", "learning_rate: .nan"),
+    ("train", "train.vllm.gpu_memory_utilization", "vllm: {gpu_memory_utilization: .inf}"),
+    ("train", "train.extra_args: loss_scale: [1]", "extra_args: {loss_scale: [1.0, -.inf]}"),
+    ("eval", "eval.temperature", "temperature: .nan"),
+    ("sagemaker", "sagemaker.max_run", "max_run: .inf"),
+])
+def test_validate_refuses_nan_and_infinity_in_trainer_sections_naming_the_key(
+        tmp_path: Path, section: str, key: str, text: str):
+    sections = {
+        "train": "train:\n  model: m\n  dataset: {train: x.jsonl}\n",
+        "eval": "eval:\n  limit: 4\n",
+        "sagemaker": ("sagemaker:\n  backend: trl\n"
+                      "  role: arn:aws:iam::111122223333:role/R\n"
+                      "  images: {trl: 111122223333.dkr.ecr.us-west-2.amazonaws.com/rk:1}\n"
+                      "  output: s3://bucket/out\n"),
+    }
+    body = sections[section] + f"  {text}\n"
+    path = tmp_path / "nan.yaml"
+    path.write_text("rewards:\n  f: {reward: soft_format}\n" + body)
+    proc = rewardkit("validate", str(path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert f"{key}:" in out
+    assert "finite" in out
+    assert "Traceback" not in out

@@ -17,15 +17,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from rewardkit import ConfigError
-from rewardkit.config import validation_problems
+from rewardkit.config import ConfigModel, require_finite, validation_problems
 
 Backend = Literal["trl", "swift", "easyr1", "verl"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(ConfigModel):
+    """Unknown keys and NaN/infinite numbers are errors, as in the core config."""
 
 
 class TinyModel(_Model):
@@ -89,7 +89,8 @@ class VLLM(_Model):
         default="auto", description="auto: on when a GPU is visible and vllm is importable")
     mode: Literal["colocate", "server"] = Field(
         default="colocate", description="colocate: vLLM inside each training process; server: "
-        "`trl vllm-serve` on its own GPUs, started before the trainer (TRL)")
+        "a vLLM server on the node's last tensor_parallel_size GPUs, started before the "
+        "trainer and stopped after it (`trl vllm-serve` for trl, `swift rollout` for swift)")
     gpu_memory_utilization: float = Field(default=0.5, gt=0, le=1)
     tensor_parallel_size: int = Field(default=1, gt=0)
     server_port: int = Field(default=8000, gt=0, lt=65536, description="server mode: its port")
@@ -145,6 +146,11 @@ class TrainConfig(_Model):
         description="passed through verbatim: GRPOConfig kwargs (trl), --flags (swift), "
         "dotted overrides (easyr1/verl)",
     )
+
+    @field_validator("extra_args")
+    @classmethod
+    def _finite_extra_args(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return require_finite(value)
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:

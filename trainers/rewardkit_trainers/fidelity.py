@@ -29,6 +29,8 @@ from pathlib import Path
 from rewardkit import ConfigError, get_reward
 from rewardkit.config import Component, RewardConfig
 
+from rewardkit_trainers.stages import reward_boundaries
+
 #: the first TRL whose GRPOTrainer leaves a row whose rewards are all None out of the
 #: group statistics (nanmean/nanstd), so that it gets no advantage
 MASKING_TRL = (1, 16)
@@ -103,19 +105,12 @@ def installed_version(dist: str) -> tuple[int, int] | None:
         return None
 
 
-def stage_boundaries(config: RewardConfig) -> list[int]:
-    """Every ``until_step`` of the config's reward stages, sorted."""
-    found = {stage.until_step for comp in config.rewards.values() for stage in comp.stages or []
-             if stage.until_step is not None}
-    return sorted(found)
-
-
 def pinned_file_warnings(config: RewardConfig, backend: str, step: int) -> list[str]:
     """Warnings for one reward file (or override set) pinned to ``step``: the stages it
     never reaches, where the backend passes no step."""
     if backend.lower() not in STEP_PINNED:
         return []
-    later = [b for b in stage_boundaries(config) if b > step]
+    later = [b for b in reward_boundaries(config) if b > step]
     if not later:
         return []
     return [f"pinned to step {step}: the stages that start at step(s) "
@@ -125,20 +120,12 @@ def pinned_file_warnings(config: RewardConfig, backend: str, step: int) -> list[
 
 
 def launch_warnings(config_path: Path, backend: str) -> list[str]:
-    """Warnings for a SageMaker launch: its ``easyr1``/``verl`` job runs one trainer
-    command with one reward file, pinned to one step."""
+    """Warnings for a SageMaker launch: a weight schedule on a backend that pins the
+    step (the entrypoint runs reward stages as successive resumed jobs, but a schedule
+    moves only at their boundaries)."""
     if backend.lower() not in STEP_PINNED:
         return []
     from rewardkit.config import load_config
 
     config = load_config(config_path)
-    out = []
-    if boundaries := stage_boundaries(config):
-        out.append(
-            f"the {backend} job runs one trainer command whose reward is pinned to one "
-            f"step: the stages that start at step(s) {', '.join(map(str, boundaries))} apply "
-            "only if the channel's reward file was exported with that --step. Launch one "
-            "job per stage (each exported with --step <stage start>, each resuming the "
-            "previous job's checkpoint prefix)")
-    out += [w for w in check(config, backend, str(config_path)) if "schedule" in w]
-    return out
+    return [w for w in check(config, backend, str(config_path)) if "schedule" in w]

@@ -26,6 +26,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -39,6 +40,7 @@ from rewardkit.config import RewardConfig, load_config, read_config_file
 
 from rewardkit_trainers.config import TrainConfig, parse_train, resolve
 from rewardkit_trainers.hardware import Hardware, detect_hardware
+from rewardkit_trainers.stages import reward_boundaries, stage_ranges
 from rewardkit_trainers.trl_launch import (
     NodePlacement,
     inside_launcher,
@@ -113,12 +115,7 @@ class RunPlan:
         ``train.stages``, or every ``until_step`` of the reward stages."""
         if self.train.stages != "auto":
             return sorted(set(self.train.stages))
-        found: set[int] = set()
-        for comp in self.reward_config.rewards.values():
-            for stage in comp.stages or []:
-                if stage.until_step is not None:
-                    found.add(stage.until_step)
-        return sorted(found)
+        return reward_boundaries(self.reward_config)
 
     def stage_ranges(self, backend: str) -> list[tuple[int, int | None]]:
         """``(first step, end step)`` of each successive job (end None = run to the end)."""
@@ -129,10 +126,7 @@ class RunPlan:
                 "train.max_steps",
                 f"needed: {backend} runs the reward stages as successive jobs (boundaries at "
                 f"steps {boundaries}), which needs a step count rather than epochs")])
-        ends: list[int | None] = [b for b in boundaries if total is None or b < total]
-        ends.append(total)
-        starts = [0, *[e for e in ends[:-1] if e is not None]]
-        return list(zip(starts, ends, strict=True))
+        return stage_ranges(boundaries, total)
 
     def jobs(self) -> list[Job]:
         """The external commands of a run (files written as a side effect)."""
@@ -251,12 +245,16 @@ def _exit_on_sigterm() -> Any:
         return None
 
 
-def wait_ready(proc: subprocess.Popen[bytes], url: str | None, timeout_s: float) -> str | None:
-    """Wait until ``url`` answers 200; returns what went wrong, or None when ready."""
+def wait_ready(proc: subprocess.Popen[bytes], url: str | None, timeout_s: float,
+               stop: threading.Event | None = None) -> str | None:
+    """Wait until ``url`` answers 200; returns what went wrong, or None when ready.
+    ``stop`` (set by a signal handler) ends the wait early."""
     if url is None:
         return None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if stop is not None and stop.is_set():
+            return f"stopped before {url} answered"
         if proc.poll() is not None:
             return f"exited with code {proc.returncode} before {url} answered"
         with contextlib.suppress(urllib.error.URLError, OSError), \

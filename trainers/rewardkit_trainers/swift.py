@@ -57,6 +57,7 @@ from rewardkit_trainers.scoring import (
     global_step,
     neutralise_failed_rows,
 )
+from rewardkit_trainers.swift_server import RolloutServer
 
 if TYPE_CHECKING:
     from rewardkit_trainers.runner import Job, RunPlan
@@ -315,10 +316,14 @@ def swift_major_version() -> int:
 
 
 def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
-                    resume: Path | None = None, major: int | None = None) -> list[str]:
+                    resume: Path | None = None, major: int | None = None,
+                    server: RolloutServer | None = None, processes: int | None = None
+                    ) -> list[str]:
     """``swift rlhf --rlhf_type grpo ...`` for the run: ms-swift 4.x names, or 3.x
-    (``--train_type`` for ``--tuner_type``) when ms-swift 3 is what is installed."""
+    (``--train_type`` for ``--tuner_type``) when ms-swift 3 is what is installed; in vLLM
+    server mode pointed at ``server``, training on ``processes`` GPUs per node."""
     t = plan.train
+    processes = processes or t.gpus
     tuner_flag = "--train_type" if (major or swift_major_version()) < 4 else "--tuner_type"
     argv = ["swift", "rlhf", "--rlhf_type", "grpo",
             "--model", str(t.model),
@@ -328,7 +333,7 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
             "--lr_scheduler_type", t.lr_scheduler,
             "--warmup_ratio", repr(t.warmup_ratio),
             "--num_generations", str(t.num_generations),
-            "--per_device_train_batch_size", str(t.total_batch() // t.gpus // t.nnodes or 1),
+            "--per_device_train_batch_size", str(t.total_batch() // processes // t.nnodes or 1),
             "--gradient_accumulation_steps", str(t.gradient_accumulation_steps),
             "--max_length", str(t.max_prompt_length + t.max_completion_length),
             "--max_completion_length", str(t.max_completion_length),
@@ -357,7 +362,9 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
         if t.lora.quantize:
             argv += ["--quant_method", "bnb",
                      "--quant_bits", "4" if t.lora.quantize == "4bit" else "8"]
-    if t.vllm.enabled:
+    if server is not None:
+        argv += server.client_args()
+    elif t.vllm.enabled:
         argv += ["--use_vllm", "true", "--vllm_mode", t.vllm.mode,
                  "--vllm_gpu_memory_utilization", repr(t.vllm.gpu_memory_utilization),
                  "--vllm_tensor_parallel_size", str(t.vllm.tensor_parallel_size)]
@@ -386,7 +393,8 @@ def _without_flag(argv: list[str], flag: str) -> list[str]:
 
 
 def build_jobs(plan: RunPlan) -> list[Job]:
-    """One ``swift rlhf`` job (ms-swift passes the step, so stages live inside it)."""
+    """One ``swift rlhf`` job (ms-swift passes the step, so stages live inside it), after
+    the ``swift rollout`` server in vLLM server mode (:mod:`rewardkit_trainers.swift_server`)."""
     from rewardkit_trainers.data import materialise, normalise_rows, read_rows, to_swift_jsonl
     from rewardkit_trainers.runner import Job
 
@@ -398,7 +406,43 @@ def build_jobs(plan: RunPlan) -> list[Job]:
     rewards = export_plugin(plan.reward_config, plan.config_file, plugin)
     resume = plan.train.resume
     path = Path(resume) if isinstance(resume, str) and resume not in ("auto", "true") else None
-    argv = swift_arguments(plan, dataset, rewards, resume=path)
-    env = {"NPROC_PER_NODE": str(plan.train.gpus)} if plan.train.gpus > 1 else {}
-    return [Job("swift rlhf (GRPO)", argv, out, env,
-                {str(plugin): plugin.read_text(encoding="utf-8")})]
+    jobs: list[Job] = []
+    server, processes, env = None, plan.train.gpus, {}
+    if plan.train.vllm.enabled is True and plan.train.vllm.mode == "server":
+        server, server_job, trainer_ids = rollout_job(plan)
+        jobs.append(server_job)
+        processes = len(trainer_ids)
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, trainer_ids))
+    argv = swift_arguments(plan, dataset, rewards, resume=path, server=server,
+                           processes=processes)
+    if processes > 1:
+        env["NPROC_PER_NODE"] = str(processes)
+    jobs.append(Job("swift rlhf (GRPO)", argv, out, env,
+                    {str(plugin): plugin.read_text(encoding="utf-8")}))
+    return jobs
+
+
+def rollout_job(plan: RunPlan) -> tuple[RolloutServer, Job, list[int]]:
+    """The ``swift rollout`` server of a ``vllm.mode: server`` run on its node's last
+    ``vllm.tensor_parallel_size`` GPUs: (server, background job, trainer GPU ids)."""
+    from rewardkit import ConfigError
+
+    from rewardkit_trainers.runner import Job
+    from rewardkit_trainers.trl_launch import split_gpus
+
+    t = plan.train
+    if t.nnodes > 1 or plan.placement.num_nodes > 1:
+        raise ConfigError(str(plan.config_file), [(
+            "train.vllm.mode", "ms-swift server mode starts swift rollout on the node it "
+            "trains on, which rewardkit supports on one node only; use colocate for "
+            "multi-node runs")])
+    try:
+        trainer_ids, server_ids = split_gpus(t.gpus, t.vllm.tensor_parallel_size)
+    except ValueError as exc:
+        raise ConfigError(str(plan.config_file), [("train.vllm.mode", str(exc))]) from None
+    server = RolloutServer(str(t.model), t.vllm.server_port, t.vllm.tensor_parallel_size,
+                           t.vllm.gpu_memory_utilization)
+    job = Job("vLLM rollout server (swift rollout)", server.argv, plan.output_dir,
+              {"CUDA_VISIBLE_DEVICES": ",".join(map(str, server_ids))},
+              background=True, ready_url=server.ready_url)
+    return server, job, trainer_ids

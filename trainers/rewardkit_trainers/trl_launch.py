@@ -120,14 +120,20 @@ def config_file_name(deepspeed: str) -> str:
 def server_gpus(train: TrainConfig) -> tuple[list[int], list[int]]:
     """(trainer GPUs, vLLM server GPUs) of one node in server mode: the server gets the
     last ``tensor_parallel_size`` GPUs, the trainer the rest."""
-    tp = train.vllm.tensor_parallel_size
-    if train.gpus <= tp:
+    return split_gpus(train.gpus, train.vllm.tensor_parallel_size)
+
+
+def split_gpus(gpus: int, tp: int) -> tuple[list[int], list[int]]:
+    """(trainer GPU ids, server GPU ids) of a node with ``gpus`` GPUs whose vLLM server
+    takes the last ``tp``; ValueError when none is left for training. Shared by
+    ``trl vllm-serve`` and ms-swift's ``swift rollout``."""
+    if gpus <= tp:
         raise ValueError(
             f"vllm.mode server needs more GPUs than vllm.tensor_parallel_size ({tp}): the "
-            f"server takes {tp} and the trainer at least one, but train.gpus is {train.gpus}; "
+            f"server takes {tp} and the trainer at least one, but train.gpus is {gpus}; "
             "use vllm.mode colocate on this machine")
-    ids = list(range(train.gpus))
-    return ids[: train.gpus - tp], ids[train.gpus - tp:]
+    ids = list(range(gpus))
+    return ids[: gpus - tp], ids[gpus - tp:]
 
 
 def build_jobs(plan: RunPlan, where: NodePlacement | None = None) -> list[Job]:

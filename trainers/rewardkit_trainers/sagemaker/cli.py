@@ -21,6 +21,7 @@ from rewardkit_trainers.sagemaker.request import (
     base_job_name,
     build_request,
     job_name,
+    stage_commands,
     stage_inputs,
     upload,
 )
@@ -80,6 +81,8 @@ def run_launch(args: argparse.Namespace, out: TextIO | None = None,
             "uploads": [{"from": str(p), "to": uri} for p, uri in staged.uploads]
             + [{"from": "(generated)", "to": uri} for uri in staged.blobs],
             "create_training_job": request,
+            **({"stages": stage_commands(settings, staged.spec)}
+               if staged.spec is not None and staged.spec.stages else {}),
             "sent_by": "sagemaker.train.ModelTrainer (the SDK appends the job name's "
             "timestamp when it sends the request)",
         }

@@ -13,7 +13,7 @@ import yaml
 from rewardkit_trainers.hardware import count_gpus
 from rewardkit_trainers.sagemaker.config import RAY_BACKENDS
 from rewardkit_trainers.sagemaker.layouts import layout_for
-from rewardkit_trainers.sagemaker.spec import RunSpec
+from rewardkit_trainers.sagemaker.spec import RunSpec, Stage
 from rewardkit_trainers.trl_launch import NodePlacement, accelerate_config, config_file_name
 
 CONFIG_DIR = "/opt/ml/input/data/config"
@@ -119,11 +119,14 @@ def training_command(
     root: Path,
     resume_step: int | None,
     config_dir: str = CONFIG_DIR,
+    stage: Stage | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The argv and extra environment of this node's training process.
 
-    * placeholders: ``{config}`` (reward config path), ``{checkpoint_dir}``,
-      ``{data_dir}``, ``{model_dir}``;
+    * placeholders: ``{config}`` (reward config path), ``{config_dir}`` (the config
+      channel), ``{checkpoint_dir}``, ``{data_dir}``, ``{model_dir}``;
+    * a stage of a staged EasyR1/verl run: its arguments (pinned reward, step limit)
+      after the command's own, so they win;
     * the backend's own save/resume arguments (``spec.checkpoint_args``);
     * TRL on more than one GPU or node: ``accelerate launch`` with the generated DeepSpeed
       config (:func:`launcher_files`, ``spec.deepspeed``) and this node's machine rank,
@@ -137,15 +140,16 @@ def training_command(
     layout = layout_for(spec.backend)
     multi = where.num_nodes > 1
     config = f"{config_dir}/{spec.config_file}" if spec.config_file else config_dir
-    argv = fill(
-        spec.command,
-        {
-            "config": config,
-            "checkpoint_dir": str(root),
-            "data_dir": DATA_DIR,
-            "model_dir": MODEL_DIR,
-        },
-    )
+    values = {
+        "config": config,
+        "config_dir": config_dir,
+        "checkpoint_dir": str(root),
+        "data_dir": DATA_DIR,
+        "model_dir": MODEL_DIR,
+    }
+    argv = fill(spec.command, values)
+    if stage is not None:
+        argv += fill(stage.args, values)
     ray_backend = spec.backend in RAY_BACKENDS
     if spec.checkpoint_args:
         argv += layout.checkpoint_args(root, resume_step, multi_node=multi and not ray_backend)

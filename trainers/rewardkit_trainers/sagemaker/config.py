@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+from rewardkit.config import ConfigModel
+
+from rewardkit_trainers.swift_server import flag_value
 
 Backend = Literal["trl", "swift", "easyr1", "verl"]
 """Training backends the container entrypoint knows how to run and checkpoint."""
@@ -50,8 +53,8 @@ def check_job_name(name: str) -> str:
     return name
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(ConfigModel):
+    """Unknown keys and NaN/infinite numbers are errors, as in the core config."""
 
 
 class Channel(_Model):
@@ -259,6 +262,12 @@ class SageMakerSettings(_Model):
                 "container (e.g. python3 -m verl.trainer.main config=... for EasyR1); "
                 "the default, rewardkit train, is checkpoint-aware for trl only"
             )
+        if (self.backend == "swift" and self.instance_count > 1 and self.command
+                and flag_value(self.command, "--vllm_mode") == "server"):
+            raise ValueError(
+                "command: swift --vllm_mode server starts swift rollout on the node it trains "
+                "on, which rewardkit supports on one node only (instance_count 1); use "
+                "--vllm_mode colocate on several nodes")
         if self.keep_last is not None and self.checkpoint is None:
             raise ValueError("keep_last needs checkpoint: an s3:// prefix for checkpoints")
         return self

@@ -23,8 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rewardkit_trainers.runner import stop_group, wait_ready
 from rewardkit_trainers.sagemaker import ray_cluster
 from rewardkit_trainers.sagemaker.commands import (
+    CONFIG_DIR,
     Placement,
     detect_gpus,
     fill,
@@ -33,7 +35,7 @@ from rewardkit_trainers.sagemaker.commands import (
 )
 from rewardkit_trainers.sagemaker.config import RAY_BACKENDS
 from rewardkit_trainers.sagemaker.layouts import CheckpointLayout, layout_for
-from rewardkit_trainers.sagemaker.spec import RunSpec
+from rewardkit_trainers.sagemaker.spec import RunSpec, Stage
 from rewardkit_trainers.sagemaker.store import CheckpointStore, upload_tree
 from rewardkit_trainers.sagemaker.sync import CheckpointSync
 from rewardkit_trainers.sagemaker.topology import (
@@ -43,6 +45,9 @@ from rewardkit_trainers.sagemaker.topology import (
     load_topology,
     resolve_with_retries,
 )
+from rewardkit_trainers.stages import stage_to_resume
+from rewardkit_trainers.swift_server import server_for_command, with_server
+from rewardkit_trainers.trl_launch import split_gpus
 
 log = logging.getLogger("rewardkit.sagemaker")
 
@@ -92,6 +97,9 @@ class NodeRun:
         )
         self.where_label = f"{topology.current_host} (rank {topology.rank})"
         self.resumed: int | None = None
+        spec_path = env.get("REWARDKIT_RUN_SPEC")
+        self.config_dir = str(Path(spec_path).parent) if spec_path else CONFIG_DIR
+        """the config channel: where the run spec and the stage reward files are"""
 
     # -- signals -----------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -228,7 +236,6 @@ class NodeRun:
         for path, text in launcher_files(self.spec, where, self.root).items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        argv, extra = training_command(self.spec, where, self.root, resume_step)
         sync = None
         if self.store is not None:
             publish = (lambda s: status.set_step.remote(s)) if status is not None else None
@@ -241,10 +248,16 @@ class NodeRun:
                 on_complete=publish,
                 resumed=resume_step,
             ).start()
-        rc, tail = self.run_command(argv, extra)
-        if sync is not None:
-            uploaded = sync.stop()
-            log.info("last checkpoint sync uploaded steps %s", uploaded or "none")
+        try:
+            rc, tail = self.run_stages(where, resume_step)
+        except RunFailed as exc:
+            if status is not None:  # Ray worker nodes leave when the head says so
+                status.set_state.remote("failed", str(exc).splitlines()[0])
+            raise
+        finally:
+            if sync is not None:
+                uploaded = sync.stop()
+                log.info("last checkpoint sync uploaded steps %s", uploaded or "none")
         if self.stop.is_set():
             if status is not None:
                 status.set_state.remote("failed", "interrupted")
@@ -264,6 +277,78 @@ class NodeRun:
         if self.topology.is_head:
             self.final_model()
         return 0
+
+    def run_stages(self, where: Placement, resume_step: int | None) -> tuple[int, list[str]]:
+        """Run the training command once, or once per stage of a staged run: from the
+        stage the resume step belongs to, each later stage resuming from the step the
+        previous one ended at. Returns the last command's (exit code, last lines)."""
+        stages: list[Stage | None] = list(self.spec.stages) or [None]
+        ranges = [(s.start, s.end) if s else (0, None) for s in stages]
+        first = stage_to_resume(ranges, resume_step)
+        rc = 0
+        tail: list[str] = []
+        for k in range(first, len(stages)):
+            stage = stages[k]
+            if stage is not None:
+                log.info("stage %s of %s: steps %s..%s, reward pinned to step %s%s", k + 1,
+                         len(stages), stage.start, stage.end if stage.end is not None
+                         else "end", stage.start,
+                         f", resumes from step {resume_step}" if resume_step else "")
+            argv, extra = training_command(self.spec, where, self.root, resume_step,
+                                           self.config_dir, stage)
+            rc, tail = self.run_training(argv, extra, where)
+            if rc != 0 or self.stop.is_set() or stage is None or stage.end is None:
+                return rc, tail
+            if stage.end not in self.layout.complete_steps(self.root):
+                raise RunFailed(
+                    f"stage {k + 1} of {len(stages)} ended without a complete checkpoint of "
+                    f"step {stage.end} in {self.root}, which stage {k + 2} resumes from "
+                    "(the command must save the last step of a run: a positive "
+                    "trainer.save_freq, and a step count past the last stage boundary)")
+            resume_step = stage.end
+        return rc, tail
+
+    def run_training(self, argv: list[str], extra_env: dict[str, str],
+                     where: Placement) -> tuple[int, list[str]]:
+        """The training command; a ``swift rlhf --vllm_mode server`` command gets its
+        ``swift rollout`` server first, on the node's last GPUs, stopped afterwards."""
+        try:
+            server = server_for_command(argv) if self.spec.backend == "swift" else None
+        except ValueError as exc:
+            raise RunFailed(f"sagemaker.command: {exc}") from None
+        if server is None:
+            return self.run_command(argv, extra_env)
+        if where.num_nodes > 1:
+            raise RunFailed("sagemaker.command: swift --vllm_mode server starts swift rollout "
+                            "on the node it trains on, which rewardkit supports on one node "
+                            "only; use --vllm_mode colocate on several nodes")
+        try:
+            trainer_ids, server_ids = split_gpus(where.gpus_per_node,
+                                                 server.tensor_parallel_size)
+        except ValueError as exc:
+            raise RunFailed(f"sagemaker.command: {exc}") from None
+        log.info("starting the rollout server: %s", " ".join(server.argv))
+        try:
+            proc = subprocess.Popen(
+                server.argv, env={**self.env, **extra_env,
+                                  "CUDA_VISIBLE_DEVICES": ",".join(map(str, server_ids))},
+                process_group=0)
+        except OSError as exc:
+            return 127, [f"cannot start {server.argv[0]}: {exc}"]
+        try:
+            problem = wait_ready(proc, server.ready_url, self.spec.server_ready_timeout_s,
+                                 self.stop)
+            if problem is not None:
+                if self.stop.is_set():
+                    return EXIT_TERMINATED, [problem]
+                raise RunFailed(f"the rollout server (swift rollout) {problem}")
+            log.info("rollout server ready at %s", server.ready_url)
+            env = {**extra_env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, trainer_ids)),
+                   "NPROC_PER_NODE": str(len(trainer_ids))}
+            return self.run_command(with_server(argv, server), env)
+        finally:
+            stop_group(proc)
+            log.info("rollout server stopped")
 
     def run_ray_worker(self, head_ip: str, node_ip: str) -> int:
         worker = ray_cluster.Worker(head_ip, self.spec.ray_port, node_ip, self.env)

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rewardkit_trainers.fidelity import STEP_PINNED
 from rewardkit_trainers.sagemaker.config import SageMakerSettings, split_s3_uri
-from rewardkit_trainers.sagemaker.spec import SPEC_FILE_NAME, RunSpec
+from rewardkit_trainers.sagemaker.spec import SPEC_FILE_NAME, RunSpec, Stage
 
 ENTRYPOINT = ["python", "-m", "rewardkit_trainers.sagemaker"]
 """What the images run (their ENTRYPOINT; ModelTrainer without source code keeps it)."""
@@ -47,10 +48,14 @@ class StagedInputs:
     """(local file, s3:// destination) pairs"""
     blobs: dict[str, bytes] = field(default_factory=dict)
     """s3:// destination -> content written at launch (reward config, run spec)"""
+    spec: RunSpec | None = None
+    """what the container runs (also in ``blobs`` as the run spec file)"""
 
 
-def run_spec(settings: SageMakerSettings, config_name: str) -> RunSpec:
-    """The container's instructions derived from the settings."""
+def run_spec(settings: SageMakerSettings, config_name: str,
+             stages: list[Stage] | None = None) -> RunSpec:
+    """The container's instructions derived from the settings (and the stage sequence of
+    :func:`rewardkit_trainers.sagemaker.staging.plan_stages`)."""
     return RunSpec(
         backend=settings.backend,
         command=settings.command or DEFAULT_COMMAND,
@@ -66,6 +71,7 @@ def run_spec(settings: SageMakerSettings, config_name: str) -> RunSpec:
         keep_last=settings.keep_last,
         gpus_per_node=settings.gpus_per_node,
         deepspeed=settings.deepspeed,
+        stages=stages or [],
     )
 
 
@@ -75,7 +81,9 @@ def stage_inputs(
     """Plan the uploads: local channels and the reward config go under the upload prefix.
 
     Nothing is uploaded here (see :func:`upload`), so ``--dry-run`` can print the plan.
-    A missing local path is a :class:`FileNotFoundError` naming the channel.
+    A missing local path is a :class:`FileNotFoundError` naming the channel. A staged
+    EasyR1/verl config gets its stage sequence in the run spec and, for EasyR1, one
+    pinned reward file per stage in the config channel.
     """
     base = f"{settings.upload}/{name}" if settings.upload else f"{settings.output}/{name}/input"
     channels: dict[str, str] = {}
@@ -100,12 +108,35 @@ def stage_inputs(
             uploads.append((local, f"{prefix}/{local.name}"))
     config_prefix = f"{base}/{CONFIG_CHANNEL}"
     channels[CONFIG_CHANNEL] = config_prefix + "/"
-    spec = run_spec(settings, config_path.name)
-    blobs = {
-        f"{config_prefix}/{config_path.name}": config_text.encode("utf-8"),
-        f"{config_prefix}/{SPEC_FILE_NAME}": spec.dump().encode("utf-8"),
-    }
-    return StagedInputs(channels=channels, uploads=uploads, blobs=blobs)
+    stages: list[Stage] = []
+    blobs = {f"{config_prefix}/{config_path.name}": config_text.encode("utf-8")}
+    if settings.backend in STEP_PINNED and settings.command:
+        from rewardkit.config import load_config
+
+        from rewardkit_trainers.sagemaker.staging import plan_stages
+
+        stages, files = plan_stages(settings.backend, settings.command, load_config(config_path),
+                                    config_path)
+        blobs.update({f"{config_prefix}/{n}": body for n, body in files.items()})
+    spec = run_spec(settings, config_path.name, stages)
+    blobs[f"{config_prefix}/{SPEC_FILE_NAME}"] = spec.dump().encode("utf-8")
+    return StagedInputs(channels=channels, uploads=uploads, blobs=blobs, spec=spec)
+
+
+def stage_commands(settings: SageMakerSettings, spec: RunSpec) -> list[dict[str, Any]]:
+    """The head's command for each stage of a staged run, as a fresh job runs them
+    (container paths; a restarted job starts at the stage of its newest complete step)."""
+    from rewardkit_trainers.sagemaker.commands import Placement, training_command
+
+    where = Placement(0, settings.instance_count, "<head ip>", settings.gpus_per_node or 1)
+    root = Path(spec.checkpoint_dir)
+    out = []
+    for k, stage in enumerate(spec.stages):
+        argv, _env = training_command(spec, where, root, stage.start or None, stage=stage)
+        end = stage.end if stage.end is not None else "end"
+        out.append({"stage": k, "steps": f"{stage.start}..{end}",
+                    "reward_step": stage.start, "argv": argv})
+    return out
 
 
 def upload(staged: StagedInputs, s3: Any) -> None:

@@ -24,6 +24,19 @@ DEFAULT_CHECKPOINT_DIR = "/opt/ml/rewardkit/checkpoints"
 would upload partial steps and download every step on restart."""
 
 
+class Stage(BaseModel):
+    """One job of a staged run (EasyR1/verl pass no step to the reward): the training
+    command runs once per stage, with these arguments after the command's own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int = Field(ge=0, description="first step; the reward is pinned here")
+    end: int | None = Field(
+        default=None, description="the step the job stops at (None: the command's own end)")
+    args: list[str] = Field(default_factory=list,
+                            description="pinned reward and step limit ({config_dir} placeholder)")
+
+
 class RunSpec(BaseModel):
     """The container's instructions for one job."""
 
@@ -43,9 +56,15 @@ class RunSpec(BaseModel):
     deepspeed: Literal["zero3", "zero2", "none"] = Field(
         default="zero3",
         description="TRL on more than one GPU: the ZeRO stage of the accelerate launch")
+    stages: list[Stage] = Field(
+        default_factory=list,
+        description="successive resumed jobs of a staged easyr1/verl run (empty: one job)")
     checkpoint_dir: str = DEFAULT_CHECKPOINT_DIR
     ray_port: int = 6379
     dist_port: int = 29500
+    server_ready_timeout_s: float = Field(
+        default=900.0, description="swift --vllm_mode server: wait this long for swift "
+        "rollout's /health/")
     join_timeout_s: float = Field(default=600.0, description="head: wait this long for every node")
     connect_timeout_s: float = Field(default=600.0, description="worker: retry joining this long")
     sync_interval_s: float = Field(

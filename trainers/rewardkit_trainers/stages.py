@@ -1,0 +1,46 @@
+"""Reward stages as successive resumed jobs, for backends that pass no step.
+
+EasyR1 and verl call the reward without the training step, so a staged config runs as
+one job per stage: each job's reward is pinned to its stage's first step, ends at the
+next boundary, and resumes from the checkpoint the previous job saved there. Both
+``rewardkit train`` (:meth:`rewardkit_trainers.runner.RunPlan.stage_ranges`) and the
+SageMaker entrypoint (:mod:`rewardkit_trainers.sagemaker.entrypoint`) cut runs here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rewardkit.config import RewardConfig
+
+StageRange = tuple[int, int | None]
+"""``(first step, end step)`` of one job; end None = run to the end of training."""
+
+
+def reward_boundaries(config: RewardConfig) -> list[int]:
+    """Every ``until_step`` of the config's reward stages, sorted."""
+    found = {stage.until_step for comp in config.rewards.values() for stage in comp.stages or []
+             if stage.until_step is not None}
+    return sorted(found)
+
+
+def stage_ranges(boundaries: Sequence[int], total: int | None) -> list[StageRange]:
+    """The successive jobs for ``boundaries`` (steps where a new job starts) in a run of
+    ``total`` steps (None: the last job runs to the end, wherever that is); boundaries at
+    or past ``total`` are dropped."""
+    ends: list[int | None] = [b for b in sorted(set(boundaries))
+                              if b > 0 and (total is None or b < total)]
+    ends.append(total)
+    starts = [0, *[e for e in ends[:-1] if e is not None]]
+    return list(zip(starts, ends, strict=True))
+
+
+def stage_to_resume(ranges: Sequence[StageRange], step: int | None) -> int:
+    """Index of the stage a run resumed at ``step`` (None: from scratch) continues in:
+    the first whose end lies past it (a step on a boundary starts the next stage)."""
+    if step is None:
+        return 0
+    for k, (_start, end) in enumerate(ranges):
+        if end is None or end > step:
+            return k
+    return len(ranges) - 1
