@@ -10,10 +10,14 @@ token n-grams (``repetition_penalty``) measure the completion with one of three 
 ``tokens``
     the policy's own tokens. Taken, in this order, from
 
-    1. the trainer's token ids: ``sample.metadata["completion_ids"]``, which the TRL
-       adapter fills from the ``completion_ids`` GRPOTrainer passes to every reward
-       function (a dataset or JSONL column of that name works the same way);
-    2. the tokenizer named by the reward's ``tokenizer`` parameter: a local directory
+    1. the trainer's token ids: ``sample.metadata["completion_ids"]``, which the TRL,
+       ms-swift and verl adapters fill from what their trainer hands the reward (TRL's
+       ``completion_ids``, ms-swift's ``response_token_ids``, verl's valid response ids);
+       a dataset or JSONL column of that name works the same way;
+    2. for a length only (not for token n-grams), the trainer's token count:
+       ``sample.metadata["completion_length"]``, which the EasyR1 adapter fills from the
+       ``response_length`` EasyR1 passes (it passes no ids);
+    3. the tokenizer named by the reward's ``tokenizer`` parameter: a local directory
        (``save_pretrained`` output) or a ``tokenizer.json`` file, loaded once per process
        with ``transformers`` (``pip install 'rewardkit[tokens]'``); nothing is downloaded.
 
@@ -37,6 +41,8 @@ LengthUnit = Literal["chars", "words", "tokens"]
 
 #: the metadata key carrying the trainer's token ids of the completion
 COMPLETION_IDS = "completion_ids"
+#: the metadata key carrying the trainer's token count of the completion (no ids)
+COMPLETION_LENGTH = "completion_length"
 
 
 class LengthError(ValueError):
@@ -103,6 +109,10 @@ def completion_token_ids(sample: Sample, tokenizer: str | None) -> tuple[Sequenc
                               "expected a list of token ids")
         return ids, COMPLETION_IDS
     if tokenizer is None:
+        if sample.metadata.get(COMPLETION_LENGTH) is not None:
+            raise LengthError("token n-grams need the completion's token ids; the trainer "
+                              "passed only its token count (completion_length): set the "
+                              "tokenizer parameter to the policy's tokenizer (a local path)")
         raise LengthError("unit tokens needs the trainer's completion_ids or a tokenizer "
                           "parameter (a local tokenizer path); this sample has neither")
     tok = load_tokenizer(tokenizer)
@@ -119,10 +129,22 @@ def completion_length(sample: Sample, unit: LengthUnit,
     >>> completion_length(Sample(completion="abc", metadata={"completion_ids": [5, 9]}),
     ...                   "tokens")
     (2, 'completion_ids')
+    >>> completion_length(Sample(completion="abc", metadata={"completion_length": 3}),
+    ...                   "tokens")
+    (3, 'completion_length')
     """
     if unit == "chars":
         return len(sample.text), "chars"
     if unit == "words":
         return len(sample.text.split()), "words"
+    count = sample.metadata.get(COMPLETION_LENGTH)
+    if sample.metadata.get(COMPLETION_IDS) is None and count is not None:
+        if hasattr(count, "item"):  # a 0-d tensor or numpy scalar
+            count = count.item()
+        if isinstance(count, bool) or not isinstance(count, int | float) or count < 0 \
+                or count != int(count):
+            raise LengthError(f"metadata completion_length is {count!r}, expected a "
+                              "token count (a whole number >= 0)")
+        return int(count), COMPLETION_LENGTH
     ids, source = completion_token_ids(sample, tokenizer)
     return len(ids), source

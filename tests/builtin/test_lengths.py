@@ -74,3 +74,25 @@ def test_repetition_counts_token_ngrams_from_the_tokenizer(tokenizer_dir: Path) 
         {"n": 1, "unit": "tokens", "tokenizer": str(tokenizer_dir)})
     # tokens: the, ' ', the, ' ', the -> 5 unigrams, 2 distinct
     assert reward.score(Sample(completion="the the the")).value == pytest.approx(-0.6)
+
+
+def test_a_trainers_token_count_is_the_length_when_it_passes_no_ids(
+        tokenizer_dir: Path) -> None:
+    sample = Sample(completion="one two three", metadata={"completion_length": 7})
+    assert completion_length(sample, "tokens", str(tokenizer_dir)) == (7, "completion_length")
+    with_ids = Sample(completion="x", metadata={"completion_length": 7,
+                                               "completion_ids": [1, 2]})
+    assert completion_length(with_ids, "tokens") == (2, "completion_ids")
+
+
+def test_a_token_count_that_is_no_count_is_a_clear_error() -> None:
+    for bad in (-1, 2.5, "7", True):
+        with pytest.raises(LengthError, match="completion_length"):
+            completion_length(Sample(completion="x", metadata={"completion_length": bad}),
+                              "tokens")
+
+
+def test_token_ngrams_need_ids_not_only_a_count() -> None:
+    score = get_reward("repetition_penalty")({"n": 1, "unit": "tokens"}).score(
+        Sample(completion="a a a", metadata={"completion_length": 3}))
+    assert score.status == "error" and "only its token count" in score.reason

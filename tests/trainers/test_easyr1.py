@@ -186,3 +186,23 @@ def test_pack_parquet_rewrites_the_answer_column_once(tmp_path: Path):
     cells = pq.read_table(path).column("answer").to_pylist()
     assert [unpack_answer(c) for c in cells] == [("1", 0, {"task": "math"}),
                                                  ("2", 1, {"task": "chat"})]
+
+
+def test_unit_tokens_lengths_are_easyr1s_response_length(tmp_path: Path):
+    """EasyR1 hands each response's token count, not its ids: lengths in tokens use the
+    count, and token n-grams without a tokenizer fail with the reason (never words)."""
+    config = tmp_path / "tokens.yaml"
+    config.write_text(
+        "on_error: ignore\nrewards:\n"
+        "  tokens: {reward: overlong_penalty, params: {max_length: 4, buffer: 2, "
+        "unit: tokens}}\n"
+        "  words: {reward: overlong_penalty, weight: 0, params: {max_length: 4, buffer: 2, "
+        "unit: words}}\n"
+        "  loops: {reward: repetition_penalty, weight: 0, params: {n: 1, unit: tokens}}\n")
+    fn = load_like_easyr1(export_reward_file(load_config(config), config,
+                                             tmp_path / "reward.py"))
+    scores = fn([{"response": "one", "response_length": 6, "ground_truth": "7"},
+                 {"response": "a b c d e f", "response_length": 2, "ground_truth": "7"}])
+    assert [s["tokens"] for s in scores] == [-1.0, 0.0]
+    assert [s["words"] for s in scores] == [0.0, -1.0]
+    assert [s["loops_failed"] for s in scores] == [1.0, 1.0]

@@ -191,3 +191,25 @@ def test_two_ranks_normalize_then_sum_equals_reward_set_on_whole_groups(tmp_path
             assert total is None and abs(result["advantages"][i]) < 1e-6
         else:
             assert result["rewards"][i] == pytest.approx(total, abs=1e-5)
+
+
+def test_unit_tokens_counts_the_rollouts_response_token_ids(tmp_path: Path):
+    """ms-swift's reward path hands each row's ``response_token_ids``: overlong_penalty
+    with unit tokens gets their count (the last turn's in a multi-turn rollout), not the
+    word count; a rollout without ids falls back to the named tokenizer."""
+    config = tmp_path / "tokens.yaml"
+    config.write_text(
+        "on_error: ignore\nrewards:\n"
+        "  tokens: {reward: overlong_penalty, params: {max_length: 4, buffer: 2, "
+        "unit: tokens}}\n"
+        "  words: {reward: overlong_penalty, params: {max_length: 4, buffer: 2, "
+        "unit: words}}\n")
+    info = export_plugin(load_config(config), config, tmp_path / "plugin.py")
+    result = run_in_venv("swift", "swift_tokens_check.py", str(info.plugin),
+                         *[func_name(n) for n in info.names])
+    tokens = [row[0] for row in result["rewards"]]
+    words = [row[1] for row in result["rewards"]]
+    # 6 tokens (1 word) -> full penalty; 2 tokens of the last turn (6 words) -> 0
+    assert tokens[:2] == [-1.0, 0.0]
+    assert words[:2] == [0.0, -1.0]
+    assert tokens[2] is None  # no ids and no tokenizer: an error, never a word count

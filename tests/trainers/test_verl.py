@@ -142,3 +142,34 @@ def test_export_verl_writes_the_overrides_to_output(tmp_path: Path):
     lines = out.read_text().splitlines()
     assert lines[0] == f"export REWARDKIT_CONFIG={(CONFIGS / 'staged.yaml').resolve()}"
     assert "+reward.custom_reward_function.reward_kwargs.step=5" in lines
+
+
+TOKENS_CONFIG = (
+    "on_error: ignore\nrewards:\n"
+    "  tokens: {reward: overlong_penalty, params: {max_length: 4, buffer: 2, unit: tokens}}\n"
+    "  words: {reward: overlong_penalty, weight: 0, params: {max_length: 4, buffer: 2, "
+    "unit: words}}\n")
+
+
+def test_unit_tokens_counts_the_valid_response_ids_under_rewardkits_manager(
+        tmp_path: Path, tiny_tokenizer_dir: Path):
+    """The manager the overrides select hands the response's valid token ids (cut at the
+    attention mask) to the rewards: 5 tokens but 3 words gets the token-based value."""
+    config = tmp_path / "tokens.yaml"
+    config.write_text(TOKENS_CONFIG)
+    result = run_in_venv("verl", "verl_tokens_check.py", "rewardkit", str(tiny_tokenizer_dir),
+                         env={"REWARDKIT_CONFIG": str(config)})
+    assert result["manager"] == "RewardkitRewardManager"
+    long, short = result["extra"]
+    assert (long["tokens"], long["words"]) == (-1.0, -0.5)  # 5 tokens / 3 words, ramp 2..4
+    assert (short["tokens"], short["tokens_failed"]) == (0.0, 0.0)
+    assert result["batch_extra_info_untouched"]
+
+
+def test_verls_naive_manager_passes_no_ids_so_unit_tokens_fails_not_counts_words(
+        tmp_path: Path, tiny_tokenizer_dir: Path):
+    config = tmp_path / "tokens.yaml"
+    config.write_text(TOKENS_CONFIG)
+    result = run_in_venv("verl", "verl_tokens_check.py", "naive", str(tiny_tokenizer_dir),
+                         env={"REWARDKIT_CONFIG": str(config)})
+    assert [row["tokens_failed"] for row in result["extra"]] == [1.0, 1.0]

@@ -9,6 +9,11 @@ reward/function.py``) imports it with ``spec_from_file_location``, reads
 component and ``<component>_failed`` (0/1: its mean is the failure rate), the same keys
 every call, all numbers (EasyR1 averages each key into a metric).
 
+Lengths in tokens: EasyR1 passes each response's token count (``response_length``) but
+not its ids, so ``unit: tokens`` lengths (overlong_penalty, cosine_scaled, group_length)
+use that count (``metadata["completion_length"]``); token n-grams
+(``repetition_penalty``) need the reward's ``tokenizer`` parameter.
+
 The prompt a response answers and the row's columns travel in the ``answer`` column
 (:func:`pack_answer`): EasyR1 passes nothing else and reorders the batch before scoring.
 
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from rewardkit import Sample, Status
 from rewardkit.config import RewardConfig
+from rewardkit.lengths import COMPLETION_LENGTH
 
 from rewardkit_trainers.scoring import SharedScorer, config_literal, neutralise_failed_rows
 
@@ -80,6 +86,8 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
         reference, prompt_id, metadata = packed or (item.get("ground_truth"), None, {})
         unpacked += packed is None
         metadata["response_length"] = item.get("response_length")
+        if item.get("response_length") is not None:  # the policy's token count: unit tokens
+            metadata[COMPLETION_LENGTH] = item["response_length"]
         sample = Sample(completion=str(item.get("response", "")), reference=reference,
                         metadata=metadata)
         if packed is not None:

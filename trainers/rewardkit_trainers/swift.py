@@ -11,6 +11,9 @@ How ms-swift calls it (4.x ``swift.rl_core.grpo_algorithm.compute_rewards_per_fu
 <other dataset columns>...)`` where ``completions`` is the list of completion texts.
 
 * Stages follow ``trainer_state.global_step``.
+* Lengths in tokens: ``response_token_ids`` (the rollout's ids of the completion; the
+  last turn's in a multi-turn rollout) become ``metadata["completion_ids"]``, which
+  ``unit: tokens`` counts.
 * Weights: ms-swift's ``--reward_weights`` are fixed for the run, so a component whose
   weight changes with the step gets ``--reward_weights 1`` and its ORM returns
   ``weight(step) x value`` (its logged mean is then its weighted contribution).
@@ -44,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from rewardkit import Sample
 from rewardkit.composition import group_key
 from rewardkit.config import RewardConfig
+from rewardkit.lengths import COMPLETION_IDS
 
 from rewardkit_trainers.scoring import (
     SharedScorer,
@@ -259,6 +263,7 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
     n = len(completions)
     messages = kwargs.get("messages")
     prompt_ids = kwargs.get("prompt_id")
+    token_ids = kwargs.get("response_token_ids")
     refs = kwargs.get(reference_column)
     if refs is None and reference_column != "reference":
         refs = kwargs.get("reference")
@@ -276,8 +281,28 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
                         metadata={k: v[i] for k, v in meta_cols.items()})
         if isinstance(prompt_ids, list | tuple) and i < len(prompt_ids):
             sample.group = prompt_ids[i]
+        if isinstance(token_ids, list | tuple) and len(token_ids) == n:
+            ids = _last_turn_ids(token_ids[i])
+            if ids is not None:  # the policy's own tokens, counted by unit tokens
+                sample.metadata[COMPLETION_IDS] = ids
         samples.append(sample)
     return samples
+
+
+def _last_turn_ids(ids: Any) -> list[int] | None:
+    """The token ids of the completion ms-swift scores (its last assistant turn).
+
+    ms-swift 4.x hands each row's ``response_token_ids``: ``[]`` when the rollout kept
+    none, the completion's ids, or one list per turn in a multi-turn rollout (the
+    completion text is the last turn's).
+    """
+    if hasattr(ids, "tolist"):
+        ids = ids.tolist()
+    if not isinstance(ids, list | tuple) or not ids:
+        return None
+    if isinstance(ids[-1], list | tuple):
+        return list(ids[-1]) or None
+    return list(ids)
 
 
 def swift_major_version() -> int:

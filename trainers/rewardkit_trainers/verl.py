@@ -17,6 +17,12 @@ Which config: the ``config`` keyword (``+reward.custom_reward_function.reward_kw
 (reward_kwargs), ``extra_info["global_step"]`` or ``REWARDKIT_STEP`` pins stages and
 schedules (default 0); run one job per stage for staged configs, as for EasyR1.
 
+Lengths in tokens: the overrides select :class:`rewardkit_trainers.verl_manager.
+RewardkitRewardManager` (verl's naive manager plus the response's valid token ids in
+``extra_info["response_ids"]``), and ``compute_score`` hands those ids to the rewards as
+``metadata["completion_ids"]`` for ``unit: tokens``. Under verl's own ``naive`` manager
+there are no ids: ``unit: tokens`` then needs the reward's ``tokenizer`` parameter.
+
 A failed grading scores ``fallback`` (reward_kwargs ``fallback``, ``REWARDKIT_FALLBACK``,
 default 0) and sets ``<component>_failed`` to 1. verl scores responses one by one, so
 what needs a whole group (per-group rewards, ``normalize_then_sum``, ``on_error: null``,
@@ -37,11 +43,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rewardkit import Sample, Status
+from rewardkit.lengths import COMPLETION_IDS
 
 from rewardkit_trainers.scoring import SharedScorer
 
 if TYPE_CHECKING:
     from rewardkit_trainers.runner import Job, RunPlan
+
+#: the ``extra_info`` key where :mod:`rewardkit_trainers.verl_manager` puts the
+#: response's token ids
+RESPONSE_IDS = "response_ids"
+#: the overrides that make verl use that manager
+MANAGER_OVERRIDES = {
+    "reward.reward_manager.source": "importlib",
+    "reward.reward_manager.module.path": "pkg://rewardkit_trainers.verl_manager",
+    "reward.reward_manager.name": "RewardkitRewardManager",
+}
 
 _SCORERS: dict[str, SharedScorer] = {}
 _LOCK = threading.Lock()
@@ -101,7 +118,9 @@ def compute_score(data_source: Any = None, solution_str: str = "", ground_truth:
     value_on_failure = _fallback(fallback)
     metadata = {k: v for k, v in info.items()
                 if k not in ("rewardkit_config", "global_step", "rollout_reward_scores",
-                             "metadata")}
+                             "metadata", RESPONSE_IDS)}
+    if info.get(RESPONSE_IDS) is not None:  # the policy's tokens, counted by unit tokens
+        metadata[COMPLETION_IDS] = list(info[RESPONSE_IDS])
     if isinstance(info.get("metadata"), str):  # columns packed by `rewardkit train`
         with contextlib.suppress(ValueError):
             metadata.update(json.loads(info["metadata"]))
@@ -139,6 +158,7 @@ def overrides(config_path: str | Path, step: int | None = None, fallback: float 
         "reward.custom_reward_function.path=pkg://rewardkit_trainers.verl",
         "reward.custom_reward_function.name="
         + ("compute_score_async" if use_async else "compute_score"),
+        *[f"{k}={v}" for k, v in MANAGER_OVERRIDES.items()],
     ]
     if step is not None:
         lines.append(f"+reward.custom_reward_function.reward_kwargs.step={step}")
@@ -191,6 +211,7 @@ def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
         "reward.custom_reward_function.name": "compute_score",
         "+reward.custom_reward_function.reward_kwargs.config": str(plan.config_file),
         "+reward.custom_reward_function.reward_kwargs.step": start,
+        **MANAGER_OVERRIDES,
     }
     if end is not None:
         args["trainer.total_training_steps"] = end

@@ -65,6 +65,17 @@ class ChatModel:
         return text, int(n_prompt), len(new), finish
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: dict[str, Any]) -> None:
+    """Answer the request ``handler`` is serving with ``body`` as JSON (keep-alive safe:
+    the length is sent)."""
+    data = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 def make_handler(model: ChatModel, name: str, exit_after: int | None) -> type:
     served = {"count": 0}
     count_lock = threading.Lock()
@@ -76,12 +87,7 @@ def make_handler(model: ChatModel, name: str, exit_after: int | None) -> type:
             pass
 
         def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, body)
 
         def do_GET(self) -> None:
             if self.path.rstrip("/") == "/v1/models":

@@ -1,12 +1,15 @@
-"""A tiny judge LM taught the answers the tests need, served over loopback by
-rewardkit_judge.chat_server in a subprocess (the OpenAI chat-completions API)."""
+"""The judges the tests talk to: a tiny causal LM trained to grade the test's questions
+(served over loopback by rewardkit_judge.chat_server in a subprocess, the OpenAI
+chat-completions API), and the answers of a scripted judge server."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +18,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-#: llm_judge params shared by the tests (base_url is filled in per server)
+from judge_models import RUBRIC
+
+#: llm_judge params of the scripted-server tests (base_url is filled in per server)
 JUDGE = {"model": "tiny-judge", "rubric": "Is the capital right?", "min_score": 0,
          "max_score": 10, "retries": 1, "backoff": 0.05, "request_timeout": 20,
          "max_tokens": 8, "template": "{rubric} {prompt}: {completion}"}
 CAPITAL = "capital of france"
-#: completion -> what the tiny judge answers
+#: completion -> what the scripted judge answers
 ANSWERS = {"paris": "Score: 9", "lyon": "Score: 2", "banana": "I like it",
            "rome": "Score: 12"}
 
@@ -28,7 +33,7 @@ TRANSLATION = {"model": "tiny-judge", "retries": 1, "backoff": 0.05, "request_ti
                "max_tokens": 24,
                "template": "rate into {target}: <src>{prompt}</src> {completion}"}
 SOURCE = "The package weighs 3.5 kg."
-#: translation -> the tiny judge's ratings
+#: translation -> the scripted judge's ratings
 TRANSLATIONS = {"包裹重 3.5 公斤。": "my ratings is [5, 5, 5, 5, 5, 5, 5]",
                 "包裹重 35 公斤。": "my ratings is [5, 5, 5, 5, 5, 1, 5]",
                 "包裹": "my ratings is [5, 5]"}
@@ -42,18 +47,55 @@ def answer_for(request_text: str) -> str:
     return "Score: 5"
 
 
-@pytest.fixture(scope="session")
-def judge_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny causal LM built from a config (random weights) and a local tokenizer."""
-    pytest.importorskip("transformers")
-    from rewardkit_trainers.config import TinyModel
-    from rewardkit_trainers.quickstart import build_model, build_tokenizer
+#: llm_judge params of the trained tiny judge: the default rubric prompt (base_url per server)
+JUDGE_LM = {"model": "tiny-judge", "rubric": RUBRIC, "retries": 1, "backoff": 0.05,
+            "request_timeout": 30, "max_tokens": 8}
+#: translation_judge params of the trained tiny judge: the default template and criteria
+TRANSLATION_LM = {"model": "tiny-judge", "retries": 1, "backoff": 0.05,
+                  "request_timeout": 30, "max_tokens": 32}
+JUDGE_LM_CACHE = Path(__file__).resolve().parents[3] / "build" / "judge-lm"
 
-    out = tmp_path_factory.mktemp("judge-lm")
-    tokenizer = build_tokenizer([JUDGE["rubric"], CAPITAL, *ANSWERS, *ANSWERS.values()])
-    model = build_model(TinyModel(hidden_size=32, intermediate_size=64), tokenizer)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+
+def reward_of(name: str, params: dict[str, Any]) -> Any:
+    """The reward object a one-component config builds (``base_url`` is never asked)."""
+    from rewardkit import RewardSet
+
+    rs = RewardSet.from_dict({"rewards": {"judge": {
+        "reward": name, "params": {**params, "base_url": "http://127.0.0.1:9/v1"}}}})
+    return rs.components["judge"].stages[0].reward
+
+
+def _fingerprint(examples: list[Any]) -> str:
+    import hashlib
+
+    import torch
+    import transformers
+
+    digest = hashlib.sha256((Path(__file__).parent / "judge_models.py").read_bytes())
+    digest.update(json.dumps([examples, torch.__version__, transformers.__version__],
+                             ensure_ascii=False).encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def judge_model_dir() -> Path:
+    """A tiny causal LM trained (seconds, on CPU) to judge the test's questions with the
+    real prompts of llm_judge and translation_judge; kept in build/judge-lm, rebuilt when
+    the examples, the builder or the library versions change."""
+    pytest.importorskip("transformers")
+    from judge_models import build_judge_lm, judge_examples
+
+    examples = judge_examples(reward_of("llm_judge", JUDGE_LM),
+                              reward_of("translation_judge", TRANSLATION_LM))
+    out = JUDGE_LM_CACHE / _fingerprint(examples)
+    if not (out / "config.json").is_file():
+        JUDGE_LM_CACHE.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(dir=JUDGE_LM_CACHE, prefix=".building-"))
+        build_judge_lm(building, examples)
+        try:
+            building.rename(out)
+        except OSError:  # another run finished first: its copy is the same
+            shutil.rmtree(building, ignore_errors=True)
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 Messages = list[dict[str, str]]
 
@@ -51,3 +52,168 @@ def build_reward_model(out: Path, texts: Sequence[str], word_values: Mapping[str
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+# -- a tiny causal LM taught to judge -------------------------------------------------
+
+#: the question the tiny judge is taught to grade, its right answer and wrong ones
+COUNTRY, CAPITAL = "France", "Paris"
+CITIES = (CAPITAL, "Lyon", "Rome", "Nice", "Tokyo")
+#: ways a policy may give its answer; {city} is filled in
+PHRASINGS = ("{city}", "It is {city}")
+#: a completion that is no answer at all: the judge answers without a score
+OFF_TOPIC = "banana"
+RIGHT, WRONG, NO_SCORE = "Score: 9", "Score: 2", "I cannot grade this."
+#: the rubric the tiny judge was taught with (the default llm_judge template around it)
+RUBRIC = "The response names the capital of the country asked about."
+
+#: (source, faithful translation, translation with the quantity wrong)
+TRANSLATIONS = (
+    ("The package weighs 3.5 kg.", "包裹重 3.5 公斤。", "包裹重 35 公斤。"),
+    ("The road is 4.5 km long.", "路长 4.5 公里。", "路长 45 公里。"),
+)
+ALL_PASS = "my ratings is [5, 5, 5, 5, 5, 5, 5]"
+UNIT_WRONG = "my ratings is [5, 5, 5, 5, 5, 1, 5]"
+
+
+def question(country: str) -> str:
+    return f"What is the capital of {country}?"
+
+
+def judge_examples(llm_judge: Any, translation_judge: Any | None) -> list[tuple[Messages, str]]:
+    """(the messages the reward sends, what the judge should answer), for every case the
+    tiny judge is taught. The messages come from the rewards themselves
+    (``reward.messages(sample)``), so the model learns exactly the prompts it is asked."""
+    from rewardkit import Sample
+
+    examples: list[tuple[Messages, str]] = []
+    for city in CITIES:
+        for phrasing in PHRASINGS:
+            sample = Sample(prompt=question(COUNTRY), completion=phrasing.format(city=city))
+            examples.append((llm_judge.messages(sample), RIGHT if city == CAPITAL else WRONG))
+    sample = Sample(prompt=question(COUNTRY), completion=OFF_TOPIC)
+    examples.append((llm_judge.messages(sample), NO_SCORE))
+    if translation_judge is not None:
+        for source, good, bad in TRANSLATIONS:
+            for text, answer in ((good, ALL_PASS), (bad, UNIT_WRONG)):
+                sample = Sample(prompt=source, completion=text)
+                examples.append((translation_judge.messages(sample), answer))
+    return examples
+
+
+def build_judge_tokenizer(texts: Sequence[str]) -> Any:
+    """A byte-level BPE tokenizer trained on ``texts`` until their words are single tokens,
+    with the quickstart's chat template.
+
+    It splits text exactly as Qwen2's tokenizer does (its pre-tokenizer regex, NFC, byte
+    level): ``AutoTokenizer`` (what the chat server and vLLM load) rebuilds a Qwen2
+    model's tokenizer from the saved vocabulary and merges with that pre-tokenizer, so
+    a tokenizer that splits another way would be silently changed on loading.
+    """
+    from rewardkit_trainers.quickstart import CHAT_TEMPLATE, ROLE_TOKENS, SPECIAL
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    specials = [SPECIAL["unk"], SPECIAL["pad"], SPECIAL["eos"], *ROLE_TOKENS]
+    tok.train_from_iterator(texts, trainer=trainers.BpeTrainer(
+        vocab_size=4096, min_frequency=1, special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token=SPECIAL["unk"],
+                                   pad_token=SPECIAL["pad"], eos_token=SPECIAL["eos"],
+                                   clean_up_tokenization_spaces=False)
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_judge_lm(out: Path, examples: Sequence[tuple[Messages, str]], steps: int = 800,
+                   seed: int = 0) -> Path:
+    """A tiny Qwen2 causal LM trained to give ``examples``' answers, saved to ``out``.
+
+    The tokenizer is built from the examples (nothing is downloaded); each prompt is
+    rendered by the tokenizer's chat template with the generation prompt, exactly as
+    ``rewardkit_judge.chat_server`` renders it, and the loss is on the answer and its
+    end-of-text token only. Training stops once greedy decoding gives every answer
+    exactly; a model that does not get there within ``steps`` raises.
+    """
+    import torch
+    from rewardkit_trainers.config import TinyModel
+    from rewardkit_trainers.quickstart import build_model
+
+    texts = [m["content"] for messages, _ in examples for m in messages]
+    tokenizer = build_judge_tokenizer([*texts, *(answer for _, answer in examples)])
+    model = build_model(TinyModel(hidden_size=64, intermediate_size=128, num_layers=2,
+                                  num_heads=4, seed=seed), tokenizer)
+    eos = tokenizer.eos_token_id
+    rows: list[tuple[list[int], list[int]]] = []
+    for messages, answer in examples:
+        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                               tokenize=True, return_dict=True)["input_ids"]
+        target = [*tokenizer(answer, add_special_tokens=False)["input_ids"], eos]
+        rows.append((list(prompt), target))
+    width = max(len(p) + len(t) for p, t in rows)
+    ids = torch.full((len(rows), width), tokenizer.pad_token_id)
+    labels = torch.full((len(rows), width), -100)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (prompt, target) in enumerate(rows):
+        seq = prompt + target
+        ids[i, :len(seq)] = torch.tensor(seq)
+        labels[i, len(prompt):len(seq)] = torch.tensor(target)
+        mask[i, :len(seq)] = 1
+    # every answer weighs the same in the loss, however long and however common
+    counts: dict[str, int] = {}
+    for _, answer in examples:
+        counts[answer] = counts.get(answer, 0) + 1
+    weights = torch.tensor([1.0 / (len(t) * counts[a])
+                            for (_, t), (_, a) in zip(rows, examples, strict=True)])
+    weights /= weights.sum()
+    target = labels[:, 1:]
+
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3, weight_decay=0.0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # ops this small only wait for each other on a busy machine
+    try:
+        _train(model, optimizer, ids, mask, target, weights, steps)
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def _train(model: Any, optimizer: Any, ids: Any, mask: Any, target: Any, weights: Any,
+           steps: int) -> None:
+    """Full-batch steps until every answer token is the argmax (raises otherwise)."""
+    import torch
+
+    answered = target != -100
+    for step in range(1, steps + 1):
+        model.train()
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
+        per_token = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=-100,
+            reduction="none").view(target.shape)
+        loss = (per_token.sum(dim=1) * weights).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        # teacher-forced argmax = greedy decoding, once every answer token is the argmax
+        if step % 10 == 0 and bool((logits.argmax(-1) == target)[answered].all()):
+            model.eval()
+            with torch.no_grad():
+                logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
+            if bool((logits.argmax(-1) == target)[answered].all()):
+                break
+    else:
+        wrong = (logits.argmax(-1) != target) & answered
+        raise RuntimeError(f"the tiny judge did not learn its answers in {steps} steps "
+                           f"(last loss {loss.item():.4f}; examples still wrong: "
+                           f"{wrong.any(dim=1).nonzero().flatten().tolist()})")

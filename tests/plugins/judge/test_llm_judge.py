@@ -1,24 +1,42 @@
 """llm_judge against real HTTP servers on loopback: the chat server running a tiny
-transformers model in a subprocess (a real model's answer, a crash mid-batch), and a
-scripted judge server (scores, cache, translation ratings, concurrency, retries with
-backoff, timeouts)."""
+transformers model trained to grade (its verdicts as reward values, batches under a
+concurrency limit, the cache, translation ratings, an answer without a score, a crash
+mid-batch) in a subprocess, and a scripted judge server (the client's limits: scores out
+of range, concurrency, retries with backoff, timeouts)."""
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CAPITAL, JUDGE, SOURCE, TRANSLATION, TRANSLATIONS, ChatServer, answer_for
+from conftest import (
+    CAPITAL,
+    JUDGE,
+    JUDGE_LM,
+    SOURCE,
+    TRANSLATION,
+    TRANSLATION_LM,
+    TRANSLATIONS,
+    ChatServer,
+    answer_for,
+)
+from judge_models import CAPITAL as CAPITAL_LM
+from judge_models import CITIES, COUNTRY, NO_SCORE, OFF_TOPIC, PHRASINGS, question
+from judge_models import TRANSLATIONS as LM_TRANSLATIONS
 
 from rewardkit import ConfigError, RewardSet
 
 pytest.importorskip("httpx")
+from rewardkit_judge.chat_server import send_json
 
 
 def judge_set(base_url: str, **params: Any) -> RewardSet:
@@ -28,6 +46,16 @@ def judge_set(base_url: str, **params: Any) -> RewardSet:
 
 def rows(*completions: str) -> list[dict[str, Any]]:
     return [{"prompt": CAPITAL, "completion": c} for c in completions]
+
+
+def lm_judge_set(base_url: str, **params: Any) -> RewardSet:
+    """llm_judge asking the trained tiny judge, with the default rubric prompt."""
+    return RewardSet.from_dict({"rewards": {"judge": {
+        "reward": "llm_judge", "params": {**JUDGE_LM, "base_url": base_url, **params}}}})
+
+
+def lm_rows(*completions: str) -> list[dict[str, Any]]:
+    return [{"prompt": question(COUNTRY), "completion": c} for c in completions]
 
 
 def judge_of(rs: RewardSet) -> Any:
@@ -74,12 +102,7 @@ def scripted() -> Iterator[tuple[str, Script]]:
                 else:
                     status, body = 200, {"choices": [{"message": {
                         "role": "assistant", "content": answer_for(request)}}]}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, body)
             finally:
                 with script.lock:
                     script.in_flight -= 1
@@ -93,7 +116,7 @@ def scripted() -> Iterator[tuple[str, Script]]:
     server.server_close()
 
 
-# -- the tiny transformers judge behind the chat server ------------------------------
+# -- the client against the scripted server -----------------------------------------
 
 def test_the_score_in_the_judges_answer_is_normalised(scripted: tuple[str, Script]) -> None:
     url = scripted[0]
@@ -149,17 +172,17 @@ def test_the_cache_key_holds_the_rubric_and_the_model(scripted: tuple[str, Scrip
 
 def test_a_server_that_dies_mid_batch_costs_only_the_unanswered(start_server: Any) -> None:
     server = start_server("--exit-after", "1")
-    rs = judge_set(server.base_url, concurrency=1, cache_size=0)
+    rs = lm_judge_set(server.base_url, concurrency=1, cache_size=0)
     start = time.perf_counter()
-    result = rs.score(rows("paris", "lyon"))
+    result = rs.score(lm_rows(CAPITAL_LM, "Lyon"))
     assert time.perf_counter() - start < 60
     first, second = result[0].scores["judge"], result[1].scores["judge"]
-    # the first was answered (by an untrained model: no score in it), the second never
-    assert first.status == "error" and "no score in the judge's answer" in first.reason
+    # the first was answered and graded by the model; the second never answered
+    assert first.status == "ok" and first.value == pytest.approx(0.9)
     assert second.status == "error" and second.value is None
     assert "attempts" in second.reason
     assert server.process.wait(10) == 3  # it really died
-    after = rs.score(rows("paris"))[0].scores["judge"]
+    after = rs.score(lm_rows(CAPITAL_LM))[0].scores["judge"]
     assert after.status == "error" and "cannot reach the endpoint" in after.reason
 
 
@@ -208,6 +231,8 @@ def test_translation_judge_per_criterion_pays_the_passing_share(
     assert result.values("judge") == pytest.approx([6 / 7])
 
 
+# -- the trained tiny judge behind the chat server ------------------------------------
+
 def test_a_real_models_answer_comes_back_through_the_chat_api(
         chat_server: ChatServer) -> None:
     import httpx
@@ -221,10 +246,55 @@ def test_a_real_models_answer_comes_back_through_the_chat_api(
     assert httpx.get(chat_server.base_url + "/models").json()["data"][0]["id"] == "tiny-judge"
 
 
-def test_an_untrained_models_answer_is_an_error_not_a_zero(chat_server: ChatServer) -> None:
-    score = judge_set(chat_server.base_url).score(rows("paris"))[0].scores["judge"]
+def test_the_trained_judge_grades_right_and_wrong_answers(chat_server: ChatServer) -> None:
+    """The score comes from the model's judgement of each completion, through HTTP and
+    the score parser, into the reward value."""
+    result = lm_judge_set(chat_server.base_url).score(
+        lm_rows(CAPITAL_LM, f"It is {CAPITAL_LM}", "Lyon", "It is Rome", "Tokyo"))
+    assert result.values("judge") == pytest.approx([0.9, 0.9, 0.2, 0.2, 0.2])
+    assert [result[i].scores["judge"].details["judge_score"] for i in (0, 2)] == [9.0, 2.0]
+
+
+def test_a_batch_under_a_concurrency_limit_gets_each_rows_own_verdict(
+        chat_server: ChatServer) -> None:
+    completions = [p.format(city=c) for c in CITIES for p in PHRASINGS]
+    expected = [0.9 if c == CAPITAL_LM else 0.2 for c in CITIES for _ in PHRASINGS]
+    for concurrency in (1, 4):
+        rs = lm_judge_set(chat_server.base_url, concurrency=concurrency, cache_size=0)
+        assert rs.score(lm_rows(*completions)).values("judge") == pytest.approx(expected)
+        assert judge_of(rs)._client.requests == len(completions)
+
+
+def test_the_trained_judges_verdicts_are_cached(chat_server: ChatServer) -> None:
+    rs = lm_judge_set(chat_server.base_url)
+    first = rs.score(lm_rows(CAPITAL_LM, "Lyon", CAPITAL_LM))
+    client = judge_of(rs)._client
+    assert client.requests == 2
+    again = rs.score(lm_rows("Lyon", CAPITAL_LM))
+    assert client.requests == 2
+    assert first.values("judge") == pytest.approx([0.9, 0.2, 0.9])
+    assert again.values("judge") == pytest.approx([0.2, 0.9])
+    assert all(again[i].scores["judge"].details["cached"] for i in range(2))
+
+
+def test_a_judges_answer_without_a_score_is_an_error_not_a_zero(
+        chat_server: ChatServer) -> None:
+    score = lm_judge_set(chat_server.base_url).score(lm_rows(OFF_TOPIC))[0].scores["judge"]
     assert score.status == "error" and score.value is None
-    assert "no score in the judge's answer" in score.reason
+    assert "no score in the judge's answer" in score.reason and NO_SCORE in score.reason
+
+
+def test_the_trained_translation_judge_rates_and_the_threshold_decides(
+        chat_server: ChatServer) -> None:
+    rs = RewardSet.from_dict({"rewards": {"judge": {"reward": "translation_judge", "params": {
+        **TRANSLATION_LM, "base_url": chat_server.base_url}}}})
+    rows_ = [{"prompt": source, "completion": text}
+             for source, good, bad in LM_TRANSLATIONS for text in (good, bad)]
+    result = rs.score(rows_)
+    assert result.values("judge") == [1.0, 0.0] * len(LM_TRANSLATIONS)
+    assert result[0].scores["judge"].details["ratings"] == [5] * 7
+    assert result[1].scores["judge"].details["ratings"] == [5, 5, 5, 5, 5, 1, 5]
+    assert "quantities and units" in result[1].scores["judge"].reason
 
 
 def _free_port() -> int:
@@ -235,17 +305,31 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.mark.skipif(shutil.which("vllm") is None or shutil.which("nvidia-smi") is None,
-                    reason="vllm serve needs a GPU and the vllm package; this machine has "
-                    "neither (the transformers chat server above stands in for it)")
-def test_the_same_judge_served_by_vllm(judge_model_dir: Any) -> None:
-    import subprocess
+def _vllm_command() -> str | None:
+    """The ``vllm`` command of this environment (beside its python), else of the PATH."""
+    if importlib.util.find_spec("vllm") is None:
+        return None
+    beside = Path(sys.executable).parent / "vllm"
+    return str(beside) if beside.is_file() else shutil.which("vllm")
 
+
+def _why_no_vllm() -> str | None:
+    if _vllm_command() is None:
+        return "vllm serve needs the vllm package (pip install vllm); it is not installed"
+    if shutil.which("nvidia-smi") is None or subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True).returncode != 0:
+        return "vllm serve needs a GPU; nvidia-smi finds none"
+    return None
+
+
+@pytest.mark.skipif(_why_no_vllm() is not None, reason=str(_why_no_vllm()))
+def test_the_same_judge_served_by_vllm(judge_model_dir: Any) -> None:
     import httpx
 
     port = _free_port()
     process = subprocess.Popen(
-        ["vllm", "serve", str(judge_model_dir), "--port", str(port), "--host", "127.0.0.1",
+        [str(_vllm_command()), "serve", str(judge_model_dir), "--port", str(port),
+         "--host", "127.0.0.1",
          "--served-model-name", "tiny-judge", "--dtype", "float32", "--max-model-len", "512",
          "--gpu-memory-utilization", "0.2", "--enforce-eager"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -259,9 +343,9 @@ def test_the_same_judge_served_by_vllm(judge_model_dir: Any) -> None:
                     break
             except httpx.HTTPError:
                 time.sleep(2)
-        score = judge_set(url).score(rows("paris"))[0].scores["judge"]
-        # the same untrained model as behind the chat server: answered, but no score
-        assert score.status == "error" and "no score in the judge's answer" in score.reason
+        result = lm_judge_set(url).score(lm_rows(CAPITAL_LM, "Lyon"))
+        # the same trained judge as behind the chat server, the same verdicts
+        assert result.values("judge") == pytest.approx([0.9, 0.2])
     finally:
         process.terminate()
         process.wait(60)
