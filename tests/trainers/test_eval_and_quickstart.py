@@ -20,6 +20,7 @@ from rewardkit_trainers.quickstart import (
     build_tiny,
     build_tokenizer,
     generate_rows,
+    load_tokenizer,
     target_text,
     tokenizer_corpus,
 )
@@ -45,6 +46,28 @@ def test_tokenizer_round_trips_the_answer_layout_and_has_a_chat_template():
     chat = tok.apply_chat_template([{"role": "user", "content": "add 3 and 4"}],
                                    tokenize=False, add_generation_prompt=True)
     assert chat == "<|user|>add 3 and 4<|end|><|assistant|>"
+
+
+@pytest.mark.parametrize("build", ["qwen2", "llama"])
+def test_a_saved_tiny_model_gives_eval_the_tokens_training_used(tmp_path: Path, build: str):
+    """The tokenizer eval (and a run starting from a saved model) loads splits prompts
+    and answers exactly as the in-memory one training used, for every built shape."""
+    rows = generate_rows(16, seed=3)
+    spec = TinyModel(build=build, hidden_size=16, num_layers=1, num_heads=2,
+                     intermediate_size=32)
+    _, trained_with = build_tiny(spec, rows, tmp_path / "model")
+    loaded = load_tokenizer(tmp_path / "model")
+    for row in rows:
+        prompt = trained_with.apply_chat_template(row["prompt"], tokenize=False,
+                                                  add_generation_prompt=True)
+        assert loaded.apply_chat_template(row["prompt"], tokenize=False,
+                                          add_generation_prompt=True) == prompt
+        assert loaded(prompt, add_special_tokens=False)["input_ids"] == \
+            trained_with(prompt, add_special_tokens=False)["input_ids"]
+    ids = trained_with(target_text(3, 4), add_special_tokens=False)["input_ids"]
+    assert loaded.decode(ids) == target_text(3, 4)
+    assert (loaded.pad_token, loaded.eos_token) == (trained_with.pad_token,
+                                                    trained_with.eos_token)
 
 
 def test_accuracy_counts_rows_where_the_accuracy_component_is_at_its_maximum():

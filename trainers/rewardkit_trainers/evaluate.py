@@ -179,12 +179,14 @@ def _prompt_texts(tokenizer: Any, rows: list[dict[str, Any]]) -> list[str]:
 def _generate_transformers(model_name: str, rows: list[dict[str, Any]],
                            ev: EvalConfig) -> list[str]:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
+
+    from rewardkit_trainers.quickstart import load_tokenizer
 
     # the table is the output: no "Loading weights ... 0%|" bars (raw lines in a log)
     hf_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(model_name)
+    tokenizer = load_tokenizer(model_name)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -98,7 +98,31 @@ def build_tokenizer(texts: Iterable[str]) -> Any:
     fast.add_tokens(TAG_TOKENS)  # whole-tag tokens, matched before the word splitter
     fast.chat_template = CHAT_TEMPLATE
     fast.padding_side = "left"
+    fast.init_kwargs[BUILT_MARK] = "word-level"  # saved in tokenizer_config.json
     return fast
+
+
+#: key of tokenizer_config.json that marks a tokenizer built here
+BUILT_MARK = "rewardkit_built"
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """The tokenizer saved with a model: ``AutoTokenizer``'s choice, except for one built
+    here, which loads as saved. (transformers 5's ``AutoTokenizer`` swaps the tokenizer of
+    any ``qwen2`` model for ``Qwen2Tokenizer``, whose splitting drops this word-level
+    vocabulary's words: prompts would reach the trained model as other tokens than in
+    training.)"""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    saved = Path(path) / "tokenizer_config.json"
+    if saved.is_file():
+        try:
+            built = BUILT_MARK in json.loads(saved.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            built = False
+        if built:
+            return PreTrainedTokenizerFast.from_pretrained(str(path))
+    return AutoTokenizer.from_pretrained(str(path))
 
 
 def build_model(spec: TinyModel, tokenizer: Any) -> Any:

@@ -182,10 +182,10 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
 
         model, tokenizer = build_tiny(train.model, rows, output_dir / "base-model")
     else:
-        from transformers import AutoTokenizer
+        from rewardkit_trainers.quickstart import load_tokenizer
 
         model = train.model
-        tokenizer = AutoTokenizer.from_pretrained(train.model)
+        tokenizer = load_tokenizer(train.model)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
     dataset = Dataset.from_list(rows)
