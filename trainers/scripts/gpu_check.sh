@@ -5,7 +5,8 @@
 #
 # 1. what `rewardkit train` detects (GPUs, vLLM) and the run it plans (--dry-run);
 # 2. the quickstart trained with TRL on the GPU, then `rewardkit eval` (base vs trained);
-# 3. the reward-model and judge tests with the model on the GPU (device auto picks cuda).
+# 3. the reward-model and judge tests with the model on the GPU (device auto picks cuda);
+#    GPU_CHECK_JUDGE=0 leaves them out (a short lease: steps 1-2 only).
 #
 # The repository is installed editable into the current python3 first (no network: an
 # offline machine passes a folder of wheels for what its image lacks, installed with
@@ -46,7 +47,11 @@ python3 -m rewardkit.cli eval examples/quickstart.yaml || status=1
 cp runs/quickstart/*.csv runs/quickstart/*.png runs/quickstart/*.html "$out"/ 2>/dev/null
 
 step "reward model and judge tests, model on the GPU"
-python3 -m pytest -q -p no:cacheprovider tests/plugins/judge -x || status=1
+if [ "${GPU_CHECK_JUDGE:-1}" = 0 ]; then
+  echo "left out (GPU_CHECK_JUDGE=0)"
+else
+  python3 -m pytest -q -p no:cacheprovider tests/plugins/judge -x || status=1
+fi
 
 step "done: status $status"
 exit $status
