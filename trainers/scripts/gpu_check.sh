@@ -4,7 +4,8 @@
 #   trainers/scripts/gpu_check.sh [OUT_DIR] [WHEEL_DIR]
 #
 # 1. what `rewardkit train` detects (GPUs, vLLM) and the run it plans (--dry-run);
-# 2. the quickstart trained with TRL on the GPU, then `rewardkit eval` (base vs trained);
+# 2. the quickstart trained with TRL on the GPU, then `rewardkit eval` (base vs trained), on
+#    the GPU and again on the CPU; the trained model is copied to OUT_DIR/final;
 # 3. the reward-model and judge tests with the model on the GPU (device auto picks cuda);
 #    GPU_CHECK_JUDGE=0 leaves them out (a short lease: steps 1-2 only).
 #
@@ -45,6 +46,11 @@ echo "train took $(( $(date +%s) - start )) s"
 step "rewardkit eval (base vs trained)"
 python3 -m rewardkit.cli eval examples/quickstart.yaml || status=1
 cp runs/quickstart/*.csv runs/quickstart/*.png runs/quickstart/*.html "$out"/ 2>/dev/null
+
+step "rewardkit eval of the same models on this machine's CPU (GPU sampling vs the weights)"
+CUDA_VISIBLE_DEVICES= python3 -m rewardkit.cli eval examples/quickstart.yaml || status=1
+# the trained tiny model (under 1 MB) comes back too, to evaluate elsewhere
+mkdir -p "$out/final" && cp runs/quickstart/final/* "$out/final/" 2>/dev/null
 
 step "reward model and judge tests, model on the GPU"
 if [ "${GPU_CHECK_JUDGE:-1}" = 0 ]; then
