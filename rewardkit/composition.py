@@ -14,7 +14,7 @@ import itertools
 import json
 import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -279,11 +279,14 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     weighted = [name for name in used if weights[name] != 0.0]
     if not weighted:
         return [0.0] * n
-    columns: list[Any] = [used[name] for name in weighted]
-    if not any(None in column for column in columns):
+    try:
         # the common case: every weighted component has a value for every sample (Scores
-        # kept for their details, e.g. math_answer's extracted answer, change nothing)
-        return list(_weighted_sum(n, columns, [weights[name] for name in weighted]))
+        # kept for their details, e.g. math_answer's extracted answer, change nothing);
+        # a missing value (None) stops the C-level sum with a TypeError
+        return _weighted_sum([used[name] for name in weighted],
+                             [weights[name] for name in weighted])
+    except TypeError:
+        pass
     totals = []
     for i in range(n):
         total = 0.0
@@ -302,12 +305,15 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
     return totals
 
 
-def _weighted_sum(n: int, columns: Sequence[Sequence[float]],
-                  weights: Sequence[float]) -> list[float]:
-    """``w0 * v0 + w1 * v1 + ...`` per sample, one C-level ``map`` per component (no
-    generated code, so any number of components works)."""
-    totals: list[float] = [0.0] * n
+def _weighted_sum(columns: Sequence[Sequence[float | None]],
+                  weights: Sequence[float]) -> list[float | None]:
+    """``0.0 + w0 * v0 + w1 * v1 + ...`` per sample, as one chain of C-level ``map``s (no
+    generated code, so any number of components works; a weight of 1 multiplies nothing).
+    The ``0.0`` start makes a sum of negative zeros 0.0, as the per-sample loop does.
+    Raises TypeError where a value is None."""
+    acc: Iterable[float] = itertools.repeat(0.0)
     for column, weight in zip(columns, weights, strict=True):
-        totals = list(map(operator.add, totals, map(operator.mul, column,
-                                                    itertools.repeat(weight))))
-    return totals
+        term: Iterable[Any] = column if weight == 1.0 else map(operator.mul, column,
+                                                               itertools.repeat(weight))
+        acc = map(operator.add, acc, term)
+    return list(acc)

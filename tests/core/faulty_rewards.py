@@ -218,3 +218,12 @@ def mixed_verdicts(sample: Sample) -> object:
 
 
 ALL += [logs_and_dies, mixed_verdicts]
+
+
+@reward
+def metadata_value(sample: Sample) -> object:
+    """Returns ``metadata["value"]`` as given (a float, an int, a bool, a huge number)."""
+    return sample.metadata["value"]
+
+
+ALL.append(metadata_value)

@@ -129,3 +129,44 @@ def test_params_at_gives_a_components_parameters_at_a_step():
                                             {"params": {"min_reasoning_chars": 5}}]}}})
     assert rs.params_at("fmt", 0).min_reasoning_chars != 5
     assert rs.params_at("fmt", 5).min_reasoning_chars == 5
+
+
+def _valued(values: list[object], **config: object) -> tuple[RewardSet, list[dict]]:
+    rs = RewardSet.from_dict({**config, "rewards": {"v": {"reward": "metadata_value"}}})
+    return rs, [{"completion": "x", "metadata": {"value": v}} for v in values]
+
+
+def test_values_near_the_bound_are_kept_even_where_their_sum_passes_it():
+    """Inline values are checked a chunk at a time; a chunk whose sum of magnitudes is past
+    MAX_ABS_VALUE is checked value by value, so each valid one is kept."""
+    from rewardkit.types import MAX_ABS_VALUE
+
+    near = MAX_ABS_VALUE * 0.9
+    rs, rows = _valued([near, -near, near, MAX_ABS_VALUE * 2])
+    res = rs.score(rows)
+    assert res.values("v")[:3] == [near, -near, near]
+    assert res.values("v")[3] is None
+    assert res.outcomes["v"].score(3).status.value == "error"
+
+
+def test_ints_and_bools_become_floats():
+    rs, rows = _valued([1, True, 0.5, False])
+    values = rs.score(rows).values("v")
+    assert values == [1.0, 1.0, 0.5, 0.0] and {type(v) for v in values} == {float}
+
+
+def test_a_total_of_negative_zeros_is_positive_zero():
+    rs, rows = _valued([-0.0, -0.0])
+    rs2 = RewardSet.from_dict({"rewards": {"v": {"reward": "metadata_value"},
+                                           "w": {"reward": "metadata_value", "weight": 3.0}}})
+    for totals in (rs.score(rows).totals, rs2.score(rows).totals):
+        assert totals == [0.0, 0.0]
+        assert all(math.copysign(1.0, t) == 1.0 for t in totals)
+
+
+@pytest.mark.parametrize("on_error", ["null", "ignore"])
+def test_a_single_unit_weight_component_with_a_failed_row(on_error: str):
+    rs, rows = _valued([1.0, "not a number", 2.0], on_error=on_error)
+    totals = rs.score(rows).totals
+    assert totals[0] == 1.0 and totals[2] == 2.0
+    assert totals[1] is None
