@@ -10,7 +10,7 @@ import yaml
 pytest.importorskip("transformers")
 
 from backend_venvs import ROOT
-from rewardkit_trainers.config import TinyModel
+from rewardkit_trainers.config import EvalConfig, TinyModel
 from rewardkit_trainers.evaluate import (
     accuracy_component,
     evaluate_config,
@@ -20,6 +20,7 @@ from rewardkit_trainers.quickstart import (
     build_tiny,
     build_tokenizer,
     generate_rows,
+    is_built,
     load_tokenizer,
     target_text,
     tokenizer_corpus,
@@ -68,6 +69,32 @@ def test_a_saved_tiny_model_gives_eval_the_tokens_training_used(tmp_path: Path, 
     assert loaded.decode(ids) == target_text(3, 4)
     assert (loaded.pad_token, loaded.eos_token) == (trained_with.pad_token,
                                                     trained_with.eos_token)
+
+
+def test_a_built_model_is_generated_with_transformers_even_where_vllm_would_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """vLLM (no GPU here, so its choice is forced) would load a built model's tokenizer
+    through AutoTokenizer and swap it: eval keeps such a model on transformers, with the
+    tokenizer as saved."""
+    from rewardkit_trainers import evaluate
+
+    rows = generate_rows(4, seed=5)
+    build_tiny(TinyModel(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32),
+               rows, tmp_path / "model")
+    monkeypatch.setattr(evaluate, "_use_vllm", lambda ev: True)
+
+    def no_vllm(*args: object) -> list[str]:
+        raise AssertionError("a built model went to vLLM")
+
+    monkeypatch.setattr(evaluate, "_generate_vllm", no_vllm)
+    out = evaluate.generate(str(tmp_path / "model"), rows[:2], EvalConfig(max_new_tokens=4))
+    assert len(out) == 2 and all(isinstance(text, str) for text in out)
+    # a hub id or a model without the mark is vLLM's where vLLM runs
+    assert not is_built("Qwen/Qwen2.5-0.5B-Instruct")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "tokenizer_config.json").write_text("{}")
+    assert not is_built(tmp_path / "other")
+    assert is_built(tmp_path / "model")
 
 
 def test_accuracy_counts_rows_where_the_accuracy_component_is_at_its_maximum():

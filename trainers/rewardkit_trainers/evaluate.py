@@ -147,8 +147,12 @@ def _max_value(reward_set: RewardSet, name: str, step: int) -> float:
 
 
 def generate(model_name: str, rows: list[dict[str, Any]], ev: EvalConfig) -> list[str]:
-    """Completions of every row's prompt (vLLM when usable, else transformers)."""
-    if _use_vllm(ev):
+    """Completions of every row's prompt (vLLM when usable, else transformers). A model
+    built here goes to transformers: vLLM loads tokenizers through ``AutoTokenizer``,
+    which would swap the built word-level one for ``Qwen2Tokenizer``."""
+    from rewardkit_trainers.quickstart import is_built
+
+    if _use_vllm(ev) and not is_built(model_name):
         return _generate_vllm(model_name, rows, ev)
     return _generate_transformers(model_name, rows, ev)
 

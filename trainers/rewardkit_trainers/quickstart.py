@@ -114,15 +114,19 @@ def load_tokenizer(path: str | Path) -> Any:
     training.)"""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    saved = Path(path) / "tokenizer_config.json"
-    if saved.is_file():
-        try:
-            built = BUILT_MARK in json.loads(saved.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            built = False
-        if built:
-            return PreTrainedTokenizerFast.from_pretrained(str(path))
+    if is_built(path):
+        return PreTrainedTokenizerFast.from_pretrained(str(path))
     return AutoTokenizer.from_pretrained(str(path))
+
+
+def is_built(path: str | Path) -> bool:
+    """Whether the model at ``path`` (a folder; a hub id is not) carries a tokenizer
+    built here (:data:`BUILT_MARK` in its ``tokenizer_config.json``)."""
+    saved = Path(path) / "tokenizer_config.json"
+    try:
+        return saved.is_file() and BUILT_MARK in json.loads(saved.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
 
 
 def build_model(spec: TinyModel, tokenizer: Any) -> Any:
