@@ -4,10 +4,7 @@ chat-completions API), and the answers of a scripted judge server."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -18,63 +15,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from judge_models import RUBRIC
-
-#: llm_judge params of the scripted-server tests (base_url is filled in per server)
-JUDGE = {"model": "tiny-judge", "rubric": "Is the capital right?", "min_score": 0,
-         "max_score": 10, "retries": 1, "backoff": 0.05, "request_timeout": 20,
-         "max_tokens": 8, "template": "{rubric} {prompt}: {completion}"}
-CAPITAL = "capital of france"
-#: completion -> what the scripted judge answers
-ANSWERS = {"paris": "Score: 9", "lyon": "Score: 2", "banana": "I like it",
-           "rome": "Score: 12"}
-
-TRANSLATION = {"model": "tiny-judge", "retries": 1, "backoff": 0.05, "request_timeout": 20,
-               "max_tokens": 24,
-               "template": "rate into {target}: <src>{prompt}</src> {completion}"}
-SOURCE = "The package weighs 3.5 kg."
-#: translation -> the scripted judge's ratings
-TRANSLATIONS = {"包裹重 3.5 公斤。": "my ratings is [5, 5, 5, 5, 5, 5, 5]",
-                "包裹重 35 公斤。": "my ratings is [5, 5, 5, 5, 5, 1, 5]",
-                "包裹": "my ratings is [5, 5]"}
-
-
-def answer_for(request_text: str) -> str:
-    """What the scripted judge answers to a request whose body contains these words."""
-    for key, answer in {**ANSWERS, **TRANSLATIONS}.items():
-        if json.dumps(key)[1:-1] in request_text or key in request_text:
-            return answer
-    return "Score: 5"
-
-
-#: llm_judge params of the trained tiny judge: the default rubric prompt (base_url per server)
-JUDGE_LM = {"model": "tiny-judge", "rubric": RUBRIC, "retries": 1, "backoff": 0.05,
-            "request_timeout": 30, "max_tokens": 8}
-#: translation_judge params of the trained tiny judge: the default template and criteria
-TRANSLATION_LM = {"model": "tiny-judge", "retries": 1, "backoff": 0.05,
-                  "request_timeout": 30, "max_tokens": 32}
-JUDGE_LM_CACHE = Path(__file__).resolve().parents[3] / "build" / "judge-lm"
-
-
-def reward_of(name: str, params: dict[str, Any]) -> Any:
-    """The reward object a one-component config builds (``base_url`` is never asked)."""
-    from rewardkit import RewardSet
-
-    rs = RewardSet.from_dict({"rewards": {"judge": {
-        "reward": name, "params": {**params, "base_url": "http://127.0.0.1:9/v1"}}}})
-    return rs.components["judge"].stages[0].reward
-
-
-def _fingerprint(examples: list[Any]) -> str:
-    import hashlib
-
-    import torch
-    import transformers
-
-    digest = hashlib.sha256((Path(__file__).parent / "judge_models.py").read_bytes())
-    digest.update(json.dumps([examples, torch.__version__, transformers.__version__],
-                             ensure_ascii=False).encode())
-    return digest.hexdigest()[:16]
+from judge_support import (
+    JUDGE_LM,
+    JUDGE_LM_CACHE,
+    TRANSLATION_LM,
+    ChatServer,
+    fingerprint,
+    reward_of,
+)
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +35,7 @@ def judge_model_dir() -> Path:
 
     examples = judge_examples(reward_of("llm_judge", JUDGE_LM),
                               reward_of("translation_judge", TRANSLATION_LM))
-    out = JUDGE_LM_CACHE / _fingerprint(examples)
+    out = JUDGE_LM_CACHE / fingerprint(examples)
     if not (out / "config.json").is_file():
         JUDGE_LM_CACHE.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(dir=JUDGE_LM_CACHE, prefix=".building-"))
@@ -96,37 +44,11 @@ def judge_model_dir() -> Path:
             building.rename(out)
         except OSError:  # another run finished first: its copy is the same
             shutil.rmtree(building, ignore_errors=True)
+        # judges built for older examples, builders or library versions
+        for stale in JUDGE_LM_CACHE.iterdir():
+            if stale != out and not stale.name.startswith("."):
+                shutil.rmtree(stale, ignore_errors=True)
     return out
-
-
-class ChatServer:
-    """A running chat_server subprocess."""
-
-    def __init__(self, model_dir: Path, *extra: str) -> None:
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "rewardkit_judge.chat_server", "--model", str(model_dir),
-             "--port", "0", "--served-model-name", "tiny-judge", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line.startswith("listening on "):
-            self.close()
-            raise RuntimeError(f"chat server did not start: {line!r} "
-                               f"{self.process.stderr.read() if self.process.stderr else ''}")
-        self.base_url = line.split("listening on ", 1)[1].strip() + "/v1"
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 @pytest.fixture(scope="session")

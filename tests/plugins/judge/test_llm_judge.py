@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+from judge_models import CAPITAL as CAPITAL_LM
+from judge_models import CITIES, COUNTRY, NO_SCORE, OFF_TOPIC, PHRASINGS, question
+from judge_models import TRANSLATIONS as LM_TRANSLATIONS
+from judge_support import (
     CAPITAL,
     JUDGE,
     JUDGE_LM,
@@ -29,9 +32,6 @@ from conftest import (
     ChatServer,
     answer_for,
 )
-from judge_models import CAPITAL as CAPITAL_LM
-from judge_models import CITIES, COUNTRY, NO_SCORE, OFF_TOPIC, PHRASINGS, question
-from judge_models import TRANSLATIONS as LM_TRANSLATIONS
 
 from rewardkit import ConfigError, RewardSet
 
