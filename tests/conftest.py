@@ -55,10 +55,16 @@ def install_test_plugins() -> Path:
     return TEST_PLUGINS
 
 
-def pytest_configure(config: object) -> None:
+def use_test_plugins() -> None:
+    """Put the fixture distributions on ``sys.path`` and ``PYTHONPATH``. Called when this
+    file is imported, which is before any folder's conftest: those register rewards at
+    import, and the registry discovers the installed plugins then, once."""
     site = str(install_test_plugins())
     if site not in sys.path:
         sys.path.insert(0, site)
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if site not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([site, *paths])
+
+
+use_test_plugins()
