@@ -45,19 +45,17 @@ def require_finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value} is not a finite number")
     if isinstance(value, Mapping):
-        for key, item in value.items():
-            try:
-                require_finite(item)
-            except ValueError as exc:
-                raise ValueError(f"{key}: {exc}") from None
+        items = [(str(key), item) for key, item in value.items()]
     elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            try:
-                require_finite(item)
-            except ValueError as exc:
-                raise ValueError(f"[{i}]: {exc}") from None
+        items = [(f"[{i}]", item) for i, item in enumerate(value)]
+    else:
+        items = []
+    for label, item in items:
+        try:
+            require_finite(item)
+        except ValueError as exc:
+            raise ValueError(f"{label}: {exc}") from None
     return value
-
 
 
 #: longest per-sample timeout a config may ask for (a day): longer is a mistake, and the

@@ -40,7 +40,7 @@ from rewardkit.config import RewardConfig, load_config, read_config_file
 
 from rewardkit_trainers.config import TrainConfig, parse_train, resolve
 from rewardkit_trainers.hardware import Hardware, detect_hardware
-from rewardkit_trainers.stages import reward_boundaries, stage_ranges
+from rewardkit_trainers.stages import job_boundaries, stage_ranges
 from rewardkit_trainers.trl_launch import (
     NodePlacement,
     inside_launcher,
@@ -111,11 +111,8 @@ class RunPlan:
         return resolve(self.train.output_dir, self.config_file)
 
     def stage_boundaries(self) -> list[int]:
-        """Steps where a new job starts (besides 0), for backends that pass no step:
-        ``train.stages``, or every ``until_step`` of the reward stages."""
-        if self.train.stages != "auto":
-            return sorted(set(self.train.stages))
-        return reward_boundaries(self.reward_config)
+        """Steps where a new job starts (besides 0), for backends that pass no step."""
+        return job_boundaries(self.train.stages, self.reward_config)
 
     def stage_ranges(self, backend: str) -> list[tuple[int, int | None]]:
         """``(first step, end step)`` of each successive job (end None = run to the end)."""

@@ -24,6 +24,14 @@ def reward_boundaries(config: RewardConfig) -> list[int]:
     return sorted(found)
 
 
+def job_boundaries(train_stages: Sequence[int] | str, config: RewardConfig) -> list[int]:
+    """Steps where a new job starts (besides 0): ``train.stages`` (``train_stages``) when
+    set, else every ``until_step`` of the reward stages (``auto``)."""
+    if isinstance(train_stages, str):  # "auto"
+        return reward_boundaries(config)
+    return sorted(set(train_stages))
+
+
 def stage_ranges(boundaries: Sequence[int], total: int | None) -> list[StageRange]:
     """The successive jobs for ``boundaries`` (steps where a new job starts) in a run of
     ``total`` steps (None: the last job runs to the end, wherever that is); boundaries at

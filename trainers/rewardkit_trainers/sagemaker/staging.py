@@ -27,20 +27,10 @@ from rewardkit.config import RewardConfig
 
 from rewardkit_trainers.fidelity import STEP_PINNED
 from rewardkit_trainers.sagemaker.spec import Stage
-from rewardkit_trainers.stages import reward_boundaries, stage_ranges
+from rewardkit_trainers.stages import job_boundaries, stage_ranges
 
 REWARD_FILE = "rewardkit-reward-stage{k}.py"
 """EasyR1 reward file of stage k, in the config channel."""
-
-
-def boundaries(config: RewardConfig) -> list[int]:
-    """Where a new job starts: ``train.stages`` when the config sets them, else every
-    ``until_step`` of the reward stages."""
-    train = config.section("train")
-    stages = getattr(train, "stages", "auto")
-    if stages != "auto":
-        return sorted(set(stages))
-    return reward_boundaries(config)
 
 
 def plan_stages(backend: str, command: list[str], config: RewardConfig,
@@ -48,7 +38,7 @@ def plan_stages(backend: str, command: list[str], config: RewardConfig,
     """The stages of a job (empty when it runs as one) and the files they read, by name
     in the config channel. Raises :class:`ConfigError` for a command that cannot stop
     and resume at a boundary."""
-    found = boundaries(config)
+    found = job_boundaries(getattr(config.section("train"), "stages", "auto"), config)
     if backend not in STEP_PINNED or not found or command[:2] == ["rewardkit", "train"]:
         return [], {}
     if backend == "verl":
