@@ -199,15 +199,12 @@ def _run_chunk(conn: Connection, area: _Area, slot: int, call: int, seq: int, re
                 except BaseException as exc:
                     got = exception_score(exc)
                 if type(got) is float and -bound <= got <= bound:
-                    words[v0 + j] = got
-                    words[s0 + j] = monotonic() - start
-                    raw[at_codes + j] = PLAIN
-                    ints[2] = j + 1
-                    continue
-                try:
-                    answer = _answer(got)
-                except Exception as exc:  # details that are not a mapping, say
-                    answer = _wire(exception_score(exc))
+                    answer = got  # a plain value, the common case: no _answer call
+                else:
+                    try:
+                        answer = _answer(got)
+                    except Exception as exc:  # details that are not a mapping, say
+                        answer = _wire(exception_score(exc))
                 if type(answer) is float:
                     words[v0 + j] = answer
                     words[s0 + j] = monotonic() - start
