@@ -8,6 +8,7 @@ from rewardkit.hookspecs import hookimpl
 from rewardkit.registry import RegistryError, UnknownRewardError, get_reward, registry
 from rewardkit.score_result import SampleScores, ScoreResult
 from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text
+from rewardkit.visible import visible_length, visible_text
 
 __version__ = "0.1.0"
 
@@ -34,4 +35,6 @@ __all__ = [
     "parse_config",
     "registry",
     "reward",
+    "visible_length",
+    "visible_text",
 ]

@@ -4,21 +4,25 @@ All are parameterised by the tag names, so the ``<reasoning>/<answer>`` layout o
 TRL GSM8K recipe and the ``<think>/<answer>`` layout of R1-style prompts are configs:
 
 ==================== =================================================================
-``soft_format``      both tag pairs present, reasoning before answer, anything around
+``soft_format``      the output is the reasoning block then the answer block, each tag
+                     once, any whitespace around them
 ``strict_format``    the whole output is exactly the reasoning block then the answer block
 ``tag_count``        partial credit per tag present exactly once, minus trailing text
 ``answer_is_number`` the answer block holds a plain number
 ``final_answer_line`` a regex over the output (default: ``#### The final answer is N``)
-``reasoning_steps``  partial credit per step marker (``Step 1:``, ``1.``, bullets, "First,")
+``reasoning_steps``  partial credit per step (``Step 1:``, ``1.``, bullets, "First,") with
+                     something in it
 ==================== =================================================================
 
-All are inline (pure, linear-time on any input).
+Content means visible characters (:func:`rewardkit.visible.visible_length`): a block of
+zero-width spaces is empty. All are inline (pure, linear-time on any input).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from pydantic import Field, field_validator
@@ -27,6 +31,7 @@ from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import tag_block
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score
+from rewardkit.visible import visible_length
 
 
 class TagParams(Params):
@@ -43,44 +48,62 @@ class LayoutParams(TagParams):
     min_reasoning_chars: int = Field(
         0,
         ge=0,
-        description="the reasoning block must hold at least this many non-space characters "
-        "(1 or more refuses an empty reasoning block)",
+        description="the reasoning block must hold at least this many visible characters "
+        "(1 or more refuses an empty reasoning block; zero-width and other invisible "
+        "characters do not count)",
     )
 
 
-@lru_cache(maxsize=64)
-def _junction(r: str, a: str) -> re.Pattern[str]:
-    return re.compile(rf"</{re.escape(r)}>\s*<{re.escape(a)}>")
+@dataclass(frozen=True)
+class _Layout:
+    """The text of an output around its four tags, each found exactly once, in order."""
+
+    before: str
+    reasoning: str
+    between: str
+    answer: str
+    after: str
+
+
+def _layout(text: str, reasoning_tag: str, answer_tag: str) -> _Layout | None:
+    """Split ``text`` at ``<r>``, ``</r>``, ``<a>``, ``</a>``; None unless each of the
+    four occurs exactly once and in that order (a repeated, stray or unbalanced tag is
+    not the structure the prompt asked for)."""
+    tags = (f"<{reasoning_tag}>", f"</{reasoning_tag}>", f"<{answer_tag}>", f"</{answer_tag}>")
+    starts = []
+    for tag in tags:
+        first = text.find(tag)
+        if first < 0 or text.find(tag, first + 1) >= 0:
+            return None
+        starts.append(first)
+    if starts != sorted(starts):
+        return None
+    ends = [start + len(tag) for start, tag in zip(starts, tags, strict=True)]
+    return _Layout(text[: starts[0]], text[ends[0] : starts[1]], text[ends[1] : starts[2]],
+                   text[ends[2] : starts[3]], text[ends[3] :])
 
 
 @reward(params=LayoutParams)
 def soft_format(sample: Sample, params: LayoutParams) -> float:
-    """Both tag pairs present, reasoning block then answer block, anything around them.
+    """The output is the reasoning block then the answer block, lenient on whitespace only.
 
-    Only whitespace may separate the two blocks.
+    Each of the four tags exactly once, in order; nothing visible before, between or
+    after the blocks (any whitespace, newlines or none, is fine); a non-empty answer and
+    at least ``min_reasoning_chars`` visible characters of reasoning. Stray, repeated or
+    unbalanced tags, text around the blocks and an empty answer pay 0: the soft check
+    forgives layout, not structure.
 
     Pays ``score``, else 0. Example: ``<think>2+2</think> <answer>4</answer>`` -> 1.0.
-    Linear in the output (a lazy regex would be quadratic on repeated tags).
+    Linear in the output.
     """
-    text = sample.text
-    opener, closer = f"<{params.reasoning_tag}>", f"</{params.answer_tag}>"
-    next_open = text.find(opener)
-    last_close = text.rfind(closer)
-    if next_open < 0 or last_close < 0:
+    parts = _layout(sample.text, params.reasoning_tag, params.answer_tag)
+    if parts is None or visible_length(parts.before + parts.between + parts.after):
         return 0.0
-    last_open = -1
-    for joint in _junction(params.reasoning_tag, params.answer_tag).finditer(text):
-        if joint.end() > last_close:
-            break
-        while next_open >= 0 and next_open + len(opener) <= joint.start():
-            last_open = next_open
-            next_open = text.find(opener, next_open + 1)
-        if last_open < 0:
-            continue
-        reasoning = text[last_open + len(opener) : joint.start()]
-        if len(reasoning.strip()) >= params.min_reasoning_chars:
-            return params.score
-    return 0.0
+    if visible_length(parts.answer) == 0:
+        return 0.0
+    if visible_length(parts.reasoning) < params.min_reasoning_chars:
+        return 0.0
+    return params.score
 
 
 @lru_cache(maxsize=64)
@@ -94,17 +117,20 @@ def strict_format(sample: Sample, params: LayoutParams) -> float:
     """The whole output is exactly the reasoning block, a newline, the answer block.
 
     That is ``<r>\\n...\\n</r>\\n<a>\\n...\\n</a>`` with one optional final newline,
-    each tag once, nothing before or after.
+    each tag once, nothing before or after, a non-empty answer and at least
+    ``min_reasoning_chars`` visible characters of reasoning.
 
-    Pays ``score``, else 0. Why: the soft check lets a policy pad the output; this one
-    is what the prompt actually asked for.
+    Pays ``score``, else 0. Why: the soft check forgives whitespace; this one is the
+    exact layout the prompt asked for.
     """
     text = sample.text
     for tag in (params.reasoning_tag, params.answer_tag):  # first: keeps the regex linear
         if text.count(f"<{tag}>") != 1 or text.count(f"</{tag}>") != 1:
             return 0.0
     found = _strict_pattern(params.reasoning_tag, params.answer_tag).fullmatch(text)
-    if found is None or len(found.group(1).strip()) < params.min_reasoning_chars:
+    if found is None or visible_length(found.group(2)) == 0:
+        return 0.0
+    if visible_length(found.group(1)) < params.min_reasoning_chars:
         return 0.0
     return params.score
 
@@ -130,21 +156,28 @@ def tag_count(sample: Sample, params: TagCountParams) -> Score:
     """Partial format credit per tag found exactly once, minus text after the answer.
 
     ``per_tag`` for each of ``<r>\\n``, ``\\n</r>\\n``, ``\\n<a>\\n`` and ``\\n</a>`` that
-    occurs exactly once, minus ``trailing_penalty`` per character after the last
-    ``</a>`` (one final newline is free).
+    occurs exactly once while its bare tag (``<r>``, ...) occurs exactly once too, and
+    whose block holds visible text; minus ``trailing_penalty`` per character after the
+    first ``</a>`` (one final newline is free).
 
     A smooth signal early in training, when the strict layout is still rare. Repeating a
-    tag loses its credit, and text after the answer costs, so neither pays as a hack.
-    Example (defaults, think/answer): the four tags once, nothing after -> 0.5.
+    tag, a stray copy of it anywhere, or an empty block loses that credit, and text after
+    the answer costs even when a second ``</a>`` is glued on at its end, so none of them
+    pays as a hack. Example (defaults, think/answer): the four tags once, nothing
+    after -> 0.5.
     """
     text = sample.text
     r, a = params.reasoning_tag, params.answer_tag
     found = sum(
-        text.count(piece) == 1 for piece in (f"<{r}>\n", f"\n</{r}>\n", f"\n<{a}>\n", f"\n</{a}>")
+        text.count(piece) == 1 and text.count(bare) == 1 and _has_content(text, block)
+        for piece, bare, block in (
+            (f"<{r}>\n", f"<{r}>", r), (f"\n</{r}>\n", f"</{r}>", r),
+            (f"\n<{a}>\n", f"<{a}>", a), (f"\n</{a}>", f"</{a}>", a),
+        )
     )
     value = found * params.per_tag
     close = f"</{a}>"
-    end = text.rfind(close)
+    end = text.find(close)
     trailing = 0
     if end >= 0:
         after = text[end + len(close) :]
@@ -154,6 +187,15 @@ def tag_count(sample: Sample, params: TagCountParams) -> Score:
             penalty = min(penalty, params.max_trailing_penalty)
         value -= penalty
     return Score.ok(value, tags=found, trailing_chars=trailing)
+
+
+def _has_content(text: str, tag: str) -> bool:
+    """False when ``text`` has a ``<tag>...</tag>`` block with nothing visible in it (a
+    tag whose partner is missing has no block to judge, and keeps its credit)."""
+    start, end = text.find(f"<{tag}>"), text.find(f"</{tag}>")
+    if start < 0 or end < start:
+        return True
+    return visible_length(text[start + len(tag) + 2 : end]) > 0
 
 
 class NumberParams(Params):
@@ -230,13 +272,17 @@ DEFAULT_STEP_MARKERS = (r"Step \d+:", r"^\d+\.", r"\n-", r"\n\*", "First,", "Sec
 class StepsParams(Params):
     """Parameters of reasoning_steps."""
 
-    min_steps: int = Field(3, ge=1, description="markers needed for full credit")
+    min_steps: int = Field(3, ge=1, description="steps needed for full credit")
     markers: list[str] = Field(
         default_factory=lambda: list(DEFAULT_STEP_MARKERS),
         min_length=1,
         description="regular expressions of a step marker (multiline: ^ is a line start)",
     )
-    score: float = Field(1.0, description="value with at least min_steps markers")
+    min_step_chars: int = Field(
+        1, ge=1, description="visible characters a step needs after its marker (before the "
+        "next marker) to count: a marker with nothing in it is no step"
+    )
+    score: float = Field(1.0, description="value with at least min_steps steps")
 
     @field_validator("markers")
     @classmethod
@@ -259,12 +305,21 @@ def _steps_pattern(markers: tuple[str, ...]) -> re.Pattern[str]:
 def reasoning_steps(sample: Sample, params: StepsParams) -> Score:
     """Partial credit for visible step-by-step reasoning (open-r1's ``reasoning_steps``).
 
-    ``score * min(1, markers / min_steps)``, counting every match of the step markers:
-    ``Step N:``, a numbered line ``N.``, a bullet line (``-`` or ``*``) and the
-    transitions ``First,`` ``Second,`` ``Next,`` ``Finally,``. Example: ``"Step 1: add"``
-    -> 1/3; three steps or more -> 1.0.
+    ``score * min(1, steps / min_steps)``. A step is a match of the step markers
+    (``Step N:``, a numbered line ``N.``, a bullet line (``-`` or ``*``), the transitions
+    ``First,`` ``Second,`` ``Next,`` ``Finally,``) followed by at least
+    ``min_step_chars`` visible characters before the next marker. So ``Step 1: Step 2:
+    Step 3:`` and empty bullets are no steps, and ``Step 1: First, add`` is one.
+    Example: ``"Step 1: add"`` -> 1/3; three steps or more -> 1.0.
     """
-    found = sum(1 for _ in _steps_pattern(tuple(params.markers)).finditer(sample.text))
+    text = sample.text
+    starts, ends = [], []
+    for marker in _steps_pattern(tuple(params.markers)).finditer(text):
+        starts.append(marker.start())
+        ends.append(marker.end())
+    starts.append(len(text))
+    found = sum(visible_length(text[end:next_start]) >= params.min_step_chars
+                for end, next_start in zip(ends, starts[1:], strict=False))
     return Score.ok(params.score * min(1.0, found / params.min_steps), steps=found)
 
 

@@ -3,7 +3,9 @@ parameter validation, registration)."""
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -36,9 +38,31 @@ def test_format_rewards_stay_linear_on_adversarial_tags(reward: str, text: str) 
     assert time.perf_counter() - start < 0.5
 
 
-def test_soft_format_finds_a_block_after_an_unrelated_close() -> None:
-    text = "</think> noise <think>plan</think>\n<answer>4</answer>"
-    assert get_reward("soft_format")().score(Sample(completion=text)) == 1.0
+def test_soft_format_pays_what_strict_format_pays() -> None:
+    strict, soft = get_reward("strict_format")(), get_reward("soft_format")()
+    for text in ("<think>\nplan\n</think>\n<answer>\n4\n</answer>",
+                 "<think>\nplan\n</think>\n<answer>\n4\n</answer>\n"):
+        assert strict.score(Sample(completion=text)) == 1.0
+        assert soft.score(Sample(completion=text)) == 1.0
+
+
+def test_tag_count_charges_junk_hidden_before_a_second_closing_answer_tag() -> None:
+    honest = "<think>\nx\n</think>\n<answer>\n4\n</answer>"
+    hacked = honest + "\n" + "junk " * 2_000 + "</answer>"
+    reward = get_reward("tag_count")()
+    assert reward.score(Sample(completion=honest)).value == 0.5
+    score = reward.score(Sample(completion=hacked))
+    assert score.details is not None and score.details["trailing_chars"] == 10_009
+    assert score.value == pytest.approx(0.375 - 10.009)  # docs/rewards.md: -9.634
+
+
+@pytest.mark.parametrize("reward", ["soft_format", "strict_format"])
+@pytest.mark.parametrize("invisible", ["\u200b", "\u2060\ufeff", "\u00ad", "\u202e\u200f",
+                                       "\u3164", "\u2800", "\U000e0041", "\x00\x07"])
+def test_invisible_reasoning_is_empty_for_min_reasoning_chars(reward: str,
+                                                              invisible: str) -> None:
+    text = f"<think>\n{invisible}\n</think>\n<answer>\n4\n</answer>"
+    assert get_reward(reward)({"min_reasoning_chars": 1}).score(Sample(completion=text)) == 0.0
 
 
 def test_min_reasoning_chars_counts_non_space_characters() -> None:
@@ -68,3 +92,24 @@ def test_unknown_format_param_is_rejected() -> None:
         RewardSet.from_dict({"rewards": {"fmt": {"reward": "soft_format",
                                                  "params": {"reasoning": "think"}}}})
     assert "rewards.fmt.params.reasoning" in err.value.render()
+
+
+def _docs_rows(heading: str) -> list[tuple[str, str]]:
+    """(completion, value column) of the example table under ``heading`` in
+    docs/rewards.md; ``\\n`` and ``\\uXXXX`` in a completion are its escapes."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "rewards.md").read_text()
+    section = page.split(heading, 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| `(<.+?)` \| (.+?) \|$", section, re.MULTILINE)
+    return [(text.encode().decode("unicode_escape"), value) for text, value in rows]
+
+
+def test_soft_format_examples_in_the_docs_are_what_it_does() -> None:
+    rows = _docs_rows("### soft_format\n")
+    assert len(rows) >= 6
+    reward = get_reward("soft_format")({"reasoning_tag": "reasoning", "score": 0.5})
+    refusing = get_reward("soft_format")({"reasoning_tag": "reasoning", "score": 0.5,
+                                          "min_reasoning_chars": 1})
+    for text, value in rows:
+        assert reward.score(Sample(completion=text)) == float(value.split()[0]), text
+        if "min_reasoning_chars: 1" in value:
+            assert refusing.score(Sample(completion=text)) == 0.0, text
