@@ -7,6 +7,7 @@ relative to the file). The pytest plugin collects each case as a test item and
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, load_config
+from rewardkit.exploits import EXPLOIT_NAMES, Check
+from rewardkit.lengths import COMPLETION_IDS, COMPLETION_LENGTH
 from rewardkit.types import Sample, Score, Status
 
 CASES_SUFFIX = ".cases.yaml"
@@ -87,6 +90,28 @@ class Case(BaseModel):
     expect: Expect
 
 
+class ExploitSettings(BaseModel):
+    """The ``exploits:`` key of a cases file in its mapping form."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow: dict[str, str] = Field(
+        default_factory=dict,
+        description="exploit name -> why this reward is right to pay it (shown in the table)")
+
+    @model_validator(mode="after")
+    def _known_and_reasoned(self) -> ExploitSettings:
+        for name, why in self.allow.items():
+            if name not in EXPLOIT_NAMES:
+                close = difflib.get_close_matches(name, EXPLOIT_NAMES, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ValueError(f"no exploit {name!r}; {hint}(known: "
+                                 f"{', '.join(EXPLOIT_NAMES)})")
+            if not why.strip():
+                raise ValueError(f"allowing {name!r} needs a reason")
+        return self
+
+
 class CaseFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -94,6 +119,12 @@ class CaseFile(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     config: str | None = None
     probes: bool = False
+    checks: list[Check] = Field(
+        default_factory=list,
+        description="what the reward verifies (answer, format, code, length): decides which "
+        "exploits it must refuse; default answer")
+    exploits: bool | ExploitSettings = Field(
+        False, description="run the exploit probes (true, or a mapping with allow:)")
     probe_prompt: Any = None
     probe_reference: Any = None
     probe_metadata: dict[str, Any] = Field(default_factory=dict)
@@ -106,6 +137,14 @@ class CaseFile(BaseModel):
         if self.config is not None and self.probes:
             raise ValueError("`probes` applies to a `reward`, not a `config`")
         return self
+
+    def exploit_settings(self) -> ExploitSettings:
+        return self.exploits if isinstance(self.exploits, ExploitSettings) \
+            else ExploitSettings()
+
+    @property
+    def runs_exploits(self) -> bool:
+        return self.exploits is not False
 
 
 class CaseFileError(Exception):
@@ -199,22 +238,49 @@ class LoadedCases:
     def run_case(self, i: int) -> tuple[str, Score]:
         """Score case ``i``; returns (problem or "", the score checked)."""
         case = self.spec.cases[i]
-        rs = self.reward_set()
-        samples = [Sample(prompt=case.prompt, completion=completion,
-                          reference=case.reference, metadata=dict(case.metadata))
-                   for completion in [case.completion, *case.group]]
-        result = rs.score(samples, step=case.step)
-        if self.spec.reward is not None:
-            score = result[0].scores[self.spec.reward]
-        elif case.component is not None:
-            if case.component not in result.outcomes:
+        if self.spec.config is not None and case.component is not None:
+            components = list(self.reward_set().components)
+            if case.component not in components:
                 return (f"no component {case.component!r} in the config "
-                        f"(has {', '.join(result.outcomes)})", Score.error("no such component"))
-            score = result[0].scores[case.component]
-        else:
-            total = result.totals[0]
-            score = Score(total) if total is not None else Score.error("total is null")
+                        f"(has {', '.join(components)})", Score.error("no such component"))
+        [score] = self.score_completions(i, [case.completion])
         return case.expect.check(score), score
+
+    def score_completions(self, i: int, completions: list[Any],
+                          own_lengths: bool = True) -> list[Score]:
+        """Score each of ``completions`` in the place of case ``i``'s completion (same
+        prompt, reference, metadata, step and group siblings, each in a group of its own);
+        the score is the one the case checks (the reward, the component or the total).
+        ``own_lengths=False`` drops the metadata that describes the case's completion
+        (its token ids and length): another completion does not have them."""
+        case = self.spec.cases[i]
+        rs = self.reward_set()
+        metadata = dict(case.metadata)
+        if not own_lengths:
+            metadata.pop(COMPLETION_IDS, None)
+            metadata.pop(COMPLETION_LENGTH, None)
+        samples: list[Sample] = []
+        firsts: list[int] = []
+        for k, completion in enumerate(completions):
+            firsts.append(len(samples))
+            for j, member in enumerate([completion, *case.group]):
+                sample = Sample(prompt=case.prompt, completion=member,
+                                reference=case.reference,
+                                metadata=dict(metadata if j == 0 else case.metadata))
+                sample.group = k
+                samples.append(sample)
+        result = rs.score(samples, step=case.step)
+        scores = []
+        for row in firsts:
+            if self.spec.reward is not None:
+                scores.append(result[row].scores[self.spec.reward])
+            elif case.component is not None:
+                scores.append(result[row].scores[case.component])
+            else:
+                total = result.totals[row]
+                scores.append(Score(total) if total is not None
+                              else Score.error("total is null"))
+        return scores
 
 
 def _shown(value: Any, limit: int = 300) -> str:
