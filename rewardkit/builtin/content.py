@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Sequence
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -177,6 +178,13 @@ class KeywordParams(Params):
     answer_tag: str | None = Field(
         None, description="only look inside the last block of this tag (null: whole output)"
     )
+    negation: bool = Field(
+        False,
+        description="a mention in a negated phrase does not count: a cue such as no, not, "
+        "without, denies, absence of, negative for or ruled out up to 5 words before it in "
+        "its sentence, or absent, excluded, unlikely, not or ruled out up to 3 words after "
+        "it (English)",
+    )
 
     @model_validator(mode="after")
     def _regexes_compile(self) -> KeywordParams:
@@ -190,6 +198,52 @@ class KeywordParams(Params):
         return self
 
 
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+# a negation's scope ends at the end of its sentence or clause, or at a contrast word
+_SCOPE_END = re.compile(r"[.;:!?\n]|\b(?:but|however|although|though|yet|except)\b",
+                        re.IGNORECASE)
+_NEGATION_BEFORE = frozenset({
+    "no", "not", "without", "never", "neither", "nor", "none", "deny", "denies", "denied",
+    "denying", "cannot", "can't", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
+    "didn't", "won't", "excluded", "absent",
+})
+_NEGATION_BEFORE_PAIRS = frozenset({
+    ("absence", "of"), ("free", "of"), ("negative", "for"), ("rule", "out"), ("ruled", "out"),
+    ("rules", "out"), ("ruling", "out"),
+})
+_NEGATION_AFTER = frozenset({
+    "absent", "excluded", "unlikely", "negative", "not", "no", "denied", "isn't", "wasn't",
+    "aren't", "weren't",
+})
+_NEGATION_AFTER_PAIRS = frozenset({("ruled", "out"), ("rules", "out")})
+_WORDS_BEFORE, _WORDS_AFTER = 5, 3
+# how far around a mention the cues are looked for (enough for the words above), so a
+# spammed keyword costs a bounded amount per mention
+_LOOK_BEFORE, _LOOK_AFTER = 80, 48
+# with the negation check, how many mentions of one group are read before the group
+# counts as missing (only keyword spam has more negated mentions than this)
+_MAX_MENTIONS = 1_000
+
+
+def _negated(text: str, start: int, end: int) -> bool:
+    """Whether the mention ``text[start:end]`` sits in a negated phrase (NegEx-style
+    cues before it within its clause, or right after it before a comma)."""
+    before = text[max(0, start - _LOOK_BEFORE) : start]
+    ends = [cut.end() for cut in _SCOPE_END.finditer(before)]
+    if ends:
+        before = before[ends[-1] :]
+    words = [w.lower() for w in _WORD.findall(before)][-_WORDS_BEFORE:]
+    if any(w in _NEGATION_BEFORE for w in words) or any(
+            pair in _NEGATION_BEFORE_PAIRS for pair in pairwise(words)):
+        return True
+    after = text[end : end + _LOOK_AFTER]
+    stop = _SCOPE_END.search(after)
+    after = after[: stop.start()] if stop else after
+    words = [w.lower() for w in _WORD.findall(after.split(",", 1)[0])][:_WORDS_AFTER]
+    return any(w in _NEGATION_AFTER for w in words) or any(
+        pair in _NEGATION_AFTER_PAIRS for pair in pairwise(words))
+
+
 class KeywordCoverage(Reward):
     """Coverage of groups of required keywords: full for all, partial for some.
 
@@ -200,6 +254,9 @@ class KeywordCoverage(Reward):
     (influenza|pneumonia), ``therapy`` (oseltamivir|antibiotic); "fever, likely
     influenza" -> 0.5 * 2/3 = 0.333; adding "start oseltamivir" -> 1.0.
     Plain terms match whole words; ``regex: true`` terms are searched as written.
+    With ``negation``, a mention in a negated phrase does not count, so ``No fever. Not
+    influenza.`` covers nothing (English cues; off by default, as a cue list can misread
+    a sentence such as "not only fever but also cough").
     """
 
     name = "keyword_coverage"
@@ -225,11 +282,11 @@ class KeywordCoverage(Reward):
         positions = []
         missing = []
         for group, pattern in zip(self.params.groups, self._patterns, strict=True):
-            found = pattern.search(text)
+            found = self._mention(pattern, text)
             if found is None:
                 missing.append(group.name or group.any_of[0])
             else:
-                positions.append(found.start())
+                positions.append(found)
         total = len(self._patterns)
         complete = not missing and (not self.params.in_order or positions == sorted(positions))
         if complete:
@@ -237,6 +294,17 @@ class KeywordCoverage(Reward):
         value = self.params.partial * self.params.score * len(positions) / total
         return Score.ok(value, found=len(positions), missing=missing,
                         out_of_order=not missing)
+
+    def _mention(self, pattern: re.Pattern[str], text: str) -> int | None:
+        """Where the first mention that counts starts (not negated, with ``negation``)."""
+        for seen, found in enumerate(pattern.finditer(text)):
+            if not self.params.negation:
+                return found.start()
+            if seen >= _MAX_MENTIONS:
+                return None
+            if not _negated(text, found.start(), found.end()):
+                return found.start()
+        return None
 
 
 @hookimpl

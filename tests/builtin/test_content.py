@@ -58,3 +58,38 @@ def test_keyword_coverage_runs_in_a_worker_process() -> None:
     rs = RewardSet.from_dict({"rewards": {"kw": {"reward": "keyword_coverage",
                                                  "params": SYMPTOMS, "mode": "process"}}})
     assert rs.score([{"completion": "fever and rest"}]).values("kw") == [1.0]
+
+
+NEGATED = "No fever. Not influenza."
+
+
+def test_keyword_coverage_pays_negated_mentions_unless_the_negation_check_is_on() -> None:
+    groups = {"groups": [{"any_of": ["fever"]}, {"any_of": ["influenza"]}]}
+    assert get_reward("keyword_coverage")(groups).score(Sample(completion=NEGATED)).value == 1.0
+    checked = get_reward("keyword_coverage")({**groups, "negation": True})
+    assert checked.score(Sample(completion=NEGATED)).value == 0.0
+    assert checked.score(Sample(completion="Fever; influenza.")).value == 1.0
+
+
+def test_keyword_coverage_negation_check_stays_linear_on_negated_keyword_spam() -> None:
+    reward = get_reward("keyword_coverage")({**SYMPTOMS, "negation": True})
+    start = time.perf_counter()
+    score = reward.score(Sample(completion="no fever and no rest " * 50_000))
+    assert time.perf_counter() - start < 1.0
+    assert score.value == 0.0
+
+
+def test_keyword_coverage_negation_examples_in_the_docs_are_what_it_does() -> None:
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "rewards.md").read_text()
+    section = page.split("**Negated keywords.**", 1)[1].split("\n## ", 1)[0]
+    component = yaml.safe_load(re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)[0])
+    reward = get_reward("keyword_coverage")(component["coverage"]["params"])
+    rows = re.findall(r"^\| `(.+?)` \| (\d) \|$", section, re.MULTILINE)
+    assert len(rows) == 3
+    for text, value in rows:
+        assert reward.score(Sample(completion=text)).value == float(value), text
