@@ -63,7 +63,12 @@ def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
     p = subparsers.add_parser("test", help="run golden cases (*.cases.yaml)")
     p.add_argument("paths", nargs="*", default=["."])
-    p.add_argument("--no-probes", action="store_true", help="skip adversarial probes")
+    p.add_argument("--no-probes", action="store_true",
+                   help="skip the crash probes and the exploit probes")
+    p.add_argument("--exploits", action="store_true",
+                   help="run the exploit probes on every file, also those without `exploits:`")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list passing cases and probes too")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_test)
 
@@ -353,17 +358,21 @@ def _jsonable(obj: Any) -> Any:
 # -- test -------------------------------------------------------------------------------
 def cmd_test(args: argparse.Namespace) -> int:
     from rewardkit.cases import CaseFileError, find_case_files, load_cases
+    from rewardkit.exploits import ExploitReport, Outcome, run_exploits
     from rewardkit.probes import run_probes
 
     files = find_case_files(args.paths)
     if not files:
         raise UsageError(f"no *.cases.yaml files under {' '.join(args.paths)}")
     results: list[dict[str, Any]] = []
+    reports: list[tuple[Path, ExploitReport]] = []
     for path in files:
         try:
             loaded = load_cases(path)
+            scores = []
             for i in range(len(loaded.spec.cases)):
                 problem, score = loaded.run_case(i)
+                scores.append(score)
                 results.append({"file": str(path), "case": loaded.case_id(i),
                                 "passed": not problem, "problem": problem,
                                 "detail": loaded.failure_text(i, problem, score)
@@ -379,20 +388,43 @@ def cmd_test(args: argparse.Namespace) -> int:
                                     "detail": f"{spec.reward} failed probe {pr.name!r}: "
                                               f"{pr.problem}" if pr.problem else "",
                                     "score": pr.score.to_dict()})
+            if (spec.runs_exploits or args.exploits) and not args.no_probes:
+                report = run_exploits(loaded, scores)
+                reports.append((path, report))
+                for er in report.results:
+                    if er.outcome is Outcome.SKIPPED:
+                        continue
+                    results.append({"file": str(path), "case": f"exploit:{er.name}",
+                                    "passed": er.passed, "problem": er.reason
+                                    if not er.passed else "",
+                                    "detail": report.failure_text(er)
+                                    if not er.passed else "",
+                                    "exploit": er.to_dict()})
         except CaseFileError as exc:
             results.append({"file": str(path), "case": "(file)", "passed": False,
                             "problem": str(exc), "detail": str(exc), "score": None})
     failed = [r for r in results if not r["passed"]]
     if args.json:
         print(json.dumps({"passed": len(results) - len(failed), "failed": len(failed),
-                          "results": results}, indent=2, default=str))
-    else:
-        for r in failed:
-            out.print(f"[red]FAIL[/red] {r['file']}::{r['case']}")
-            out.print(r["detail"], markup=False)
-        colour = "red" if failed else "green"
-        out.print(f"[{colour}]{len(results) - len(failed)} passed, {len(failed)} failed[/{colour}]"
-                  f" in {len(files)} file(s)")
+                          "results": results,
+                          "exploits": [{"file": str(path), "target": rep.target,
+                                        "checks": [str(c) for c in rep.checks],
+                                        "results": [er.to_dict() for er in rep.results]}
+                                       for path, rep in reports]},
+                         indent=2, default=str))
+        return EXIT_FAIL if failed else EXIT_OK
+    if args.verbose:
+        for r in results:
+            if r["passed"]:
+                out.print(f"[green]PASS[/green] {r['file']}::{r['case']}", highlight=False)
+    for path, report in reports:
+        out.print(report.table(str(path)))
+    for r in failed:
+        out.print(f"[red]FAIL[/red] {r['file']}::{r['case']}")
+        out.print(r["detail"], markup=False)
+    colour = "red" if failed else "green"
+    out.print(f"[{colour}]{len(results) - len(failed)} passed, {len(failed)} failed[/{colour}]"
+              f" in {len(files)} file(s)")
     return EXIT_FAIL if failed else EXIT_OK
 
 

@@ -1,7 +1,8 @@
 """pytest plugin (entry point ``pytest11``): golden cases and scoring fixtures.
 
-* every ``*.cases.yaml`` file is collected; each case is a test item, and with
-  ``probes: true`` each adversarial probe is one too;
+* every ``*.cases.yaml`` file is collected; each case is a test item, with
+  ``probes: true`` each adversarial probe is one too, and with ``exploits:`` each exploit
+  probe (its table is printed in the terminal summary);
 * fixture ``rewardkit_score(config, samples, step=0)`` scores samples in a test;
 * fixture ``rewardkit_probes(reward, params=None, reference=None)`` runs the probes and
   fails the test on any that crashes or hangs.
@@ -9,15 +10,18 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from rich.console import Console
 
 from rewardkit.cases import CASES_SUFFIX, CaseFileError, LoadedCases, load_cases
 from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, load_config
+from rewardkit.exploits import EXPLOIT_NAMES, ExploitReport, Outcome, run_exploits
 from rewardkit.probes import PROBES, ProbeResult, run_probes
 from rewardkit.score_result import ScoreResult
 from rewardkit.types import Sample
@@ -47,6 +51,18 @@ class CasesFile(pytest.File):
         if loaded.spec.probes:
             for name in PROBES:
                 yield ProbeItem.from_parent(self, name=f"probe:{name}", probe=name)
+        if loaded.spec.runs_exploits:
+            for name in EXPLOIT_NAMES:
+                yield ExploitItem.from_parent(self, name=f"exploit:{name}", exploit=name)
+
+    def exploit_report(self) -> ExploitReport:
+        """The file's exploit probes, run once for all its exploit items."""
+        report: ExploitReport | None = getattr(self, "_exploit_report", None)
+        if report is None:
+            report = run_exploits(self.loaded)
+            self._exploit_report = report
+            self.config.stash.setdefault(_REPORTS, []).append((self.path, report))
+        return report
 
 
 class _CasesItem(pytest.Item):
@@ -95,6 +111,40 @@ class ProbeItem(_CasesItem):
             raise CaseFailure(exc.render()) from None
         if not result.passed:
             raise CaseFailure(f"{spec.reward} failed probe {self.probe!r}: {result.problem}")
+
+
+class ExploitItem(_CasesItem):
+    def __init__(self, *, exploit: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.exploit = exploit
+
+    def runtest(self) -> None:
+        parent = cast(CasesFile, self.parent)
+        try:
+            report = parent.exploit_report()
+        except (CaseFileError, ConfigError) as exc:
+            raise CaseFailure(exc.render() if isinstance(exc, ConfigError)
+                              else str(exc)) from None
+        result = report.result(self.exploit)
+        if result.outcome is Outcome.SKIPPED:
+            pytest.skip(result.reason)
+        if not result.passed:
+            raise CaseFailure(report.failure_text(result))
+
+
+_REPORTS = pytest.StashKey[list[tuple[Path, ExploitReport]]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The exploit table of every cases file whose exploit probes ran."""
+    reports = config.stash.get(_REPORTS, [])
+    if not reports:
+        return
+    terminalreporter.section("rewardkit exploit probes")
+    console = Console(file=io.StringIO(), width=160, highlight=False, color_system=None)
+    for path, report in reports:
+        console.print(report.table(str(path)))
+    terminalreporter.write(cast(io.StringIO, console.file).getvalue())
 
 
 ScoreFn = Callable[..., ScoreResult]
