@@ -65,6 +65,31 @@ MAX_TIMEOUT = 86_400.0
 MAX_WORKERS = 1024
 
 
+def weight_not_text(value: Any, where: str = "") -> Any:
+    """``value`` (a weight as written) unchanged, or ValueError when text or true/false
+    stands where a number belongs: pydantic alone would read ``"0.2"`` as 0.2 and ``true``
+    as 1 without a word, and a quoted number is a config mistake worth saying."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if key != "schedule":
+                weight_not_text(item, f"{key}: ")
+        return value
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            weight_not_text(item, f"{where.removesuffix(': ')}[{i}]: " if where else "")
+        return value
+    if isinstance(value, bool):
+        raise ValueError(f"{where}expected a number, not true/false")
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            expected = "a number" if where else "a number or a schedule ({schedule: linear, ...})"
+            raise ValueError(f"{where}expected {expected}, not text") from None
+        raise ValueError(f"{where}expected a number, not text: write it without quotes")
+    return value
+
+
 class Stage(ConfigModel):
     """Params and/or weight for a range of steps. Stages apply in order; a stage holds
     while ``step < until_step``; the last stage may omit ``until_step`` (holds forever)."""
@@ -74,6 +99,9 @@ class Stage(ConfigModel):
         default_factory=dict, description="merged over the component's params"
     )
     weight: Weight | None = Field(None, description="replaces the component's weight")
+
+    _weight_not_text = field_validator("weight", mode="before")(
+        lambda value: weight_not_text(value))
 
 
 class Component(ConfigModel):
@@ -101,6 +129,9 @@ class Component(ConfigModel):
     mode: ExecutionMode | None = Field(
         None, description="override the reward's declared execution mode"
     )
+
+    _weight_not_text = field_validator("weight", mode="before")(
+        lambda value: weight_not_text(value))
 
     @field_validator("stages")
     @classmethod
@@ -208,7 +239,12 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class _YAMLRefusal(Exception):
-    """A YAML document refused before it is built: duplicate keys, an alias bomb."""
+    """A YAML document refused before it is built: duplicate keys, an alias bomb;
+    ``path`` is the key path of the mapping at fault ("" for the document)."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -217,6 +253,7 @@ class _ConfigLoader(yaml.SafeLoader):
 
     def construct_document(self, node: yaml.Node) -> Any:
         _check_expansion(node)
+        self._key_paths = _key_paths(node)
         return super().construct_document(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -227,13 +264,36 @@ class _ConfigLoader(yaml.SafeLoader):
             key = self.construct_object(key_node)
             line = key_node.start_mark.line + 1
             try:
+                repeated = key in seen
                 first = seen.setdefault(key, line)
             except TypeError:  # an unhashable key: the constructor will say so
                 continue
-            if first != line:
+            if repeated:
                 raise _YAMLRefusal(f"duplicate key {key!r} at line {line} "
-                                   f"(first at line {first}); each key may appear once")
+                                   f"(first at line {first}); each key may appear once",
+                                   getattr(self, "_key_paths", {}).get(id(node), ""))
         return super().construct_mapping(node, deep=deep)
+
+
+def _key_paths(root: yaml.Node) -> dict[int, str]:
+    """The key path ("rewards.fmt") of every mapping node under ``root``, by node id
+    (the first path that reaches it, for a node an alias reuses), so that a refusal can
+    say where in the file it is."""
+    paths: dict[int, str] = {}
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in paths:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            paths[id(node)] = path
+            for key, value in node.value:
+                label = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                stack.append((value, f"{path}.{label}" if path else str(label)))
+        elif isinstance(node, yaml.SequenceNode):
+            paths[id(node)] = path
+            stack.extend((item, f"{path}.{i}") for i, item in enumerate(node.value))
+    return paths
 
 
 def _check_expansion(root: yaml.Node) -> None:
@@ -292,7 +352,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         try:
             data = yaml.load(text, Loader=_ConfigLoader)
         except _YAMLRefusal as exc:
-            raise ConfigError(source, [("", str(exc))]) from None
+            raise ConfigError(source, [(exc.path, str(exc))]) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -479,6 +539,8 @@ def _problems(exc: ValidationError, prefix: str = "", model: type[BaseModel] | N
                                        if loc else "")
         elif kind in ("float_type", "float_parsing") and in_union:
             message = "expected a number or a schedule ({schedule: linear, ...})"
+        elif kind == "union_tag_invalid":
+            message = _unknown_tag(err.get("ctx") or {})
         if "input" in err and kind not in ("missing", "extra_forbidden"):
             shown = json.dumps(given, default=str)
             if len(shown) > 60:
@@ -486,6 +548,17 @@ def _problems(exc: ValidationError, prefix: str = "", model: type[BaseModel] | N
             message = f"{message} (got {shown})"
         out.append((path, message))
     return out
+
+
+def _unknown_tag(ctx: Mapping[str, Any]) -> str:
+    """pydantic's "Input tag 'linaer' found using 'schedule' does not match ..." as the
+    other unknown names read: what was given, a did-you-mean, what exists."""
+    key = str(ctx.get("discriminator", "")).strip("'")
+    tag = str(ctx.get("tag", ""))
+    expected = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",")
+                if t.strip()]
+    return (f"unknown {key or 'kind'} {tag!r}{_did_you_mean(tag, expected)} "
+            f"(one of: {', '.join(expected)})")
 
 
 def _key_path(loc: tuple[int | str, ...], models: frozenset[str] = frozenset()) -> list[str]:
@@ -502,7 +575,8 @@ def _key_path(loc: tuple[int | str, ...], models: frozenset[str] = frozenset()) 
         if part.startswith("tagged-union["):
             skip_tag = True
             continue
-        if part in ("float", "int", "str", "bool") or part.startswith(("function-", "union[")):
+        if part in ("float", "int", "str", "bool") or part.startswith(
+                ("function-", "union[", "constrained-")):
             continue
         if "[" in part or part in models:
             continue  # a branch label: "list[int]", "literal['auto']", a model's class name

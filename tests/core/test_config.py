@@ -194,3 +194,59 @@ def test_validate_shows_a_scheduled_weight_as_its_schedule(tmp_path):
     assert by_name["ramp"]["weight_spec"]["schedule"] == "linear"
     assert by_name["staged"]["weight_spec"] == [{"until_step": 20, "weight": 0.5},
                                                 {"weight": 0.1}]
+
+
+# -- wording of the commonest weight and schedule mistakes ------------------------------
+@pytest.mark.parametrize(
+    ("weight", "path", "message"),
+    [
+        ("{schedule: linaer, start: 0, end: 1, steps: 5}", "rewards.a.weight",
+         "unknown schedule 'linaer'; did you mean 'linear'? "
+         "(one of: constant, linear, cosine, piecewise, warmup)"),
+        ("high", "rewards.a.weight",
+         'expected a number or a schedule ({schedule: linear, ...}), not text (got "high")'),
+        ('"0.2"', "rewards.a.weight",
+         'expected a number, not text: write it without quotes (got "0.2")'),
+        ("true", "rewards.a.weight", "expected a number, not true/false (got true)"),
+        ('{schedule: linear, start: "0.5", end: 1, steps: 5}', "rewards.a.weight",
+         "start: expected a number, not text: write it without quotes"),
+    ],
+)
+def test_weight_mistakes_read_as_one_plain_line(tmp_path, weight, path, message):
+    """One problem per mistake, in the words the other keys use: no pydantic tag jargon,
+    no 'constrained-float' in the path, and a quoted number is refused, not read."""
+    cfg = write(tmp_path, f"rewards:\n  a:\n    reward: soft_format\n    weight: {weight}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert len(info.value.problems) == 1, info.value.problems
+    (got_path, reason), = info.value.problems
+    assert got_path == path
+    assert reason.startswith(message)
+    assert "constrained" not in info.value.render() and "Input tag" not in reason
+
+
+def test_a_quoted_stage_weight_is_refused_too(tmp_path):
+    cfg = write(tmp_path, "rewards:\n  a:\n    reward: soft_format\n"
+                          "    stages: [{until_step: 3, weight: '1'}, {weight: 0.5}]\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert [p for p, _ in info.value.problems] == ["rewards.a.stages.0.weight"]
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("rewards:\n  f: {reward: soft_format}\n  f: {reward: tag_count}\n", "rewards"),
+        ("rewards:\n  f: {reward: soft_format, params: {score: 1, score: 2}}\n",
+         "rewards.f.params"),
+        ("rewards:\n  f: {reward: soft_format}\nrewards:\n  g: {reward: tag_count}\n", ""),
+    ],
+)
+def test_a_duplicate_key_is_reported_where_it_is(tmp_path, text, path):
+    """A repeated component is a problem of ``rewards``, not of the top level; a key
+    repeated on one line (a flow mapping) is caught as well."""
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    (got_path, reason), = info.value.problems
+    assert got_path == path
+    assert reason.startswith("duplicate key")
