@@ -128,6 +128,7 @@ class CaseFile(BaseModel):
     probe_prompt: Any = None
     probe_reference: Any = None
     probe_metadata: dict[str, Any] = Field(default_factory=dict)
+    probe_timeout: float = Field(10.0, gt=0, description="seconds each probe may take")
     cases: list[Case] = Field(default_factory=list)
 
     @model_validator(mode="after")

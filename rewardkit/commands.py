@@ -382,7 +382,7 @@ def cmd_test(args: argparse.Namespace) -> int:
             if spec.probes and not args.no_probes and spec.reward:
                 prompt, reference, metadata = loaded.probe_inputs()
                 for pr in run_probes(spec.reward, spec.params, reference, metadata,
-                                     prompt=prompt):
+                                     prompt=prompt, timeout=spec.probe_timeout):
                     results.append({"file": str(path), "case": f"probe:{pr.name}",
                                     "passed": pr.passed, "problem": pr.problem,
                                     "detail": f"{spec.reward} failed probe {pr.name!r}: "
@@ -451,13 +451,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # -- new-plugin -------------------------------------------------------------------------
 def cmd_new_plugin(args: argparse.Namespace) -> int:
-    from rewardkit.scaffold import PluginNameError, write_plugin
+    from rewardkit.scaffold import PluginNameError, next_steps, write_plugin
 
     try:
         folder = write_plugin(args.name, Path(args.dir))
     except PluginNameError as exc:
         raise UsageError(str(exc)) from None
-    out.print(f"created {folder}\n  next: pip install -e '{folder}[test]' && pytest {folder}"
+    out.print(f"created {folder}\n  next: {next_steps(folder)}"
               "\n  (the test extra brings pytest; rewardkit's pytest plugin runs the cases)",
               markup=False)
     return EXIT_OK

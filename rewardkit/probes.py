@@ -7,6 +7,11 @@ looked at proves nothing. A reward that needs a prompt, a reference or metadata 
 gets them from the probe's ``prompt``, ``reference`` and ``metadata`` (in a cases file:
 ``probe_prompt``, ``probe_reference``, ``probe_metadata``).
 
+A group reward (one that sees every completion of a prompt) gets each probe in a group
+with normal siblings, and one more group of all the probes together (``together``): a
+pairwise reward that hangs only when a huge completion has a sibling is caught there, not
+passed because it only ever saw groups of one.
+
 >>> from rewardkit.probes import run_probes
 >>> all(p.passed for p in run_probes("soft_format"))
 True
@@ -14,7 +19,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +43,16 @@ PROBES: dict[str, Any] = {
 }
 
 
+#: the probe of a group reward that puts every probe in one group with the siblings
+TOGETHER = "together"
+
+#: normal completions that share a group with each probe (for group rewards)
+SIBLINGS: tuple[str, ...] = (
+    "<think>2 + 2 = 4, and 4 * 10 + 2 = 42.</think>\n<answer>42</answer>",
+    "The answer is 42.",
+)
+
+
 @dataclass(frozen=True)
 class ProbeResult:
     name: str
@@ -55,12 +70,15 @@ def run_probes(
     timeout: float = 10.0,
     names: list[str] | None = None,
     prompt: Any = None,
+    siblings: Sequence[Any] = SIBLINGS,
 ) -> list[ProbeResult]:
     """Run the probes against the registered reward ``reward`` in a worker process with a
     hard ``timeout`` (so a hang is caught and reported, not suffered).
 
     ``prompt`` (default ``"probe:<name>"``), ``reference`` and ``metadata`` go with every
-    probe completion, so a reward that needs them applies to the probes."""
+    probe completion, so a reward that needs them applies to the probes. A group reward
+    scores each probe in a group with ``siblings`` (normal completions), and (unless
+    ``names`` leaves it out) all probes together in one more group, ``together``."""
     rs = RewardSet.from_dict(
         {
             "rewards": {"probe": {"reward": reward, "params": dict(params or {}),
@@ -69,21 +87,53 @@ def run_probes(
         },
         source=f"<probes for {reward}>",
     )
-    chosen = names or list(PROBES)
-    samples = [
-        Sample(prompt=f"probe:{name}" if prompt is None else prompt,
-               completion=PROBES[name], reference=reference,
-               metadata=dict(metadata or {}))
-        for name in chosen
-    ]
+    grouped = rs.components["probe"].reward_class.group
+    chosen = names or [*PROBES, *([TOGETHER] if grouped else [])]
+    if not grouped and TOGETHER in chosen:
+        chosen = [name for name in chosen if name != TOGETHER]
+    # (probe name, the completions of its group, which of them is the probe's verdict)
+    groups: list[tuple[str, list[Any], list[int]]] = []
+    for name in chosen:
+        if name == TOGETHER:
+            probes = [PROBES[n] for n in PROBES]
+            groups.append((name, [*probes, *siblings], list(range(len(probes)))))
+        elif grouped:
+            groups.append((name, [PROBES[name], *siblings], [0]))
+        else:
+            groups.append((name, [PROBES[name]], [0]))
+    samples = []
+    for name, members, _ in groups:
+        for completion in members:
+            sample = Sample(prompt=f"probe:{name}" if prompt is None else prompt,
+                            completion=completion, reference=reference,
+                            metadata=dict(metadata or {}))
+            sample.group = name
+            samples.append(sample)
     result = rs.score(samples)
     latencies = result.outcomes["probe"].latencies
     out = []
-    for i, name in enumerate(chosen):
-        score = result[i].scores["probe"]
-        seconds = latencies[i] if i < len(latencies) else 0.0
-        problem = _problem(score, seconds, timeout)
-        out.append(ProbeResult(name, score, seconds, not problem, problem))
+    start = 0
+    for k, (name, members, verdicts) in enumerate(groups):
+        if grouped:  # one latency per group, as a per-member average
+            seconds = latencies[k] * len(members) if k < len(latencies) else 0.0
+        else:
+            seconds = latencies[start] if start < len(latencies) else 0.0
+        scores = [result[start + i].scores["probe"] for i in verdicts]
+        problems = [(i, _problem(score, seconds, timeout)) for i, score in zip(verdicts, scores,
+                                                                              strict=True)]
+        worst = next(((i, p) for i, p in problems if p), None)
+        if worst is None:
+            out.append(ProbeResult(name, scores[0], seconds, True))
+        else:
+            i, problem = worst
+            if name == TOGETHER:
+                probe = list(PROBES)[i]
+                problem = (f"{problem} (every probe in one group with its siblings)"
+                           if all(p for _, p in problems) else f"{probe}: {problem} (in "
+                           "one group with every other probe and the siblings)")
+            out.append(ProbeResult(name, result[start + i].scores["probe"], seconds, False,
+                                   problem))
+        start += len(members)
     return out
 
 

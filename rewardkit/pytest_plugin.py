@@ -22,7 +22,8 @@ from rewardkit.cases import CASES_SUFFIX, CaseFileError, LoadedCases, load_cases
 from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, load_config
 from rewardkit.exploits import EXPLOIT_NAMES, ExploitReport, Outcome, run_exploits
-from rewardkit.probes import PROBES, ProbeResult, run_probes
+from rewardkit.probes import PROBES, TOGETHER, ProbeResult, run_probes
+from rewardkit.registry import RegistryError, registry
 from rewardkit.score_result import ScoreResult
 from rewardkit.types import Sample
 
@@ -49,7 +50,7 @@ class CasesFile(pytest.File):
         for i in range(len(loaded.spec.cases)):
             yield CaseItem.from_parent(self, name=loaded.case_id(i), index=i)
         if loaded.spec.probes:
-            for name in PROBES:
+            for name in [*PROBES, *([TOGETHER] if _is_group(loaded.spec.reward) else [])]:
                 yield ProbeItem.from_parent(self, name=f"probe:{name}", probe=name)
         if loaded.spec.runs_exploits:
             for name in EXPLOIT_NAMES:
@@ -63,6 +64,13 @@ class CasesFile(pytest.File):
             self._exploit_report = report
             self.config.stash.setdefault(_REPORTS, []).append((self.path, report))
         return report
+
+
+def _is_group(reward: str | None) -> bool:
+    try:
+        return reward is not None and registry.get(reward).group
+    except RegistryError:  # an unknown reward fails its items, with the config's message
+        return False
 
 
 class _CasesItem(pytest.Item):
@@ -106,7 +114,8 @@ class ProbeItem(_CasesItem):
         prompt, reference, metadata = loaded.probe_inputs()
         try:
             [result] = run_probes(spec.reward, spec.params, reference, metadata,
-                                  names=[self.probe], prompt=prompt)
+                                  names=[self.probe], prompt=prompt,
+                                  timeout=spec.probe_timeout)
         except ConfigError as exc:
             raise CaseFailure(exc.render()) from None
         if not result.passed:

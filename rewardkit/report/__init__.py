@@ -17,6 +17,7 @@ from typing import Any
 
 from rewardkit.report.analysis import ReportInputError, RunSummary, read_scored, summarise
 from rewardkit.report.hacking import ComponentRoles
+from rewardkit.report.monitor import monitor_run
 from rewardkit.report.page import WeightsOverSteps, render
 
 __all__ = ["ReportInputError", "RunSummary", "build_report", "read_curves", "write_report"]
@@ -52,9 +53,11 @@ def build_report(rows: Sequence[Mapping[str, Any]], *, title: str = "rewardkit r
                  summary: RunSummary | None = None) -> str:
     """The report page for scored ``rows``.
 
-    ``reward_set`` (a :class:`~rewardkit.RewardSet`) adds the weights over ``steps`` with
-    stage switches and names each component's reward; ``curves`` (per-step means, as
-    ``reward_curves.csv`` holds them) adds the reward curves of a training run.
+    ``reward_set`` (a :class:`~rewardkit.RewardSet`) adds the weights over the steps
+    (to ``steps``, the run's last step, or the schedule's end if later) with stage
+    switches, names each component's reward and tells the hack monitor which components
+    train and which audit; ``curves`` (per-step means, as ``reward_curves.csv`` holds
+    them) adds the reward curves of a training run.
     """
     if summary is None:
         summary = summarise(rows, bad_lines)
@@ -68,11 +71,11 @@ def build_report(rows: Sequence[Mapping[str, Any]], *, title: str = "rewardkit r
             seen = [r["step"] for r in curves or () if math.isfinite(r.get("step", math.nan))]
             seen += [int(r["step"]) for r in rows if isinstance(r.get("step"), int)]
             last = int(max(seen)) if seen else 0
-        last = max(last, *(s.until_step or 0 for c in reward_set.components.values()
-                           for s in c.stages))
-        weights = WeightsOverSteps.from_reward_set(reward_set, max(1, last))
+        weights = WeightsOverSteps.from_reward_set(
+            reward_set, WeightsOverSteps.chart_end(reward_set, last))
+    monitor = monitor_run(rows, curves, reward_set)
     return render(rows, summary, title=title, source=source, roles=roles, weights=weights,
-                  curves=list(curves) if curves else None)
+                  curves=list(curves) if curves else None, monitor=monitor)
 
 
 def write_report(src: str | Path, out: str | Path, *, config: str | Path | None = None,

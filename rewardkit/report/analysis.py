@@ -216,14 +216,3 @@ def summarise(rows: Sequence[Mapping[str, Any]],
     return RunSummary(len(rows), components, totals, len(rows) - len(totals),
                       histogram(totals), len(groups), dict(sorted(sizes.items())),
                       zero_groups, correlation, list(bad_lines))
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (NaN when empty)."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

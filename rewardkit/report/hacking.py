@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardkit.report.analysis import percentile, total_of, value_of
+from rewardkit.report.analysis import total_of, value_of
+from rewardkit.score_result import percentile
 
 #: checked first: "answer_is_number" checks the answer's form, not whether it is right
 FORMAT_WORDS = re.compile(r"format|xml|tag|struct|schema|syntax|number|integer|numeric",
@@ -83,16 +84,20 @@ def repetition(text: str) -> float:
     return 1.0 - len(set(grams)) / len(grams)
 
 
+def long_cut(lengths: Sequence[int]) -> float:
+    """Past this length a completion is very long: the upper quartile plus three
+    interquartile ranges, and at least twice the median."""
+    q1, q3 = percentile(lengths, 25), percentile(lengths, 75)
+    return max(q3 + 3 * (q3 - q1), 2 * percentile(lengths, 50))
+
+
 def flag_samples(rows: Sequence[Mapping[str, Any]], roles: ComponentRoles) -> list[list[str]]:
     """The flags of each row (empty list = nothing suspect)."""
     lengths = [len(completion_text(r)) for r in rows]
     totals = [t for t in map(total_of, rows) if t is not None]
     high = percentile(totals, 75) if totals else math.inf
     lowest = min(totals) if totals else math.inf
-    long_cut = 0.0
-    if lengths:
-        q1, q3 = percentile(lengths, 25), percentile(lengths, 75)
-        long_cut = max(q3 + 3 * (q3 - q1), 2 * percentile(lengths, 50))
+    cut = long_cut(lengths) if lengths else 0.0
     flags: list[list[str]] = []
     for row, length in zip(rows, lengths, strict=True):
         found: list[str] = []
@@ -102,7 +107,7 @@ def flag_samples(rows: Sequence[Mapping[str, Any]], roles: ComponentRoles) -> li
         if any(v is not None and v > 0 for v in paid) and judged and all(v <= 0 for v in judged):
             found.append("format_paid_answer_wrong")
         rewarded = total is not None and total >= high and total > lowest
-        if rewarded and len(rows) >= 8 and length > long_cut:
+        if rewarded and len(rows) >= 8 and length > cut:
             found.append("long_high_reward")
         if rewarded and repetition(completion_text(row)) >= REPEAT_SHARE:
             found.append("repetitive_high_reward")

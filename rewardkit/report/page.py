@@ -15,14 +15,17 @@ from importlib import resources
 from typing import Any
 
 from rewardkit.report import svg
-from rewardkit.report.analysis import (
-    RunSummary,
-    percentile,
-    status_of,
-    total_of,
-    value_of,
-)
+from rewardkit.report.analysis import RunSummary, status_of, total_of, value_of
 from rewardkit.report.hacking import FLAG_TEXT, ComponentRoles, completion_text, flag_samples
+from rewardkit.report.monitor import FLAG_TEXT as MONITOR_TEXT
+from rewardkit.report.monitor import HackMonitor
+from rewardkit.schedules import (
+    CosineSchedule,
+    LinearSchedule,
+    PiecewiseSchedule,
+    WarmupSchedule,
+)
+from rewardkit.score_result import percentile
 
 #: rows embedded in the sample browser (flagged rows first); the figures use all rows
 MAX_BROWSER_ROWS = 5000
@@ -67,6 +70,19 @@ class WeightsOverSteps:
         self.series = series
         self.switches = switches
 
+    @staticmethod
+    def chart_end(reward_set: Any, run_last: int) -> int:
+        """Where the weights chart ends: the run's last step or the schedule's end,
+        whichever is later; past a stage switch by a tenth of it at least, so the stage
+        that goes on after the last switch shows."""
+        end = run_last
+        for comp in reward_set.components.values():
+            for stage in comp.stages:
+                end = max(end, _last_change(stage.weight))
+                if stage.until_step is not None and stage is not comp.stages[-1]:
+                    end = max(end, stage.until_step + max(1, stage.until_step // 10))
+        return max(1, end)
+
     @classmethod
     def from_reward_set(cls, reward_set: Any, steps: int) -> WeightsOverSteps:
         """Sample ``reward_set.weights(step)`` over ``0..steps`` (at most ~200 points)."""
@@ -87,10 +103,35 @@ class WeightsOverSteps:
         return cls(series, switches)
 
 
+def _last_change(weight: Any) -> int:
+    """The step after which a weight stays as it is (0 for a number)."""
+    if isinstance(weight, LinearSchedule | CosineSchedule):
+        return weight.start_step + weight.steps
+    if isinstance(weight, PiecewiseSchedule):
+        return weight.boundaries[-1] if weight.boundaries else 0
+    if isinstance(weight, WarmupSchedule):
+        return weight.warmup_steps
+    return 0
+
+
+def latency_text(ms: float) -> str:
+    """A latency people read at a glance: ``0.42 ms``, ``8.1 ms``, ``1537 ms``, ``12.3 s``."""
+    if not math.isfinite(ms):
+        return "-"
+    if ms < 1:
+        return f"{ms:.2f} ms"
+    if ms < 10:
+        return f"{ms:.1f} ms"
+    if ms < 10_000:
+        return f"{ms:.0f} ms"
+    return f"{ms / 1000:.1f} s"
+
+
 def render(rows: Sequence[Mapping[str, Any]], summary: RunSummary, *, title: str,
            source: str, roles: ComponentRoles,
            weights: WeightsOverSteps | None = None,
-           curves: Sequence[Mapping[str, float]] | None = None) -> str:
+           curves: Sequence[Mapping[str, float]] | None = None,
+           monitor: HackMonitor | None = None) -> str:
     """The whole page as a string."""
     flags = flag_samples(rows, roles)
     body = [
@@ -98,7 +139,7 @@ def render(rows: Sequence[Mapping[str, Any]], summary: RunSummary, *, title: str
         f"{summary.samples} samples · {summary.groups} prompt groups · generated "
         f"{_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>",
         _bad_lines(summary), "</header>",
-        _nav(curves is not None, weights is not None),
+        _nav(curves is not None, weights is not None, monitor is not None),
         _overview(summary),
         _components(summary),
         _signal(summary),
@@ -106,6 +147,8 @@ def render(rows: Sequence[Mapping[str, Any]], summary: RunSummary, *, title: str
     ]
     if weights is not None or curves is not None:
         body.append(_training(weights, curves))
+    if monitor is not None:
+        body.append(_monitor(monitor, configured=weights is not None))
     body.append(_hacking(rows, flags, roles))
     body.append(_browser(rows, flags))
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -124,18 +167,20 @@ def _bad_lines(summary: RunSummary) -> str:
             f"samples and are left out ({shown})</p>")
 
 
-def _nav(training: bool, weights: bool) -> str:
+def _nav(training: bool, weights: bool, monitor: bool) -> str:
     links = [("overview", "Overview"), ("components", "Components"),
              ("signal", "GRPO signal"), ("correlation", "Correlation")]
     if training or weights:
         links.append(("training", "Weights and curves"))
+    if monitor:
+        links.append(("monitor", "Hack monitor"))
     links += [("hacking", "Suspected hacking"), ("samples", "Samples")]
     return "<nav>" + " ".join(f"<a href='#{a}'>{t}</a>" for a, t in links) + "</nav>"
 
 
 def _overview(summary: RunSummary) -> str:
     head = ("<tr><th>component</th><th>mean</th><th>std</th><th>ok</th><th>skipped</th>"
-            "<th>error</th><th>timeout</th><th>p50 ms</th><th>p95 ms</th>"
+            "<th>error</th><th>timeout</th><th>latency p50</th><th>latency p95</th>"
             "<th>groups with no variance</th></tr>")
     rows = []
     n = summary.samples
@@ -145,8 +190,8 @@ def _overview(summary: RunSummary) -> str:
             f"<tr><td>{escape(name)}</td><td>{svg.fmt(c.mean)}</td><td>{svg.fmt(c.std)}</td>"
             + "".join(f"<td>{_pct(c.counts[s], n)}</td>" for s in
                       ("ok", "skipped", "error", "timeout"))
-            + f"<td>{svg.fmt(percentile(lat, 50)) if lat else '-'}</td>"
-            f"<td>{svg.fmt(percentile(lat, 95)) if lat else '-'}</td>"
+            + f"<td>{latency_text(percentile(lat, 50)) if lat else '-'}</td>"
+            f"<td>{latency_text(percentile(lat, 95)) if lat else '-'}</td>"
             f"<td>{_pct(c.zero_variance_groups, c.groups_scored)}</td></tr>")
     totals = summary.totals
     mean = sum(totals) / len(totals) if totals else math.nan
@@ -267,6 +312,47 @@ def _weight_at(series: Sequence[tuple[float, float]], step: float) -> float:
             break
         found = w
     return found
+
+
+def _monitor(monitor: HackMonitor, configured: bool) -> str:
+    parts = ["<section id='monitor'><h2>Hack monitor</h2>"]
+    trained = ", ".join(sorted(monitor.trained_seen)) or "none"
+    audits = ", ".join(monitor.audits) or "none"
+    parts.append(f"<p class='muted'>{monitor.steps} step(s) watched; trained components: "
+                 f"{escape(trained)}; audit components (weight 0 at every step): "
+                 f"{escape(audits)}.</p>")
+    if not configured:
+        parts.append("<p class='warn'>Without the reward config (<code>--config</code>) "
+                     "every component counts as trained and no audit is known.</p>")
+    elif not monitor.audits:
+        parts.append("<p class='warn'>No audit component: add one with <code>weight: 0</code> "
+                     "(a strict variant or a judge) to see a trained reward rise while it "
+                     "falls.</p>")
+    if not monitor.flags:
+        parts.append("<p class='big' id='monitor-verdict'>Silent: no hack pattern held.</p>")
+        return "".join(parts) + "</section>"
+    parts.append(f"<p class='big warn' id='monitor-verdict'>{len(monitor.flags)} hack "
+                 "pattern(s)</p><table class='grid' id='monitor-flags'><tr><th>pattern</th>"
+                 "<th>component</th><th>since step</th><th>last held</th><th>evidence</th>"
+                 "<th>examples</th></tr>")
+    for flag in monitor.flags:
+        examples = "".join(
+            f"<pre>step {escape(str(r.get('step', '-')))}, total {svg.fmt(total_of(r))}: "
+            f"{escape(_clip_to(completion_text(r), 300))}</pre>" for r in flag.examples)
+        state = "still holds" if flag.active else f"step {flag.last}"
+        parts.append(f"<tr data-kind='{escape(flag.kind)}'><td>{escape(MONITOR_TEXT[flag.kind])}"
+                     f"</td><td>{escape(flag.component)}</td><td>{flag.since}</td>"
+                     f"<td>{escape(state)}</td><td class='evidence'>{escape(flag.evidence)}</td>"
+                     f"<td class='examples'>{examples or '-'}</td></tr>")
+    parts.append("</table><p class='muted'>Trends: Mann-Kendall z over the last 20 recorded "
+                 "steps (10 at least), |z| ≥ 3 and a Theil-Sen change of 0.1 or more, held 3 "
+                 "steps in a row. Shares: over the last 5 steps, of at least 16 completions "
+                 "paid the component's full value. See docs/report.md.</p>")
+    return "".join(parts) + "</section>"
+
+
+def _clip_to(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more]"
 
 
 def _hacking(rows: Sequence[Mapping[str, Any]], flags: Sequence[list[str]],

@@ -6,7 +6,7 @@ Plain strings, no library and nothing fetched: the page must work offline.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -75,6 +75,44 @@ def status_bar(counts: Mapping[str, int], width: int = 320, height: int = 22) ->
     return "".join(parts)
 
 
+#: width of one character of an 11px label, a little over the widest common glyphs' mean
+CHAR_WIDTH = 6.6
+#: height of one row of stage-switch labels
+MARK_ROW = 13
+
+
+def _place_marks(marks: Sequence[tuple[float, str]], sx: Callable[[float], float],
+                 right: float) -> list[tuple[float, str, float, str, int]]:
+    """Where each vertical mark's label goes: ``(step, label, x, anchor, row)``.
+
+    Marks at one step share one label; a label that would run past the plot's right edge
+    (into the legend) ends at its line instead of starting there; a label that would
+    overlap one already placed goes down a row.
+    """
+    merged: dict[float, list[str]] = {}
+    for step, label in marks:
+        merged.setdefault(step, []).append(label)
+    placed: list[tuple[float, str, float, str, int]] = []
+    taken: list[tuple[int, float, float]] = []  # (row, left, right) of the labels so far
+    for step in sorted(merged):
+        names = merged[step]
+        suffix = ": stage switch"
+        label = (", ".join(n.removesuffix(suffix) for n in names) + suffix
+                 if all(n.endswith(suffix) for n in names) else "; ".join(names))
+        x = sx(step)
+        width = CHAR_WIDTH * len(label)
+        if x + 3 + width <= right:
+            left, anchor, lx = x + 3, "start", x + 3
+        else:
+            left, anchor, lx = x - 3 - width, "end", x - 3
+        row = 0
+        while any(r == row and left < b + 4 and a < left + width + 4 for r, a, b in taken):
+            row += 1
+        taken.append((row, left, left + width))
+        placed.append((step, label, lx, anchor, row))
+    return placed
+
+
 def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], title: str,
                y_label: str, marks: Sequence[tuple[float, str]] = (),
                dashed: Sequence[str] = (), width: int = 900, height: int = 280) -> str:
@@ -114,11 +152,12 @@ def line_chart(series: Mapping[str, Sequence[tuple[float, float]]], title: str,
              'text-anchor="middle">step</text>',
              f'<text x="12" y="{pad_t + plot_h / 2}" class="axis" text-anchor="middle" '
              f'transform="rotate(-90 12 {pad_t + plot_h / 2})">{escape(y_label)}</text>']
-    for step, label in marks:
+    for step, label, lx, anchor, row in _place_marks(marks, sx, pad_l + plot_w):
         x = sx(step)
         parts.append(f'<line x1="{x:.1f}" y1="{pad_t}" x2="{x:.1f}" y2="{pad_t + plot_h}" '
                      f'stroke="#888" stroke-dasharray="4 3"><title>{escape(label)}</title></line>'
-                     f'<text x="{x + 3:.1f}" y="{pad_t + 10}" class="axis">{escape(label)}</text>')
+                     f'<text x="{lx:.1f}" y="{pad_t + 10 + MARK_ROW * row}" class="axis mark" '
+                     f'text-anchor="{anchor}">{escape(label)}</text>')
     for i, (name, pts) in enumerate(series.items()):
         colour = "#000" if name.startswith("total") else PALETTE[i % len(PALETTE)]
         dash = ' stroke-dasharray="6 4"' if name in dashed else ""

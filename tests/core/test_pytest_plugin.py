@@ -124,3 +124,74 @@ registry.register(needs_a_question, "tests")
         "reward: needs_a_question\nprobes: true\nprobe_prompt: 'How much?'\ncases: []\n"))
     result = pytester.runpytest_subprocess("-q", "asked.cases.yaml")
     result.assert_outcomes(passed=12)
+
+
+PAIRWISE_REWARD = '''
+from rewardkit import reward, registry
+
+@reward(name="pairwise_overlap", group=True, mode="process")
+def pairwise_overlap(samples):
+    """Share of each completion's words found in its siblings: a pairwise comparison
+    that (as quadratic matching does on real data) never ends once a huge completion has
+    a sibling."""
+    words = [set(s.text.split()) for s in samples]
+    if len(samples) > 1 and any(len(s.text) > 100_000 for s in samples):
+        while True:
+            pass
+    out = []
+    for i, mine in enumerate(words):
+        others = set().union(*(w for j, w in enumerate(words) if j != i))
+        out.append(len(mine & others) / len(mine) if mine else 0.0)
+    return out
+
+registry.register(pairwise_overlap, "tests")
+'''
+
+
+def test_group_reward_probes_run_in_groups_and_catch_a_pairwise_hang(pytester):
+    pytester.makepyfile(pairwise=PAIRWISE_REWARD)
+    pytester.makeconftest("import pairwise  # noqa: F401\n")
+    pytester.makefile(".cases.yaml", pair=(
+        "reward: pairwise_overlap\nprobes: true\nprobe_timeout: 2\ncases: []\n"))
+    result = pytester.runpytest_subprocess("-q", "-rf", "pair.cases.yaml")
+    # the three probes over 100,000 characters hang beside their siblings, and so does the
+    # group of every probe together; in groups of one (as before) all 12 passed
+    result.assert_outcomes(passed=9, failed=3 + 1)
+    failed = sorted(line.split("::")[1].split()[0] for line in result.stdout.lines
+                    if line.startswith("FAILED"))
+    assert failed == ["probe:1mb_single_line", "probe:1mb_text", "probe:number_spam",
+                      "probe:together"]
+    result.stdout.fnmatch_lines(["*hung: no answer within 2s*"])
+
+
+def test_group_reward_probe_groups_mix_probes_with_normal_siblings():
+    from rewardkit.probes import PROBES, TOGETHER, run_probes
+
+    results = run_probes("group_length", {"unit": "chars"}, reference="42", timeout=20)
+    assert [r.name for r in results] == [*PROBES, TOGETHER]
+    assert all(r.passed for r in results), [r.problem for r in results if not r.passed]
+    # beside two short normal siblings a probe is no longer the only (hence shortest)
+    # completion: the 1 MB one pays the length penalty
+    by_name = {r.name: r for r in results}
+    assert by_name["1mb_text"].score.value is not None
+    assert by_name["1mb_text"].score.value <= 0
+
+
+def test_verbose_rewardkit_test_lists_passing_cases(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "fmt.cases.yaml").write_text(
+        "reward: soft_format\ncases:\n"
+        f"  - {{name: well formed, completion: '{GOOD}', expect: 1.0}}\n"
+        "  - {name: no tags, completion: 'x', expect: 0.0}\n")
+    for flag in ("-v", "--verbose"):
+        proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "test", flag,
+                               str(tmp_path)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        listed = [line.split()[1].split("::")[1] for line in proc.stdout.splitlines()
+                  if line.startswith("PASS ")]
+        assert listed == ["well_formed", "no_tags"]
+    quiet = subprocess.run([sys.executable, "-m", "rewardkit.cli", "test", str(tmp_path)],
+                           capture_output=True, text=True, timeout=120)
+    assert "PASS " not in quiet.stdout and "2 passed, 0 failed" in quiet.stdout

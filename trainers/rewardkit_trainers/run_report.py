@@ -1,7 +1,8 @@
 """What a training run leaves for ``rewardkit report``: its scored samples and the page.
 
 A :class:`ScoredSampleLog` keeps the samples the reward scored during training (a
-bounded number per step), in the rows ``rewardkit score`` writes plus their ``step``;
+bounded number of whole groups per step), in the rows ``rewardkit score`` writes plus
+their ``step`` and ``group``;
 at the end of the run :func:`write_run_report` writes ``scored_samples.jsonl``,
 ``rewards.yaml`` (the reward config) and ``report.html`` next to the reward curves.
 """
@@ -26,13 +27,23 @@ LIMIT = 20_000
 
 
 class ScoredSampleLog:
-    """The scored samples of a run, recorded from the scorer all components share."""
+    """The scored samples of a run, recorded from the scorer all components share.
 
-    def __init__(self, per_step: int = PER_STEP, limit: int = LIMIT) -> None:
+    Each row gets a ``group``: ``"<step>:<batch>:<k>"``, the k-th run of
+    ``num_generations`` rows of the step's batch-th scored batch. That is how the trainer
+    groups them (TRL lays a batch out as each prompt's G completions in a row and takes
+    the advantage over ``rewards.view(-1, G)``), so a prompt drawn twice in one step is
+    two groups, not one of 2G.
+    """
+
+    def __init__(self, per_step: int = PER_STEP, limit: int = LIMIT,
+                 num_generations: int = 1) -> None:
         self.per_step = per_step
         self.limit = limit
+        self.num_generations = max(1, num_generations)
         self.rows: list[dict[str, Any]] = []
         self._per_step: dict[int, int] = {}
+        self._batches: dict[int, int] = {}
         self._seen: set[int] = set()
         self._lock = threading.Lock()
 
@@ -52,8 +63,12 @@ class ScoredSampleLog:
             if id(result) in self._seen:  # the same batch, asked for by the next component
                 return
             self._seen.add(id(result))
+            size = self.num_generations
             room = min(self.per_step - self._per_step.get(step, 0), self.limit - len(self.rows))
-            for i, sample in enumerate(samples[: max(0, room)]):
+            room = max(0, room) // size * size  # whole groups only
+            batch = self._batches.get(step, 0)
+            self._batches[step] = batch + 1
+            for i, sample in enumerate(samples[:room]):
                 scored = result[i]
                 components: dict[str, dict[str, Any]] = {}
                 for name, s in scored.scores.items():
@@ -66,9 +81,10 @@ class ScoredSampleLog:
                 self.rows.append({
                     "step": step, "prompt": sample.prompt, "completion": sample.completion,
                     "reference": sample.reference, **_plain(sample.metadata),
+                    "group": f"{step}:{batch}:{i // size}",
                     "reward": scored.total, "components": components,
                 })
-            self._per_step[step] = self._per_step.get(step, 0) + max(0, room)
+            self._per_step[step] = self._per_step.get(step, 0) + min(room, len(samples))
 
     def write(self, path: Path) -> Path:
         with path.open("w", encoding="utf-8") as fh:
@@ -81,7 +97,7 @@ def _plain(metadata: dict[str, Any]) -> dict[str, Any]:
     """Metadata that fits a JSON line (images and other blobs become their type name)."""
     out = {}
     for key, value in metadata.items():
-        if key in ("step", "prompt", "completion", "reference", "reward", "components"):
+        if key in ("step", "prompt", "completion", "reference", "group", "reward", "components"):
             key = f"metadata.{key}"
         out[key] = value if isinstance(value, str | int | float | bool | type(None) | list
                                        | dict) else f"<{type(value).__name__}>"

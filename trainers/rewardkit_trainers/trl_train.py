@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardkit.config import RewardConfig
+from rewardkit.report.monitor import HackMonitor
 
 from rewardkit_trainers.config import GeneratedData, TinyModel, TrainConfig
 from rewardkit_trainers.curves import RewardCurves
@@ -195,9 +196,10 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
                           peft_config=peft_config(train))
     rewards.attach(trainer)
     curves = RewardCurves(rewards.names)
-    samples = ScoredSampleLog()
+    samples = ScoredSampleLog(num_generations=train.num_generations)
     samples.watch(rewards.scorer)
-    progress = make_progress_callback(curves, console)
+    monitor = HackMonitor.for_reward_set(rewards.scorer.reward_set)
+    progress = make_progress_callback(curves, console, monitor=monitor, rows=samples.rows)
     _quiet_printer(trainer)
     trainer.add_callback(progress)
     resume = resume_checkpoint(train, output_dir)
@@ -245,11 +247,17 @@ def _quiet_printer(trainer: Any) -> None:
 
 
 def make_progress_callback(curves: RewardCurves, console: Any,
-                           every: float | None = None) -> Any:
+                           every: float | None = None, monitor: HackMonitor | None = None,
+                           rows: list[dict[str, Any]] | None = None) -> Any:
     """A TrainerCallback that fills ``curves`` and shows progress: a rich bar with the
     current mean reward on a terminal; otherwise (a log file, CI) a plain line
     ``step N/M  reward R  elapsed T`` at the start, every ``every`` seconds
-    (``REWARDKIT_PROGRESS_SECONDS``, default 10) and at the last step."""
+    (``REWARDKIT_PROGRESS_SECONDS``, default 10) and at the last step.
+
+    With a ``monitor`` (:class:`~rewardkit.report.monitor.HackMonitor`), each logged step
+    goes to it with the scored ``rows`` recorded since the last one; a flag that starts
+    is printed at once (``hack monitor: <flag> since step N: <evidence>``), and the plain
+    lines end with the flags that still hold (``hack: <flag>, ...``)."""
     import time
 
     from rich.progress import (
@@ -277,6 +285,7 @@ def make_progress_callback(curves: RewardCurves, console: Any,
             self.reward: float | None = None
             self.total = 0
             self.printed = -1
+            self.fed = 0
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             self.started = time.monotonic()
@@ -293,6 +302,12 @@ def make_progress_callback(curves: RewardCurves, console: Any,
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None,
                    **kw: Any) -> None:
             row = curves.add(state.global_step, logs or {})
+            if row and monitor is not None:
+                new = rows[self.fed:] if rows is not None else []
+                self.fed += len(new)
+                for flag in monitor.step(int(state.global_step), row, new):
+                    console.print(f"hack monitor: {flag.line()}", markup=False,
+                                  highlight=False)
             if row and "reward" in row:
                 self.reward = row["reward"]
                 if self.task is not None:
@@ -309,8 +324,10 @@ def make_progress_callback(curves: RewardCurves, console: Any,
             self.last_line = time.monotonic()
             elapsed = int(self.last_line - self.started)
             reward = "-" if self.reward is None else f"{self.reward:.3f}"
+            held = [f.short() for f in monitor.flags if f.active] if monitor else []
+            flags = f"  hack: {', '.join(held)}" if held else ""
             console.print(f"GRPO step {step}/{self.total}  reward {reward}  "
-                          f"elapsed {elapsed // 60}:{elapsed % 60:02d}", markup=False,
+                          f"elapsed {elapsed // 60}:{elapsed % 60:02d}{flags}", markup=False,
                           highlight=False)
 
         def close(self) -> None:
