@@ -7,7 +7,10 @@ datasets use::
     [{'action': 'UP'}, {'action': 'LEFT'}]     # a list of one-action dicts
     ["up", "left"]                             # a plain list
 
-JSON or Python literal syntax (single quotes), any case, with text around it.
+JSON or Python literal syntax (single quotes), any case, with text around it. Every
+action is a key of the remote (:data:`ACTIONS`): a list holding anything else (an
+unknown name, ``null``, a number) is no action list, for either reward, because the
+environment could not execute it.
 
 >>> parse_actions("Sure! {'action': ['up', 'Left']} done")
 ('UP', 'LEFT')
@@ -30,6 +33,9 @@ MOVES: dict[str, tuple[int, int]] = {
     "RIGHT": (1, 0),
 }
 
+#: the remote's keys: the moves, and the keys that do not move the focus
+ACTIONS: frozenset[str] = frozenset(MOVES) | {"OK", "SELECT", "ENTER", "BACK", "HOME", "MENU"}
+
 _ACTION_KEYS = ("action", "actions")
 # A bracketed span longer than this is not an action list anyone meant to write; it is
 # skipped so spam cannot make parsing slow.
@@ -47,6 +53,8 @@ def parse_actions(value: Any) -> Actions | None:
     decoded JSON value (a reference read from a dataset). In a string, the first
     bracketed span (``[...]`` or ``{...}``) that decodes to an action list wins, so text
     around the list is ignored. An empty list is a valid, empty action list ``()``.
+    Every item must name one of :data:`ACTIONS`, else the list is none (None): this is
+    the one definition of a valid action, for ``gui_navigation`` and ``gui_format``.
     """
     if isinstance(value, str):
         return _parse_text(value)
@@ -169,6 +177,6 @@ def _action_value(mapping: Mapping[Any, Any]) -> Any:
 
 def _names(raw: list[str]) -> Actions | None:
     names = tuple(name.strip().upper() for name in raw)
-    if any(not name for name in names):
+    if any(name not in ACTIONS for name in names):
         return None
     return names

@@ -1,14 +1,20 @@
 """Rewards of a GUI navigation agent: did it answer in the format, and does it get there.
 
-``gui_navigation`` compares the predicted action list with the gold one, either by
-where the two lead (``smooth``, partial credit against sparse rewards early in
-training) or exactly (``strict``, the business metric); a config switches the mode by
-step with ``stages``. ``gui_format`` checks the ``<think>..</think><answer>..</answer>``
-layout with an action list in the answer.
+``gui_navigation`` compares the predicted action list with the gold one: by how much
+of the way to the target it covers (``progress``, the recommended partial credit
+against sparse rewards early in training), by the distance between the end points
+(``smooth``, the seed's formula, which pays an answer that does not move), or exactly
+(``strict``, the business metric); a config switches the mode by step with
+``stages``. ``gui_format`` checks the ``<think>..</think><answer>..</answer>`` layout
+with an action list in the answer that ``gui_navigation`` can read.
 
 >>> from rewardkit import Sample
->>> nav = gui_navigation({"mode": "smooth"})
->>> score = nav.score(Sample(completion="<answer>['UP', 'UP']</answer>", reference=["UP"]))
+>>> nav = gui_navigation({"mode": "progress"})
+>>> score = nav.score(Sample(completion="<answer>['UP']</answer>", reference=["UP", "UP"]))
+>>> score.value, score.reason
+(0.5, 'half of the way (1 step(s) off)')
+>>> seed = gui_navigation({"mode": "smooth"})
+>>> score = seed.score(Sample(completion="<answer>['OK']</answer>", reference=["UP"]))
 >>> round(score.value, 3), score.reason
 (0.833, '1 step(s) off')
 """
@@ -20,8 +26,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from rewardkit import Params, Sample, Score, reward
-from rewardkit_gui.actions import manhattan, parse_actions, parse_literal, replay
+from rewardkit import Params, Sample, Score, reward, visible_length
+from rewardkit_gui.actions import ACTIONS, manhattan, parse_actions, parse_literal, replay
 
 _tag_cache: dict[str, re.Pattern[str]] = {}
 
@@ -43,16 +49,19 @@ def answer_block(text: str, tag: str) -> str | None:
 
 
 class NavigationParams(Params):
-    mode: Literal["smooth", "strict"] = Field(
-        "smooth",
-        description="smooth: partial credit by the distance between the end points of the "
-        "predicted and gold action lists; strict: 1 only for an identical list",
+    mode: Literal["progress", "smooth", "strict"] = Field(
+        "progress",
+        description="progress: the share of the way from the start to the target that "
+        "the predicted path covers, (d_start - d_end) / d_start, at least 0 (no move or a "
+        "wrong direction: 0); smooth: the seed's 1 - d/(threshold+1) by the distance d "
+        "between the end points (pays answers that do not move); strict: 1 only for an "
+        "identical list",
     )
     threshold: int = Field(
         5,
         ge=0,
         description="smooth mode: a distance d <= threshold pays 1 - d/(threshold+1); "
-        "farther pays 0",
+        "farther pays 0 (the other modes ignore it)",
     )
     answer_tag: str = Field(
         "answer",
@@ -68,18 +77,25 @@ class NavigationParams(Params):
 
 @reward(params=NavigationParams)
 def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
-    """Does the predicted action list reach the gold target (smooth) or equal it (strict).
+    """Does the predicted action list get to the gold target (progress, smooth) or equal
+    it (strict).
 
     The reference is the gold action list in any accepted form (see
     :func:`rewardkit_gui.actions.parse_actions`); an unreadable reference is an error,
-    not a 0. Case is ignored. Smooth mode replays both lists from (0, 0) and pays
-    1 at distance 0, ``1 - d/(threshold+1)`` up to ``threshold``, else 0; an empty or
-    missing prediction pays 0. Note that smooth mode pays 1 for any path to the right
-    place, detours included; strict mode does not.
+    not a 0. Case is ignored; an empty or missing prediction, or one with an action the
+    remote does not have, pays 0. Both lists are replayed from where the episode starts,
+    (0, 0). Progress mode pays ``(d_start - d_end) / d_start``, at least 0, where
+    ``d_start`` is the target's distance from the start and ``d_end`` from where the
+    prediction ends: 1 at the target, 0 for not moving or moving away (a gold path that
+    ends where it starts pays 1 only for ending there too). Smooth mode is the seed's:
+    1 at distance 0, ``1 - d/(threshold+1)`` up to ``threshold``, else 0, so an answer
+    that does not move is paid whenever the target is near. Both pay 1 for any path to
+    the right place, detours included; strict mode does not.
     """
     gold = parse_actions(sample.reference)
     if gold is None:
-        return Score.error(f"reference is not an action list: {_preview(sample.reference)}")
+        return Score.error(f"reference is not an action list of the remote's keys "
+                           f"({', '.join(sorted(ACTIONS))}): {_preview(sample.reference)}")
     if not gold:
         return Score.error("reference action list is empty")
 
@@ -101,15 +117,30 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
             return Score.ok(1.0, "identical action list", n_actions=len(predicted))
         return Score.ok(0.0, "action list differs", n_actions=len(predicted))
 
-    end = replay(predicted)
-    distance = manhattan(end, replay(gold))
+    end, target = replay(predicted), replay(gold)
+    distance = manhattan(end, target)
+    details = {"distance": distance, "end": end, "n_actions": len(predicted)}
+    if params.mode == "progress":
+        return _progress(distance, manhattan((0, 0), target), details)
     if distance == 0:
         value, reason = 1.0, "reaches the target"
     elif distance <= params.threshold:
         value, reason = 1.0 - distance / (params.threshold + 1), f"{distance} step(s) off"
     else:
         value, reason = 0.0, f"{distance} steps off, beyond threshold {params.threshold}"
-    return Score.ok(value, reason, distance=distance, end=end, n_actions=len(predicted))
+    return Score.ok(value, reason, **details)
+
+
+def _progress(distance: int, start_distance: int, details: dict[str, object]) -> Score:
+    """Progress-mode score: how much closer to the target the path ends than it began."""
+    if distance == 0:
+        return Score.ok(1.0, "reaches the target", **details)
+    if distance >= start_distance:
+        return Score.ok(0.0, f"no closer to the target than the start ({distance} step(s) "
+                        f"off, {start_distance} at the start)", **details)
+    value = (start_distance - distance) / start_distance
+    share = "half" if value == 0.5 else f"{value:.0%}"
+    return Score.ok(value, f"{share} of the way ({distance} step(s) off)", **details)
 
 
 class FormatParams(Params):
@@ -121,19 +152,21 @@ class FormatParams(Params):
     answer_shape: Literal["list", "any"] = Field(
         "list",
         description="list: the answer is a non-empty list whose first item is an object "
-        "with an `action` key (the SEEDS rule); any: any accepted action-list form with at "
-        "least one action, e.g. {'action': ['UP']}",
+        "with an `action` key (the SEEDS rule); any: any accepted action-list form, e.g. "
+        "{'action': ['UP']}; either way every item is an action gui_navigation accepts",
     )
 
 
 @reward(params=FormatParams)
 def gui_format(sample: Sample, params: FormatParams) -> float:
     """1 when the whole output is ``<think>...</think>`` then ``<answer>...</answer>`` and
-    the answer is an action list, else 0.
+    the answer is an action list ``gui_navigation`` can read, else 0.
 
     Nothing but whitespace may surround or separate the two blocks, each tag appears
-    exactly once, and the answer content must decode on its own as JSON or a Python
-    literal (single quotes), with no text around it.
+    exactly once, the reasoning has visible characters (unless
+    ``allow_empty_reasoning``), and the answer content must decode on its own as JSON or
+    a Python literal (single quotes), with no text around it, into at least one action
+    of the remote (:data:`rewardkit_gui.actions.ACTIONS`) and nothing else.
     """
     text = sample.text
     r, a = params.reasoning_tag, params.answer_tag
@@ -148,22 +181,18 @@ def gui_format(sample: Sample, params: FormatParams) -> float:
     if match is None:
         return 0.0
     reasoning, answer = match.groups()
-    if not reasoning.strip() and not params.allow_empty_reasoning:
+    if visible_length(reasoning) == 0 and not params.allow_empty_reasoning:
         return 0.0
     try:
         decoded = parse_literal(answer)
     except ValueError:
         return 0.0
+    if not parse_actions(decoded):  # None (not actions) or () (no action)
+        return 0.0
     if params.answer_shape == "list":
-        ok = (
-            isinstance(decoded, list)
-            and len(decoded) > 0
-            and isinstance(decoded[0], dict)
-            and "action" in decoded[0]
-        )
-    else:
-        ok = bool(parse_actions(decoded))
-    return 1.0 if ok else 0.0
+        ok = isinstance(decoded, list) and isinstance(decoded[0], dict) and "action" in decoded[0]
+        return 1.0 if ok else 0.0
+    return 1.0
 
 
 def _preview(value: object, limit: int = 80) -> str:

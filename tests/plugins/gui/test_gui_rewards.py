@@ -28,28 +28,88 @@ def test_both_rewards_are_registered_by_the_plugin() -> None:
 
 
 # -- gui_navigation, smooth -----------------------------------------------------------
-def test_smooth_pays_one_at_the_target() -> None:
-    assert nav(GOOD.format(answer="['up', 'up', 'left']")) == 1.0
+@pytest.mark.parametrize("mode", ["progress", "smooth"])
+def test_pays_one_at_the_target(mode: str) -> None:
+    assert nav(GOOD.format(answer="['up', 'up', 'left']"), mode=mode) == 1.0
 
 
-def test_smooth_pays_one_for_a_detour_that_ends_at_the_target() -> None:
-    assert nav(GOOD.format(answer="['LEFT', 'UP', 'RIGHT', 'LEFT', 'UP']")) == 1.0
+@pytest.mark.parametrize("mode", ["progress", "smooth"])
+def test_pays_one_for_a_detour_that_ends_at_the_target(mode: str) -> None:
+    assert nav(GOOD.format(answer="['LEFT', 'UP', 'RIGHT', 'LEFT', 'UP']"), mode=mode) == 1.0
 
 
 @pytest.mark.parametrize(("answer", "distance"), [("['UP', 'UP']", 1), ("['DOWN']", 4)])
 def test_smooth_pays_one_minus_distance_over_threshold_plus_one(
     answer: str, distance: int
 ) -> None:
-    assert nav(GOOD.format(answer=answer)) == pytest.approx(1 - distance / 6)
+    assert nav(GOOD.format(answer=answer), mode="smooth") == pytest.approx(1 - distance / 6)
 
 
 def test_smooth_pays_zero_beyond_the_threshold() -> None:
-    assert nav(GOOD.format(answer="['DOWN', 'DOWN', 'RIGHT']")) == 0.0  # distance 6
+    assert nav(GOOD.format(answer="['DOWN', 'DOWN', 'RIGHT']"), mode="smooth") == 0.0
 
 
 def test_smooth_threshold_is_a_parameter() -> None:
-    assert nav(GOOD.format(answer="['UP', 'UP']"), threshold=1) == 0.5
-    assert nav(GOOD.format(answer="['UP']"), threshold=1) == 0.0
+    assert nav(GOOD.format(answer="['UP', 'UP']"), mode="smooth", threshold=1) == 0.5
+    assert nav(GOOD.format(answer="['UP']"), mode="smooth", threshold=1) == 0.0
+
+
+def test_smooth_pays_an_answer_that_does_not_move_when_the_target_is_near() -> None:
+    assert nav(GOOD.format(answer="[{'action': 'OK'}]"), mode="smooth") == 0.5
+
+
+# -- gui_navigation, progress (the default) -------------------------------------------
+def test_progress_is_the_default_mode() -> None:
+    assert gui_navigation().params.mode == "progress"
+
+
+@pytest.mark.parametrize("answer", ["[{'action': 'OK'}]", "['DOWN']", "['RIGHT']",
+                                    "['UP', 'DOWN']", "['DOWN', 'DOWN', 'RIGHT', 'RIGHT']"])
+def test_progress_pays_nothing_for_not_moving_or_moving_away(answer: str) -> None:
+    assert nav(GOOD.format(answer=answer)) == 0.0
+
+
+@pytest.mark.parametrize(("answer", "value"), [("['UP']", 1 / 3), ("['UP', 'UP']", 2 / 3),
+                                               ("['LEFT', 'UP', 'UP', 'UP']", 2 / 3)])
+def test_progress_pays_the_share_of_the_way_covered(answer: str, value: float) -> None:
+    assert nav(GOOD.format(answer=answer)) == pytest.approx(value)
+
+
+def test_progress_is_monotone_in_the_distance_left() -> None:
+    gold = ["DOWN"] * 4 + ["RIGHT"] * 5
+    values = [nav(GOOD.format(answer=repr(gold[:n])), reference=gold) for n in range(1, 10)]
+    assert values == sorted(values) and values[-1] == 1.0
+
+
+# -- what an action is ----------------------------------------------------------------
+@pytest.mark.parametrize("answer", ["['UP', 'SELF_DESTRUCT']", "[{'action': None}]",
+                                    "['UP', 42]", "[{'action': ''}]"])
+def test_a_list_with_anything_but_remote_keys_is_no_answer(answer: str) -> None:
+    score = gui_navigation().score(Sample(completion=GOOD.format(answer=answer),
+                                          reference=GOLD))
+    assert (score.value, score.reason) == (0.0, "no action list found")
+
+
+def test_a_reference_with_an_unknown_action_is_an_error_naming_the_keys() -> None:
+    score = gui_navigation().score(Sample(completion="['UP']", reference=["UP", "JUMP"]))
+    assert score.status is Status.ERROR
+    assert score.reason is not None and "BACK, DOWN" in score.reason
+
+
+@pytest.mark.parametrize("answer", ["[{'action': None}]", "[{'action': 'SELF_DESTRUCT'}]",
+                                    "[{'action': 'SELF_DESTRUCT'}, 42, 'junk']"])
+def test_format_pays_nothing_navigation_cannot_read(answer: str) -> None:
+    text = GOOD.format(answer=answer)
+    assert fmt(text) == 0.0
+    assert gui_navigation().score(Sample(completion=text, reference=GOLD)).reason == \
+        "no action list found"
+
+
+@pytest.mark.parametrize("answer", ["[{'action': 'UP'}, 42, 'junk']", "[{'action': 'UP'}, {}]"])
+def test_format_pays_nothing_for_junk_items_beside_an_action(answer: str) -> None:
+    # navigation reads the action object inside (text around a list is ignored); the
+    # format reward asks for the whole answer to be the action list
+    assert fmt(GOOD.format(answer=answer)) == 0.0
 
 
 def test_no_predicted_actions_pays_zero_even_when_already_at_distance_zero() -> None:
@@ -119,7 +179,7 @@ def test_unknown_params_are_rejected() -> None:
         gui_navigation({"mode": "smooth", "treshold": 3})
 
 
-def test_mode_must_be_smooth_or_strict() -> None:
+def test_mode_must_be_progress_smooth_or_strict() -> None:
     with pytest.raises(ValueError):
         gui_navigation({"mode": "fuzzy"})
 
