@@ -32,7 +32,7 @@ from rewardkit.report.monitor import (
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the committed run folder docs/report.md runs `rewardkit report` on
-EXAMPLE_RUN = ROOT / "examples" / "runs" / "format-hack"
+EXAMPLE_RUN = ROOT / "examples" / "data" / "format-hack-run"
 
 HACK_CONFIG = {"rewards": {
     "format": {"reward": "soft_format", "weight": 1.0},
@@ -246,9 +246,17 @@ def test_honest_short_answers_and_shared_final_answers_are_not_degenerate():
 
 # -- the committed example and the progress lines -------------------------------------
 def test_the_example_run_folder_is_the_constructed_hacking_run(tmp_path: Path):
-    built = write_run_folder(tmp_path / "format-hack", HACK_CONFIG, format_hack, seed=1)
-    for name in ("scored_samples.jsonl", "rewards.yaml", "reward_curves.csv"):
+    built = write_run_folder(tmp_path / "format-hack-run", HACK_CONFIG, format_hack, seed=1)
+    for name in ("rewards.yaml", "reward_curves.csv"):
         assert (EXAMPLE_RUN / name).read_text() == (built / name).read_text(), name
+
+    def graded(folder: Path) -> list[Any]:  # the reasons' wording may change, not the grades
+        rows = [json.loads(line) for line in (folder / "scored_samples.jsonl").open()]
+        return [(r["step"], r["group"], r["completion"], r["reward"],
+                 {n: (c["value"], c["status"]) for n, c in r["components"].items()})
+                for r in rows]
+
+    assert graded(EXAMPLE_RUN) == graded(built)
 
 
 def test_progress_lines_of_a_training_run_say_each_flag_when_it_starts():
