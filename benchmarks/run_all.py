@@ -146,6 +146,13 @@ def grpo_headlines(stdout: str, data: Any) -> list[Headline]:
     ]
 
 
+def hacks_headlines(stdout: str, data: Any) -> list[Headline]:
+    return [Headline(f"known reward hacks paid, of the {data['rows']} of the red-team corpus",
+                     data["paid"], "hacks", "report (lower is better)", None),
+            Headline("honest twins of those hacks not fully paid", data["honest_not_full"],
+                     "hacks", "0", data["honest_not_full"] == 0)]
+
+
 BENCHES = [
     Bench("core", "bench_core.py", [], ["--quick"],
           "composition overhead and process-mode scaling", core_headlines),
@@ -166,6 +173,9 @@ BENCHES = [
           humaneval_headlines),
     Bench("ray_scaling", "bench_ray_scaling.py", [], ["--quick"],
           "Ray executor on 1, 2, 4 local nodes", ray_headlines),
+    Bench("hacks", "bench_hacks.py", [], [],
+          "known reward hacks (benchmarks/data/hacks): how many each reward pays",
+          hacks_headlines),
 ]
 
 
@@ -237,6 +247,8 @@ def _fmt(h: Headline) -> str:
         return f"{h.value:+.1f}%"
     if h.unit == "s":
         return f"{h.value:.2f} s"
+    if h.unit == "hacks":
+        return f"{h.value:.0f}"
     return f"{h.value:.2f}x"
 
 
