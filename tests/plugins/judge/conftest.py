@@ -4,10 +4,14 @@ chat-completions API), and the answers of a scripted judge server."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,8 @@ from judge_support import (
     JUDGE_LM_CACHE,
     TRANSLATION_LM,
     ChatServer,
+    Script,
+    answer_for,
     fingerprint,
     reward_of,
 )
@@ -71,3 +77,48 @@ def start_server(judge_model_dir: Path) -> Iterator[Any]:
     yield start
     for server in started:
         server.close()
+
+
+@pytest.fixture
+def scripted() -> Iterator[tuple[str, Script]]:
+    """A scripted judge server on loopback (its answers: judge_support.answer_for), for
+    the client's limits and for what a reward sends."""
+    pytest.importorskip("httpx")
+    from rewardkit_judge.chat_server import send_json
+
+    script = Script()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            request = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
+            with script.lock:
+                script.requests += 1
+                script.times.append(time.perf_counter())
+                script.bodies.append(json.loads(request))
+                n = script.requests
+                script.in_flight += 1
+                script.most_in_flight = max(script.most_in_flight, script.in_flight)
+            try:
+                time.sleep(script.delay)
+                if n <= script.fail_first:
+                    status, body = 503, {"error": {"message": "busy"}}
+                else:
+                    status, body = 200, {"choices": [{"message": {
+                        "role": "assistant", "content": answer_for(request)}}]}
+                send_json(self, status, body)
+            finally:
+                with script.lock:
+                    script.in_flight -= 1
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", script
+    server.shutdown()
+    server.server_close()

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,10 @@ def answer_for(request_text: str) -> str:
 
 #: llm_judge params of the trained tiny judge: the default rubric prompt (base_url per server)
 JUDGE_LM = {"model": "tiny-judge", "rubric": RUBRIC, "retries": 1, "backoff": 0.05,
-            "request_timeout": 30, "max_tokens": 8}
+            "request_timeout": 30, "max_tokens": 24}
 #: translation_judge params of the trained tiny judge: the default template and criteria
 TRANSLATION_LM = {"model": "tiny-judge", "retries": 1, "backoff": 0.05,
-                  "request_timeout": 30, "max_tokens": 32}
+                  "request_timeout": 30, "max_tokens": 64}
 JUDGE_LM_CACHE = Path(__file__).resolve().parents[3] / "build" / "judge-lm"
 
 
@@ -99,3 +100,18 @@ class ChatServer:
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
+
+
+class Script:
+    """What the scripted server does: counts requests and requests in flight, and keeps
+    the body of each request (the messages a reward sent)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.requests = 0
+        self.fail_first = 0        # answer 503 to this many requests first
+        self.delay = 0.0           # seconds before answering
+        self.times: list[float] = []
+        self.bodies: list[dict[str, Any]] = []

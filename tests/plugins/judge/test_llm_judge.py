@@ -10,10 +10,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +27,12 @@ from judge_support import (
     TRANSLATION_LM,
     TRANSLATIONS,
     ChatServer,
-    answer_for,
+    Script,
 )
 
 from rewardkit import ConfigError, RewardSet
 
 pytest.importorskip("httpx")
-from rewardkit_judge.chat_server import send_json
 
 
 def judge_set(base_url: str, **params: Any) -> RewardSet:
@@ -60,60 +56,6 @@ def lm_rows(*completions: str) -> list[dict[str, Any]]:
 
 def judge_of(rs: RewardSet) -> Any:
     return rs.components["judge"].stages[0].reward
-
-
-# -- a scripted server for the client's limits ----------------------------------------
-
-class Script:
-    """What the scripted server does: counts requests and requests in flight."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.in_flight = 0
-        self.most_in_flight = 0
-        self.requests = 0
-        self.fail_first = 0        # answer 503 to this many requests first
-        self.delay = 0.0           # seconds before answering
-        self.times: list[float] = []
-
-
-@pytest.fixture
-def scripted() -> Iterator[tuple[str, Script]]:
-    script = Script()
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            request = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
-            with script.lock:
-                script.requests += 1
-                script.times.append(time.perf_counter())
-                n = script.requests
-                script.in_flight += 1
-                script.most_in_flight = max(script.most_in_flight, script.in_flight)
-            try:
-                time.sleep(script.delay)
-                if n <= script.fail_first:
-                    status, body = 503, {"error": {"message": "busy"}}
-                else:
-                    status, body = 200, {"choices": [{"message": {
-                        "role": "assistant", "content": answer_for(request)}}]}
-                send_json(self, status, body)
-            finally:
-                with script.lock:
-                    script.in_flight -= 1
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", script
-    server.shutdown()
-    server.server_close()
 
 
 # -- the client against the scripted server -----------------------------------------
