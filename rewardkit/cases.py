@@ -121,10 +121,12 @@ class CaseFile(BaseModel):
     probes: bool = False
     checks: list[Check] = Field(
         default_factory=list,
-        description="what the reward verifies (answer, format, code, length): decides which "
+        description="what the reward verifies (answer, format, code, length, content): "
+        "decides which "
         "exploits it must refuse; default answer")
-    exploits: bool | ExploitSettings = Field(
-        False, description="run the exploit probes (true, or a mapping with allow:)")
+    exploits: bool | ExploitSettings | None = Field(
+        None, description="run the exploit probes (true, or a mapping with allow:); false "
+        "keeps them off even under `rewardkit test --exploits`")
     probe_prompt: Any = None
     probe_reference: Any = None
     probe_metadata: dict[str, Any] = Field(default_factory=dict)
@@ -145,7 +147,8 @@ class CaseFile(BaseModel):
 
     @property
     def runs_exploits(self) -> bool:
-        return self.exploits is not False
+        """The file asks for the exploit probes."""
+        return self.exploits is not None and self.exploits is not False
 
 
 class CaseFileError(Exception):

@@ -388,7 +388,8 @@ def cmd_test(args: argparse.Namespace) -> int:
                                     "detail": f"{spec.reward} failed probe {pr.name!r}: "
                                               f"{pr.problem}" if pr.problem else "",
                                     "score": pr.score.to_dict()})
-            if (spec.runs_exploits or args.exploits) and not args.no_probes:
+            if (spec.runs_exploits or (args.exploits and spec.exploits is None)) \
+                    and not args.no_probes:
                 report = run_exploits(loaded, scores)
                 reports.append((path, report))
                 for er in report.results:
