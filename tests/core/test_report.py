@@ -177,3 +177,108 @@ def test_latency_is_shown_for_rewards_timed_per_sample_only(tmp_path: Path):
     worker_row = re.search(r"<tr><td>worker</td>(.*?)</tr>", page).group(1)
     assert inline_row.count("<td>-</td>") == 2  # p50, p95
     assert worker_row.count("<td>-</td>") == 0
+
+
+# -- issue 20 item 4 ------------------------------------------------------------------
+RAMP_AND_STAGES = """\
+rewards:
+  format: {reward: soft_format, weight: {schedule: linear, start: 0.0, end: 1.0, steps: 100}}
+  accuracy:
+    reward: exact_answer
+    stages:
+      - {until_step: 50, weight: 1.0}
+      - {weight: 2.0}
+"""
+
+
+def _weights_chart_end(page: str) -> float:
+    chart = re.search(r"<title>weights over steps</title>(.*?)</svg>", page, re.S)
+    assert chart, "no weights chart"
+    # the x axis's right-hand label (the chart is 280 high; the step labels sit 18 above)
+    return float(re.search(r'y="262" class="axis" text-anchor="end">([^<]+)<',
+                           chart.group(1)).group(1))
+
+
+def test_weights_chart_runs_to_the_schedule_end_not_the_last_stage_switch(tmp_path: Path):
+    from rewardkit import RewardSet
+
+    config = tmp_path / "c.yaml"
+    config.write_text(RAMP_AND_STAGES)
+    rs = RewardSet.from_file(config)
+    # a scored file (no steps): the ramp to 100 is the schedule's end, past the switch at 50
+    assert _weights_chart_end(build_report([row("p", 1.0, format=1.0)], reward_set=rs)) == 100
+    # a run that goes on past the schedule's end: to its last step
+    rows = [dict(row("p", 1.0, format=1.0), step=s) for s in (0, 60, 130)]
+    assert _weights_chart_end(build_report(rows, reward_set=rs)) == 130
+    # a run that stopped early (12 steps): still the whole schedule
+    assert _weights_chart_end(build_report(rows[:1], reward_set=rs, steps=12)) == 100
+
+
+def test_weights_chart_shows_the_stage_after_the_last_switch(tmp_path: Path):
+    from rewardkit import RewardSet
+
+    rs = RewardSet.from_dict({"rewards": {"accuracy": {"reward": "exact_answer", "stages": [
+        {"until_step": 50, "weight": 1.0}, {"weight": 2.0}]}}})
+    assert _weights_chart_end(build_report([row("p", 1.0, accuracy=1.0)], reward_set=rs)) > 50
+
+
+def test_latency_is_the_cli_percentile_in_readable_units():
+    from rewardkit.score_result import percentile
+
+    latencies = [400.0 + 97.3 * i for i in range(27)]
+    rows = [row("p", 1.0, worker=1.0) for _ in latencies]
+    for r, ms in zip(rows, latencies, strict=True):
+        r["components"]["worker"]["latency_ms"] = ms
+    page = build_report(rows)
+    cells = re.search(r"<tr><td>worker</td>(.*?)</tr>", page).group(1)
+    assert f"<td>{percentile(latencies, 50):.0f} ms</td>" in cells   # 1665 ms
+    assert f"<td>{percentile(latencies, 95):.0f} ms</td>" in cells   # 2812 ms
+    assert "e+" not in cells
+
+
+def test_report_latency_matches_what_rewardkit_score_printed_for_the_same_file(tmp_path: Path):
+    config = tmp_path / "c.yaml"
+    config.write_text("rewards:\n  slow: {reward: echo_after}\n")
+    src = tmp_path / "s.jsonl"
+    src.write_text("".join(json.dumps({"prompt": f"p{i}", "completion": "c", "v": 1.0,
+                                       "sleep": 0.004 * i}) + "\n" for i in range(12)))
+    scored = tmp_path / "o.jsonl"
+    faulty = [sys.executable, str(Path(__file__).with_name("faulty_cli.py"))]
+    proc = subprocess.run([*faulty, "score", str(config), str(src), "--out", str(scored),
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    cli_metrics = json.loads(proc.stdout)["components"]["slow"]
+    rows, _ = read_scored(scored)
+    cells = re.search(r"<tr><td>slow</td>(.*?)</tr>", build_report(rows)).group(1)
+    shown = [float(v) for v in re.findall(r"<td>([\d.]+) ms</td>", cells)]
+    assert shown == pytest.approx([cli_metrics["latency_ms_p50"],
+                                   cli_metrics["latency_ms_p95"]], abs=0.51)
+
+
+def test_a_prompt_drawn_twice_in_one_step_is_two_groups():
+    """TRL groups a batch by position (each prompt's G completions in a row): the run's
+    scored-samples log records that group, and the report counts groups of G."""
+    run_report = pytest.importorskip("rewardkit_trainers.run_report")
+    from rewardkit import RewardSet, Sample
+
+    rs = RewardSet.from_dict({"rewards": {"acc": {"reward": "exact_answer"}}})
+    # one step, the prompt "add 1 and 1" drawn twice (G = 4): one group learns, one is flat
+    answers = ["2", "3", "2", "5", "2", "2", "2", "2"]
+    samples = [Sample("add 1 and 1", f"<answer>{a}</answer>", "2") for a in answers]
+    log = run_report.ScoredSampleLog(num_generations=4)
+    log.record(7, samples, rs.score(samples, step=7))
+    assert [r["group"] for r in log.rows] == ["7:0:0"] * 4 + ["7:0:1"] * 4
+    summary = summarise(log.rows)
+    assert summary.group_sizes == {4: 2}
+    assert (summary.zero_variance_groups, summary.zero_variance_share) == (1, 0.5)
+
+
+def test_the_sample_log_keeps_whole_groups_per_step():
+    run_report = pytest.importorskip("rewardkit_trainers.run_report")
+    from rewardkit import RewardSet, Sample
+
+    rs = RewardSet.from_dict({"rewards": {"acc": {"reward": "exact_answer"}}})
+    samples = [Sample(f"p{i // 6}", "x", "y") for i in range(24)]
+    log = run_report.ScoredSampleLog(per_step=16, num_generations=6)
+    log.record(0, samples, rs.score(samples, step=0))
+    assert len(log.rows) == 12  # two whole groups of 6, not 16 rows cutting the third
