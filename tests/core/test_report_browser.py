@@ -144,3 +144,55 @@ def test_sign_link_lists_the_suspected_samples_and_a_row_opens_in_full(loaded: L
 def test_text_search(loaded: Loaded):
     loaded.page.fill("#f-text", "add 9 and 3")
     assert loaded.count_text() == "2 of 38 samples match"
+
+
+CLOSE_SWITCHES = """\
+rewards:
+  format: {reward: soft_format, weight: {schedule: linear, start: 0.2, end: 1.0, steps: 100}}
+  accuracy:
+    reward: exact_answer
+    stages: [{until_step: 50, weight: 1.0}, {weight: 2.0}]
+  number:
+    reward: answer_is_number
+    stages: [{until_step: 52, weight: 0.5}, {until_step: 97, weight: 0.2}, {weight: 0.0}]
+"""
+
+
+def _boxes(page: Any, selector: str) -> list[dict[str, float]]:
+    return page.eval_on_selector_all(selector, "els => els.map(e => { const b = e.getBBox(); "
+                                     "return {x: b.x, y: b.y, w: b.width, h: b.height, "
+                                     "t: e.textContent}; })")
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
+            and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
+
+
+def test_stage_switch_labels_overlap_neither_each_other_nor_the_legend(
+        browser: Any, tmp_path: Path):
+    """Switches at steps 50 and 52 (two components) and 97 (near the right edge, where a
+    label starting at its line would run into the legend)."""
+    from rewardkit import RewardSet
+    from rewardkit.report import build_report
+
+    config = tmp_path / "c.yaml"
+    config.write_text(CLOSE_SWITCHES)
+    rows = [{"prompt": "p", "completion": "c", "reward": 1.0, "step": s,
+             "components": {"format": {"value": 1.0, "status": "ok"}}} for s in (0, 100)]
+    path = tmp_path / "switches.html"
+    path.write_text(build_report(rows, reward_set=RewardSet.from_file(config)))
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(path.as_uri())
+        chart = "svg.chart:has(title:text-is('weights over steps'))"
+        labels = [b for b in _boxes(page, f"{chart} text") if "stage switch" in b["t"]]
+        legend = _boxes(page, f"{chart} text.legend")
+        assert len(labels) == 3 and len(legend) == 3
+        for i, a in enumerate(labels):
+            assert not any(_overlap(a, b) for b in labels[i + 1:]), labels
+            assert not any(_overlap(a, b) for b in legend), (a, legend)
+        width = page.eval_on_selector(chart, "e => e.viewBox.baseVal.width")
+        assert all(b["x"] >= 0 and b["x"] + b["w"] <= width for b in labels)
+    finally:
+        page.close()
