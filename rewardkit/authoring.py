@@ -15,12 +15,14 @@ function, so both styles reach the engine the same way.
 1.0
 
 The decorated name can be tried as written: called on a text or a :class:`Sample` (with
-parameters as keywords), it scores it; the reward still pickles by reference.
+parameters as keywords), it scores it and returns a :class:`Score`, whatever the reward
+returns (a float, a bool, a Score, None), as the engine would record it; the reward
+still pickles by reference.
 
->>> short_answer("abc", limit=2)
+>>> short_answer("abc", limit=2).value
 0.0
 >>> short_answer(Sample(prompt="q", completion="abc"))
-1.0
+Score(value=1.0, status=<Status.OK: 'ok'>, reason='', details=None)
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict
 
-from rewardkit.types import ExecutionMode, Sample, Score
+from rewardkit.types import ExecutionMode, Sample, Score, coerce_value
 
 RewardValue = float | bool | int | Score | None
 
@@ -162,10 +164,15 @@ class Reward(metaclass=_RewardClass):
     def __call__(self, sample: Sample) -> Any:
         return self.score(sample)
 
-    def try_on(self, data: Sample | str | list[Sample | str]) -> Any:
+    def try_on(self, data: Sample | str | list[Sample | str]) -> Score | list[Score]:
         """Score a text or a :class:`Sample` (a group reward: a list of them) the way the
         engine would call :meth:`score` (:meth:`score_group`), async rewards run to
-        completion; returns what the reward returns. For trying a reward by hand."""
+        completion. For trying a reward by hand.
+
+        Returns a :class:`Score` (a group reward: one per sample) whatever the reward
+        returns: ``1.0`` becomes ``Score(1.0)``, ``None`` a skipped Score, a NaN or a
+        string an error Score, as the engine would record them. One return type for
+        every reward, so ``get_reward(name)(text).value`` always works."""
         if self.group:
             items = data if isinstance(data, list) else [data]
             got: Any = self.score_group([_as_sample(item) for item in items])
@@ -174,8 +181,10 @@ class Reward(metaclass=_RewardClass):
         else:
             got = self.score(_as_sample(data))
         if inspect.isawaitable(got):
-            return asyncio.run(_awaited(got))
-        return got
+            got = asyncio.run(_awaited(got))
+        if self.group:
+            return [coerce_value(value) for value in got]
+        return coerce_value(got)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by reference to the class plus the parameters, so process workers can

@@ -8,7 +8,7 @@ import faulty_rewards
 import pytest
 from pydantic import ValidationError
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score, completion_text, reward
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, Status, completion_text, reward
 
 
 class P(Params):
@@ -94,9 +94,32 @@ def test_decorator_setup_runs_once_per_instance_with_the_params():
 
 
 def test_a_decorated_reward_scores_a_text_or_a_sample_as_written():
-    assert short("abc") is True
-    assert short("abcd") is False
-    assert short(Sample(prompt="q", completion="abcd"), limit=4) is True
+    assert short("abc") == Score(1.0)  # the function returns True: a Score all the same
+    assert short("abcd").value == 0.0
+    assert short(Sample(prompt="q", completion="abcd"), limit=4).value == 1.0
+
+
+def test_every_reward_tried_by_hand_returns_a_score():
+    """One return type: a reward returning a float (soft_format) and one returning a
+    Score (tag_count) read the same way, and None or NaN read as the engine records
+    them."""
+    from rewardkit import get_reward
+
+    text = "<think>\nx\n</think>\n<answer>\n7\n</answer>"
+    for name in ("soft_format", "tag_count", "answer_is_number"):
+        got = get_reward(name)(text)
+        assert isinstance(got, Score) and got.status is Status.OK, (name, got)
+
+    @reward
+    def nothing(sample: Sample) -> float | None:
+        return None
+
+    @reward
+    def not_a_number(sample: Sample) -> float:
+        return float("nan")
+
+    assert nothing("x").status is Status.SKIPPED
+    assert not_a_number("x").status is Status.ERROR
 
 
 def test_calling_it_with_params_or_nothing_still_builds_an_instance():
@@ -111,13 +134,13 @@ def test_params_given_as_keywords_are_validated():
 
 def test_a_reward_tried_by_hand_still_pickles_by_reference():
     assert pickle.loads(pickle.dumps(short)) is short
-    assert pickle.loads(pickle.dumps(short))("ab") is True
+    assert pickle.loads(pickle.dumps(short))("ab").value == 1.0
     instance = pickle.loads(pickle.dumps(short({"limit": 1})))
     assert type(instance) is short and instance.params.limit == 1
 
 
 def test_an_async_reward_tried_by_hand_runs_to_its_value():
-    assert faulty_rewards.slow_async("done", delay=0.0) == 1.0
+    assert faulty_rewards.slow_async("done", delay=0.0) == Score(1.0)
 
 
 def test_a_group_reward_tried_by_hand_scores_a_list():
@@ -127,8 +150,8 @@ def test_a_group_reward_tried_by_hand_scores_a_list():
         def score_group(self, samples: list[Sample]) -> list[float]:
             return [float(len({len(s.text) for s in samples}) == 1)] * len(samples)
 
-    assert SameLength(["ab", Sample(completion="cd")]) == [1.0, 1.0]
-    assert SameLength("ab") == [1.0]
+    assert SameLength(["ab", Sample(completion="cd")]) == [Score(1.0), Score(1.0)]
+    assert SameLength("ab") == [Score(1.0)]
 
 
 def test_a_class_reward_is_tried_the_same_way():
