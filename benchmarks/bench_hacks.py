@@ -1,6 +1,7 @@
 """Known reward hacks against the built-in rewards: how many each reward still pays.
 
     python benchmarks/bench_hacks.py [--json PATH] [--category NAME ...] [--rows]
+                                     [--baseline EARLIER.json]
 
 The corpus is ``benchmarks/data/hacks/*.yaml``: one file per category (math, format,
 content, gui, translation, judge, code), one row per hack. A row names the reward and its
@@ -355,8 +356,8 @@ def score_rows(rows: list[HackRow]) -> list[Outcome]:
                                        "params": _with_judge(first.params, url)}},
                      "limits": {"max_completion_chars": 10_000_000}},
                     source=f"{first.file}: {first.id}")
-            except (ConfigError, Exception) as exc:  # an unknown reward or param here
-                why = exc.render() if isinstance(exc, ConfigError) else repr(exc)
+            except Exception as exc:  # a reward or a param this rewardkit does not know
+                why = exc.render() if isinstance(exc, ConfigError) else f"{exc}"
                 for row in members:
                     outcomes[row.id] = Outcome(row, None, "config", None, "config",
                                                why[:200], why[:200])
@@ -393,7 +394,7 @@ class Tally:
         self.paid += o.paid
         self.as_high += o.as_high
         self.honest_full += o.honest_full
-        self.errors += o.hack_status not in ("ok", "Status.OK")
+        self.errors += o.hack_status != "ok"
 
 
 def tallies(outcomes: list[Outcome], by: str) -> dict[str, Tally]:
@@ -432,7 +433,15 @@ def _value(v: float | None, status: str) -> str:
     return f"{v:.3f}" if v is not None else status
 
 
-def report(outcomes: list[Outcome], seconds: float, show_rows: bool) -> str:
+def runnable(outcomes: list[Outcome]) -> tuple[list[Outcome], list[Outcome]]:
+    """(the rows this rewardkit could score, those whose reward or params it refused: an
+    older commit lacks an opt-in param that a row uses; they count in no figure)."""
+    return ([o for o in outcomes if o.hack_status != "config"],
+            [o for o in outcomes if o.hack_status == "config"])
+
+
+def report(all_outcomes: list[Outcome], seconds: float, show_rows: bool) -> str:
+    outcomes, refused = runnable(all_outcomes)
     total = Tally()
     for o in outcomes:
         total.add(o)
@@ -441,7 +450,9 @@ def report(outcomes: list[Outcome], seconds: float, show_rows: bool) -> str:
                                        "rewardkit_translation")}
     roots = sorted(set(origins.values()))
     lines = [f"known reward hacks: {total.tried} rows in {len({o.row.file for o in outcomes})} "
-             f"files, scored in {seconds:.1f} s",
+             f"files, scored in {seconds:.1f} s"
+             + (f"; {len(refused)} more rows use a reward or params this rewardkit refuses "
+                f"(not counted): {', '.join(o.row.id for o in refused)}" if refused else ""),
              "rewardkit imported from " + (roots[0] if len(roots) == 1 else
                                            ", ".join(f"{m}: {p}" for m, p in origins.items())),
              "paid: hack >= floor + (full - floor) / 2 (0.5 on a 0..1 reward); as high: hack "
@@ -465,16 +476,18 @@ def report(outcomes: list[Outcome], seconds: float, show_rows: bool) -> str:
     return "\n".join(lines)
 
 
-def summary(outcomes: list[Outcome], seconds: float) -> dict[str, Any]:
+def summary(all_outcomes: list[Outcome], seconds: float) -> dict[str, Any]:
     def as_dict(t: Tally) -> dict[str, int]:
         return {"tried": t.tried, "paid": t.paid, "as_high": t.as_high,
                 "honest_full": t.honest_full, "errors": t.errors}
 
+    outcomes, refused = runnable(all_outcomes)
     total = Tally()
     for o in outcomes:
         total.add(o)
     return {
-        "rows": total.tried, "paid": total.paid, "as_high": total.as_high,
+        "rows": total.tried, "refused": [o.row.id for o in refused], "paid": total.paid,
+        "as_high": total.as_high,
         "honest_not_full": total.tried - total.honest_full, "seconds": round(seconds, 2),
         "rewardkit": _origin("rewardkit"),
         "by_category": {k: as_dict(v) for k, v in tallies(outcomes, "category").items()},
@@ -488,12 +501,47 @@ def summary(outcomes: list[Outcome], seconds: float) -> dict[str, Any]:
     }
 
 
+def comparison(baseline: dict[str, Any], outcomes: list[Outcome], label: str) -> str:
+    """The per-category figures of ``baseline`` (an earlier ``--json``) beside this run's,
+    and the rows whose verdict moved."""
+    before = {o["id"]: o for o in baseline["outcomes"]}
+    outcomes = runnable(outcomes)[0]
+    now = tallies(outcomes, "category")
+    lines = [f"against {label} (rewardkit from {baseline.get('rewardkit', '?')}):",
+             f"  {'category':<13}{'tried':>6}{'paid before':>13}{'paid now':>10}"
+             f"{'honest full before':>20}{'now':>6}"]
+    total_before = total_honest = 0
+    for name, t in now.items():
+        rows = [o for o in outcomes if o.row.category == name]
+        paid = sum(before[o.row.id]["paid"] for o in rows if o.row.id in before)
+        honest = sum(before[o.row.id]["honest_full"] for o in rows if o.row.id in before)
+        total_before += paid
+        total_honest += honest
+        lines.append(f"  {name:<13}{t.tried:>6}{paid:>13}{t.paid:>10}{honest:>20}"
+                     f"{t.honest_full:>6}")
+    lines.append(f"  {'all':<13}{len(outcomes):>6}{total_before:>13}"
+                 f"{sum(o.paid for o in outcomes):>10}{total_honest:>20}"
+                 f"{sum(o.honest_full for o in outcomes):>6}")
+    new = [o.row.id for o in outcomes if o.row.id not in before]
+    newly_paid = [o.row.id for o in outcomes if o.paid and o.row.id in before
+                  and not before[o.row.id]["paid"]]
+    lost = [o.row.id for o in outcomes if not o.honest_full and o.row.id in before
+            and before[o.row.id]["honest_full"]]
+    lines.append(f"  rows the baseline could not run (in no 'before' figure): "
+                 f"{', '.join(new) or 'none'}")
+    lines.append(f"  hacks paid now, not before: {', '.join(newly_paid) or 'none'}")
+    lines.append(f"  honest twins fully paid before, not now: {', '.join(lost) or 'none'}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="write the figures and every row here")
     parser.add_argument("--category", nargs="*", choices=CATEGORIES,
                         help="only these categories")
     parser.add_argument("--rows", action="store_true", help="print every row's values")
+    parser.add_argument("--baseline", type=Path,
+                        help="an earlier run's --json: print its figures beside this run's")
     args = parser.parse_args(argv)
     try:
         rows = load_corpus()
@@ -506,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = score_rows(rows)
     seconds = time.perf_counter() - t0
     print(report(outcomes, seconds, args.rows))
+    if args.baseline:
+        label = args.baseline.name
+        print("\n" + comparison(json.loads(args.baseline.read_text()), outcomes, label))
     if args.json:
         args.json.write_text(json.dumps(summary(outcomes, seconds), indent=1) + "\n")
     return 0
