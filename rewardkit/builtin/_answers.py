@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 #: longest text read as a plain number; longer "numbers" are spam, not answers
@@ -31,18 +32,24 @@ def tag_block(text: str, tag: str, first: bool = False) -> str | None:
     >>> tag_block("<answer>1</answer> <answer> 2 </answer>", "answer")
     ' 2 '
     """
+    span = _tag_span(text, tag, first)
+    return None if span is None else text[span[0] + len(tag) + 2 : span[1] - len(tag) - 3]
+
+
+def _tag_span(text: str, tag: str, first: bool = False) -> tuple[int, int] | None:
+    """(start of the opener, end of the closer) of the last (or first) complete block."""
     opener, closer = f"<{tag}>", f"</{tag}>"
     if first:
         start = text.find(opener)
         close = text.find(closer, start + len(opener)) if start >= 0 else -1
-        return text[start + len(opener) : close] if close >= 0 else None
+        return (start, close + len(closer)) if close >= 0 else None
     close = text.rfind(closer)
     if close < 0:
         return None
     start = text.rfind(opener, 0, close)
     if start < 0:
         return None
-    return text[start + len(opener) : close]
+    return start, close + len(closer)
 
 
 def after_reasoning(text: str, tag: str) -> str | None:
@@ -71,10 +78,18 @@ def boxed(text: str, first: bool = False) -> str | None:
         start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
     if start < 0:
         return None
+    box = _box_at(text, start)
+    return None if box is None else box[1]
+
+
+def _box_at(text: str, start: int) -> tuple[int, str] | None:
+    """(end, content) of the ``\\boxed`` / ``\\fbox`` that starts at ``start``."""
     i = text.index("{", start) if "{" in text[start : start + 8] else -1
     if i < 0:  # "\boxed 5": the next token
         rest = text[start:].split(None, 2)
-        return rest[1] if len(rest) > 1 and rest[0] in ("\\boxed", "\\fbox") else None
+        if len(rest) > 1 and rest[0] in ("\\boxed", "\\fbox"):
+            return text.find(rest[1], start) + len(rest[1]), rest[1]
+        return None
     depth = 0
     for j in range(i, len(text)):
         ch = text[j]
@@ -83,7 +98,7 @@ def boxed(text: str, first: bool = False) -> str | None:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return text[i + 1 : j]
+                return j + 1, text[i + 1 : j]
     return None
 
 
@@ -135,17 +150,23 @@ def last_number(text: str, first: bool = False, decimal_comma: bool = False) -> 
     >>> last_number("code AZYUK2A") is None
     True
     """
+    match = _last_number_match(text, first, decimal_comma)
+    return match.group(0) if match else None
+
+
+def _last_number_match(text: str, first: bool = False,
+                       decimal_comma: bool = False) -> re.Match[str] | None:
+    """The match of :func:`last_number`; its positions are positions in ``text``."""
     token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
-    if _opens_broken_span(text):
-        text = _BROKEN_SPAN.sub(" ", text)
+    if _opens_broken_span(text):  # blanked to the same length: positions stay
+        text = _BROKEN_SPAN.sub(lambda m: " " * len(m.group(0)), text)
     if first:
-        match = token.search(text)
-        return match.group(0) if match else None
+        return token.search(text)
     if "\\!" in text:  # a ",\\!" thin-space group may go on over a line break
         found = None
         for found in token.finditer(text):  # noqa: B007 - the loop keeps the last
             pass
-        return found.group(0) if found else None
+        return found
     # every token holds a digit and none crosses a line break: the last token is on the
     # last line with a digit where one is found (a scan from a line start finds the same
     # tokens there as a scan of the whole text; the token regex is slow to scan, so only
@@ -155,7 +176,7 @@ def last_number(text: str, first: bool = False, decimal_comma: bool = False) -> 
     for found in token.finditer(text, start):  # noqa: B007
         pass
     if found is not None:
-        return found.group(0)
+        return found
     end = start
     for _ in range(_LINES_TRIED):
         if not end:
@@ -169,12 +190,12 @@ def last_number(text: str, first: bool = False, decimal_comma: bool = False) -> 
         for found in token.finditer(text, start, len(text) if stop < 0 else stop):  # noqa: B007
             pass
         if found is not None:
-            return found.group(0)
+            return found
         end = start
     found = None  # lines of digits glued into words: scan the rest once
     for found in token.finditer(text, 0, end):  # noqa: B007
         pass
-    return found.group(0) if found else None
+    return found
 
 
 #: lines with a digit but no number searched from the end before scanning the rest whole
@@ -232,11 +253,12 @@ def closing_answer(text: str, first: bool = False) -> str | None:
     '6'
     """
     found = _closing(text, first)
-    return found[1] if found else None
+    return found[2] if found else None
 
 
-def _closing(text: str, first: bool = False) -> tuple[int, str] | None:
-    """(where the answer starts, the answer) of the last (or first) closing phrase."""
+def _closing(text: str, first: bool = False) -> tuple[int, int, str] | None:
+    """(where the answer starts, where it ends, the answer) of the last (or first)
+    closing phrase."""
     low = text.lower()
     best = -1
     for key in _CLOSING_KEYS:
@@ -250,7 +272,27 @@ def _closing(text: str, first: bool = False) -> tuple[int, str] | None:
     if best < 0:
         return None
     match = _CLOSING_REST.match(text, best)
-    return (best, match.group(1).strip()) if match else None
+    return (best, match.end(1), match.group(1).strip()) if match else None
+
+
+def _closings(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, answer) of every closing phrase of ``text`` (at most
+    ``_MAX_STATEMENTS``)."""
+    low = text.lower()
+    found: list[tuple[int, int, str]] = []
+    for key in _CLOSING_KEYS:
+        pos = low.find(key)
+        while pos >= 0 and len(found) < _MAX_STATEMENTS:
+            if not (key == "answer is" and low[pos + 9 : pos + 10].isalpha()):
+                match = _CLOSING_REST.match(text, pos + len(key))
+                if match:
+                    found.append((pos + len(key), match.end(1), match.group(1).strip()))
+            pos = low.find(key, pos + 1)
+    if low.startswith("a:"):
+        match = _CLOSING_REST.match(text, 2)
+        if match:
+            found.append((2, match.end(1), match.group(1).strip()))
+    return found
 
 
 #: a whole output that is only an answer: no word of two or more letters outside a LaTeX
@@ -279,13 +321,13 @@ _MAX_SPAN = 1000
 _TEXT_ARG = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
 
 
-def _math_spans(text: str) -> list[tuple[int, str]]:
-    """(position, content) of the math spans of ``text``, in order; linear time.
+def _math_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of the math spans of ``text``, in order; linear time.
 
     ``$...$`` pairs are taken left to right and must hug their content (TeX style, so
     "costs $5 and $6" is currency, not math); ``$$...$$``, ``\\(...\\)`` and
     ``\\[...\\]`` pair with the next closer. Spans over 1000 characters are ignored."""
-    spans: list[tuple[int, str]] = []
+    spans: list[tuple[int, int, str]] = []
     for opener, closer in (("\\(", "\\)"), ("\\[", "\\]")):
         pos = text.find(opener)
         while pos >= 0:
@@ -294,7 +336,7 @@ def _math_spans(text: str) -> list[tuple[int, str]]:
                 break
             inline_broken = opener == "\\(" and "\n" in text[pos + 2 : end].strip(" \t")
             if end - pos - 2 <= _MAX_SPAN and not inline_broken:
-                spans.append((pos, text[pos + 2 : end]))
+                spans.append((pos, end + 2, text[pos + 2 : end]))
             pos = text.find(opener, end + 2)
     dollars = _dollars(text)
     k = 0
@@ -307,7 +349,7 @@ def _math_spans(text: str) -> list[tuple[int, str]]:
                 break
             content = text[a + 2 : dollars[close]]
             if len(content) <= _MAX_SPAN:
-                spans.append((a, content))
+                spans.append((a, dollars[close] + 2, content))
             k = close + 2
             continue
         content = text[a + 1 : b]
@@ -316,7 +358,7 @@ def _math_spans(text: str) -> list[tuple[int, str]]:
         # stays within a paragraph)
         hugs = (hugs or "\\" in content) and "\n" not in content.strip(" \t")
         if hugs and len(content) <= _MAX_SPAN:
-            spans.append((a, content))
+            spans.append((a, b + 1, content))
             k += 2
         else:
             k += 1
@@ -344,15 +386,37 @@ def math_span(text: str, first: bool = False) -> str | None:
     >>> math_span("It costs $5 and then $6 more.") is None
     True
     """
-    spans = [inner for _, inner in _math_spans(text)
-             if not _WORD.search(_TEXT_ARG.sub(" ", inner))]
+    span = _math_span(text, first)
+    return None if span is None else strip_lead_in(span[2]).strip()
+
+
+def _math_span(text: str, first: bool = False) -> tuple[int, int, str] | None:
+    spans = [span for span in _math_spans(text)
+             if not _WORD.search(_TEXT_ARG.sub(" ", span[2]))]
     if not spans:
         return None
-    return strip_lead_in(spans[0] if first else spans[-1]).strip()
+    return spans[0] if first else spans[-1]
 
 
 #: strategies that would read a calculator note as an answer (the others never look there)
 _READS_NOTES = frozenset({"closing", "bare", "math_span", "last_number"})
+#: strategies that read a stated final answer (the others fall back on what the text holds)
+STATEMENTS = ("answer_tag", "boxed", "hashes", "closing")
+#: the most final statements of one output compared with each other
+_MAX_STATEMENTS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """An answer a strategy found: ``answer`` (stripped; empty for an empty box or
+    answer block), and where it stands, ``text[start:end]``, in ``text``, the text that
+    strategy read (calculator notes are removed for some)."""
+
+    how: str
+    answer: str
+    text: str
+    start: int
+    end: int
 
 
 def extract(
@@ -361,49 +425,326 @@ def extract(
     answer_tag: str,
     first: bool = False,
     decimal_comma: bool = False,
-) -> tuple[str, str] | None:
-    """Try the strategies in ``order``; the first that finds something gives
-    ``(strategy, answer text)``. Strategies: ``answer_tag``, ``boxed``, ``hashes``,
-    ``closing`` (``A: 18``, ``The answer is 18``), ``bare`` (the whole output is just an
-    answer), ``math_span`` (last ``$...$``), ``last_number``; each takes the last
-    occurrence, or the first with ``first``. GSM8K calculator notes (``<<3*4=12>>``) are
-    not read."""
+) -> Found | None:
+    """Try the strategies in ``order``; the first that finds something decides.
+    Strategies: ``answer_tag``, ``boxed``, ``hashes``, ``closing`` (``A: 18``, ``The
+    answer is 18``), ``bare`` (the whole output is just an answer), ``math_span`` (last
+    ``$...$``), ``last_number``; each takes the last occurrence, or the first with
+    ``first``. GSM8K calculator notes (``<<3*4=12>>``) are not read. An empty answer
+    block or box decides too: the output stated its answer there, and it is empty."""
     stripped = False
     for how in order:
         if not stripped and how in _READS_NOTES:
             text, stripped = strip_calculator_notes(text), True
-        if how == "answer_tag":
-            if f"</{answer_tag}>" not in text:  # the plain searches skip most strategies
-                continue
-            found = tag_block(text, answer_tag, first)
-            if found is not None:
-                inner = boxed(found)  # "<answer>\boxed{3}</answer>" is common
-                found = strip_lead_in(inner if inner is not None else found).strip()
-        elif how == "boxed":
-            if "\\boxed" not in text and "\\fbox" not in text:
-                continue
-            found = boxed(text, first)
-            if found is not None and not first:  # boxed steps, then "Final Answer: ..."
-                closing = _closing(text)
-                if closing is not None and closing[0] > text.rfind("\\boxed"):
-                    return "closing", closing[1]
-        elif how == "hashes":
-            if "####" not in text:
-                continue
-            found = hashes_line(text, first)
-        elif how == "closing":
-            found = closing_answer(text, first)
-        elif how == "bare":
-            found = bare_answer(text)
-        elif how == "math_span":
-            found = math_span(text, first)
-        elif how == "last_number":
-            found = last_number(text, first, decimal_comma)
-        else:  # pragma: no cover - params validate the names
-            raise ValueError(f"unknown extraction strategy {how!r}")
-        if found is not None and found.strip():
-            return how, found.strip()
+        found = _find(how, text, answer_tag, first, decimal_comma)
+        if found is not None:
+            return found
     return None
+
+
+def _find(how: str, text: str, answer_tag: str, first: bool,
+          decimal_comma: bool) -> Found | None:
+    if how == "answer_tag":
+        if f"</{answer_tag}>" not in text:  # the plain searches skip most strategies
+            return None
+        span = _tag_span(text, answer_tag, first)
+        if span is None:
+            return None
+        block = text[span[0] + len(answer_tag) + 2 : span[1] - len(answer_tag) - 3]
+        inner = boxed(block)  # "<answer>\boxed{3}</answer>" is common
+        answer = strip_lead_in(inner if inner is not None else block).strip()
+        return Found(how, answer, text, span[0], span[1])
+    if how == "boxed":
+        if "\\boxed" not in text and "\\fbox" not in text:
+            return None
+        if first:
+            starts = [i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0]
+            start = min(starts) if starts else -1
+        else:
+            start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+        box = _box_at(text, start)
+        if box is None:
+            return None
+        if not first:  # boxed steps, then "Final Answer: ..."
+            closing = _closing(text)
+            if closing is not None and closing[0] > start and closing[2]:
+                return Found("closing", closing[2], text, closing[0], closing[1])
+        return Found(how, box[1].strip(), text, start, box[0])
+    if how == "hashes":
+        if "####" not in text:
+            return None
+        pos = text.find("####") if first else text.rfind("####")
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        answer = strip_lead_in(text[pos + 4 : end]).strip()
+        return Found(how, answer, text, pos, end) if answer else None
+    if how == "closing":
+        closing = _closing(text, first)
+        if closing is None or not closing[2]:
+            return None
+        return Found(how, closing[2], text, closing[0], closing[1])
+    if how == "bare":
+        bare = bare_answer(text)
+        return Found(how, bare.strip(), text, 0, len(text)) if bare else None
+    if how == "math_span":
+        spanned = _math_span(text, first)
+        if spanned is None:
+            return None
+        answer = strip_lead_in(spanned[2]).strip()
+        return Found(how, answer, text, spanned[0], spanned[1]) if answer else None
+    if how == "last_number":
+        match = _last_number_match(text, first, decimal_comma)
+        if match is None:
+            return None
+        scale = _SCALE_AFTER.match(text, match.end())  # "18 million": the scale is the value's
+        end = scale.end() if scale else match.end()
+        return Found(how, text[match.start() : end].strip(), text, match.start(), end)
+    raise ValueError(f"unknown extraction strategy {how!r}")  # pragma: no cover
+
+
+# -- commitment: is a found answer one the output stands by? ---------------------------
+#: a negation right before an answer: "not 18", "isn't \boxed{18}", "\neq 18"
+_NEGATED = re.compile(
+    r"(?:(?<![A-Za-z])not|(?<![A-Za-z])never|n't|≠|\\neq?)\s*(?:(?:be|equal|equals|to|"
+    r"exactly|just|simply|the|a|an|definitely|actually|really|quite|even|answer|is|it|of|"
+    r"that|at\s+all)\s*){0,3}[\s$({\[\\]*(?:boxed|fbox)?\s*\{?$", re.IGNORECASE)
+#: an answer whose own sentence ends in a question mark
+_QUESTIONED = re.compile(r"[^.!?\n]{0,30}\?")
+#: what withdraws an answer stated before it
+_RETRACTION = re.compile(
+    r"(?<![A-Za-z])(?:(?:that|this|it|which|the\s+above|my\s+answer|the\s+answer)"
+    r"(?:'s|\s+is|\s+was|\s+(?:may|might|must|could)\s+be)\s+(?:(?:definitely|probably|"
+    r"clearly|all|completely)\s+)?(?:wrong|incorrect|not\s+(?:right|correct))"
+    r"|(?:i|we)\s+(?:cannot|can't|can\s+not|could\s+not|couldn't|am\s+unable\s+to|are\s+"
+    r"unable\s+to|was\s+unable\s+to|do\s+not|don't)\s+(?:solve|answer|determine|figure|"
+    r"find|know|tell|say|be\s+sure)"
+    r"|not\s+(?:sure|certain|confident)(?![A-Za-z])|unsure|no\s+idea"
+    r"|(?:i|we)\s*(?:am|are|'m|'re)\s+(?:just\s+)?guessing|just\s+(?:a\s+)?guess|random\s+"
+    r"guess|scratch\s+that|disregard|ignore\s+(?:that|this|it|the\s+above|my)|never\s?mind"
+    r"|take\s+(?:that|it)\s+back|(?:i|we)\s+made\s+(?:a|an)\s+(?:mistake|error))",
+    re.IGNORECASE)
+#: words that make an answer several values, or none: "17 or 18", "maybe 18", "±5"
+_HEDGE = re.compile(
+    r"(?<![\\A-Za-z])(?:or|either|maybe|perhaps|possibly|guess)(?![A-Za-z])|\\pm|\\mp|±",
+    re.IGNORECASE)
+#: a bound is not a value: "at least 18", "more than 18", "between 17 and 18", "\geq 18"
+_BOUND = re.compile(
+    r"(?<![\\A-Za-z])(?:at\s+(?:least|most)|(?:more|less|fewer|greater|smaller)\s+than|up"
+    r"\s+to|between|no\s+(?:more|less|fewer)\s+than)(?![A-Za-z])|\\[lg]eq?(?![A-Za-z])|[≤≥]",
+    re.IGNORECASE)
+#: what may stand between the values of a list ("16, 17, 18", "17 and 18", "1 2 3")
+_LIST_GAP = re.compile(r"(?:[\s;&/\-–]|,(?=\s)|\\quad|\\qquad|\\text\{\s*(?:and|to)?\s*\}|"
+                       r"(?<![A-Za-z])(?:and|to|through|then)(?![A-Za-z]))+", re.IGNORECASE)
+_SCALE_AFTER = re.compile(r"[ \t]*(?:hundred|thousand|million|billion|trillion|dozen)s?"
+                          r"(?![A-Za-z])", re.IGNORECASE)
+#: a chat template's turn marker (``<|im_end|>``): nothing after it is the answer
+_TURN_END = re.compile(r"<\|[A-Za-z_]+\|>|</s>")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+
+
+def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
+    """Why the output does not stand by ``found`` (empty when it does): it is empty,
+    negated ("not 18"), questioned ("18?"), withdrawn after it ("18. Wait, that is
+    wrong"), or copied from the prompt; and for a number read from the text without a
+    stated answer (``last_number``, ``math_span``): not where the output ends, hedged, or
+    one of a list. Linear in the length of the text."""
+    if not found.answer:
+        return "the answer is empty"
+    text = found.text
+    if _NEGATED.search(text, max(0, found.start - 80), found.start):
+        return "the answer is negated"
+    if _QUESTIONED.match(text, found.end):
+        return "the answer is a question"
+    stop = len(text)
+    if first:  # what follows the first answer of a few-shot output is its next question
+        blank = text.find("\n\n", found.end)
+        stop = stop if blank < 0 else blank
+    if _RETRACTION.search(text, found.end, stop):
+        return "the answer is retracted after it is given"
+    if prompt and _copied(found.answer, prompt):
+        return "the answer is copied from the prompt"
+    if found.how in ("last_number", "math_span"):
+        return _fallback_refusal(found, first, prompt)
+    return ""
+
+
+def _copied(answer: str, prompt: str) -> bool:
+    """A sentence of the prompt given back as the answer ("18 apples" is not one)."""
+    words = " ".join(answer.split())
+    return len(words) >= 20 and _WORD.search(words) is not None and words in " ".join(
+        prompt.split())
+
+
+#: the refusal of a number read from the text when a later number follows it: the next
+#: strategy in the order reads on (``math_span`` gives way to ``last_number``)
+SUPERSEDED = "a number follows it: not the final answer"
+
+
+def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
+    """Why a number read from the text is not a final answer: a later number follows it
+    (:data:`SUPERSEDED`), the output ends in a question, its sentence hedges, it is one
+    of a list of numbers, or its sentence was copied from the prompt."""
+    text = found.text
+    begin = max((m.end() for m in _SENTENCE_END.finditer(text, max(0, found.start - 2000),
+                                                         found.start)), default=0)
+    end_match = _SENTENCE_END.search(text, found.end)
+    end = end_match.end() if end_match else len(text)
+    sentence = text[begin:end]
+    if not first:
+        turn = _TURN_END.search(text, found.end)
+        rest = text[found.end : turn.start() if turn else len(text)]
+        if found.how == "math_span" and _NUMBER_TOKEN.search(rest):
+            return SUPERSEDED
+        if rest.rstrip().endswith("?"):
+            return "no final answer: the output ends in a question"
+    if _HEDGE.search(sentence):
+        return "the last sentence hedges between values"
+    if _listed(text, sentence, found):
+        return "a list of numbers, not an answer"
+    if prompt and _copied(sentence, prompt):
+        return "the last sentence is copied from the prompt"
+    return ""
+
+
+def _listed(text: str, sentence: str, found: Found) -> bool:
+    """The number is one of a list: its sentence is numbers only, or its line repeats the
+    line before with another number ("Candidate: 17" / "Candidate: 18")."""
+    token = _NUMBER_TOKEN
+    numbers = token.findall(sentence)
+    if len(set(numbers)) >= 2 and not _WORD.search(sentence) and not re.search(
+            r"[=+*×^]|\\times|\\cdot", sentence):
+        return True
+    line_start = text.rfind("\n", 0, found.start) + 1
+    line_end = text.find("\n", found.start)
+    line = text[line_start : len(text) if line_end < 0 else line_end]
+    before = text[: max(0, line_start - 1)].rstrip("\n")
+    previous = before[before.rfind("\n") + 1 :]
+    if not previous.strip() or previous == line:
+        return False
+    return token.sub("#", previous).strip() == token.sub("#", line).strip()
+
+
+def read_answer(answer: str, decimal_comma: bool = False,
+                prose: bool = True) -> PlainNumber | str | None:
+    """The one value a stated answer commits to, a reason why it commits to none (a
+    question, a hedge or a bound, a false equation, several values, a negation), or None
+    when it is mathematics for a CAS to read (``2\\sqrt{81}``). ``prose=False``: only
+    a plain number (or the last side of an equation) is a value; None for the rest.
+
+    >>> read_answer("18 thousand").value
+    18000
+    >>> read_answer("17 or 18")
+    'the answer hedges between values'
+    >>> read_answer("not 20, but 18").value
+    18
+    """
+    number = read_number(answer, decimal_comma)
+    if number is not None:
+        return number
+    if not answer.strip():
+        return "the answer is empty"
+    words = _TEXT_CMD.sub(lambda t: " " + t.group(1) + " ", answer)
+    if "?" in answer:
+        return "the answer is a question"
+    if _HEDGE.search(words):
+        return "the answer hedges between values"
+    if _BOUND.search(words):
+        return "the answer is a bound, not a value"
+    if "=" in answer:  # "9 \times 2 = 18": the last side, when it reads as a number
+        sides = [read_number(side, decimal_comma) for side in answer.split("=")]
+        last = sides[-1]
+        if last is not None:
+            if any(side is not None and side != last for side in sides[:-1]):
+                return "an equation whose sides are different numbers"
+            return last
+    token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
+    tokens = list(token.finditer(answer))
+    if not tokens or not prose:
+        return None
+    kept = [t for t in tokens if not _NEGATED.search(answer, max(0, t.start() - 80), t.start())]
+    if not kept:
+        return "the answer is negated"
+    prose = _WORD.search(_TEXT_ARG.sub(" ", answer)) is not None
+    listed = len(kept) >= 2 and all(
+        _LIST_GAP.fullmatch(answer, a.end(), b.start()) for a, b in pairwise(kept))
+    if not prose:  # mathematics: a list of numbers is several answers, the rest is a CAS's
+        return "several values in one answer" if listed else None
+    values = []
+    for t in kept:
+        scale = _SCALE_AFTER.match(answer, t.end())
+        value = read_number(t.group(0) + (scale.group(0) if scale else ""), decimal_comma)
+        if value is not None:
+            values.append(value)
+    if not values:
+        return None
+    if len(set(values)) == 1:
+        return values[0]
+    if _LIST_GAP.fullmatch(answer, kept[0].end(), kept[1].start()):
+        return "several values in one answer"
+    return values[0]  # "18 because 9 * 2 = 18": the value it states first
+
+
+def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
+                      decimal_comma: bool = False) -> list[PlainNumber]:
+    """The values of the other final statements that the output stands by: statements of
+    the same kind as ``found`` (answer blocks, boxes, ``####`` lines, closing phrases),
+    and of any kind in ``order`` after it; not empty, negated, questioned, or withdrawn
+    before the next statement. An output that stands by two different values has hedged.
+    (Boxed steps before a closing "The final answer is 84" are steps, not answers.)"""
+    text = found.text
+    kinds = [how for how in STATEMENTS if how in order]
+    statements = _statements(text, kinds, answer_tag)
+    values = []
+    for i, (how, start, end, answer) in enumerate(statements):
+        if start == found.start or not answer or (how != found.how and start < found.end):
+            continue
+        stop = statements[i + 1][1] if i + 1 < len(statements) else len(text)
+        if (_NEGATED.search(text, max(0, start - 80), start) or _QUESTIONED.match(text, end)
+                or _RETRACTION.search(text, end, stop)):
+            continue
+        value = read_answer(answer, decimal_comma)
+        if isinstance(value, PlainNumber):
+            values.append(value)
+    return values
+
+
+def _statements(text: str, kinds: Sequence[str],
+                answer_tag: str) -> list[tuple[str, int, int, str]]:
+    """(kind, start, end, answer) of every final statement of the given kinds, in text
+    order."""
+    found: list[tuple[str, int, int, str]] = []
+    if "answer_tag" in kinds:
+        opener, closer = f"<{answer_tag}>", f"</{answer_tag}>"
+        pos = text.find(opener)
+        while pos >= 0 and len(found) < _MAX_STATEMENTS:
+            close = text.find(closer, pos + len(opener))
+            if close < 0:
+                break
+            block = text[pos + len(opener) : close]
+            block = block[block.rfind(opener) + len(opener) :] if opener in block else block
+            inner = boxed(block)
+            found.append(("answer_tag", pos, close + len(closer),
+                          strip_lead_in(inner if inner is not None else block).strip()))
+            pos = text.find(opener, close + len(closer))
+    if "boxed" in kinds:
+        for name in ("\\boxed", "\\fbox"):
+            pos = text.find(name)
+            while pos >= 0 and len(found) < _MAX_STATEMENTS:
+                box = _box_at(text, pos)
+                if box is not None:
+                    found.append(("boxed", pos, box[0], box[1].strip()))
+                pos = text.find(name, pos + len(name))
+    if "hashes" in kinds:
+        pos = text.find("####")
+        while pos >= 0 and len(found) < _MAX_STATEMENTS:
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            found.append(("hashes", pos, end, strip_lead_in(text[pos + 4 : end]).strip()))
+            pos = text.find("####", end)
+    if "closing" in kinds:
+        found += [("closing", *closing) for closing in _closings(text)]
+    found.sort(key=lambda statement: statement[1])
+    return found
 
 
 # -- plain numbers ---------------------------------------------------------------------
@@ -428,6 +769,15 @@ _DEGREES = re.compile(r"\^\s*\{?\\circ\}?|°")
 _UNIT_WORDS = re.compile(
     r"(?:\s+[A-Za-z][A-Za-z'./-]*)+\s*$|(?<=\d)[A-Za-z]{2,}(?:/[A-Za-z]+)?\s*$"
 )
+#: words after a number that make it another value: part of the number, not its unit
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9,
+           "trillion": 10**12, "dozen": 12}
+_SCALE_WORD = re.compile(r"(?<=[\d.])\s*(hundred|thousand|million|billion|trillion|dozen)s?"
+                         r"(?![A-Za-z])", re.IGNORECASE)
+#: words after a number that make it a bound, a range or several values, not a unit
+_QUALIFIER = re.compile(
+    r"(?<![A-Za-z])(?:or|and|to|nor|than|least|most|not|plus|minus|maybe|perhaps|possibly|"
+    r"over|under|up)(?![A-Za-z])", re.IGNORECASE)
 _PERCENT_WORD = re.compile(r"\s*(?:%|percent|per\s*cent)\s*$", re.IGNORECASE)
 _CURRENCY = re.compile(r"^([-+]?)\s*(?:\$|€|£|¥|₹|USD|EUR|Rs\.?)\s*", re.IGNORECASE)
 _DECIMAL = re.compile(
@@ -484,13 +834,20 @@ def read_number(answer: str, decimal_comma: bool = False) -> PlainNumber | None:
     if not decimal_comma and _GROUPED_INTEGER.fullmatch(answer):
         return PlainNumber(int(answer.replace(",", "")))
     s = normalise(answer)
+    scale = _SCALE_WORD.search(s)  # "18 thousand" is 18000, "18 dozen eggs" 216
+    if scale:
+        s = s[: scale.start()] + s[scale.end() :]
     percent = False
     m = _PERCENT_WORD.search(s)
     if m:
         percent = True
         s = s[: m.start()].rstrip()
     else:
-        s = _UNIT_WORDS.sub("", s).strip()
+        units = _UNIT_WORDS.search(s)
+        if units:
+            if _QUALIFIER.search(units.group(0)):  # "18 or more" is not 18
+                return None
+            s = s[: units.start()].strip()
         m = _PERCENT_WORD.search(s)
         if m:  # "50 % of them"
             percent = True
@@ -503,7 +860,12 @@ def read_number(answer: str, decimal_comma: bool = False) -> PlainNumber | None:
     elif _SPACED_THOUSANDS.fullmatch(s):  # "1 000"
         s = _THOUSANDS_GAP.sub("", s)
     value = _exact_value(s)
-    return None if value is None else PlainNumber(value, percent)
+    if value is None:
+        return None
+    if scale:
+        scaled = value * _SCALES[scale.group(1).lower()]
+        return PlainNumber(int(scaled) if scaled.denominator == 1 else scaled, percent)
+    return PlainNumber(value, percent)
 
 
 def _exact_value(s: str) -> Fraction | None:

@@ -29,19 +29,24 @@ from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import (
+    SUPERSEDED,
+    Found,
     PlainNumber,
     after_reasoning,
     boxed,
+    competing_answers,
+    context_refusal,
     extract,
     normalise,
     numbers_match,
+    read_answer,
     read_number,
     reference_text,
     strip_calculator_notes,
     tag_block,
 )
 from rewardkit.hookspecs import hookimpl
-from rewardkit.types import Sample, Score, Status
+from rewardkit.types import Sample, Score, Status, completion_text
 
 
 class ExactParams(Params):
@@ -155,31 +160,69 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
         return gold
     if type(gold) is _Symbolic:
         return None  # math-verify must first say whether the reference is an answer at all
-    text = (sample.text if not params.reasoning_tag
-            else after_reasoning(sample.text, params.reasoning_tag))
+    text = _graded_text(sample.text, params)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
-    found = extract(text, params.extract, params.answer_tag,
-                    first=params.occurrence == "first", decimal_comma=params.decimal_comma)
+    found, refusal = _find(text, params, _prompt_text(sample))
+    if refusal and found:
+        return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
     if type(gold) is PlainNumber:
         if found is None:
             return Score.ok(params.wrong, "no answer found")
-        how, answer = found
-        pred_number = read_number(answer, params.decimal_comma)
-        if pred_number is None and "=" in answer:  # "4 \\times 3 = 12": the last side
-            pred_number = read_number(answer.rsplit("=", 1)[1], params.decimal_comma)
-        if pred_number is not None:
-            same = numbers_match(gold, pred_number, params.abs_tol, params.rel_tol)
-            return _ok_score(float(params.score if same else params.wrong), how, answer)
-        if not params.symbolic:
-            return Score.ok(params.wrong, "answer is not a plain number", via=how,
-                            extracted=answer[:200])
-        return None
+        return _plain_verdict(gold, found, params)
     assert type(gold) is _WordAnswer
-    words = found[1] if found else _last_words(text)
+    words = found.answer if found else _last_words(text)
     if words is None:
         return Score.ok(params.wrong, "no answer found")
-    return _verdict(_words(words) == gold.words, params, found[0] if found else "words", words)
+    return _verdict(_words(words) == gold.words, params, found.how if found else "words", words)
+
+
+def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None, str]:
+    """The answer the strategies find, and why the output does not stand by it (empty
+    when it does). A number read from the text that a later number follows gives way to
+    the next strategy."""
+    first = params.occurrence == "first"
+    order: list[str] = list(params.extract)
+    while order:
+        found = extract(text, order, params.answer_tag, first=first,
+                        decimal_comma=params.decimal_comma)
+        if found is None:
+            return None, ""
+        refusal = context_refusal(found, first, prompt)
+        if refusal != SUPERSEDED:
+            return found, refusal
+        order = order[order.index(found.how) + 1 :]
+    return None, ""
+
+
+def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams) -> Score | None:
+    """A plain-number gold against the answer the output commits to: one value, or a
+    reason it commits to none (then wrong), or None when the answer is mathematics for
+    math-verify. Another final statement with another value is a hedge: wrong."""
+    pred = read_answer(found.answer, params.decimal_comma, prose=params.symbolic)
+    if isinstance(pred, str):
+        return Score.ok(params.wrong, pred, via=found.how, extracted=found.answer[:200])
+    if pred is None:
+        if not params.symbolic:
+            return Score.ok(params.wrong, "answer is not a plain number", via=found.how,
+                            extracted=found.answer[:200])
+        return None
+    if params.occurrence == "last":
+        for other in competing_answers(found, params.extract, params.answer_tag,
+                                       params.decimal_comma):
+            if not numbers_match(pred, other, params.abs_tol, params.rel_tol):
+                return Score.ok(params.wrong, "several different final answers", via=found.how,
+                                extracted=found.answer[:200])
+    same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
+    return _ok_score(float(params.score if same else params.wrong), found.how, found.answer)
+
+
+def _prompt_text(sample: Sample) -> str:
+    """The prompt as text (chat messages joined), for spotting answers copied from it."""
+    prompt = sample.prompt
+    if isinstance(prompt, list | tuple):  # every turn, not only the assistant's
+        return "\n".join(completion_text(message) for message in prompt)
+    return completion_text(prompt)
 
 
 @reward(params=MathParams, mode="process", timeout=10.0, quick=_quick_verdict)
@@ -203,12 +246,10 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
         return quick
     gold = _plain_reference(sample.reference, params)
     if isinstance(gold, PlainNumber):  # refuse what sympy must not see before importing it
-        early = extract(_graded_text(sample.text, params) or "", params.extract,
-                        params.answer_tag, first=params.occurrence == "first",
-                        decimal_comma=params.decimal_comma)
-        refusal = _too_costly(early[1], params.max_symbolic_chars) if early else ""
+        early, _ = _find(_graded_text(sample.text, params) or "", params)
+        refusal = _too_costly(early.answer, params.max_symbolic_chars) if early else ""
         if refusal and early:
-            return Score.ok(params.wrong, refusal, via=early[0])
+            return Score.ok(params.wrong, refusal, via=early.how)
     mv = _math_verify()
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
@@ -224,14 +265,21 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     text = _graded_text(sample.text, params)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
-    found = extract(text, params.extract, params.answer_tag,
-                    first=params.occurrence == "first", decimal_comma=params.decimal_comma)
-    return _symbolic(gold_parsed, text, found, params)
+    found, refusal = _find(text, params, _prompt_text(sample))
+    if refusal and found:
+        return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
+    return _symbolic(gold_parsed, text, found, params, only_answer=isinstance(gold, PlainNumber))
 
 
 def _graded_text(text: str, params: MathParams) -> str | None:
-    """The part of the output that is graded: all of it, or what follows the reasoning."""
-    return after_reasoning(text, params.reasoning_tag) if params.reasoning_tag else text
+    """The part of the output that is graded: what follows the reasoning (None when it
+    never closes). With no ``reasoning_tag``, a ``<think>`` block is reasoning all the
+    same: an answer only inside it is not one."""
+    if params.reasoning_tag:
+        return after_reasoning(text, params.reasoning_tag)
+    if "</think>" in text:
+        return after_reasoning(text, "think")
+    return None if "<think>" in text else text
 
 
 def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:
@@ -358,25 +406,29 @@ def _balanced(text: str) -> bool:
 
 
 # -- the symbolic path -------------------------------------------------------------------
-def _symbolic(gold: list[Any], text: str, found: tuple[str, str] | None,
-              params: MathParams) -> Score:
+def _symbolic(gold: list[Any], text: str, found: Found | None, params: MathParams,
+              only_answer: bool = False) -> Score:
     """Compare with math-verify, letting its own extraction find the answer: in the answer
-    block when there is one, else in the whole output (the last ``_MAX_REGION`` characters)."""
+    block when there is one, else in the whole output (the last ``_MAX_REGION``
+    characters). ``only_answer`` (a plain-number gold): only in the answer found, since
+    math-verify reads a number anywhere in a text, stated as the answer or not."""
     mv = _math_verify()
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
-    how = found[0] if found else "math-verify"
-    if found is not None and found[0] in ("answer_tag", "hashes"):
-        region = _delimited(found[1])  # the answer block: one formula
+    how = found.how if found else "math-verify"
+    one_formula = ("answer_tag", "hashes") if not only_answer else (
+        "answer_tag", "hashes", "boxed", "closing", "math_span", "last_number")
+    if found is not None and found.how in one_formula:
+        region = _delimited(found.answer)  # the answer block: one formula
     else:
         region = strip_calculator_notes(text)[-_MAX_REGION:]
-    refusal = _too_costly(found[1], params.max_symbolic_chars) if found else ""
+    refusal = _too_costly(found.answer, params.max_symbolic_chars) if found else ""
     refusal = refusal or _too_costly(region, _MAX_REGION, max_powers=None)
     if refusal:
         return Score.ok(params.wrong, refusal, via=how)
     pred = _parse_output(mv, region)
-    if not pred and found is not None and found[1] != region:
-        pred = _parse(mv, found[1], fallback=True)
+    if not pred and found is not None and found.answer != region:
+        pred = _parse(mv, found.answer, fallback=True)
     if not pred:
         return Score.ok(params.wrong, "no answer found" if found is None else
                         "answer cannot be parsed", via=how)

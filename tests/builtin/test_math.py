@@ -121,10 +121,20 @@ def test_plain_numbers_are_read_exactly(written: str, value: Fraction) -> None:
     assert wrong is not None and (wrong.status, wrong.value) == (Status.OK, 0.0)
 
 
-@pytest.mark.parametrize("written", ["x^2", "1, 2", "2x", "\\sqrt{2}", "1 2 3", "9" * 500,
+@pytest.mark.parametrize("written", ["x^2", "2x", "\\sqrt{2}", "2\\sqrt{81}", "9" * 500,
                                      "1e99999"])
 def test_non_plain_answers_are_left_to_the_symbolic_path(written: str) -> None:
     assert _quick(written, "1") is None
+
+
+@pytest.mark.parametrize("written", ["1, 2", "1 2 3", "1 or 2", "at least 1", "1 = 2",
+                                     "\\pm 1", "not 1"])
+def test_an_answer_of_several_values_or_none_is_wrong_without_math_verify(written: str) -> None:
+    """For a plain-number gold, a list, a hedge, a bound, a false equation or a negation
+    is wrong on the quick path: math-verify would read one of its numbers as the answer."""
+    verdict = _quick(written, "1")
+    assert verdict is not None and (verdict.status, verdict.value) == (Status.OK, 0.0)
+    assert verdict.reason
 
 
 def test_percent_is_read_as_both_readings() -> None:
