@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from rewardkit import Params, Sample, Score, reward
+from rewardkit import Params, Sample, Score, reward, visible_length
 from rewardkit_translation.ratings import extract_ratings, needs_review, parse_rating_list
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
@@ -44,7 +44,8 @@ class VerdictParams(Params):
     require_think: bool = Field(
         False,
         description="when true, an output without a non-empty <think> block before the "
-        "ratings counts as unreadable",
+        "ratings counts as unreadable (non-empty: visible characters; zero-width and "
+        "other invisible characters do not count)",
     )
     unreadable_value: float = Field(
         0.0,
@@ -72,7 +73,7 @@ def translation_verdict(sample: Sample, params: VerdictParams) -> Score:
     text = sample.text
     if params.require_think:
         think = _THINK_BLOCK.search(text)
-        if think is None or not think.group(1).strip():
+        if think is None or visible_length(think.group(1)) == 0:
             return Score.ok(params.unreadable_value, "no reasoning block", status="no_think")
     predicted = extract_ratings(text, max_score=params.max_score, expected=expected)
     if not predicted.ok or predicted.ratings is None:

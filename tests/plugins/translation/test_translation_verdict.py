@@ -88,6 +88,14 @@ def test_require_think_refuses_an_answer_without_reasoning() -> None:
     assert verdict("<think>why</think>" + bare, require_think=True) == 1.0
 
 
+@pytest.mark.parametrize("invisible", ["\u200b", "\u2060\ufeff", "\u00ad\u200e", "\u3164",
+                                       "\u2800\u3000", "\ufe0f\u034f"])
+def test_require_think_counts_only_visible_reasoning(invisible: str) -> None:
+    bare = ", my ratings is [5, 5, 5, 5, 5, 5, 5]"
+    assert verdict(f"<think>{invisible}</think>{bare}", LABEL_OK, require_think=True) == 0.0
+    assert verdict(f"<think>{invisible}ok</think>{bare}", LABEL_OK, require_think=True) == 1.0
+
+
 def test_criteria_fixes_the_expected_list_length() -> None:
     score = translation_verdict({"criteria": 6}).score(
         Sample(completion=answer("[2, 5, 5, 5, 5, 5]"), reference=LABEL_REVIEW)
