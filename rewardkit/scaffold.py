@@ -86,10 +86,17 @@ def register_rewards(register):
         f"tests/{ident}.cases.yaml": f'''# Golden cases: `pytest` (rewardkit's pytest plugin) and `rewardkit test` run them.
 reward: {reward_name}
 params: {{needle: because}}
-probes: true
+probes: true           # crash probes: huge, empty, binary, unicode, tag-spam inputs
+checks: [content]      # what it verifies (answer, format, code, length, content) ...
+exploits: true         # ... picks the exploit probes: hacks it must pay less than the
+                       # best case of the same prompt (see `rewardkit test` for the table)
 cases:
   - name: contains the word
     completion: "It is 4 because 2 + 2 = 4."
+    expect: 1.0
+  - name: an answer to a question
+    prompt: "Is 4 even? Say why."
+    completion: "Yes, because 4 = 2 * 2."
     expect: 1.0
   - name: case does not matter by default
     completion: "BECAUSE I said so"

@@ -259,14 +259,33 @@ def test_the_example_run_folder_is_the_constructed_hacking_run(tmp_path: Path):
     assert graded(EXAMPLE_RUN) == graded(built)
 
 
+def _docs_block(after: str) -> list[str]:
+    """The lines of the first plain ``` block after ``after`` in docs/report.md."""
+    page = (ROOT / "docs" / "report.md").read_text()
+    block = re.search(r"```\n(.*?)```", page[page.index(after):], re.S)
+    assert block, after
+    return block.group(1).splitlines()
+
+
+def test_the_docs_say_what_the_report_of_the_example_run_says():
+    rows = [json.loads(line) for line in (EXAMPLE_RUN / "scored_samples.jsonl").open()]
+    curves = list(csv.DictReader((EXAMPLE_RUN / "reward_curves.csv").open()))
+    monitor = monitor_run(rows, [{k: float(v) for k, v in c.items()} for c in curves],
+                          RewardSet.from_file(EXAMPLE_RUN / "rewards.yaml"))
+    assert [f.line() for f in monitor.flags] == _docs_block("holds one flag")
+
+
 def test_progress_lines_of_a_training_run_say_each_flag_when_it_starts():
+    """The example run replayed through `rewardkit train`'s progress callback (TRL logs
+    a step's means at the step after the one its samples were scored at)."""
     pytest.importorskip("transformers")
     from rewardkit_trainers.curves import RewardCurves
     from rewardkit_trainers.trl_train import make_progress_callback
     from rich.console import Console
 
-    rows, curves = _run_rows(HACK_CONFIG, format_hack, seed=1)
-    console = Console(record=True, force_terminal=False, width=200)
+    rows = [json.loads(line) for line in (EXAMPLE_RUN / "scored_samples.jsonl").open()]
+    curves = list(csv.DictReader((EXAMPLE_RUN / "reward_curves.csv").open()))
+    console = Console(record=True, force_terminal=False, width=300)
     log = RewardCurves(["format", "math"])
 
     class State:
@@ -274,22 +293,20 @@ def test_progress_lines_of_a_training_run_say_each_flag_when_it_starts():
         max_steps = STEPS
 
     recorded: list[dict[str, Any]] = []
-    progress = make_progress_callback(log, console, every=0.0,
-                                      monitor=HackMonitor.for_reward_set(
-                                          RewardSet.from_dict(HACK_CONFIG)),
-                                      rows=recorded)
+    monitor = HackMonitor.for_reward_set(RewardSet.from_file(EXAMPLE_RUN / "rewards.yaml"))
+    progress = make_progress_callback(log, console, every=0.0, monitor=monitor, rows=recorded)
     progress.on_train_begin(None, State, None)
     for step, c in enumerate(curves, 1):
         State.global_step = step
         recorded += [r for r in rows if r["step"] == step - 1]
-        progress.on_log(None, State, None, logs={"reward": c["reward"],
-                                                 "rewards/format/mean": c["format"],
-                                                 "rewards/math/mean": c["math"]})
+        progress.on_log(None, State, None, logs={"reward": float(c["reward"]),
+                                                 "rewards/format/mean": float(c["format"]),
+                                                 "rewards/math/mean": float(c["math"])})
     progress.close()
-    text = console.export_text()
-    started = re.search(r"hack monitor: audit math falling since step (\d+): math -0\.\d\d "
-                        r"over steps", text)
-    assert started, text
-    assert re.search(r"GRPO step 30/30  reward \d\.\d{3}  elapsed 0:00  hack: audit math "
-                     r"falling", text)
-    assert "hack:" not in text.splitlines()[0]  # the first lines say nothing
+    lines = console.export_text().splitlines()
+    documented = _docs_block("end with the flags that still hold")
+    at = lines.index(documented[0])
+    assert lines[at:at + len(documented)] == documented
+    assert all("hack:" not in line for line in lines[:at + 1])  # silent before it starts
+    assert lines[-1].endswith("  hack: audit math falling")
+    assert sum(line.startswith("hack monitor:") for line in lines) == 1  # said once
