@@ -259,9 +259,9 @@ def test_the_example_run_folder_is_the_constructed_hacking_run(tmp_path: Path):
     assert graded(EXAMPLE_RUN) == graded(built)
 
 
-def _docs_block(after: str) -> list[str]:
-    """The lines of the first plain ``` block after ``after`` in docs/report.md."""
-    page = (ROOT / "docs" / "report.md").read_text()
+def _docs_block(after: str, page_name: str = "report.md") -> list[str]:
+    """The lines of the first plain ``` block after ``after`` in a page of docs/."""
+    page = (ROOT / "docs" / page_name).read_text()
     block = re.search(r"```\n(.*?)```", page[page.index(after):], re.S)
     assert block, after
     return block.group(1).splitlines()
@@ -310,3 +310,5 @@ def test_progress_lines_of_a_training_run_say_each_flag_when_it_starts():
     assert all("hack:" not in line for line in lines[:at + 1])  # silent before it starts
     assert lines[-1].endswith("  hack: audit math falling")
     assert sum(line.startswith("hack monitor:") for line in lines) == 1  # said once
+    training_page = _docs_block("## Watching for reward hacking", "trainers/train-and-eval.md")
+    assert training_page == documented[1:]
