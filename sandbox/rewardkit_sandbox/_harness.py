@@ -1,17 +1,19 @@
-"""What runs inside a task child after confinement (the candidate program, or the
-program and one test), and how the zygote reads a test child's outcome.
+"""What runs inside a task child after confinement, and how the zygote reads a test's
+outcome.
 
-Program mode runs the source as ``__main__`` in the task child.  In test mode the zygote
-forks one child per test (program, then the test statements) and judges it from outside,
-by its exit, a per-test token written only after the test statements completed, and a
-per-test timeout: no process that judges ever runs candidate code.  The token stops
-``sys.exit(0)``/``os._exit(0)`` shortcuts; a program that deliberately searches its own
-memory for the token can still forge a pass (see docs/sandbox.md, threat model).
+Program mode runs the source as ``__main__`` in the task child.  In test mode each test
+gets two children: a *candidate* that runs the program and serves calls of its
+top-level names (:func:`run_candidate`), and a *judge* that runs the test's statements
+with those names bound to handles on the candidate (:func:`run_judge`); values cross
+between them as plain data (:mod:`._calls`).  Only the judge holds the test's source and
+the pipe its verdict is written to; the zygote reads that verdict, the judge's exit and
+the candidate's, and enforces the test's timeout (:func:`test_outcome`).
 """
 
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import json
 import linecache
@@ -20,6 +22,15 @@ import signal
 import sys
 import traceback
 import types
+
+from rewardkit_sandbox._calls import (
+    CandidateGone,
+    CandidateObject,
+    CandidateServer,
+    JudgeClient,
+    Link,
+    checked_plain,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per task
@@ -147,65 +158,159 @@ def run_program(source: str, report_fd: int) -> NoReturn:
     _finish(exit_code)
 
 
-def run_test(source: str, test: str, index: int, report_fd: int, token: str) -> NoReturn:
-    """Run the program, then one test's statements, in this process; exit.
+def run_candidate(source: str, report_fd: int, link: Link) -> NoReturn:
+    """The candidate side of one test: run the program, send its top-level names over
+    ``link``, then serve the judge's calls until it is done (see :mod:`._calls`).
 
-    The record carrying ``token`` is written only once the test statements completed, so
-    an exit before them (``sys.exit(0)``, ``os._exit(0)``) is no pass; the zygote judges
-    the process from outside (:func:`test_outcome`).
+    Nothing of the test is in this process: not its source, not its verdict.
     """
     namespace = _fresh_main_namespace()
-    record: dict[str, Any]
+    failure: tuple[Any, ...] | None = None
     try:
         exec(_compile(source, "main.py"), namespace)
-        exec(_compile(test, f"test_{index}.py"), namespace)
-        record = {"status": "ok"}
-    except MemoryError:
-        record = {"status": "memory", "error": "MemoryError"}
-    except AssertionError as error:
-        record = {"status": "failed", "error": _describe(error)}
     except SystemExit as stop:
-        record = {"status": "failed", "error": f"SystemExit({stop.code!r}) before the test ended"}
+        failure = ("failed", f"SystemExit({stop.code!r}) before the test ran", False)
+    except MemoryError:
+        failure = ("failed", "MemoryError", True)
     except BaseException as error:
         _print_exception(error)
-        record = {"status": "failed", "error": _describe(error)}
+        failure = ("failed", _describe(error), False)
+    if failure is not None:
+        with contextlib.suppress(OSError):
+            link.send(failure)
+        _flush_stdio()
+        os._exit(1)
+    server = CandidateServer(link, namespace)
+    with contextlib.suppress(OSError):
+        link.send(("names", server.names()))
+        server.serve()
     _flush_stdio()
-    record["token"] = token
+    os._exit(0)
+
+
+def run_judge(test: str, index: int, report_fd: int, link: Link) -> NoReturn:
+    """The judge side of one test: run its statements with the program's names bound to
+    handles on the candidate process, and report the verdict on ``report_fd``, which
+    only this process holds.  Exits 0 when the test passed."""
+    client = JudgeClient(link)
+    record: dict[str, Any]
+    try:
+        code = compile(test, f"test_{index}.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        record = {"status": "failed", "error": f"the test does not compile: {_describe(error)}"}
+    else:
+        record = _judge(code, client)
+    if client.violation is not None and record["status"] == "ok":
+        record = {"status": "failed", "error": _describe(client.violation)}
+    if client.gone:
+        record["candidate_gone"] = True
     write_report(report_fd, record)
     os._exit(0 if record["status"] == "ok" else 1)
 
 
-def test_outcome(
-    status: int, report: bytes, token: str, timeout_s: float | None
-) -> dict[str, Any]:
-    """One test's outcome, judged from outside its process.
+def _judge(code: types.CodeType, client: JudgeClient) -> dict[str, Any]:
+    try:
+        first = client.program_names()
+        namespace = _test_namespace(first, client)
+        if isinstance(namespace, dict) and "status" in namespace:
+            return namespace
+        exec(code, namespace)
+    except MemoryError:
+        return {"status": "memory", "error": "MemoryError"}
+    except AssertionError as error:
+        return {"status": "failed", "error": _describe(error)}
+    except SystemExit as stop:
+        return {"status": "failed", "error": f"SystemExit({stop.code!r}) before the test ended"}
+    except BaseException as error:
+        return {"status": "failed", "error": _describe(error)}
+    return {"status": "ok"}
 
-    ``status``: the process's wait status; ``report``: what it wrote to its report pipe;
-    ``timeout_s``: set when it was killed at its own time limit.
+
+def _test_namespace(first: Any, client: JudgeClient) -> dict[str, Any]:
+    """The test's globals: the program's names as the judge sees them, or (with a
+    ``status``) why the test cannot run.
+
+    A module of the program is the judge's own import of that module; a plain value is
+    a copy; anything else is a :class:`CandidateObject`.  A name of the judge's builtins
+    (``abs``, ``sorted``, ``AssertionError``...) always stays the builtin.
+    """
+    kind = first[0] if type(first) is tuple and first else None
+    if kind == "failed" and len(first) == 3:
+        if first[2] is True:
+            return {"status": "memory", "error": "MemoryError"}
+        return {"status": "failed", "error": str(first[1])[:_ERROR_TEXT_LIMIT]}
+    if kind != "names" or len(first) != 2 or type(first[1]) is not list:
+        raise client.fail(CandidateGone("the program's process sent no names"))
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    for entry in first[1]:
+        if type(entry) is not tuple or len(entry) != 3 or type(entry[0]) is not str:
+            continue
+        name, what, payload = entry
+        if hasattr(builtins, name) or not name.isidentifier():
+            continue
+        if what == "data":
+            namespace[name] = checked_plain(payload)
+        elif what == "module" and type(payload) is str and _own_module(payload) is not None:
+            namespace[name] = _own_module(payload)
+        else:
+            namespace[name] = CandidateObject(client, name, f"{str(payload)[:80]} {name!r}")
+    return namespace
+
+
+def _own_module(name: str) -> types.ModuleType | None:
+    """The judge's own import of module ``name`` (None when it cannot import it)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    try:
+        __import__(name)
+    except BaseException:
+        return None
+    return sys.modules.get(name)
+
+
+def test_outcome(
+    judge_status: int,
+    report: bytes,
+    candidate_status: int | None,
+    timeout_s: float | None,
+) -> dict[str, Any]:
+    """One test's outcome, judged from outside both of its processes.
+
+    ``judge_status``: the judge's wait status; ``report``: what it wrote to its report
+    pipe after its set-up record; ``candidate_status``: the candidate's wait status
+    (None when it was still running at the end); ``timeout_s``: set when the test was
+    killed at its own time limit.
     """
     if timeout_s is not None:
         return {"status": "timeout", "error": f"test exceeded {timeout_s:g}s"}
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        if number == signal.SIGXCPU:
-            return {"status": "timeout", "error": "CPU time limit exceeded"}
-        if number == signal.SIGXFSZ:
-            return {"status": "output_limit", "error": "file size limit exceeded"}
-        return {"status": "crashed", "error": f"killed by {signal.Signals(number).name}"}
+    if os.WIFSIGNALED(judge_status):
+        return _signal_outcome(os.WTERMSIG(judge_status), "the judge")
     record: dict[str, Any] = {}
     for line in report.splitlines():
-        try:
+        with contextlib.suppress(ValueError):
             candidate = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(candidate, dict) and candidate.get("token") == token:
-            record = candidate
-            break
-    exit_code = os.WEXITSTATUS(status)
+            if isinstance(candidate, dict) and "status" in candidate:
+                record = candidate
+                break
+    exit_code = os.WEXITSTATUS(judge_status)
     if not record:
-        return {"status": "failed", "error": f"exited with code {exit_code} before the test ended"}
+        return {"status": "failed", "error": f"the judge exited with code {exit_code}"}
+    if record.get("candidate_gone") and candidate_status is not None:
+        if os.WIFSIGNALED(candidate_status):
+            return _signal_outcome(os.WTERMSIG(candidate_status), "the program")
+        code = os.WEXITSTATUS(candidate_status)
+        return {"status": "failed", "error": f"the program exited with code {code} during the test"}
     if record.get("status") == "ok" and exit_code != 0:
-        return {"status": "failed", "error": f"exited with code {exit_code}"}
+        return {"status": "failed", "error": f"the judge exited with code {exit_code}"}
     allowed = {"ok", "failed", "memory"}
     status_name = record.get("status") if record.get("status") in allowed else "failed"
     return {"status": status_name, "error": record.get("error")}
+
+
+def _signal_outcome(number: int, who: str) -> dict[str, Any]:
+    if number == signal.SIGXCPU:
+        return {"status": "timeout", "error": f"CPU time limit exceeded ({who})"}
+    if number == signal.SIGXFSZ:
+        return {"status": "output_limit", "error": f"file size limit exceeded ({who})"}
+    return {"status": "crashed", "error": f"{who} was killed by {signal.Signals(number).name}"}

@@ -28,6 +28,14 @@ MAX_MESSAGE_BYTES = 2**32 - 1
 _RECEIVE_CHUNK = 64 * 1024
 
 
+_ZERO_CHUNK = bytes(_RECEIVE_CHUNK)
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 class ProtocolError(Exception):
     """The peer sent something that is not a well-formed message."""
 
@@ -46,12 +54,17 @@ class Channel:
         self._chunk = bytearray(_RECEIVE_CHUNK)
         self._poll: Any = None
 
-    def send(self, payload: dict[str, Any], deadline: float | None = None) -> None:
-        """Send one message, all of it."""
+    def send(
+        self, payload: dict[str, Any], deadline: float | None = None, raw: bytes = b""
+    ) -> None:
+        """Send one message, all of it, followed by ``raw`` bytes (read with
+        :meth:`receive_raw`; the payload should say how many)."""
         body = marshal.dumps(payload)
         if len(body) > MAX_MESSAGE_BYTES:
             raise ProtocolError(f"message of {len(body)} bytes exceeds {MAX_MESSAGE_BYTES}")
         parts: list[Any] = [_HEADER.pack(len(body)), body]
+        if raw:
+            parts.append(raw)
         while parts:
             if deadline is not None:
                 self._wait(select.POLLOUT, deadline)
@@ -81,6 +94,31 @@ class Channel:
         if not isinstance(payload, dict):
             raise ProtocolError("message is not a dict")
         return payload
+
+    def receive_raw(self, fd: int, size: int) -> None:
+        """Copy the ``size`` raw bytes that follow a message into file ``fd``, keeping no
+        copy of them in this process: every buffer they passed through is zeroed.
+
+        The zygote takes a task's tests this way, so that a candidate it forks later
+        cannot find them in its own (copy-on-write) memory.  Blocking.
+        """
+        held = min(size, len(self._buffer))
+        if held:
+            with memoryview(self._buffer) as view:
+                _write_all(fd, view[:held])
+            self._buffer[:held] = bytes(held)
+            del self._buffer[:held]
+        left = size - held
+        while left > 0:
+            received = os.readv(self.fd, [memoryview(self._chunk)[: min(left, _RECEIVE_CHUNK)]])
+            if not received:
+                break
+            with memoryview(self._chunk) as view:
+                _write_all(fd, view[:received])
+            left -= received
+        self._chunk[:] = _ZERO_CHUNK
+        if left:
+            raise ProtocolError(f"the stream ended {left} bytes before the raw part did")
 
     def _fill(self, size: int, deadline: float | None) -> bool:
         while len(self._buffer) < size:

@@ -107,7 +107,7 @@ def _status_of(
 def _test_results(
     finished: dict[str, Any], request: dict[str, Any]
 ) -> tuple[TestResult, ...] | None:
-    if request.get("tests") is None:
+    if request.get("test_spans") is None:
         return None
     reported: dict[int, dict[str, Any]] = {}
     for record in finished.get("tests") or []:
@@ -115,7 +115,7 @@ def _test_results(
         if isinstance(index, int) and index not in reported:
             reported[index] = record
     results = []
-    for index in range(len(request["tests"])):
+    for index in range(len(request["test_spans"])):
         record = reported.get(index)
         if record is None:
             results.append(TestResult(index, None))

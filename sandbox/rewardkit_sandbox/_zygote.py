@@ -34,6 +34,7 @@ import signal
 import sys
 import time
 
+from rewardkit_sandbox import _calls
 from rewardkit_sandbox import _confinement as confinement
 from rewardkit_sandbox import _harness as harness
 from rewardkit_sandbox._protocol import Channel
@@ -49,6 +50,7 @@ _REPORT_LIMIT_BYTES = 4 * 1024 * 1024
 _KILL_GRACE_S = 5.0
 _READ_CHUNK = 65536
 _GC_EVERY_OBJECTS = 20000
+_CHILD_FDS = 7  # a judge's 0-6: stdio, report, the link to its candidate, the tests
 
 
 class _Output:
@@ -118,13 +120,13 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         self.child_path = [p for p in sys.path if p not in bootstrap_paths]
         self.child_path += list(config["import_paths"])
         self.seccomp_program: confinement.SeccompProgram | None = None
-        # Keep fds 0-3 taken, so that no pipe of a task is created there: the child moves
-        # its pipes onto 0-3 and must not overwrite one it has not moved yet.
-        while (placeholder := os.open(os.devnull, os.O_RDWR)) < 3:
+        # Keep fds 0-6 taken, so that no pipe of a task is created there: a child moves
+        # its descriptors onto 0-6 and must not overwrite one it has not moved yet.
+        while (placeholder := os.open(os.devnull, os.O_RDWR)) < _CHILD_FDS - 1:
             pass
-        if placeholder > 3:
+        if placeholder > _CHILD_FDS - 1:
             os.close(placeholder)
-        self.devnull = os.open(os.devnull, os.O_RDONLY)  # test children's stdin (fd > 3)
+        self.devnull = os.open(os.devnull, os.O_RDWR)  # test children's stdin, judges' stdio
 
         self._enter_subreaper()
         self._enter_network_namespace()
@@ -223,6 +225,11 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             confinement.prctl(confinement.PR_SET_NO_NEW_PRIVS, 1)
         except OSError as error:
             self.nnp_error = str(error)
+        if os.geteuid() != 0:
+            # Tasks then run as our own uid: keep them out of /proc/<zygote>/mem and /fd
+            # (a task's tests are in a memory file here). As root, the slot uids are.
+            with contextlib.suppress(OSError):
+                confinement.prctl(confinement.PR_SET_DUMPABLE, 0)
         if self.seccomp_program is None:
             return
         try:
@@ -240,7 +247,18 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
                 os._exit(0)
             if request.get("op") != "run":
                 continue
-            reply = self._run_task(request, request.get("stdin") or b"")
+            tests_fd = -1
+            if request.get("tests_bytes") is not None:
+                # The tests arrive after the request, raw, and go straight into a memory
+                # file that only judges inherit: no candidate forked later finds them in
+                # the zygote's memory (the channel wipes its buffers).
+                tests_fd = os.memfd_create("rewardkit-tests", os.MFD_CLOEXEC)
+                self.channel.receive_raw(tests_fd, int(request["tests_bytes"]))
+            try:
+                reply = self._run_task(request, request.get("stdin") or b"", tests_fd)
+            finally:
+                if tests_fd >= 0:
+                    os.close(tests_fd)
             if reply.get("pool_gone"):  # the task is dead and its files removed
                 os._exit(0)
             self.channel.send(reply)
@@ -251,7 +269,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
                 gc.freeze()
 
 
-    def _run_task(self, request: dict[str, Any], stdin: bytes) -> dict[str, Any]:
+    def _run_task(self, request: dict[str, Any], stdin: bytes, tests_fd: int) -> dict[str, Any]:
         reply: dict[str, Any] = {"event": "finished"}
         limits = request["limits"]
         task = _Task(limits)
@@ -275,10 +293,10 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         task.open_outputs = [stdout_read, stderr_read]
         writers = [stdout_write, stderr_write]  # the task's ends: closed once it has them
         try:
-            if request.get("tests") is None:
+            if request.get("test_spans") is None:
                 self._run_program(request, stdin, task, writers, workdir, reply)
             else:
-                self._run_tests(request, task, writers, workdir, reply)
+                self._run_tests(request, task, writers, workdir, reply, tests_fd)
         except _Stuck as stuck:
             reply["infra_error"] = str(stuck)
             reply["fatal"] = True
@@ -316,19 +334,25 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         request: dict[str, Any],
         fds: tuple[int, ...],
         workdir: str,
+        role: str = "program",
         test: int = -1,
-        token: str = "",
     ) -> int:
-        """Fork a confined child running the program (``test`` -1) or the program and test
-        ``test`` (reporting with ``token``), on ``fds`` as its 0-3; the child never returns."""
+        """Fork a confined child on ``fds`` (as its 0, 1, ...) running the program
+        (``role`` "program"), or test ``test``'s candidate or judge; it never returns."""
         pid = os.fork()
         if pid:
             return pid
         try:
             self._enter_task(request, fds, workdir)
-            if test < 0:
+            if role == "program":
                 harness.run_program(request["code"], 3)
-            harness.run_test(request["code"], request["tests"][test], test, 3, token)
+            link = _calls.Link(4, 5)
+            if role == "candidate":
+                harness.run_candidate(request["code"], 3, link)
+            offset, length = request["test_spans"][test]
+            source = os.pread(6, length, offset).decode("utf-8", errors="surrogatepass")
+            os.close(6)
+            harness.run_judge(source, test, 3, link)
         finally:
             os._exit(harness.SETUP_FAILED_EXIT_CODE)
 
@@ -364,7 +388,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         if isinstance(ran, str):
             reply["infra_error"] = ran
             return
-        status, usage, report, _ = ran
+        status, usage, report = ran
         _exit_status(status, usage, reply)
         self._parse_report(report, reply)
 
@@ -375,41 +399,53 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         writers: list[int],
         workdir: str,
         reply: dict[str, Any],
+        tests_fd: int,
     ) -> None:
-        """Each test in its own child (program, then the test), judged here from outside.
+        """Each test in two children, a candidate and a judge, judged here from outside.
 
-        A test ends at its own ``test_timeout_s`` (it alone is killed; the next one runs),
-        the task at its wall time or output cap (every process of it is killed).
+        A test ends at its own ``test_timeout_s`` (its two children alone are killed; the
+        next test runs), the task at its wall time or output cap (every process of it).
         """
         timeout_s = float(request.get("test_timeout_s") or request["limits"]["wall_time_s"])
         stop_early = bool(request.get("stop_on_first_failure"))
         records: list[dict[str, Any]] = []
         cpu_time_s, max_rss_kib = 0.0, 0
-        for index in range(len(request["tests"])):
-            token = os.urandom(16).hex()
+        for index in range(len(request["test_spans"])):
             started = time.monotonic()
-            stdio = (self.devnull, *writers)
-            ran = self._run_child(request, task, stdio, workdir, index, token, timeout_s)
+            ran = self._run_test(request, task, writers, workdir, index, tests_fd, timeout_s)
             if isinstance(ran, str):
                 reply["infra_error"] = ran
                 return
-            status, usage, report, timed_out = ran
-            cpu_time_s += usage.ru_utime + usage.ru_stime
-            max_rss_kib = max(max_rss_kib, usage.ru_maxrss)
+            judge, candidate = ran
+            for _, usage, _ in (judge, candidate):
+                cpu_time_s += usage.ru_utime + usage.ru_stime
+                max_rss_kib = max(max_rss_kib, usage.ru_maxrss)
             reply["cpu_time_s"] = round(cpu_time_s, 6)
             reply["max_rss_kib"] = max_rss_kib
             if task.kill_reason is not None:  # the whole task was stopped
                 reply["signal"] = signal.SIGKILL
                 break
-            setup, _, rest = report.partition(b"\n")
-            if setup + b"\n" != harness.SETUP_DONE_RECORD:
-                if setup.startswith(b'{"setup_error"'):
-                    reply["infra_error"] = "task setup failed: " + setup.decode(errors="replace")
-                    return
-                if index == 0:  # no candidate code of this task has run yet
-                    reply["setup_incomplete"] = True
-                    return
-            outcome = harness.test_outcome(status, rest, token, timeout_s if timed_out else None)
+            judge_rest = b""
+            for (_, _, report), who in ((candidate, "candidate"), (judge, "judge")):
+                setup, _, rest = report.partition(b"\n")
+                if who == "judge":
+                    judge_rest = rest
+                if setup + b"\n" != harness.SETUP_DONE_RECORD:
+                    if setup.startswith(b'{"setup_error"'):
+                        reply["infra_error"] = "task setup failed: " + setup.decode(
+                            errors="replace"
+                        )
+                        return
+                    if index == 0:  # no candidate code of this task has run yet
+                        reply["setup_incomplete"] = True
+                        return
+            timed_out = judge[0] is None
+            outcome = harness.test_outcome(
+                0 if timed_out else judge[0],
+                judge_rest,
+                candidate[0],
+                timeout_s if timed_out else None,
+            )
             outcome["index"] = index
             outcome["wall_time_s"] = round(time.monotonic() - started, 6)
             records.append(outcome)
@@ -419,51 +455,126 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             reply["exit_code"] = 0
         reply["tests"] = records
 
+    def _run_test(
+        self,
+        request: dict[str, Any],
+        task: _Task,
+        writers: list[int],
+        workdir: str,
+        index: int,
+        tests_fd: int,
+        timeout_s: float,
+    ) -> tuple[tuple[Any, Any, bytes], tuple[Any, Any, bytes]] | str:
+        """Fork test ``index``'s candidate, then its judge, linked by two pipes; serve the
+        task until the judge exits (or the test's time is up), then kill the candidate.
+
+        Returns (wait status, resource use, report) of the judge (status None: killed at
+        the test's timeout) and of the candidate (status None: it was still running), or
+        why they could not be started.
+        """
+        opened: list[int] = []
+        try:
+            for _ in range(4):
+                opened += os.pipe()
+        except OSError as error:
+            for fd in opened:
+                os.close(fd)
+            return f"could not create the test's pipes: {error}"
+        to_candidate_r, to_candidate_w, to_judge_r, to_judge_w = opened[:4]
+        candidate_report_r, candidate_report_w, judge_report_r, judge_report_w = opened[4:]
+        started = time.monotonic()
+        candidate_pid = judge_pid = 0
+        try:
+            try:
+                candidate_pid = self._fork_task_child(
+                    request,
+                    (self.devnull, *writers, candidate_report_w, to_candidate_r, to_judge_w),
+                    workdir,
+                    "candidate",
+                    index,
+                )
+            except OSError as error:
+                return f"fork failed: {error}"
+            for fd in (candidate_report_w, to_candidate_r, to_judge_w):
+                os.close(fd)
+                opened.remove(fd)
+            try:
+                judge_pid = self._fork_task_child(
+                    request,
+                    (self.devnull, self.devnull, self.devnull, judge_report_w, to_judge_r,
+                     to_candidate_w, tests_fd),
+                    workdir,
+                    "judge",
+                    index,
+                )
+            except OSError as error:
+                return f"fork failed: {error}"
+            for fd in (judge_report_w, to_judge_r, to_candidate_w):
+                os.close(fd)
+                opened.remove(fd)
+            finished = self._watch(task, judge_pid, started + timeout_s)
+            candidate_ended = self._exited(candidate_pid)
+            for pid in ((candidate_pid,) if finished else (judge_pid, candidate_pid)):
+                for kill in (os.killpg, os.kill):
+                    with contextlib.suppress(OSError):
+                        kill(pid, signal.SIGKILL)
+            ended = []
+            for pid in (judge_pid, candidate_pid):
+                if not self._watch(task, pid, time.monotonic() + _KILL_GRACE_S):
+                    raise _Stuck("a test did not die after SIGKILL")
+                ended.append(os.wait4(pid, 0))
+            # Read once both are gone (their few records fit in the pipes).
+            judge_report = _read_rest(judge_report_r, _REPORT_LIMIT_BYTES)
+            candidate_report = _read_rest(candidate_report_r, _REPORT_LIMIT_BYTES)
+        finally:
+            for fd in opened:
+                os.close(fd)
+        (_, judge_status, judge_usage), (_, candidate_status, candidate_usage) = ended
+        return (
+            (judge_status if finished else None, judge_usage, judge_report),
+            (candidate_status if candidate_ended else None, candidate_usage, candidate_report),
+        )
+
+    @staticmethod
+    def _exited(pid: int) -> bool:
+        """Whether child ``pid`` has exited (without reaping it)."""
+        try:
+            return bool(os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT))
+        except ChildProcessError:
+            return True
+
     def _run_child(
         self,
         request: dict[str, Any],
         task: _Task,
         stdio: tuple[int, ...],
         workdir: str,
-        test: int = -1,
-        token: str = "",
-        timeout_s: float | None = None,
-    ) -> tuple[int, Any, bytes, bool] | str:
-        """Fork one task child on ``stdio`` (``stdio[0]`` is closed here once it is forked)
-        and serve the task until that child exits.
+    ) -> tuple[int, Any, bytes] | str:
+        """Fork the program's child on ``stdio`` (``stdio[0]`` is closed here once it is
+        forked) and serve the task until that child exits.
 
-        Returns its wait status, resource use and report, and whether it was killed at its
-        own ``timeout_s``; or why it could not be started.
+        Returns its wait status, resource use and report; or why it could not be started.
         """
         try:
             report_read, report_write = os.pipe()
         except OSError as error:
             return f"could not create the task's pipes: {error}"
-        started = time.monotonic()
         try:
             try:
-                pid = self._fork_task_child(request, (*stdio, report_write), workdir, test, token)
+                pid = self._fork_task_child(request, (*stdio, report_write), workdir)
             except OSError as error:
                 return f"fork failed: {error}"
             finally:
                 os.close(report_write)
-                if stdio[0] != self.devnull:
-                    os.close(stdio[0])
-            until = None if timeout_s is None else started + timeout_s
-            timed_out = not self._watch(task, pid, until)
-            if timed_out:  # this child alone: its process group and itself
-                for kill in (os.killpg, os.kill):
-                    with contextlib.suppress(OSError):
-                        kill(pid, signal.SIGKILL)
-                if not self._watch(task, pid, time.monotonic() + _KILL_GRACE_S):
-                    raise _Stuck("a test did not die after SIGKILL")
+                os.close(stdio[0])
+            self._watch(task, pid, None)
             _, status, usage = os.wait4(pid, 0)
             # Read once the child is gone (its few records fit in the pipe: a program that
             # fills it with more only blocks itself).
             report = _read_rest(report_read, _REPORT_LIMIT_BYTES)
         finally:
             os.close(report_read)
-        return status, usage, report, timed_out
+        return status, usage, report
 
     def _watch(self, task: _Task, pid: int, until: float | None) -> bool:
         """Serve the task while ``pid`` runs: its stdin and outputs, the pool's messages,
@@ -565,9 +676,9 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             # costs ~3 ms on kernels with sched autogroup, more than the rest of a task.
             os.setpgid(0, 0)
             gc.enable()
-            for target, fd in enumerate(fds):  # every fd is > 3 (see __init__)
+            for target, fd in enumerate(fds):  # every fd is > 6 (see __init__)
                 os.dup2(fd, target)
-            os.closerange(4, 1 << 16)  # the control socket included
+            os.closerange(len(fds), 1 << 16)  # the control socket included
             os.chdir(workdir)
             limits = request["limits"]
             for which, soft, hard in limits["rlimits"]:  # RLIMIT_CORE=0 is inherited

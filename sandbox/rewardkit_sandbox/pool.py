@@ -333,14 +333,24 @@ class SandboxPool:
             return SandboxResult(
                 Status.FAILED, error=f"program of {size} bytes exceeds {self.max_code_bytes}"
             )
-        request = {
+        request: dict[str, Any] = {
             "op": "run",
             "code": code,
-            "tests": list(tests) if tests is not None else None,
             "test_timeout_s": test_timeout_s,
             "stop_on_first_failure": stop_on_first_failure,
             "limits": limits_message(limits),
         }
+        tests_blob = b""
+        if tests is not None:
+            # The tests travel after the request, raw: only the zygote's judges read them.
+            encoded = [test.encode("utf-8", errors="surrogatepass") for test in tests]
+            spans, offset = [], 0
+            for item in encoded:
+                spans.append((offset, len(item)))
+                offset += len(item)
+            request["test_spans"] = spans
+            request["tests_bytes"] = offset
+            tests_blob = b"".join(encoded)
         stdin_bytes = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
         slot = self._acquire()
         try:
@@ -348,7 +358,7 @@ class SandboxPool:
                 self._ensure_alive(slot)
             except (OSError, SandboxUnavailableError) as error:
                 return SandboxResult(Status.SANDBOX_ERROR, error=f"zygote restart failed: {error}")
-            return self._run_on_slot(slot, request, stdin_bytes, limits)
+            return self._run_on_slot(slot, request, stdin_bytes, limits, tests_blob)
         finally:
             self._free.put(slot)
 
@@ -399,7 +409,12 @@ class SandboxPool:
                 continue
 
     def _run_on_slot(
-        self, slot: _Slot, request: dict[str, Any], stdin_bytes: bytes, limits: SandboxLimits
+        self,
+        slot: _Slot,
+        request: dict[str, Any],
+        stdin_bytes: bytes,
+        limits: SandboxLimits,
+        tests_blob: bytes = b"",
     ) -> SandboxResult:
         """One round trip: the zygote feeds stdin, drains and caps the outputs, and answers."""
         assert slot.sock is not None and slot.channel is not None
@@ -408,7 +423,7 @@ class SandboxPool:
         finished: dict[str, Any] | None = None
         zygote_lost = False
         try:
-            slot.channel.send({**request, "stdin": stdin_bytes}, deadline)
+            slot.channel.send({**request, "stdin": stdin_bytes}, deadline, tests_blob)
         except OSError as error:  # TimeoutError included
             self._discard(slot)
             return SandboxResult(Status.SANDBOX_ERROR, error=f"zygote unreachable: {error}")

@@ -205,7 +205,7 @@ class CodeExecution(Reward):
             if suite.cases:
                 first_case = probe
         tally = (
-            self._run_tests(code, suite.tests)
+            self._run_tests(f"{code}\n\n{suite.setup}\n" if suite.setup else code, suite.tests)
             if suite.tests
             else self._run_cases(runner, code, suite.cases, first_case)
         )

@@ -38,12 +38,17 @@ class IOCase:
 
 @dataclass(frozen=True)
 class TestSuite:
-    """The checks of one reference: ``tests`` (assert snippets) or ``cases``, never both."""
+    """The checks of one reference: ``tests`` (assert snippets) or ``cases``, never both.
+
+    ``setup`` (MBPP's ``test_setup_code``) already starts each test; the program needs it
+    too, since the test statements and the program run in different processes.
+    """
 
     __test__ = False  # not a pytest test class
 
     tests: tuple[str, ...] = ()
     cases: tuple[IOCase, ...] = ()
+    setup: str = ""
 
     def __len__(self) -> int:
         return len(self.tests) + len(self.cases)
@@ -93,7 +98,7 @@ def _from_mapping(reference: Mapping[str, Any]) -> TestSuite:
         setup = reference.get("setup") or ""
         if not isinstance(setup, str):
             raise ReferenceFormatError("reference 'setup' must be a string of code")
-        return TestSuite(tests=tuple(_test_list(tests, prefix=setup)))
+        return TestSuite(tests=tuple(_test_list(tests, prefix=setup)), setup=setup)
     if kinds == ["cases"]:
         cases = reference["cases"]
         if not isinstance(cases, list):
