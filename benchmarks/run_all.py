@@ -173,7 +173,7 @@ BENCHES = [
           humaneval_headlines),
     Bench("ray_scaling", "bench_ray_scaling.py", [], ["--quick"],
           "Ray executor on 1, 2, 4 local nodes", ray_headlines),
-    Bench("hacks", "bench_hacks.py", [], [],
+    Bench("hacks", "bench_hacks.py", ["--peers"], [],
           "known reward hacks (benchmarks/data/hacks): how many each reward pays",
           hacks_headlines),
 ]
