@@ -452,13 +452,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # -- new-plugin -------------------------------------------------------------------------
 def cmd_new_plugin(args: argparse.Namespace) -> int:
-    from rewardkit.scaffold import PluginNameError, next_steps, write_plugin
+    from rewardkit.scaffold import PluginNameError, write_plugin
 
     try:
         folder = write_plugin(args.name, Path(args.dir))
     except PluginNameError as exc:
         raise UsageError(str(exc)) from None
-    out.print(f"created {folder}\n  next: {next_steps(folder)}"
+    out.print(f"created {folder}\n  next: pip install -e '{folder}[test]' && pytest {folder}"
               "\n  (the test extra brings pytest; rewardkit's pytest plugin runs the cases)",
               markup=False)
     return EXIT_OK
