@@ -551,7 +551,7 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
     if not found.answer:
         return "the answer is empty"
     text = found.text
-    if _NEGATED.search(text, max(0, found.start - 80), found.start):
+    if _negated(text, found.start):
         return "the answer is negated"
     if _QUESTIONED.match(text, found.end):
         return "the answer is a question"
@@ -566,6 +566,15 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
     if found.how in ("last_number", "math_span"):
         return _fallback_refusal(found, first, prompt)
     return ""
+
+
+def _negated(text: str, start: int) -> bool:
+    """Whether a negation stands right before ``text[start:]`` ("not 18")."""
+    window = text[max(0, start - 80) : start]
+    low = window.lower()  # most often there is no negation at all: plain searches
+    if not ("not" in low or "never" in low or "n't" in low or "≠" in low or "\\ne" in low):
+        return False
+    return _NEGATED.search(window) is not None
 
 
 def _copied(answer: str, prompt: str) -> bool:
@@ -661,7 +670,7 @@ def read_answer(answer: str, decimal_comma: bool = False,
     tokens = list(token.finditer(answer))
     if not tokens or not prose:
         return None
-    kept = [t for t in tokens if not _NEGATED.search(answer, max(0, t.start() - 80), t.start())]
+    kept = [t for t in tokens if not _negated(answer, t.start())]
     if not kept:
         return "the answer is negated"
     prose = _WORD.search(_TEXT_ARG.sub(" ", answer)) is not None
@@ -693,19 +702,46 @@ def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
     (Boxed steps before a closing "The final answer is 84" are steps, not answers.)"""
     text = found.text
     kinds = [how for how in STATEMENTS if how in order]
+    if _statement_marks(text, kinds, answer_tag) < 2:  # the common case: found is the only one
+        return []
     statements = _statements(text, kinds, answer_tag)
     values = []
     for i, (how, start, end, answer) in enumerate(statements):
         if start == found.start or not answer or (how != found.how and start < found.end):
             continue
         stop = statements[i + 1][1] if i + 1 < len(statements) else len(text)
-        if (_NEGATED.search(text, max(0, start - 80), start) or _QUESTIONED.match(text, end)
+        if (_negated(text, start) or _QUESTIONED.match(text, end)
                 or _RETRACTION.search(text, end, stop)):
             continue
         value = read_answer(answer, decimal_comma)
         if isinstance(value, PlainNumber):
             values.append(value)
     return values
+
+
+def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
+    """How many final statements ``text`` may hold, counted up to 2 (plain searches that
+    stop at the second mark: cheap; never fewer than there are)."""
+    marks = 0
+    markers = []
+    if "answer_tag" in kinds:
+        markers.append((text, f"</{answer_tag}>"))
+    if "boxed" in kinds:
+        markers += [(text, "\\boxed"), (text, "\\fbox")]
+    if "hashes" in kinds:
+        markers.append((text, "####"))
+    if "closing" in kinds:
+        low = text.lower()
+        markers += [(low, key) for key in _CLOSING_KEYS]
+        marks += low.startswith("a:")
+    for where, marker in markers:
+        pos = where.find(marker)
+        while pos >= 0:
+            marks += 1
+            if marks >= 2:
+                return marks
+            pos = where.find(marker, pos + 1)
+    return marks
 
 
 def _statements(text: str, kinds: Sequence[str],

@@ -277,6 +277,8 @@ def _graded_text(text: str, params: MathParams) -> str | None:
     same: an answer only inside it is not one."""
     if params.reasoning_tag:
         return after_reasoning(text, params.reasoning_tag)
+    if "think>" not in text:  # one plain search in the common case
+        return text
     if "</think>" in text:
         return after_reasoning(text, "think")
     return None if "<think>" in text else text
