@@ -26,7 +26,10 @@ from rewardkit.hookspecs import hookimpl
 
 @hookimpl
 def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("rewards", help="list registered rewards")
+    p = subparsers.add_parser("rewards", help="list registered rewards; NAME: one in full")
+    p.add_argument("name", nargs="?", default=None,
+                   help="a reward's name: its description and every parameter; any other "
+                   "text lists the rewards whose name contains it")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_rewards)
 
@@ -51,6 +54,9 @@ def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     p.add_argument("--batch-size", type=int, default=1024,
                    help="samples per scoring call (cut where the prompt changes)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when any line was malformed and skipped (the good lines "
+                   "are still scored and written)")
     p.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="ray: score on Ray Data (JSONL or parquet input, resumable)")
     p.add_argument("--resume", action="store_true",
@@ -103,29 +109,83 @@ def _params_summary(cls: Any) -> list[dict[str, Any]]:
     return rows
 
 
+#: widest the reward list is drawn (a terminal, a pipe or a doc page alike)
+REWARDS_WIDTH = 100
+#: longest default value shown in the reward list (the full one: ``rewardkit rewards NAME``)
+DEFAULT_CHARS = 12
+
+
 def cmd_rewards(args: argparse.Namespace) -> int:
+    """The registered rewards: a list at most :data:`REWARDS_WIDTH` columns wide with
+    defaults abbreviated (``NAME`` filters by a part of the name), or one reward in full
+    when ``NAME`` is exactly its name."""
     from rewardkit.registry import registry
 
+    classes = registry.rewards()
+    exact = [cls for cls in classes if cls.name == args.name]
+    if args.name and not exact:
+        classes = [cls for cls in classes if args.name.lower() in cls.name.lower()]
+        if not classes:
+            raise UsageError(f"no registered reward's name contains {args.name!r} "
+                             "(`rewardkit rewards` lists them all)")
     rows: list[dict[str, Any]] = [{"name": cls.name, "plugin": cls.plugin, "mode": str(cls.mode),
              "group": cls.group, "description": cls.description,
-             "params": _params_summary(cls)} for cls in registry.rewards()]
+             "params": _params_summary(cls)} for cls in exact or classes]
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return EXIT_USAGE if registry.clashes() else EXIT_OK
-    table = Table(title="registered rewards")
-    for col in ("name", "plugin", "mode", "description", "params"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        params = ", ".join(f"{p['name']}={p['default']!r}" if not p["required"]
-                           else f"{p['name']} (required)" for p in r["params"])
-        mode = r["mode"] + (" group" if r["group"] else "")
-        table.add_row(r["name"], r["plugin"], mode, r["description"], params)
-    out.print(table)
+    if exact:
+        _print_reward(rows[0], exact[0])
+    else:
+        _print_reward_list(rows)
     clashes = registry.clashes()
     for message in clashes.values():
         err.print(f"error: {message}; configs using this name fail until one plugin is "
                   "removed or REWARDKIT_PLUGINS leaves it out", markup=False)
     return EXIT_USAGE if clashes else EXIT_OK
+
+
+def _print_reward_list(rows: list[dict[str, Any]]) -> None:
+    """Per reward: its name, plugin and mode on one line, then its description and its
+    params (defaults abbreviated) wrapped to :data:`REWARDS_WIDTH` columns."""
+    import textwrap
+
+    width = min(out.width, REWARDS_WIDTH)
+    name_width = max((len(r["name"]) for r in rows), default=0)
+    for r in rows:
+        mode = r["mode"] + (" group" if r["group"] else "")
+        out.print(f"[bold]{r['name']:<{name_width}}[/bold]  {r['plugin']}, {mode}")
+        params = ", ".join(f"{p['name']}={_short(p['default'])}" if not p["required"]
+                           else f"{p['name']} (required)" for p in r["params"])
+        for text in (r["description"], f"params: {params}" if params else "no params"):
+            out.print(textwrap.fill(text, width, initial_indent="    ",
+                                    subsequent_indent="    "), markup=False)
+    out.print(f"{len(rows)} reward(s); one in full: rewardkit rewards NAME", markup=False)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= DEFAULT_CHARS else text[:DEFAULT_CHARS - 1] + "…"
+
+
+def _print_reward(row: dict[str, Any], cls: Any) -> None:
+    """One reward in full: what it pays (its docstring) and every parameter."""
+    import inspect
+
+    mode = row["mode"] + (" group" if row["group"] else "")
+    out.print(f"[bold]{row['name']}[/bold]  ({row['plugin']}, {mode})")
+    doc = inspect.getdoc(cls) or row["description"]
+    out.print(doc, markup=False)
+    if not row["params"]:
+        out.print("no parameters", markup=False)
+        return
+    table = Table(title="params", width=min(out.width, REWARDS_WIDTH))
+    for col in ("name", "type", "default", "description"):
+        table.add_column(col, overflow="fold")
+    for p in row["params"]:
+        table.add_row(p["name"], p["type"], "required" if p["required"] else repr(p["default"]),
+                      p["description"])
+    out.print(table)
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -170,7 +230,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _weight_text(row: dict[str, Any], step: int) -> str:
-    """A weight as configured: ``0.5``; a schedule with its value at ``step``; stages."""
+    """A weight as configured, then its value at ``step`` when it varies: ``0.5``;
+    ``linear (start: 0.5, ...); at step 50: 0.7``; stages as
+    ``0.5 until step 50, then 1; at step 0: 0.5``."""
     spec = row["weight_spec"]
     if isinstance(spec, int | float):
         return f"{spec:g}"
@@ -184,10 +246,10 @@ def _weight_text(row: dict[str, Any], step: int) -> str:
     if isinstance(spec, dict):
         text = one(spec)
     else:
-        text = "; ".join(
-            (f"until step {st['until_step']}: " if "until_step" in st else "then: ")
-            + one(st["weight"]) for st in spec)
-    return f"{text} = {row['weight']:g} at step {step}"
+        text = ", then ".join(
+            one(st["weight"]) + (f" until step {st['until_step']}" if "until_step" in st else "")
+            for st in spec)
+    return f"{text}; at step {step}: {row['weight']:g}"
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -243,6 +305,15 @@ def cmd_score(args: argparse.Namespace) -> int:
               file=sys.stderr if to_stdout else sys.stdout)
     else:
         _print_summary(summary, err if to_stdout else out)
+    return _strict_exit(args, summary)
+
+
+def _strict_exit(args: argparse.Namespace, summary: dict[str, Any]) -> int:
+    """``--strict``: exit 1 when lines were skipped (saying so last), else 0."""
+    skipped = len(summary["bad_lines"])
+    if args.strict and skipped:
+        err.print(f"error: --strict: {skipped} malformed line(s) skipped", markup=False)
+        return EXIT_FAIL
     return EXIT_OK
 
 
@@ -308,7 +379,7 @@ def _score_on_ray(args: argparse.Namespace, config: Any, samples_path: Path) -> 
         print(json.dumps(_jsonable(summary), indent=2, allow_nan=False))
     else:
         _print_summary(summary)
-    return EXIT_OK
+    return _strict_exit(args, summary)
 
 
 def _print_summary(summary: dict[str, Any], console: Console = out) -> None:
@@ -331,8 +402,11 @@ def _print_summary(summary: dict[str, Any], console: Console = out) -> None:
     if any(not m["latency_per_sample"] for m in summary["components"].values()):
         console.print("[dim]p50/p95: '-' for inline rewards, which are timed per batch "
                       "(mean ms is per sample)[/dim]")
-    if summary["bad_lines"]:
-        console.print(f"[yellow]{len(summary['bad_lines'])} malformed line(s) skipped[/yellow]")
+    skipped = len(summary["bad_lines"])
+    colour = "yellow" if skipped else "green"
+    console.print(f"[{colour}]{summary['scored']} scored, {skipped} malformed line(s) "
+                  f"skipped[/{colour}]" + (" (listed above; --strict makes that exit 1)"
+                                           if skipped else ""))
 
 
 def _percentiles(m: dict[str, Any]) -> tuple[str, str]:
@@ -452,13 +526,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # -- new-plugin -------------------------------------------------------------------------
 def cmd_new_plugin(args: argparse.Namespace) -> int:
-    from rewardkit.scaffold import PluginNameError, write_plugin
+    from rewardkit.scaffold import PluginNameError, next_steps, write_plugin
 
     try:
         folder = write_plugin(args.name, Path(args.dir))
     except PluginNameError as exc:
         raise UsageError(str(exc)) from None
-    out.print(f"created {folder}\n  next: pip install -e '{folder}[test]' && pytest {folder}"
+    out.print(f"created {folder}\n  next: {next_steps(folder)}"
               "\n  (the test extra brings pytest; rewardkit's pytest plugin runs the cases)",
               markup=False)
     return EXIT_OK

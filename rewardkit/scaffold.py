@@ -6,7 +6,9 @@ reward and its ``register_rewards`` hook, golden cases and a test that runs them
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 
 
@@ -25,6 +27,21 @@ def _names(name: str) -> tuple[str, str, str]:
     slug = raw.replace("_", "-")
     ident = raw.replace("-", "_")
     return ident, f"rewardkit-{slug}", f"rewardkit_{ident}"
+
+
+def next_steps(folder: Path, python: str | None = None) -> str:
+    """What to run after ``new-plugin``: install the plugin with its test extra into the
+    environment rewardkit runs from, then test it. Named through that environment's
+    interpreter (``.venv/bin/python -m pip``, not a bare ``pip`` that may belong to
+    another Python), relative to the working folder when it lies inside it."""
+    python = python or sys.executable
+    try:
+        shown = os.path.relpath(python)
+    except ValueError:  # another drive (Windows)
+        shown = python
+    if shown.startswith(".."):
+        shown = python
+    return (f"{shown} -m pip install -e '{folder}[test]' && {shown} -m pytest {folder}")
 
 
 def write_plugin(name: str, where: Path) -> Path:
@@ -53,6 +70,9 @@ test = ["pytest>=8"]
 
 [tool.setuptools]
 packages = ["{package}"]
+# the package sits in the project folder: an editable install is then a plain .pth
+# line (setuptools otherwise installs an import finder and prints a warning box)
+package-dir = {{"" = "."}}
 ''',
         f"{package}/__init__.py": f'"""{dist}: rewardkit reward plugin."""\n',
         f"{package}/plugin.py": f'''"""Rewards of {dist}, registered through the rewardkit plugin hook."""

@@ -4,7 +4,8 @@ Each input line is written back plus ``reward`` (the total, or null) and ``compo
 ({name: {value, status, reason}}, plus ``latency_ms`` for a reward timed sample by sample:
 process mode). Malformed lines are reported with their line number,
 counted and skipped; nothing else is dropped. What counts as malformed: not valid UTF-8,
-not a JSON object, no ``completion`` key, the non-standard constants ``NaN`` /
+not a JSON object, no ``completion`` key, a ``completion`` that is a number or
+true/false (not text: ``84`` is not scored as ``"84"``), the non-standard constants ``NaN`` /
 ``Infinity``, or nesting deeper than ``MAX_DEPTH``. Lines end at ``\\n`` only (a bare
 ``\\r`` is part of the line, as JSON allows).
 
@@ -95,6 +96,10 @@ def parse_line(raw: bytes, line_no: int) -> tuple[dict[str, Any] | None, str]:
         return None, f"expected a JSON object, got {type(row).__name__}"
     if "completion" not in row:
         return None, "no 'completion' key"
+    if isinstance(row["completion"], bool | int | float):
+        # str(84) would be scored as the text "84": a number is a data mistake, not text
+        return None, (f"'completion' is {json.dumps(row['completion'])}, not text or chat "
+                      "messages (write it as a string)")
     if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and _depth(row, MAX_DEPTH) > MAX_DEPTH:
         return None, f"nested more than {MAX_DEPTH} levels deep"
     return row, ""

@@ -181,10 +181,102 @@ def test_new_plugin_next_step_installs_pytest_and_readme_says_how_to_publish(tmp
 
     made = cli("new-plugin", "keywords", "--dir", str(tmp_path))
     folder = tmp_path / "rewardkit-keywords"
-    assert f"next: pip install -e '{folder}[test]' && pytest {folder}" in made.stdout
+    assert f" -m pip install -e '{folder}[test]' && " in made.stdout
+    assert f" -m pytest {folder}" in made.stdout
     meta = tomllib.loads((folder / "pyproject.toml").read_text())
     assert any(dep.startswith("pytest") for dep in meta["project"]["optional-dependencies"]
                ["test"])
     readme = (folder / "README.md").read_text()
     assert 'pip install -e ".[test]"' in readme
     assert "pip install build twine" in readme and "python -m build" in readme
+
+
+# -- score: --strict, the skipped count last, a number is not a text ---------------------
+def test_score_says_how_many_lines_it_skipped_last_and_strict_exits_1(files, tmp_path):
+    cfg, samples = files
+    out = tmp_path / "o.jsonl"
+    plain = cli("score", str(cfg), str(samples), "--out", str(out))
+    assert plain.returncode == 0
+    assert plain.stdout.strip().splitlines()[-1].startswith(
+        "2 scored, 3 malformed line(s) skipped")
+    strict = cli("score", str(cfg), str(samples), "--out", str(out), "--strict")
+    assert strict.returncode == 1
+    assert strict.stderr.strip().splitlines()[-1] == \
+        "error: --strict: 3 malformed line(s) skipped"
+    assert len(out.read_text().splitlines()) == 2  # the good lines are still written
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(json.dumps({"prompt": "p", "completion": GOOD}) + "\n")
+    ok = cli("score", str(cfg), str(clean), "--out", str(out), "--strict")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip().splitlines()[-1] == "1 scored, 0 malformed line(s) skipped"
+
+
+@pytest.mark.parametrize("completion", [84, 8.5, True])
+def test_a_completion_that_is_a_number_is_an_error_of_its_line(tmp_path, completion):
+    """``"completion": 84`` is a data mistake: scored as the text "84" it would pay an
+    exact-answer reward for a value nobody generated."""
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text("rewards:\n  acc: {reward: exact_answer, params: {answer_tag: a}}\n")
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"prompt": "p", "completion": "<a>84</a>", "reference": "84"})
+                       + "\n" + json.dumps({"prompt": "p", "completion": completion,
+                                            "reference": "84"}) + "\n")
+    proc = cli("score", str(cfg), str(samples), "--json", "--strict")
+    assert proc.returncode == 1
+    assert f"{samples}:2: skipped: 'completion' is {json.dumps(completion)}, not text" \
+        in proc.stderr
+    assert json.loads(proc.stdout)["scored"] == 1
+
+
+# -- rewards: a filter, 100 columns, one reward in full ------------------------------------
+def test_rewards_list_fits_100_columns_and_filters_by_name():
+    listed = cli("rewards")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[-1].endswith("one in full: rewardkit rewards NAME")
+    assert "mode='pass_fract…" in listed.stdout  # a long default, abbreviated
+    only = cli("rewards", "format")
+    names = [line.split()[0] for line in only.stdout.splitlines() if not line.startswith(" ")]
+    assert "soft_format" in names and "strict_format" in names
+    assert "tag_count" not in names and "math_answer" not in names
+    none = cli("rewards", "no_such_thing")
+    assert none.returncode == 2 and "no registered reward's name contains" in none.stderr
+
+
+def test_rewards_name_shows_one_reward_with_every_parameter():
+    proc = cli("rewards", "tag_count")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("tag_count  (rewardkit, inline)")
+    assert "max_trailing_penalty" in proc.stdout and "cap on the trailing-text penalty" \
+        in proc.stdout  # a parameter's description, not only its name
+    assert json.loads(cli("rewards", "tag_count", "--json").stdout)[0]["name"] == "tag_count"
+
+
+def test_validate_reads_stage_weights_in_order(tmp_path):
+    """``until step 50: 0.5; then: 1 = 0.5 at step 0`` read as an equation; now the
+    stages read in order, then the value at the step asked for."""
+    cfg = tmp_path / "stages.yaml"
+    cfg.write_text("rewards:\n  f:\n    reward: soft_format\n"
+                   "    stages: [{until_step: 50, weight: 0.5}, {weight: 1}]\n")
+    assert "0.5 until step 50, then 1; at step 0: 0.5" in cli("validate", str(cfg)).stdout
+    later = cli("validate", str(cfg), "--step", "60", "--json")
+    assert json.loads(later.stdout)["components"][0]["weight_text"] == \
+        "0.5 until step 50, then 1; at step 60: 1"
+
+
+# -- new-plugin: the hint names this environment, the install prints no warning box -------
+def test_new_plugin_hint_installs_with_this_environment_and_quietly(tmp_path):
+    made = cli("new-plugin", "keywords", "--dir", str(tmp_path))
+    folder = tmp_path / "rewardkit-keywords"
+    hint = next(line for line in made.stdout.splitlines() if "next:" in line).split()
+    python = hint[hint.index("next:") + 1]
+    assert Path(python).resolve() == Path(sys.executable).resolve()  # not a bare pip
+    assert hint[hint.index("next:") + 2:hint.index("next:") + 5] == ["-m", "pip", "install"]
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+         "--no-index", "--prefix", str(tmp_path / "prefix"), "-e", str(folder)],
+        capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    assert "Editable installation" not in install.stdout + install.stderr
+    assert "*****" not in install.stdout + install.stderr

@@ -184,12 +184,12 @@ def test_validate_shows_a_scheduled_weight_as_its_schedule(tmp_path):
         "    stages: [{until_step: 20, weight: 0.5}, {weight: 0.1}]\n"))
     proc = run_cli("validate", str(cfg), "--step", "50")
     assert proc.returncode == 0, proc.stderr
-    assert "until step 20: 0.5; then: 0.1 = 0.1 at step 50" in proc.stdout  # the table
+    assert "0.5 until step 20, then 0.1; at step 50: 0.1" in proc.stdout  # the table
     rows = json.loads(run_cli("validate", str(cfg), "--json", "--step", "50").stdout)
     by_name = {r["component"]: r for r in rows["components"]}
     assert by_name["fixed"]["weight_text"] == "0.5"
     assert by_name["ramp"]["weight_text"] == \
-        "linear (start: 0.5, end: 0.9, steps: 100, start_step: 0) = 0.7 at step 50"
+        "linear (start: 0.5, end: 0.9, steps: 100, start_step: 0); at step 50: 0.7"
     assert by_name["fixed"]["weight_spec"] == 0.5
     assert by_name["ramp"]["weight_spec"]["schedule"] == "linear"
     assert by_name["staged"]["weight_spec"] == [{"until_step": 20, "weight": 0.5},
