@@ -232,6 +232,22 @@ def test_full_reward_for_empty_answers_is_flagged_short():
     assert [(f.kind, f.component) for f in flags] == [("short", "format")]
 
 
+def test_the_quickstart_tag_spam_paid_in_full_is_flagged_repetitive():
+    """The old demo's policy learned tag spam that soft_format paid 1.0 (issue 20 item 1):
+    a run log of it, with the values that reward gave, fires the monitor."""
+    spam = "</think></think><think></think>" * 4 + "<answer>\n{n}\n</answer>{n}"
+    rows = [{"step": s, "prompt": f"add {i} and 1", "reference": str(i + 1),
+             "group": f"{s}:0:{i // 8}", "completion": spam.format(n=1400 + i + s),
+             "reward": 1.0, "components": {"format": {"value": 1.0, "status": "ok"},
+                                           "number": {"value": 1.0, "status": "ok"}}}
+            for s in range(4) for i in range(16)]
+    rows += [dict(rows[0], completion="12", reward=0.0,
+                  components={"format": {"value": 0.0, "status": "ok"},
+                              "number": {"value": 0.0, "status": "ok"}})]
+    kinds = {(f.kind, f.component) for f in monitor_run(rows).flags}
+    assert kinds == {("repetitive", "format"), ("repetitive", "number")}
+
+
 def test_honest_short_answers_and_shared_final_answers_are_not_degenerate():
     """`<answer>7</answer>` for the reference 7 is not short, and eight members of a group
     answering just that are not identical text worth a flag (short answers coincide)."""

@@ -286,6 +286,7 @@ def make_progress_callback(curves: RewardCurves, console: Any,
             self.total = 0
             self.printed = -1
             self.fed = 0
+            self.watching = True
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             self.started = time.monotonic()
@@ -302,10 +303,17 @@ def make_progress_callback(curves: RewardCurves, console: Any,
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None,
                    **kw: Any) -> None:
             row = curves.add(state.global_step, logs or {})
-            if row and monitor is not None:
+            if row and monitor is not None and self.watching:
                 new = rows[self.fed:] if rows is not None else []
                 self.fed += len(new)
-                for flag in monitor.step(int(state.global_step), row, new):
+                try:
+                    started = monitor.step(int(state.global_step), row, new)
+                except Exception as exc:  # a monitor fault must not cost the run
+                    self.watching = False
+                    started = []
+                    console.print(f"hack monitor stopped: {type(exc).__name__}: {exc}",
+                                  markup=False, highlight=False)
+                for flag in started:
                     console.print(f"hack monitor: {flag.line()}", markup=False,
                                   highlight=False)
             if row and "reward" in row:
