@@ -13,7 +13,8 @@ instructions. Here every sample field (prompt, completion, reference) becomes a 
   block, a completion would have to contain a hash of itself; and the same sample gets
   the same prompt each time (so verdicts cache, and vLLM's prefix cache holds).
 * The text is escaped: whatever reads as a block marker (``<response>``, ``</prompt-…>``,
-  ``<cut-…>``) or as a chat-template control token (``<|…|>``, ``<s>``, ``</s>``,
+  ``<cut-…>``, and the ``<src>``/``<translation>`` tags a template may put around a
+  block) or as a chat-template control token (``<|…|>``, ``<s>``, ``</s>``,
   ``[INST]``, ``<<SYS>>``, ``<start_of_turn>``) has its brackets written as HTML
   entities (``&lt;|im_start|&gt;``), so no tokenizer reads it as a special token and no
   reader as a marker. Markers are found on a folded copy of the text (NFKC, case folded,
@@ -40,6 +41,9 @@ from dataclasses import dataclass
 
 #: the names of the blocks a judge prompt holds (and that completions may not write)
 BLOCK_NAMES = ("prompt", "response", "reference", "cut")
+#: other tags a judge's template may wrap a block in (SEEDS C's ``<src>`` and
+#: ``<translation>``): escaped in blocks too
+TEMPLATE_TAGS = ("src", "translation")
 
 #: lookalikes that NFKC leaves alone, folded to what they look like (brackets, slash,
 #: bar, and the Cyrillic and Greek letters that look like Latin ones)
@@ -54,7 +58,7 @@ LOOKALIKES = str.maketrans({
     "\u03b9": "i", "\u03ba": "k", "\u0131": "i",
 })
 
-_NAMES = "|".join(BLOCK_NAMES)
+_NAMES = "|".join((*BLOCK_NAMES, *TEMPLATE_TAGS))
 #: what must not survive in a block, matched on the folded text
 _MARKER = re.compile(
     rf"<\s*/?\s*(?:{_NAMES})\b[^<>\n]{{0,80}}>"  # a block marker, any nonce or none

@@ -384,8 +384,8 @@ class LLMJudge(EndpointJudge):
         verdict = self._pattern.fullmatch(last)
         if verdict is None:
             what = "no score in the judge's answer" if not self._pattern.search(answer) \
-                else "the judge's last line is not a verdict"
-            raise EndpointError(f"{what} (its last line must be a verdict such as "
+                else "the last line is not a verdict"
+            raise EndpointError(f"{what} (the judge's answer must end with a line such as "
                                 f"'Score: N'): {answer[-160:]!r}")
         score = self._number(verdict)
         others = {self._number(m) for m in self._pattern.finditer(answer)} - {score}

@@ -104,8 +104,8 @@ class TranslationJudge(EndpointJudge):
         tail = _THINK_CLOSE.split(answer)[-1]
         lines = [line for line in tail.splitlines() if line.strip()]
         if not lines or not _VERDICT_LINE.fullmatch(lines[-1]):
-            raise EndpointError("the judge's last line is not its rating statement "
-                                f"('my ratings is [...]'): {answer[-160:]!r}")
+            raise EndpointError("the last line is not a rating statement (the judge's answer "
+                                f"must end with 'my ratings is [...]'): {answer[-160:]!r}")
         others = {r.ratings for r in (extract_ratings(line, max_score=p.max_score)
                                       for line in lines[:-1]) if r.ratings is not None}
         others.discard(found.ratings)
