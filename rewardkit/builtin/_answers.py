@@ -523,9 +523,14 @@ _RETRACTION = re.compile(
     r"guess|scratch\s+that|disregard|ignore\s+(?:that|this|it|the\s+above|my)|never\s?mind"
     r"|take\s+(?:that|it)\s+back|(?:i|we)\s+made\s+(?:a|an)\s+(?:mistake|error))",
     re.IGNORECASE)
+#: an answer called wrong right after it: "\boxed{18} is wrong", "18 is not the answer"
+_REFUTED = re.compile(r"[\s$)}\]]*(?:is|was|seems)\s+(?:(?:definitely|probably|clearly)\s+)?"
+                      r"(?:wrong|incorrect|not\s+(?:right|correct|the\s+(?:final\s+)?answer))",
+                      re.IGNORECASE)
 #: words that make an answer several values, or none: "17 or 18", "maybe 18", "±5"
 _HEDGE = re.compile(
-    r"(?<![\\A-Za-z])(?:or|either|maybe|perhaps|possibly|guess)(?![A-Za-z])|\\pm|\\mp|±",
+    r"(?<![\\A-Za-z])(?:or|either|maybe|perhaps|possibly|guess)(?![A-Za-z])|\\pm|\\mp|±"
+    r"|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])",
     re.IGNORECASE)
 #: a bound is not a value: "at least 18", "more than 18", "between 17 and 18", "\geq 18"
 _BOUND = re.compile(
@@ -533,7 +538,7 @@ _BOUND = re.compile(
     r"\s+to|between|no\s+(?:more|less|fewer)\s+than)(?![A-Za-z])|\\[lg]eq?(?![A-Za-z])|[≤≥]",
     re.IGNORECASE)
 #: what may stand between the values of a list ("16, 17, 18", "17 and 18", "1 2 3")
-_LIST_GAP = re.compile(r"(?:[\s;&/\-–]|,(?=\s)|\\quad|\\qquad|\\text\{\s*(?:and|to)?\s*\}|"
+_LIST_GAP = re.compile(r"(?:[\s;&/\-–]|[,.](?=\s)|\\quad|\\qquad|\\text\{\s*(?:and|to)?\s*\}|"
                        r"(?<![A-Za-z])(?:and|to|through|then)(?![A-Za-z]))+", re.IGNORECASE)
 _SCALE_AFTER = re.compile(r"[ \t]*(?:hundred|thousand|million|billion|trillion|dozen)s?"
                           r"(?![A-Za-z])", re.IGNORECASE)
@@ -559,7 +564,7 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
     if first:  # what follows the first answer of a few-shot output is its next question
         blank = text.find("\n\n", found.end)
         stop = stop if blank < 0 else blank
-    if _RETRACTION.search(text, found.end, stop):
+    if _RETRACTION.search(text, found.end, stop) or _REFUTED.match(text, found.end):
         return "the answer is retracted after it is given"
     if prompt and _copied(found.answer, prompt):
         return "the answer is copied from the prompt"
@@ -677,7 +682,10 @@ def read_answer(answer: str, decimal_comma: bool = False,
     listed = len(kept) >= 2 and all(
         _LIST_GAP.fullmatch(answer, a.end(), b.start()) for a, b in pairwise(kept))
     if not prose:  # mathematics: a list of numbers is several answers, the rest is a CAS's
-        return "several values in one answer" if listed else None
+        if not listed:
+            return None
+        values = {read_number(t.group(0), decimal_comma) for t in kept}
+        return values.pop() if len(values) == 1 else "several values in one answer"
     values = []
     for t in kept:
         scale = _SCALE_AFTER.match(answer, t.end())
@@ -707,16 +715,24 @@ def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
     statements = _statements(text, kinds, answer_tag)
     values = []
     for i, (how, start, end, answer) in enumerate(statements):
-        if start == found.start or not answer or (how != found.how and start < found.end):
+        if start == found.start or not answer:
             continue
+        if how != found.how and start < found.end and (how != "boxed" or _ends_equation(
+                text, start)):
+            continue  # "$3 \cdot 4 = \boxed{12}$, ... The final answer is 84": a step
         stop = statements[i + 1][1] if i + 1 < len(statements) else len(text)
-        if (_negated(text, start) or _QUESTIONED.match(text, end)
+        if (_negated(text, start) or _QUESTIONED.match(text, end) or _REFUTED.match(text, end)
                 or _RETRACTION.search(text, end, stop)):
             continue
         value = read_answer(answer, decimal_comma)
         if isinstance(value, PlainNumber):
             values.append(value)
     return values
+
+
+def _ends_equation(text: str, start: int) -> bool:
+    """The box at ``start`` is the result of an equation (``4 \\cdot 3 = \\boxed{12}``)."""
+    return text[max(0, start - 8) : start].rstrip(" \t$({").endswith("=")
 
 
 def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
