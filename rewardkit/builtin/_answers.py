@@ -684,8 +684,9 @@ def read_answer(answer: str, decimal_comma: bool = False,
     if not prose:  # mathematics: a list of numbers is several answers, the rest is a CAS's
         if not listed:
             return None
-        values = {read_number(t.group(0), decimal_comma) for t in kept}
-        return values.pop() if len(values) == 1 else "several values in one answer"
+        listed_values = {read_number(t.group(0), decimal_comma) for t in kept}
+        one = listed_values.pop() if len(listed_values) == 1 else None
+        return one if one is not None else "several values in one answer"
     values = []
     for t in kept:
         scale = _SCALE_AFTER.match(answer, t.end())
