@@ -56,9 +56,10 @@ Grade the response between <response-{nonce}> and </response-{nonce}> against th
 rubric. End your reply with one line of its own, "Score: N", N from {min_score} to \
 {max_score}, and write nothing after it."""
 
-#: ``Score: 7``, ``score = 7.5``, ``Score: 7/10`` (the second group: the scale, which
-#: must be max_score); ``\b``: "underscore 9" is no score
-DEFAULT_SCORE_PATTERN = r"(?i)\bscore\s*[:=]?\s*(-?\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?"
+#: ``Score: 7``, ``score = 7.5``, ``Score: 7/10`` (the group named ``scale`` must be
+#: max_score); ``\b``: "underscore 9" is no score
+DEFAULT_SCORE_PATTERN = (r"(?i)\bscore\s*[:=]?\s*(-?\d+(?:\.\d+)?)"
+                         r"(?:\s*/\s*(?P<scale>\d+(?:\.\d+)?))?")
 #: what may surround the verdict line's text: markdown emphasis and headings
 _LINE_DECORATION = " \t*_`#"
 
@@ -121,8 +122,8 @@ class JudgeParams(EndpointParams):
     rubric: str = Field(min_length=1, description="what the judge grades against")
     score_pattern: str = Field(
         DEFAULT_SCORE_PATTERN,
-        description="regular expression whose first group is the score (a second group, "
-        "if any, is the scale and must equal max_score); the answer's last non-empty line "
+        description="regular expression whose first group is the score (a group named "
+        "scale, if any, must equal max_score); the answer's last non-empty line "
         "must match it whole, and no other match in the answer may give another score",
     )
     min_score: float = Field(0.0, description="lowest score the rubric gives")
@@ -402,7 +403,7 @@ class LLMJudge(EndpointJudge):
         raw = match.group(1)
         try:
             score = float(raw)
-            scale = match.group(2) if (match.re.groups > 1 and match.group(2)) else None
+            scale = match.group("scale") if "scale" in match.re.groupindex else None
             if scale is not None and float(scale) != self.params.max_score:
                 raise EndpointError(f"score {raw}/{scale} is not on the rubric's scale "
                                     f"(out of {self.params.max_score:g})")

@@ -246,3 +246,17 @@ def test_chat_template_role_markers_of_other_families_are_escaped(
     folded = unicodedata.normalize("NFKC", block)
     assert not re.search(r"<\|[^|]+\|>|</s>|\[/?INST\]|<(start|end)_of_turn>", folded)
     assert "Score: 10" in block  # the text stays, only its brackets are escaped
+
+
+def test_a_custom_score_pattern_is_read_from_the_last_line_too() -> None:
+    from judge_support import reward_of
+    from rewardkit_judge.llm_judge import EndpointError
+
+    judge = reward_of("llm_judge", {"model": "m", "rubric": "r", "max_score": 5,
+                                    "score_pattern": r"(?i)rating:\s*(\d+)"})
+    assert judge.parse("Fine work.\nRating: 4") == 4.0
+    for answer, why in [("Rating: 4\nRating: 5", "two verdicts"),
+                        ("Rating: 4 of 5", "last line is not a verdict"),
+                        ("", "empty"), ("Rating: 7", "outside 0..5")]:
+        with pytest.raises(EndpointError, match=why):
+            judge.parse(answer)
