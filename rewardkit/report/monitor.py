@@ -210,7 +210,6 @@ class HackMonitor:
                                                      for n in r.get("components") or {})]))
         trained = self.trained(step, names)
         self.trained_seen.update(trained)
-        started = self._trends(step, trained)
         if rows:
             self._window.append((step, list(rows)))
             self._lengths += [len(completion_text(r)) for r in rows]
@@ -219,8 +218,26 @@ class HackMonitor:
                 if vals:
                     self._top[name] = max(self._top.get(name, -math.inf), *vals)
                     self._low[name] = min(self._low.get(name, math.inf), *vals)
+        started = self._trends(step, trained)
+        if rows:
             started += self._degenerate(step, trained)
         return started
+
+    def _near(self, row: Mapping[str, Any], name: str, top: bool) -> bool:
+        """Whether ``row``'s value of ``name`` is at its top (or its bottom) so far."""
+        v, hi, lo = value_of(row, name), self._top.get(name), self._low.get(name)
+        if v is None or hi is None or lo is None or hi <= lo:
+            return False
+        margin = FULL_MARGIN * (hi - lo)
+        return v >= hi - margin if top else v <= lo + margin
+
+    def _divergent_rows(self, audit: str, rising: Sequence[str]) -> list[Mapping[str, Any]]:
+        """Recent samples that show the split: a rising component paid in full, the
+        audit at its lowest."""
+        rows = [r for _, batch in self._window for r in batch]
+        found = [r for r in reversed(rows) if self._near(r, audit, top=False)
+                 and any(self._near(r, n, top=True) for n in rising)]
+        return _distinct(found)
 
     def _trend(self, name: str) -> Trend | None:
         points = self._series.get(name)
@@ -244,7 +261,8 @@ class HackMonitor:
             evidence = (f"{audit} {trend.text()} while "
                         + ", ".join(f"{n} {t.text()}" for n, t in rising.items()))
             since = step if self._streak[audit] == 1 else None
-            flag = self._hold(("audit_falling", audit), step, evidence, [], since)
+            flag = self._hold(("audit_falling", audit), step, evidence,
+                              self._divergent_rows(audit, list(rising)), since)
             if flag is not None and self._streak[audit] >= PERSIST and flag not in self.flags:
                 self.flags.append(flag)
                 started.append(flag)
@@ -259,22 +277,18 @@ class HackMonitor:
         self._mark_identical(rows, traits)
         started: list[HackFlag] = []
         for name in trained:
-            top, low = self._top.get(name), self._low.get(name)
-            if top is None or low is None or top <= low:
-                continue
-            floor = top - FULL_MARGIN * (top - low)
-            paid = [i for i, r in enumerate(rows)
-                    if (v := value_of(r, name)) is not None and v >= floor]
+            top = self._top.get(name)
+            paid = [i for i, r in enumerate(rows) if self._near(r, name, top=True)]
             for kind in DEGENERATE:
                 hits = [i for i in paid if kind in traits[i]]
                 key = (kind, name)
-                if len(paid) < MIN_PAID or len(hits) < DEGENERATE_SHARE * len(paid):
+                if top is None or len(paid) < MIN_PAID or len(hits) < DEGENERATE_SHARE * len(paid):
                     self._close(key)
                     continue
                 evidence = (f"{len(hits)} of the {len(paid)} completions {name} paid its full "
                             f"value ({top:.3g}) at steps {first}-{step} are {KIND_WORDS[kind]} "
                             f"({100 * len(hits) / len(paid):.0f}%)")
-                examples = [rows[i] for i in hits[:EXAMPLES]]
+                examples = _distinct([rows[i] for i in hits])
                 flag = self._hold(key, step, evidence, examples, step)
                 if flag is not None and flag not in self.flags:
                     self.flags.append(flag)
@@ -324,6 +338,19 @@ class HackMonitor:
         flag = self._open.pop(key, None)
         if flag is not None:
             flag.active = False
+
+
+def _distinct(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Up to :data:`EXAMPLES` rows with different completions (else repeats)."""
+    seen: set[str] = set()
+    picked = []
+    for row in rows:
+        text = completion_text(row)
+        if text not in seen:
+            seen.add(text)
+            picked.append(row)
+    rest = [r for r in rows if all(r is not p for p in picked)]
+    return (picked + rest)[:EXAMPLES]
 
 
 def monitor_run(rows: Sequence[Mapping[str, Any]],

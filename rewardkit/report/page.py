@@ -337,8 +337,9 @@ def _monitor(monitor: HackMonitor, configured: bool) -> str:
                  "<th>examples</th></tr>")
     for flag in monitor.flags:
         examples = "".join(
-            f"<pre>step {escape(str(r.get('step', '-')))}, total {svg.fmt(total_of(r))}: "
-            f"{escape(_clip_to(completion_text(r), 300))}</pre>" for r in flag.examples)
+            f"<pre>step {escape(str(r.get('step', '-')))}, "
+            + ", ".join(f"{escape(n)} {svg.fmt(value_of(r, n))}" for n in r.get("components") or {})
+            + f": {escape(_clip_to(completion_text(r), 300))}</pre>" for r in flag.examples)
         state = "still holds" if flag.active else f"step {flag.last}"
         parts.append(f"<tr data-kind='{escape(flag.kind)}'><td>{escape(MONITOR_TEXT[flag.kind])}"
                      f"</td><td>{escape(flag.component)}</td><td>{flag.since}</td>"

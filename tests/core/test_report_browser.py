@@ -196,3 +196,25 @@ def test_stage_switch_labels_overlap_neither_each_other_nor_the_legend(
         assert all(b["x"] >= 0 and b["x"] + b["w"] <= width for b in labels)
     finally:
         page.close()
+
+
+def test_hack_monitor_section_of_the_example_run(browser: Any, tmp_path: Path):
+    """The report of examples/data/format-hack-run: one flag, its evidence and examples."""
+    run = Path(__file__).resolve().parents[2] / "examples" / "data" / "format-hack-run"
+    out = tmp_path / "format-hack.html"
+    subprocess.run([sys.executable, "-m", "rewardkit.cli", "report", str(run), "-o", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    got = Loaded(browser, out)
+    try:
+        assert got.errors == []
+        flags = got.page.locator("#monitor-flags tr[data-kind]")
+        assert flags.count() == 1
+        row = flags.nth(0)
+        assert "audit falls while a trained component rises" in row.text_content()
+        # recent samples that show the split: format paid in full, the math audit at 0
+        examples = row.locator("td.examples pre")
+        assert examples.count() == 3
+        assert all("I am not sure" in examples.nth(i).text_content() for i in range(3))
+        _shot(got, "report-monitor", tmp_path, "#monitor")
+    finally:
+        got.page.close()
