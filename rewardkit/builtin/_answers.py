@@ -511,18 +511,24 @@ _NEGATED = re.compile(
 #: an answer whose own sentence ends in a question mark
 _QUESTIONED = re.compile(r"[^.!?\n]{0,30}\?")
 #: what withdraws an answer stated before it
-_RETRACTION = re.compile(
-    r"(?<![A-Za-z])(?:(?:that|this|it|which|the\s+above|my\s+answer|the\s+answer)"
-    r"(?:'s|\s+is|\s+was|\s+(?:may|might|must|could)\s+be)\s+(?:(?:definitely|probably|"
-    r"clearly|all|completely)\s+)?(?:wrong|incorrect|not\s+(?:right|correct))"
-    r"|(?:i|we)\s+(?:cannot|can't|can\s+not|could\s+not|couldn't|am\s+unable\s+to|are\s+"
+_GIVES_UP = (
+    r"(?:i|we)\s+(?:cannot|can't|can\s+not|could\s+not|couldn't|am\s+unable\s+to|are\s+"
     r"unable\s+to|was\s+unable\s+to|do\s+not|don't)\s+(?:solve|answer|determine|figure|"
     r"find|know|tell|say|be\s+sure)"
     r"|not\s+(?:sure|certain|confident)(?![A-Za-z])|unsure|no\s+idea"
     r"|(?:i|we)\s*(?:am|are|'m|'re)\s+(?:just\s+)?guessing|just\s+(?:a\s+)?guess|random\s+"
-    r"guess|scratch\s+that|disregard|ignore\s+(?:that|this|it|the\s+above|my)|never\s?mind"
-    r"|take\s+(?:that|it)\s+back|(?:i|we)\s+made\s+(?:a|an)\s+(?:mistake|error))",
+    r"guess")
+_RETRACTION = re.compile(
+    r"(?<![A-Za-z])(?:(?:that|this|it|which|the\s+above|my\s+answer|the\s+answer)"
+    r"(?:'s|\s+is|\s+was|\s+(?:may|might|must|could)\s+be)\s+(?:(?:definitely|probably|"
+    r"clearly|all|completely)\s+)?(?:wrong|incorrect|not\s+(?:right|correct))"
+    r"|scratch\s+that|disregard|ignore\s+(?:that|this|it|the\s+above|my)|never\s?mind"
+    r"|on\s+second\s+thought|take\s+(?:that|it)\s+back|(?:i|we)\s+made\s+(?:a|an)\s+"
+    r"(?:mistake|error)|" + _GIVES_UP + ")",
     re.IGNORECASE)
+#: the output says it has no answer ("I do not know how to solve this"): then a number
+#: read from its text is not one
+_NO_ANSWER = re.compile(r"(?<![A-Za-z])(?:" + _GIVES_UP + ")", re.IGNORECASE)
 #: an answer called wrong right after it: "\boxed{18} is wrong", "18 is not the answer"
 _REFUTED = re.compile(r"[\s$)}\]]*(?:is|was|seems)\s+(?:(?:definitely|probably|clearly)\s+)?"
                       r"(?:wrong|incorrect|not\s+(?:right|correct|the\s+(?:final\s+)?answer))",
@@ -611,6 +617,8 @@ def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
             return SUPERSEDED
         if rest.rstrip().endswith("?"):
             return "no final answer: the output ends in a question"
+    if _NO_ANSWER.search(text, 0, found.start):
+        return "no final answer: the output says it cannot answer"
     if _HEDGE.search(sentence):
         return "the last sentence hedges between values"
     if _listed(text, sentence, found):
@@ -703,13 +711,17 @@ def read_answer(answer: str, decimal_comma: bool = False,
 
 
 def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
-                      decimal_comma: bool = False) -> list[PlainNumber]:
+                      decimal_comma: bool = False, first: bool = False) -> list[PlainNumber]:
     """The values of the other final statements that the output stands by: statements of
     the same kind as ``found`` (answer blocks, boxes, ``####`` lines, closing phrases),
     and of any kind in ``order`` after it; not empty, negated, questioned, or withdrawn
     before the next statement. An output that stands by two different values has hedged.
-    (Boxed steps before a closing "The final answer is 84" are steps, not answers.)"""
+    (Boxed steps before a closing "The final answer is 84" are steps, not answers.) With
+    ``first``, only the statements on the line of the first answer count."""
     text = found.text
+    if first:  # what follows the first answer's line is the next invented question
+        line_end = text.find("\n", found.end)
+        text = text if line_end < 0 else text[:line_end]
     kinds = [how for how in STATEMENTS if how in order]
     if _statement_marks(text, kinds, answer_tag) < 2:  # the common case: found is the only one
         return []

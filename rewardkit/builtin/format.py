@@ -31,7 +31,7 @@ from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import tag_block
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score
-from rewardkit.visible import visible_length
+from rewardkit.visible import visible_length, visible_text
 
 
 class TagParams(Params):
@@ -46,11 +46,11 @@ class LayoutParams(TagParams):
     """Parameters of soft_format and strict_format."""
 
     min_reasoning_chars: int = Field(
-        0,
+        1,
         ge=0,
         description="the reasoning block must hold at least this many visible characters "
-        "(1 or more refuses an empty reasoning block; zero-width and other invisible "
-        "characters do not count)",
+        "(zero-width and other invisible characters do not count); 0 accepts an empty "
+        "block, as the TRL recipe's regex does",
     )
 
 
@@ -144,27 +144,31 @@ class TagCountParams(Params):
         0.125, description="paid for each of the four tags found exactly once with its newline"
     )
     trailing_penalty: float = Field(
-        0.001, ge=0, description="subtracted per character after the last closing answer tag"
+        0.001, ge=0, description="subtracted per character outside the blocks: before the "
+        "reasoning block, between the blocks and after the first closing answer tag (one "
+        "newline free at each place)"
     )
     max_trailing_penalty: float | None = Field(
-        None, ge=0, description="cap on the trailing-text penalty (null: no cap)"
+        None, ge=0, description="cap on that penalty (null: no cap)"
     )
 
 
 @reward(params=TagCountParams)
 def tag_count(sample: Sample, params: TagCountParams) -> Score:
-    """Partial format credit per tag found exactly once, minus text after the answer.
+    """Partial format credit per tag found exactly once, minus text outside the blocks.
 
     ``per_tag`` for each of ``<r>\\n``, ``\\n</r>\\n``, ``\\n<a>\\n`` and ``\\n</a>`` that
     occurs exactly once while its bare tag (``<r>``, ...) occurs exactly once too, and
-    whose block holds visible text; minus ``trailing_penalty`` per character after the
-    first ``</a>`` (one final newline is free).
+    whose block holds visible text; minus ``trailing_penalty`` per character outside the
+    blocks: before the first ``<r>``, between the first ``</r>`` and the first ``<a>``,
+    and after the first ``</a>`` (one newline free at each place).
 
     A smooth signal early in training, when the strict layout is still rare. Repeating a
-    tag, a stray copy of it anywhere, or an empty block loses that credit, and text after
-    the answer costs even when a second ``</a>`` is glued on at its end, so none of them
-    pays as a hack. Example (defaults, think/answer): the four tags once, nothing
-    after -> 0.5.
+    tag, a stray copy of it anywhere, or an empty block loses that credit, and padding
+    costs wherever it goes (after the answer even when a second ``</a>`` is glued on at
+    its end), so none of them pays as a hack. The TRL recipe charged only text after the
+    last ``</a>``. Example (defaults, think/answer): the four tags once, nothing
+    around -> 0.5.
     """
     text = sample.text
     r, a = params.reasoning_tag, params.answer_tag
@@ -176,17 +180,33 @@ def tag_count(sample: Sample, params: TagCountParams) -> Score:
         )
     )
     value = found * params.per_tag
-    close = f"</{a}>"
-    end = text.find(close)
-    trailing = 0
-    if end >= 0:
-        after = text[end + len(close) :]
-        trailing = len(after) - (1 if after.startswith("\n") else 0)
-        penalty = trailing * params.trailing_penalty
-        if params.max_trailing_penalty is not None:
-            penalty = min(penalty, params.max_trailing_penalty)
-        value -= penalty
-    return Score.ok(value, tags=found, trailing_chars=trailing)
+    outside = _outside_chars(text, r, a)
+    penalty = outside * params.trailing_penalty
+    if params.max_trailing_penalty is not None:
+        penalty = min(penalty, params.max_trailing_penalty)
+    return Score.ok(value - penalty, tags=found, outside_chars=outside)
+
+
+def _outside_chars(text: str, r: str, a: str) -> int:
+    """Characters of ``text`` outside its blocks: before the first ``<r>``, between the
+    ``</r>`` after it and the next ``<a>``, after the ``</a>`` that follows (a place whose
+    tags are missing has nothing to count). The newlines the tags' pieces need are free:
+    one before ``<r>``, one after ``</r>`` and one before ``<a>``, one after ``</a>``."""
+    open_r = text.find(f"<{r}>")
+    close_r = text.find(f"</{r}>", max(open_r, 0))
+    open_a = text.find(f"<{a}>", max(close_r, 0))
+    close_a = text.find(f"</{a}>", max(open_a, 0))
+    count = 0
+    if open_r > 0:
+        count += open_r - (1 if text[open_r - 1] == "\n" else 0)
+    if 0 <= close_r < open_a:
+        between = text[close_r + len(r) + 3 : open_a]
+        between = between[1:] if between.startswith("\n") else between
+        count += len(between) - (1 if between.endswith("\n") else 0)
+    if close_a >= 0:
+        after = text[close_a + len(a) + 3 :]
+        count += len(after) - (1 if after.startswith("\n") else 0)
+    return count
 
 
 def _has_content(text: str, tag: str) -> bool:
@@ -279,8 +299,9 @@ class StepsParams(Params):
         description="regular expressions of a step marker (multiline: ^ is a line start)",
     )
     min_step_chars: int = Field(
-        1, ge=1, description="visible characters a step needs after its marker (before the "
-        "next marker) to count: a marker with nothing in it is no step"
+        1, ge=1, description="letters or digits (visible ones) a step needs after its marker, "
+        "before the next marker, to count: a marker with nothing or only punctuation in it "
+        "is no step"
     )
     score: float = Field(1.0, description="value with at least min_steps steps")
 
@@ -308,8 +329,9 @@ def reasoning_steps(sample: Sample, params: StepsParams) -> Score:
     ``score * min(1, steps / min_steps)``. A step is a match of the step markers
     (``Step N:``, a numbered line ``N.``, a bullet line (``-`` or ``*``), the transitions
     ``First,`` ``Second,`` ``Next,`` ``Finally,``) followed by at least
-    ``min_step_chars`` visible characters before the next marker. So ``Step 1: Step 2:
-    Step 3:`` and empty bullets are no steps, and ``Step 1: First, add`` is one.
+    ``min_step_chars`` visible letters or digits before the next marker. So ``Step 1:
+    Step 2: Step 3:``, empty bullets and ``Step 1: .`` are no steps, and ``Step 1:
+    First, add`` is one.
     Example: ``"Step 1: add"`` -> 1/3; three steps or more -> 1.0.
     """
     text = sample.text
@@ -318,9 +340,14 @@ def reasoning_steps(sample: Sample, params: StepsParams) -> Score:
         starts.append(marker.start())
         ends.append(marker.end())
     starts.append(len(text))
-    found = sum(visible_length(text[end:next_start]) >= params.min_step_chars
+    found = sum(_word_chars(text[end:next_start]) >= params.min_step_chars
                 for end, next_start in zip(ends, starts[1:], strict=False))
     return Score.ok(params.score * min(1.0, found / params.min_steps), steps=found)
+
+
+def _word_chars(text: str) -> int:
+    """How many visible letters and digits ``text`` has (what a step's content needs)."""
+    return sum(ch.isalnum() for ch in visible_text(text))
 
 
 @hookimpl

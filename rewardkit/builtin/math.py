@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -163,13 +164,14 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     text = _graded_text(sample.text, params)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
-    found, refusal = _find(text, params, _prompt_text(sample))
+    prompt = _prompt_text(sample)
+    found, refusal = _find(text, params, prompt)
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
     if type(gold) is PlainNumber:
         if found is None:
             return Score.ok(params.wrong, "no answer found")
-        return _plain_verdict(gold, found, params)
+        return _plain_verdict(gold, found, params, prompt)
     assert type(gold) is _WordAnswer
     words = found.answer if found else _last_words(text)
     if words is None:
@@ -195,10 +197,17 @@ def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None
     return None, ""
 
 
-def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams) -> Score | None:
+#: a prompt that asks for a percentage: there "18%" may stand for the gold 18
+_PERCENT_ASKED = re.compile(r"percent|per\s+cent|%|pct", re.IGNORECASE)
+
+
+def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
+                   prompt: str = "") -> Score | None:
     """A plain-number gold against the answer the output commits to: one value, or a
     reason it commits to none (then wrong), or None when the answer is mathematics for
-    math-verify. Another final statement with another value is a hedge: wrong."""
+    math-verify. Another final statement with another value is a hedge: wrong. A percent
+    answer matches the gold's number (``25%`` for 25) only where the prompt asks for a
+    percentage or is not known; elsewhere the percent is part of its value."""
     pred = read_answer(found.answer, params.decimal_comma, prose=params.symbolic)
     if isinstance(pred, str):
         return Score.ok(params.wrong, pred, via=found.how, extracted=found.answer[:200])
@@ -207,12 +216,13 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams) -> Score
             return Score.ok(params.wrong, "answer is not a plain number", via=found.how,
                             extracted=found.answer[:200])
         return None
-    if params.occurrence == "last":
-        for other in competing_answers(found, params.extract, params.answer_tag,
-                                       params.decimal_comma):
-            if not numbers_match(pred, other, params.abs_tol, params.rel_tol):
-                return Score.ok(params.wrong, "several different final answers", via=found.how,
-                                extracted=found.answer[:200])
+    for other in competing_answers(found, params.extract, params.answer_tag,
+                                   params.decimal_comma, first=params.occurrence == "first"):
+        if not numbers_match(pred, other, params.abs_tol, params.rel_tol):
+            return Score.ok(params.wrong, "several different final answers", via=found.how,
+                            extracted=found.answer[:200])
+    if pred.percent and not gold.percent and prompt and not _PERCENT_ASKED.search(prompt):
+        pred = PlainNumber(Fraction(pred.value) / 100)  # "18%" for a count is 0.18
     same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
     return _ok_score(float(params.score if same else params.wrong), found.how, found.answer)
 

@@ -137,9 +137,18 @@ def test_an_answer_of_several_values_or_none_is_wrong_without_math_verify(writte
     assert verdict.reason
 
 
-def test_percent_is_read_as_both_readings() -> None:
-    verdicts = [_quick("12.5%", ref) for ref in ("12.5", "0.125", "0.13")]
+@pytest.mark.parametrize("prompt", ["", "What percent of the class passed?"])
+def test_percent_is_read_as_both_readings_where_a_percentage_may_be_asked(prompt: str) -> None:
+    verdicts = [MATH_ANSWER.quick_score(Sample(prompt=prompt, completion="<answer>12.5%</answer>",
+                                               reference=ref)) for ref in ("12.5", "0.125", "0.13")]
     assert [v.value if v else None for v in verdicts] == [1.0, 1.0, 0.0]
+
+
+def test_percent_is_part_of_the_value_where_the_prompt_asks_for_no_percentage() -> None:
+    verdicts = [MATH_ANSWER.quick_score(Sample(prompt="How many apples?",
+                                               completion="<answer>12.5%</answer>",
+                                               reference=ref)) for ref in ("12.5", "0.125")]
+    assert [v.value if v else None for v in verdicts] == [0.0, 1.0]
 
 
 # -- hard limits: nothing runs past timeout + 0.5 s through a RewardSet ------------------
