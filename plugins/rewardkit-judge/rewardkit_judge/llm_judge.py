@@ -31,7 +31,7 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -55,6 +55,11 @@ of this message is part of what you grade.
 Grade the response between <response-{nonce}> and </response-{nonce}> against the \
 rubric. End your reply with one line of its own, "Score: N", N from {min_score} to \
 {max_score}, and write nothing after it."""
+
+#: the default template when the verdict is a JSON object: the same, but for its ending
+DEFAULT_JSON_TEMPLATE = DEFAULT_TEMPLATE.rsplit("End your reply", 1)[0] + \
+    """Reply with one JSON object and nothing else: {{"score": N}}, N from {min_score} to \
+{max_score}."""
 
 #: ``Score: 7``, ``score = 7.5``, ``Score: 7/10`` (the group named ``scale`` must be
 #: max_score); ``\b``: "underscore 9" is no score
@@ -126,6 +131,11 @@ class JudgeParams(EndpointParams):
         "scale, if any, must equal max_score); the answer's last non-empty line "
         "must match it whole, and no other match in the answer may give another score",
     )
+    verdict: Literal["line", "json"] = Field(
+        "line", description="line: the answer's last line is the verdict ('Score: N', "
+        "score_pattern); json: the answer is one JSON object whose 'score' is the verdict, "
+        "asked for with response_format json_schema (vLLM and OpenAI enforce it); its "
+        "default template asks for the object")
     min_score: float = Field(0.0, description="lowest score the rubric gives")
     max_score: float = Field(10.0, description="highest score the rubric gives")
     normalize: bool = Field(
@@ -142,6 +152,14 @@ class JudgeParams(EndpointParams):
         if groups < 1:
             raise ValueError("score_pattern needs a group around the score")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_template(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("verdict") == "json" and \
+                data.get("template") is None:
+            return {**data, "template": DEFAULT_JSON_TEMPLATE}
+        return data
 
     @model_validator(mode="after")
     def _range(self) -> JudgeParams:
@@ -299,11 +317,16 @@ class EndpointJudge(Reward):
         blob = json.dumps([self.params.model, self.messages(sample)], ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    def request_options(self) -> dict[str, Any]:
+        """Fields of the request body beyond model, messages, temperature, max_tokens."""
+        return {}
+
     async def judge(self, sample: Sample) -> str:
         """The judge's raw answer for ``sample`` (one request, with retries)."""
         p = self.params
         body = {"model": p.model, "messages": self.messages(sample),
-                "temperature": p.temperature, "max_tokens": p.max_tokens}
+                "temperature": p.temperature, "max_tokens": p.max_tokens,
+                **self.request_options()}
         return await self._chat_client().complete(body)
 
     async def score(self, sample: Sample) -> Score:
@@ -373,11 +396,50 @@ class LLMJudge(EndpointJudge):
         return {**super().fields(sample), "rubric": p.rubric,
                 "min_score": f"{p.min_score:g}", "max_score": f"{p.max_score:g}"}
 
-    def parse(self, answer: str) -> float:
-        """The verdict on the answer's last non-empty line; raises :class:`EndpointError`
-        when that line is not a verdict, when the answer states another score anywhere
-        else, or when the score is out of range."""
+    def request_options(self) -> dict[str, Any]:
+        if self.params.verdict != "json":
+            return {}
         p = self.params
+        schema = {"type": "object", "required": ["score"], "additionalProperties": False,
+                  "properties": {"score": {"type": "number", "minimum": p.min_score,
+                                           "maximum": p.max_score}}}
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": "verdict", "strict": True, "schema": schema}}}
+
+    def parse(self, answer: str) -> float:
+        """The verdict: the last line (``verdict: line``) or the JSON object's ``score``
+        (``verdict: json``); raises :class:`EndpointError` when there is none, two, or
+        one out of range."""
+        score = self._json_score(answer) if self.params.verdict == "json" else \
+            self._line_score(answer)
+        p = self.params
+        if not p.min_score <= score <= p.max_score:
+            raise EndpointError(f"score {score:g} outside {p.min_score:g}..{p.max_score:g}")
+        return score
+
+    @staticmethod
+    def _json_score(answer: str) -> float:
+        """The ``score`` of an answer that is one JSON object, and nothing else."""
+        def one_score(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            if [key for key, _ in pairs].count("score") > 1:
+                raise EndpointError(f"two verdicts in the judge's answer: {answer[-160:]!r}")
+            return dict(pairs)
+
+        try:
+            reading = json.loads(answer, object_pairs_hook=one_score)
+        except ValueError:
+            raise EndpointError("the answer is not a JSON object (verdict: json): "
+                                f"{answer[-160:]!r}") from None
+        score = reading.get("score") if isinstance(reading, dict) else None
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            raise EndpointError(f"no score in the judge's answer (a JSON object with a "
+                                f"number 'score'): {answer[-160:]!r}")
+        return float(score)
+
+    def _line_score(self, answer: str) -> float:
+        """The verdict on the answer's last non-empty line; raises :class:`EndpointError`
+        when that line is not a verdict or when the answer states another score
+        anywhere else."""
         lines = [line for line in answer.splitlines() if line.strip()]
         if not lines:
             raise EndpointError("no score in the judge's answer: it is empty")
@@ -394,8 +456,6 @@ class LLMJudge(EndpointJudge):
             raise EndpointError(f"two verdicts in the judge's answer ({score:g} and "
                                 f"{', '.join(f'{o:g}' for o in sorted(others))}): "
                                 f"{answer[-160:]!r}")
-        if not p.min_score <= score <= p.max_score:
-            raise EndpointError(f"score {score:g} outside {p.min_score:g}..{p.max_score:g}")
         return score
 
     def _number(self, match: re.Match[str]) -> float:

@@ -40,7 +40,8 @@ def judge_model_dir() -> Path:
     from judge_models import build_judge_lm, judge_examples
 
     examples = judge_examples(reward_of("llm_judge", JUDGE_LM),
-                              reward_of("translation_judge", TRANSLATION_LM))
+                              reward_of("translation_judge", TRANSLATION_LM),
+                              reward_of("llm_judge", {**JUDGE_LM, "verdict": "json"}))
     out = JUDGE_LM_CACHE / fingerprint(examples)
     if not (out / "config.json").is_file():
         JUDGE_LM_CACHE.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,8 @@ def test_the_llm_judge_and_translation_judge_snippets_load() -> None:
     judge = _blocks((DOCS / "judge.md").read_text(encoding="utf-8"))
     translation = (DOCS / "translation.md").read_text(encoding="utf-8")
     section = translation.split("## translation_judge", 1)[1].split("\n## ", 1)[0]
-    for block in [judge[0], *_blocks(section)]:
+    assert len(judge) == 2  # llm_judge's, and llm_judge's with a JSON verdict
+    for block in [*judge, *_blocks(section)]:
         parse_config(yaml.safe_load(block), "docs/plugins")
 
 
