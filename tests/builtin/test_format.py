@@ -46,23 +46,32 @@ def test_soft_format_pays_what_strict_format_pays() -> None:
         assert soft.score(Sample(completion=text)) == 1.0
 
 
+@pytest.mark.parametrize("text", [
+    "junk " * 2_000 + "<think>\nx\n</think>\n<answer>\n4\n</answer>",
+    "<think>\nx\n</think>\n" + "junk " * 2_000 + "\n<answer>\n4\n</answer>",
+])
+def test_tag_count_charges_junk_before_and_between_the_blocks(text: str) -> None:
+    score = get_reward("tag_count")().score(Sample(completion=text))
+    assert score.value == pytest.approx(0.5 - 10.0)
+
+
 def test_tag_count_charges_junk_hidden_before_a_second_closing_answer_tag() -> None:
     honest = "<think>\nx\n</think>\n<answer>\n4\n</answer>"
     hacked = honest + "\n" + "junk " * 2_000 + "</answer>"
     reward = get_reward("tag_count")()
     assert reward.score(Sample(completion=honest)).value == 0.5
     score = reward.score(Sample(completion=hacked))
-    assert score.details is not None and score.details["trailing_chars"] == 10_009
+    assert score.details is not None and score.details["outside_chars"] == 10_009
     assert score.value == pytest.approx(0.375 - 10.009)  # docs/rewards.md: -9.634
 
 
 @pytest.mark.parametrize("reward", ["soft_format", "strict_format"])
 @pytest.mark.parametrize("invisible", ["\u200b", "\u2060\ufeff", "\u00ad", "\u202e\u200f",
                                        "\u3164", "\u2800", "\U000e0041", "\x00\x07"])
-def test_invisible_reasoning_is_empty_for_min_reasoning_chars(reward: str,
-                                                              invisible: str) -> None:
+def test_invisible_reasoning_is_empty_reasoning(reward: str, invisible: str) -> None:
     text = f"<think>\n{invisible}\n</think>\n<answer>\n4\n</answer>"
-    assert get_reward(reward)({"min_reasoning_chars": 1}).score(Sample(completion=text)) == 0.0
+    assert get_reward(reward)().score(Sample(completion=text)) == 0.0
+    assert get_reward(reward)({"min_reasoning_chars": 0}).score(Sample(completion=text)) == 1.0
 
 
 def test_min_reasoning_chars_counts_non_space_characters() -> None:
@@ -76,7 +85,7 @@ def test_min_reasoning_chars_counts_non_space_characters() -> None:
 def test_tag_count_reports_what_it_counted() -> None:
     score = get_reward("tag_count")().score(
         Sample(completion="<think>\nx\n</think>\n<answer>\n1\n</answer>\nabc"))
-    assert score.details == {"tags": 4, "trailing_chars": 3}
+    assert score.details == {"tags": 4, "outside_chars": 3}
 
 
 def test_invalid_line_pattern_fails_when_the_config_loads() -> None:
@@ -107,9 +116,9 @@ def test_soft_format_examples_in_the_docs_are_what_it_does() -> None:
     rows = _docs_rows("### soft_format\n")
     assert len(rows) >= 6
     reward = get_reward("soft_format")({"reasoning_tag": "reasoning", "score": 0.5})
-    refusing = get_reward("soft_format")({"reasoning_tag": "reasoning", "score": 0.5,
-                                          "min_reasoning_chars": 1})
+    accepting = get_reward("soft_format")({"reasoning_tag": "reasoning", "score": 0.5,
+                                           "min_reasoning_chars": 0})
     for text, value in rows:
         assert reward.score(Sample(completion=text)) == float(value.split()[0]), text
-        if "min_reasoning_chars: 1" in value:
-            assert refusing.score(Sample(completion=text)) == 0.0, text
+        if "0.5 with `min_reasoning_chars: 0`" in value:
+            assert accepting.score(Sample(completion=text)) == 0.5, text
