@@ -36,6 +36,26 @@ def tag_block(text: str, tag: str, first: bool = False) -> str | None:
     return None if span is None else text[span[0] + len(tag) + 2 : span[1] - len(tag) - 3]
 
 
+def tag_blocks(text: str, tag: str) -> list[str]:
+    """Contents of every complete ``<tag>...</tag>`` block, in order (at most
+    ``_MAX_STATEMENTS``).
+
+    >>> tag_blocks("<answer>1</answer> <answer> 2 </answer>", "answer")
+    ['1', ' 2 ']
+    """
+    opener, closer = f"<{tag}>", f"</{tag}>"
+    blocks: list[str] = []
+    pos = text.find(opener)
+    while pos >= 0 and len(blocks) < _MAX_STATEMENTS:
+        close = text.find(closer, pos + len(opener))
+        if close < 0:
+            break
+        block = text[pos + len(opener) : close]
+        blocks.append(block[block.rfind(opener) + len(opener) :] if opener in block else block)
+        pos = text.find(opener, close + len(closer))
+    return blocks
+
+
 def _tag_span(text: str, tag: str, first: bool = False) -> tuple[int, int] | None:
     """(start of the opener, end of the closer) of the last (or first) complete block."""
     opener, closer = f"<{tag}>", f"</{tag}>"

@@ -45,6 +45,7 @@ from rewardkit.builtin._answers import (
     reference_text,
     strip_calculator_notes,
     tag_block,
+    tag_blocks,
 )
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score, Status, completion_text
@@ -71,7 +72,8 @@ def exact_answer(sample: Sample, params: ExactParams) -> Score:
 
     The reference is read as text (a GSM8K solution is reduced to what follows its
     ``####``). No normalisation at all: ``1,000`` is not ``1000``; use ``math_answer``
-    for that. Status error when the sample has no reference.
+    for that. Answer blocks that differ from each other are a hedge: ``wrong``. Status
+    error when the sample has no reference.
     Example: ``<answer>\\n72\\n</answer>`` with reference ``72`` -> ``score``.
     """
     gold = reference_text(sample.reference)
@@ -87,8 +89,10 @@ def exact_answer(sample: Sample, params: ExactParams) -> Score:
     if found is None:
         return Score.ok(params.wrong, "no answer block")
     answer = found.strip()
-    if not params.case_sensitive:
-        answer, gold = answer.casefold(), gold.casefold()
+    fold = (lambda t: t) if params.case_sensitive else str.casefold
+    answer, gold = fold(answer), fold(gold)
+    if len({fold(block.strip()) for block in tag_blocks(text, params.answer_tag)}) > 1:
+        return Score.ok(params.wrong, "several different answer blocks", extracted=answer[:200])
     return Score.ok(params.score if answer == gold else params.wrong, extracted=answer[:200])
 
 
