@@ -180,10 +180,10 @@ class KeywordParams(Params):
     )
     negation: bool = Field(
         False,
-        description="a mention in a negated phrase does not count: a cue such as no, not, "
-        "without, denies, absence of, negative for or ruled out up to 5 words before it in "
-        "its sentence, or absent, excluded, unlikely, not or ruled out up to 3 words after "
-        "it (English)",
+        description="a mention in a negated phrase or a question does not count: a cue "
+        "such as no, not, without, denies, absence of, negative for or ruled out up to 5 "
+        "words before it in its sentence, absent, excluded, unlikely, not or ruled out up "
+        "to 3 words after it, or a sentence ending in '?' (English)",
     )
 
     @model_validator(mode="after")
@@ -202,6 +202,7 @@ _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 # a negation's scope ends at the end of its sentence or clause, or at a contrast word
 _SCOPE_END = re.compile(r"[.;:!?\n]|\b(?:but|however|although|though|yet|except)\b",
                         re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?\n]")
 _NEGATION_BEFORE = frozenset({
     "no", "not", "without", "never", "neither", "nor", "none", "deny", "denies", "denied",
     "denying", "cannot", "can't", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
@@ -220,6 +221,9 @@ _WORDS_BEFORE, _WORDS_AFTER = 5, 3
 # how far around a mention the cues are looked for (enough for the words above), so a
 # spammed keyword costs a bounded amount per mention
 _LOOK_BEFORE, _LOOK_AFTER = 80, 48
+# how far after a mention the end of its sentence is looked for (a question mark there
+# makes the mention a question, not a statement)
+_LOOK_SENTENCE = 240
 # with the negation check, how many mentions of one group are read before the group
 # counts as missing (only keyword spam has more negated mentions than this)
 _MAX_MENTIONS = 1_000
@@ -227,7 +231,8 @@ _MAX_MENTIONS = 1_000
 
 def _negated(text: str, start: int, end: int) -> bool:
     """Whether the mention ``text[start:end]`` sits in a negated phrase (NegEx-style
-    cues before it within its clause, or right after it before a comma)."""
+    cues before it within its clause, or right after it before a comma) or in a
+    question (its sentence ends with ``?``)."""
     before = text[max(0, start - _LOOK_BEFORE) : start]
     ends = [cut.end() for cut in _SCOPE_END.finditer(before)]
     if ends:
@@ -235,6 +240,9 @@ def _negated(text: str, start: int, end: int) -> bool:
     words = [w.lower() for w in _WORD.findall(before)][-_WORDS_BEFORE:]
     if any(w in _NEGATION_BEFORE for w in words) or any(
             pair in _NEGATION_BEFORE_PAIRS for pair in pairwise(words)):
+        return True
+    sentence_end = _SENTENCE_END.search(text, end, end + _LOOK_SENTENCE)
+    if sentence_end is not None and sentence_end.group() == "?":
         return True
     after = text[end : end + _LOOK_AFTER]
     stop = _SCOPE_END.search(after)
@@ -254,9 +262,10 @@ class KeywordCoverage(Reward):
     (influenza|pneumonia), ``therapy`` (oseltamivir|antibiotic); "fever, likely
     influenza" -> 0.5 * 2/3 = 0.333; adding "start oseltamivir" -> 1.0.
     Plain terms match whole words; ``regex: true`` terms are searched as written.
-    With ``negation``, a mention in a negated phrase does not count, so ``No fever. Not
-    influenza.`` covers nothing (English cues; off by default, as a cue list can misread
-    a sentence such as "not only fever but also cough").
+    With ``negation``, a mention in a negated phrase or a question does not count, so
+    ``No fever. Not influenza.`` and ``Fever? Influenza?`` cover nothing (English cues;
+    off by default, as a cue list can misread a sentence such as "not only fever but
+    also cough").
     """
 
     name = "keyword_coverage"
@@ -296,7 +305,8 @@ class KeywordCoverage(Reward):
                         out_of_order=not missing)
 
     def _mention(self, pattern: re.Pattern[str], text: str) -> int | None:
-        """Where the first mention that counts starts (not negated, with ``negation``)."""
+        """Where the first mention that counts starts (with ``negation``: not negated and
+        not questioned)."""
         for seen, found in enumerate(pattern.finditer(text)):
             if not self.params.negation:
                 return found.start()

@@ -90,6 +90,6 @@ def test_keyword_coverage_negation_examples_in_the_docs_are_what_it_does() -> No
     component = yaml.safe_load(re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)[0])
     reward = get_reward("keyword_coverage")(component["coverage"]["params"])
     rows = re.findall(r"^\| `(.+?)` \| (\d) \|$", section, re.MULTILINE)
-    assert len(rows) == 3
+    assert len(rows) == 4
     for text, value in rows:
         assert reward.score(Sample(completion=text)).value == float(value), text
