@@ -81,3 +81,51 @@ def test_lead_in_is_stripped_as_the_lead_in_pattern_says() -> None:
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
         assert _answers.strip_lead_in(text) == _answers._LEAD_IN.sub("", text, count=1), \
             repr(text)
+
+
+STATEMENT_PIECES = [*PIECES, "<answer>", "</answer>", "Answer: ", "ANSWER IS ", "\nA: ", "A:",
+                             "\\fbox{8}", "\\boxed{", "}", "not ", "n't ", "Never ", "≠", "\\neq "]
+
+
+def test_a_number_found_in_the_text_stands_where_it_is_found() -> None:
+    """``last_number`` blanks broken spans to their own length, so the position it reports
+    is the number's position in the text as written (the commitment checks read around
+    it)."""
+    for text in random_texts(20_000, seed=23):
+        for first in (False, True):
+            match = _answers._last_number_match(text, first)
+            if match is not None:
+                assert text[match.start() : match.end()] == match.group(0), repr(text)
+
+
+def test_every_found_answer_lies_inside_the_span_it_reports() -> None:
+    rng = random.Random(29)
+    order = ["answer_tag", "boxed", "hashes", "closing", "bare", "math_span", "last_number"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(STATEMENT_PIECES) for _ in range(rng.randint(0, 40)))
+        for how in order:
+            found = _answers.extract(text, [how], "answer", first=rng.random() < 0.3)
+            if found is not None:
+                assert found.how in (how, "closing"), repr(text)
+                span = found.text[found.start : found.end]
+                assert found.answer.split()[0] in span if found.answer else True, repr(text)
+
+
+def test_the_statement_count_short_cut_never_counts_fewer_than_there_are() -> None:
+    """``competing_answers`` skips the hedge check when ``_statement_marks`` counts fewer
+    than two final statements: there must then be at most one."""
+    rng = random.Random(31)
+    kinds = list(_answers.STATEMENTS)
+    for _ in range(20_000):
+        text = "".join(rng.choice(STATEMENT_PIECES) for _ in range(rng.randint(0, 40)))
+        if _answers._statement_marks(text, kinds, "answer") < 2:
+            assert len(_answers._statements(text, kinds, "answer")) <= 1, repr(text)
+
+
+def test_the_negation_short_cut_finds_what_the_pattern_finds() -> None:
+    rng = random.Random(37)
+    for _ in range(20_000):
+        text = "".join(rng.choice(STATEMENT_PIECES) for _ in range(rng.randint(0, 30)))
+        window = text[-80:]
+        assert _answers._negated(text, len(text)) == bool(_answers._NEGATED.search(window)), \
+            repr(text)
