@@ -15,10 +15,11 @@ answers without a readable score gives status ``error`` with the reason.
 The prompt, the completion and the reference reach the judge as data blocks it is told
 not to obey, which the completion cannot close (:mod:`rewardkit_judge.data_block`); a
 completion over ``max_completion_chars`` is cut in its middle, never the instructions.
-The verdict is read from one place, the answer's last non-empty line (``Score: N``);
-an answer whose last line is not a verdict, or that states another score anywhere
-(a judge quoting the completion's forged ``Score: 10`` after its own grade), is an
-error, never the larger score.
+The verdict is read from one place, the answer's last non-empty line (``Score: N``),
+or with ``verdict: json`` the ``score`` of an answer that is one JSON object; an answer
+whose last line is not a verdict, or that states another score anywhere (a judge
+quoting the completion's forged ``Score: 10`` after its own grade), is an error, never
+the larger score.
 Needs ``pip install 'rewardkit-judge[http]'``.
 """
 
@@ -376,7 +377,8 @@ class LLMJudge(EndpointJudge):
     The user message is ``template`` filled with ``{rubric}``, ``{prompt}``,
     ``{completion}``, ``{reference}`` (the last three as data blocks tagged
     ``{nonce}``), ``{min_score}`` and ``{max_score}``. The score is read from the
-    answer's last non-empty line, which must match ``score_pattern`` whole, within
+    answer's last non-empty line, which must match ``score_pattern`` whole (or, with
+    ``verdict: json``, from the answer's JSON object ``{"score": N}``), within
     ``min_score``..``max_score``, normalised to 0..1 by default. An unreachable or
     failing endpoint (after ``retries``), an answer whose last line is no verdict, one
     with two different scores, or a score out of range are status error, never 0.
