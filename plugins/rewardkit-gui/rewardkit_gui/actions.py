@@ -94,12 +94,26 @@ def manhattan(a: tuple[int, int], b: tuple[int, int]) -> int:
     return abs(a[0] - b[0]) + abs(a[1] - b[1])
 
 
-def _parse_text(text: str) -> Actions | None:
-    for tries, (start, end) in enumerate(_bracket_spans(text)):
+def find_action_lists(text: str) -> list[Actions]:
+    """Every action list written in ``text``, in order: the outermost bracketed spans
+    that decode to one (a list inside a list that is one is not counted again).
+
+    At most ``_MAX_TRIES`` spans are decoded, so spam cannot make this slow. Two
+    different lists in one answer are a hedge, which ``gui_navigation`` does not pay.
+
+    >>> find_action_lists("['UP'] or ['DOWN']")
+    [('UP',), ('DOWN',)]
+    >>> find_action_lists("{'action': ['UP', 'LEFT']}")
+    [('UP', 'LEFT')]
+    """
+    found: list[Actions] = []
+    covered_to = tries = 0
+    for start, end in _bracket_spans(text):
+        if start < covered_to or end - start > _MAX_SPAN_CHARS:
+            continue
         if tries >= _MAX_TRIES:
             break
-        if end - start > _MAX_SPAN_CHARS:
-            continue
+        tries += 1
         span = text[start:end]
         try:
             decoded = parse_literal(span)
@@ -111,8 +125,14 @@ def _parse_text(text: str) -> Actions | None:
                 continue
         actions = _actions_of(decoded)
         if actions is not None:
-            return actions
-    return None
+            found.append(actions)
+            covered_to = end
+    return found
+
+
+def _parse_text(text: str) -> Actions | None:
+    lists = find_action_lists(text)
+    return lists[0] if lists else None
 
 
 def _bracket_spans(text: str) -> Iterator[tuple[int, int]]:

@@ -27,7 +27,14 @@ from typing import Literal
 from pydantic import Field
 
 from rewardkit import Params, Sample, Score, reward, visible_length
-from rewardkit_gui.actions import ACTIONS, manhattan, parse_actions, parse_literal, replay
+from rewardkit_gui.actions import (
+    ACTIONS,
+    find_action_lists,
+    manhattan,
+    parse_actions,
+    parse_literal,
+    replay,
+)
 
 _tag_cache: dict[str, re.Pattern[str]] = {}
 
@@ -68,6 +75,11 @@ class NavigationParams(Params):
         description="read the action list from the last <answer_tag> block; empty string = "
         "from the whole completion",
     )
+    reasoning_tag: str = Field(
+        "think",
+        description="without an answer block, only the text after the last closing "
+        "</reasoning_tag> is searched: a list inside the reasoning is not the answer",
+    )
     require_answer_tag: bool = Field(
         False,
         description="when true, a completion without the answer block scores 0 instead of "
@@ -82,15 +94,18 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
 
     The reference is the gold action list in any accepted form (see
     :func:`rewardkit_gui.actions.parse_actions`); an unreadable reference is an error,
-    not a 0. Case is ignored; an empty or missing prediction, or one with an action the
-    remote does not have, pays 0. Both lists are replayed from where the episode starts,
-    (0, 0). Progress mode pays ``(d_start - d_end) / d_start``, at least 0, where
-    ``d_start`` is the target's distance from the start and ``d_end`` from where the
-    prediction ends: 1 at the target, 0 for not moving or moving away (a gold path that
-    ends where it starts pays 1 only for ending there too). Smooth mode is the seed's:
-    1 at distance 0, ``1 - d/(threshold+1)`` up to ``threshold``, else 0, so an answer
-    that does not move is paid whenever the target is near. Both pay 1 for any path to
-    the right place, detours included; strict mode does not.
+    not a 0. Case is ignored. An empty or missing prediction, one with an action the
+    remote does not have, or several different lists (a hedge) pays 0; without an answer
+    block, a list inside the reasoning is not read.
+
+    Both lists are replayed from where the episode starts, (0, 0). Progress mode pays
+    ``(d_start - d_end) / d_start``, at least 0, where ``d_start`` is the target's
+    distance from the start and ``d_end`` from where the prediction ends: 1 at the
+    target, 0 for not moving or moving away (a gold path that ends where it starts pays 1
+    only for ending there too). Smooth mode is the seed's: 1 at distance 0,
+    ``1 - d/(threshold+1)`` up to ``threshold``, else 0, so an answer that does not move
+    is paid whenever the target is near. Both pay 1 for any path to the right place,
+    detours included; strict mode does not.
     """
     gold = parse_actions(sample.reference)
     if gold is None:
@@ -100,15 +115,19 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
         return Score.error("reference action list is empty")
 
     text = sample.text
-    if params.answer_tag:
-        block = answer_block(text, params.answer_tag)
-        if block is None and params.require_answer_tag:
-            return Score.ok(0.0, f"no <{params.answer_tag}> block")
-        if block is not None:
-            text = block
-    predicted = parse_actions(text)
-    if predicted is None:
+    block = answer_block(text, params.answer_tag) if params.answer_tag else None
+    if block is None and params.answer_tag and params.require_answer_tag:
+        return Score.ok(0.0, f"no <{params.answer_tag}> block")
+    if block is not None:
+        text = block
+    elif params.reasoning_tag:
+        text = text.rpartition(f"</{params.reasoning_tag}>")[2]
+    lists = find_action_lists(text)
+    if not lists:
         return Score.ok(0.0, "no action list found")
+    if len(set(lists)) > 1:
+        return Score.ok(0.0, f"{len(set(lists))} different action lists: a hedge is no answer")
+    predicted = lists[0]
     if not predicted:
         return Score.ok(0.0, "no predicted actions")
 

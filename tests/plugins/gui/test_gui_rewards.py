@@ -154,9 +154,31 @@ def test_require_answer_tag_pays_zero_without_the_block() -> None:
     assert nav("{'action': ['UP', 'UP', 'LEFT']}", require_answer_tag=True) == 0.0
 
 
-def test_an_empty_answer_tag_reads_the_whole_output() -> None:
-    text = "<think>x</think>['UP', 'UP', 'LEFT'] <answer>['DOWN']</answer>"
+def test_an_empty_answer_tag_reads_the_whole_output_after_the_reasoning() -> None:
+    text = "<think>not ['DOWN']</think>Press ['UP', 'UP', 'LEFT'] <answer>['UP']</answer>"
+    assert nav(text, mode="strict", answer_tag="") == 0.0  # two different lists
+    text = "<think>not ['DOWN']</think>Press ['UP', 'UP', 'LEFT'] and you are there."
     assert nav(text, mode="strict", answer_tag="") == 1.0
+
+
+def test_a_list_only_in_the_reasoning_is_no_answer() -> None:
+    score = gui_navigation().score(Sample(
+        completion="<think>Maybe ['UP', 'UP', 'LEFT'].</think> I cannot decide.", reference=GOLD))
+    assert (score.value, score.reason) == (0.0, "no action list found")
+
+
+@pytest.mark.parametrize("mode", ["progress", "smooth", "strict"])
+def test_several_different_lists_in_the_answer_are_a_hedge(mode: str) -> None:
+    score = gui_navigation({"mode": mode}).score(Sample(
+        completion="<think>up or down</think><answer>['UP'] or ['DOWN']</answer>",
+        reference=["UP"]))
+    assert score.value == 0.0
+    assert score.reason == "2 different action lists: a hedge is no answer"
+
+
+def test_the_same_list_written_twice_is_no_hedge() -> None:
+    assert nav(GOOD.format(answer="['UP', 'UP', 'LEFT'], i.e. ['up', 'up', 'left']"),
+               mode="strict") == 1.0
 
 
 # -- references -----------------------------------------------------------------------
