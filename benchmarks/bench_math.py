@@ -5,9 +5,12 @@
 (a) Agreement with the labels, per category: every pair is graded by ``math_answer`` with
     its defaults (and ``exact_answer`` where it applies) and by math-verify with its
     defaults (``verify(parse(gold), parse(completion))``), and each verdict is checked
-    against the pair's label. The pairs: ``data/math_pairs.jsonl`` (written for this
-    project, hand-checked) and, with ``--source``, the public labelled material named in
-    ``math_eval_sources.toml`` read from local copies (real GSM8K model solutions with the
+    against the pair's label. Then the labelled-correct answers that ``math_answer``
+    refuses with a reason (a hedge, a retraction, a negation, ...), by category and
+    reason: what its commitment rules cost honest answers. The pairs:
+    ``data/math_pairs.jsonl`` (written for this project, hand-checked) and, with
+    ``--source``, the public labelled material named in ``math_eval_sources.toml`` read
+    from local copies (real GSM8K model solutions with the
     dataset authors' labels, MR-GSM8K model solutions with annotators' labels, and
     Math-Verify's own regression cases). Printed side by side: n, how many are real model
     outputs, right for math_answer, right for math-verify, and where math-verify is right
@@ -77,6 +80,7 @@ def agreement(pairs: list[Pair]) -> dict[str, Any]:
     default = get_reward("math_answer")()
     per: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
     misses: list[dict[str, Any]] = []
+    refused: dict[tuple[str, str], int] = defaultdict(int)
     for p in pairs:
         reward = rewards.get(p.category, default)
         score = reward.score(Sample(completion=p.completion, reference=p.gold))
@@ -89,6 +93,8 @@ def agreement(pairs: list[Pair]) -> dict[str, Any]:
         row["math_verify_right"] += theirs == p.truth
         row["math_verify_right_and_math_answer_too"] += theirs == p.truth and ours == p.truth
         row["errors"] += score.status != "ok"
+        if p.truth and not ours and score.reason:  # what a rule costs honest answers
+            refused[p.category, score.reason] += 1
         if ours != p.truth and len(misses) < 200:
             misses.append({"category": p.category, "source": p.source, "gold": p.gold,
                            "completion": p.completion[-300:], "truth": p.truth,
@@ -99,7 +105,9 @@ def agreement(pairs: list[Pair]) -> dict[str, Any]:
         for k, v in row.items():
             totals[k] += v
     return {"categories": {k: dict(v) for k, v in sorted(per.items())}, "total": dict(totals),
-            "math_answer_misses": misses}
+            "math_answer_misses": misses,
+            "correct_refused": [{"category": c, "reason": r, "n": n}
+                                for (c, r), n in sorted(refused.items())]}
 
 
 # -- speed ---------------------------------------------------------------------------------
@@ -246,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['math_answer_right'] / r['n']:>12.1%} {r['math_verify_right'] / r['n']:>12.1%}"
               f" {both:>13.1%}")
     print(f"    (math_answer with defaults, except {PARAMS_FOR}; math-verify with defaults)")
+    refused = agree["correct_refused"]
+    print(f"    labelled-correct answers math_answer refuses with a reason (what its rules cost "
+          f"honest answers): {sum(r['n'] for r in refused)}")
+    for r in refused:
+        print(f"      {r['n']:>5}  {r['category'][:50]}: {r['reason']}")
     for m in agree["math_answer_misses"][: args.misses]:
         print(f"    - [{m['category']}] gold {m['gold']!r} truth={m['truth']} "
               f"mv={m['math_verify']} {m['status']} {m['reason']!r}: ...{m['completion'][-120:]!r}")

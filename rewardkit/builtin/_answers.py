@@ -590,7 +590,8 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
     if first:  # what follows the first answer of a few-shot output is its next question
         blank = text.find("\n\n", found.end)
         stop = stop if blank < 0 else blank
-    if _RETRACTION.search(text, found.end, stop) or _REFUTED.match(text, found.end):
+    if found.end < stop and (_RETRACTION.search(text, found.end, stop)
+                             or _REFUTED.match(text, found.end)):
         return "the answer is retracted after it is given"
     if prompt and _copied(found.answer, prompt):
         return "the answer is copied from the prompt"
@@ -742,7 +743,7 @@ def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
     if first:  # what follows the first answer's line is the next invented question
         line_end = text.find("\n", found.end)
         text = text if line_end < 0 else text[:line_end]
-    kinds = [how for how in STATEMENTS if how in order]
+    kinds = _kinds(tuple(order))
     if _statement_marks(text, kinds, answer_tag) < 2:  # the common case: found is the only one
         return []
     statements = _statements(text, kinds, answer_tag)
@@ -763,34 +764,44 @@ def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
     return values
 
 
+@lru_cache(maxsize=64)
+def _kinds(order: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(how for how in STATEMENTS if how in order)
+
+
 def _ends_equation(text: str, start: int) -> bool:
     """The box at ``start`` is the result of an equation (``4 \\cdot 3 = \\boxed{12}``)."""
     return text[max(0, start - 8) : start].rstrip(" \t$({").endswith("=")
 
 
 def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
-    """How many final statements ``text`` may hold, counted up to 2 (plain searches that
-    stop at the second mark: cheap; never fewer than there are)."""
+    """How many final statements ``text`` may hold, counted up to 2 (plain counts: cheap;
+    never fewer than there are)."""
+    markers, closing = _markers(tuple(kinds), answer_tag)
     marks = 0
-    markers = []
-    if "answer_tag" in kinds:
-        markers.append((text, f"</{answer_tag}>"))
-    if "boxed" in kinds:
-        markers += [(text, "\\boxed"), (text, "\\fbox")]
-    if "hashes" in kinds:
-        markers.append((text, "####"))
-    if "closing" in kinds:
+    for marker in markers:
+        marks += text.count(marker)
+        if marks >= 2:
+            return marks
+    if closing:
         low = text.lower()
-        markers += [(low, key) for key in _CLOSING_KEYS]
         marks += low.startswith("a:")
-    for where, marker in markers:
-        pos = where.find(marker)
-        while pos >= 0:
-            marks += 1
-            if marks >= 2:
-                return marks
-            pos = where.find(marker, pos + 1)
+        for key in _CLOSING_KEYS:
+            marks += low.count(key)
     return marks
+
+
+@lru_cache(maxsize=64)
+def _markers(kinds: tuple[str, ...], answer_tag: str) -> tuple[tuple[str, ...], bool]:
+    """The plain marks of the statement kinds, and whether closing phrases count."""
+    markers: list[str] = []
+    if "answer_tag" in kinds:
+        markers.append(f"</{answer_tag}>")
+    if "boxed" in kinds:
+        markers += ["\\boxed", "\\fbox"]
+    if "hashes" in kinds:
+        markers.append("####")
+    return tuple(markers), "closing" in kinds
 
 
 def _statements(text: str, kinds: Sequence[str],

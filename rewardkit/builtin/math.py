@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
@@ -30,6 +30,7 @@ from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import (
+    STATEMENTS,
     SUPERSEDED,
     Found,
     PlainNumber,
@@ -188,7 +189,7 @@ def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None
     when it does). A number read from the text that a later number follows gives way to
     the next strategy."""
     first = params.occurrence == "first"
-    order: list[str] = list(params.extract)
+    order: Sequence[str] = params.extract
     while order:
         found = extract(text, order, params.answer_tag, first=first,
                         decimal_comma=params.decimal_comma)
@@ -220,8 +221,10 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
             return Score.ok(params.wrong, "answer is not a plain number", via=found.how,
                             extracted=found.answer[:200])
         return None
-    for other in competing_answers(found, params.extract, params.answer_tag,
-                                   params.decimal_comma, first=params.occurrence == "first"):
+    others = [] if found.how not in STATEMENTS else competing_answers(
+        found, params.extract, params.answer_tag, params.decimal_comma,
+        first=params.occurrence == "first")
+    for other in others:
         if not numbers_match(pred, other, params.abs_tol, params.rel_tol):
             return Score.ok(params.wrong, "several different final answers", via=found.how,
                             extracted=found.answer[:200])
