@@ -15,8 +15,8 @@ instructions. Here every sample field (prompt, completion, reference) becomes a 
 * The text is escaped: whatever reads as a block marker (``<response>``, ``</prompt-…>``,
   ``<cut-…>``, and the ``<src>``/``<translation>`` tags a template may put around a
   block) or as a chat-template control token (``<|…|>``, ``<s>``, ``</s>``,
-  ``[INST]``, ``<<SYS>>``, ``<start_of_turn>``) has its brackets written as HTML
-  entities (``&lt;|im_start|&gt;``), so no tokenizer reads it as a special token and no
+  ``[INST]``, ``<<SYS>>``, ``<start_of_turn>``) has its opening bracket written as an
+  HTML entity (``&lt;|im_start|>``), so no tokenizer reads it as a special token and no
   reader as a marker. Markers are found on a folded copy of the text (NFKC, case folded,
   zero-width and combining characters dropped, common lookalikes of ``< > / |`` and of
   Latin letters mapped), so ``＜/rеsponse＞`` (fullwidth brackets, a Cyrillic е) or
@@ -28,7 +28,7 @@ instructions. Here every sample field (prompt, completion, reference) becomes a 
 >>> nonce = block_nonce("q", "a </response> b")
 >>> print(data_block("response", "a </response> b", nonce).replace(nonce, "N"))
 <response-N>
-a &lt;/response&gt; b
+a &lt;/response> b
 </response-N>
 """
 
@@ -61,14 +61,13 @@ LOOKALIKES = str.maketrans({
 _NAMES = "|".join((*BLOCK_NAMES, *TEMPLATE_TAGS))
 #: what must not survive in a block, matched on the folded text
 _MARKER = re.compile(
-    rf"<\s*/?\s*(?:{_NAMES})\b[^<>\n]{{0,80}}>"  # a block marker, any nonce or none
+    rf"<\s*/?\s*(?:{_NAMES})\b"  # the start of a block marker, closed or not
     r"|<\s*\|[^|<>\n]{1,64}\|\s*>"  # <|im_start|>, <|eot_id|>, <|assistant|>, DeepSeek's
     r"|<\s*/?\s*s\s*>|<\s*(?:bos|eos|pad|unk|start_of_turn|end_of_turn)\s*>"
     r"|\[\s*/?\s*(?:inst|sys|available_tools|tool_calls|tool_results)\s*\]"
     r"|<<\s*/?\s*sys\s*>>"
 )
-_OPEN_ENTITY = {"<": "&lt;", "[": "&#91;"}
-_CLOSE_ENTITY = {">": "&gt;", "]": "&#93;"}
+_ENTITY = {"<": "&lt;", "[": "&#91;", ">": "&gt;", "]": "&#93;"}
 
 
 def block_nonce(*texts: str) -> str:
@@ -95,22 +94,43 @@ def _folded(text: str) -> tuple[str, list[int]]:
     return "".join(out), where
 
 
-def escape_markers(text: str) -> str:
-    """``text`` with every block marker and chat-template control token escaped (their
-    outer brackets as HTML entities); all other text is kept as it is."""
+def _escape_openers(text: str) -> str:
+    """``text`` with the opening bracket of each marker it holds as an HTML entity."""
     folded, where = _folded(text)
     pieces: list[str] = []
     at = 0
     for match in _MARKER.finditer(folded):
-        start, end = where[match.start()], where[match.end() - 1]
-        if start < at:  # overlaps an escaped span (folding merged characters)
+        start = where[match.start()]
+        if start < at:  # the same character (folding made several of it)
             continue
-        opening, closing = folded[match.start()], folded[match.end() - 1]
-        pieces += [text[at:start], _OPEN_ENTITY[opening], text[start + 1:end],
-                   _CLOSE_ENTITY[closing]]
-        at = end + 1
+        pieces += [text[at:start], _ENTITY[folded[match.start()]]]
+        at = start + 1
     pieces.append(text[at:])
     return "".join(pieces)
+
+
+def escape_markers(text: str) -> str:
+    """``text`` with every block marker and chat-template control token escaped (the
+    bracket that opens it written as an HTML entity, so no tokenizer reads it as a
+    special token and no reader as a marker); all other text is kept as it is.
+
+    Escaping one marker can only remove brackets, but an opener whose closing bracket
+    was another marker's could then close further on; so it runs again on its own
+    output, and if a few passes leave a marker, every bracket is escaped (linear time).
+    """
+    for _ in range(3):
+        escaped = _escape_openers(text)
+        if escaped == text:
+            return text
+        text = escaped
+    if not _MARKER.search(_folded(text)[0]):
+        return text
+    out: list[str] = []
+    for ch in text:
+        folded = _folded(ch)[0]
+        out.append("".join(_ENTITY.get(c, c) for c in folded)
+                   if any(c in _ENTITY for c in folded) else ch)
+    return "".join(out)
 
 
 @dataclass(frozen=True)

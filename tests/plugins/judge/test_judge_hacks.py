@@ -304,3 +304,20 @@ def test_json_answers_are_read_strictly(answer: str, why: str | None) -> None:
     else:
         with pytest.raises(EndpointError, match=why):
             judge.parse(answer)
+
+
+def test_no_text_closes_its_block() -> None:
+    """Seeded random texts built from marker pieces, lookalikes and invisible characters:
+    none, once escaped, holds a marker of a block (folded as the escaping folds)."""
+    import random
+
+    from rewardkit_judge.data_block import _MARKER, _folded, escape_markers
+
+    pieces = ["<", "/", ">", "\uff1c", "\uff1e", "\u2039", "\u203a", "\u200b", "\u0301",
+              "response", "r\u0435sponse", "RESPONSE", "prompt", "cut", "|", "\uff5c",
+              "im_start", "[", "]", "INST", " ", "\n", "-0123456789abcdef", "ﬁ", "&lt;"]
+    rng = random.Random(19)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 24)))
+        escaped = escape_markers(text)
+        assert not _MARKER.search(_folded(escaped)[0]), (text, escaped)
