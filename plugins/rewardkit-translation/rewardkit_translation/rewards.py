@@ -20,9 +20,25 @@ from typing import Literal
 from pydantic import Field
 
 from rewardkit import Params, Sample, Score, reward, visible_length
-from rewardkit_translation.ratings import extract_ratings, needs_review, parse_rating_list
+from rewardkit_translation.ratings import (
+    _THINK_CLOSE,
+    extract_ratings,
+    needs_review,
+    parse_rating_list,
+)
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+_INTEGER_LIST = re.compile(r"\[\s*[+-]?\d+(?:\s*,\s*[+-]?\d+)*\s*,?\s*\]")
+
+
+def _hedged(text: str, length: int) -> int:
+    """How many different integer lists of ``length`` scores the answer (the text after
+    the last ``</think>``) states; more than one is a hedge between verdicts."""
+    closes = list(_THINK_CLOSE.finditer(text))
+    tail = text[closes[-1].end() :] if closes else text
+    lists = {tuple(int(n) for n in re.findall(r"[+-]?\d+", found.group()))
+             for found in _INTEGER_LIST.finditer(tail)}
+    return len({scores for scores in lists if len(scores) == length})
 
 
 class VerdictParams(Params):
@@ -61,7 +77,9 @@ def translation_verdict(sample: Sample, params: VerdictParams) -> Score:
     The reference is the label rating list (a list, its JSON text, or a judge answer);
     when it cannot be read the grading fails (status error), it is not a 0. An output
     whose ratings cannot be read scores ``unreadable_value`` with the reason
-    (``ratings missing`` / ``ratings malformed`` / ``ratings wrong_length``).
+    (``ratings missing`` / ``ratings malformed`` / ``ratings wrong_length``), and so does
+    one that states several different rating lists after its reasoning (``ratings
+    hedged``: a hedge between verdicts is no verdict).
     """
     gold = parse_rating_list(
         sample.reference, max_score=params.max_score, expected=params.criteria
@@ -82,6 +100,12 @@ def translation_verdict(sample: Sample, params: VerdictParams) -> Score:
             f"ratings {predicted.status}: {predicted.detail}",
             status=str(predicted.status),
         )
+
+    stated = _hedged(text, expected)
+    if stated > 1:
+        return Score.ok(params.unreadable_value,
+                        f"ratings hedged: {stated} different rating lists in the answer",
+                        status="hedged")
 
     gold_review = needs_review(gold.ratings, params.review_at_or_below)
     pred_review = needs_review(predicted.ratings, params.review_at_or_below)

@@ -126,3 +126,16 @@ def test_a_megabyte_of_reasoning_still_scores_the_ratings_quickly() -> None:
     start = time.perf_counter()
     assert verdict(text) == 1.0
     assert time.perf_counter() - start < 5
+
+
+def test_several_different_rating_lists_after_the_reasoning_are_a_hedge() -> None:
+    hedge = answer("[5, 4, 5, 3, 5, 5, 5] or maybe [2, 5, 5, 5, 5, 5, 5]")
+    score = translation_verdict().score(Sample(completion=hedge, reference=LABEL_OK))
+    assert (score.value, score.details) == (0.0, {"status": "hedged"})
+    assert score.reason == "ratings hedged: 2 different rating lists in the answer"
+
+
+def test_lists_of_another_length_or_inside_the_reasoning_are_no_hedge() -> None:
+    text = ("<think>Maybe [2, 5, 5, 5, 5, 5, 5]?</think>, my ratings is [5, 4, 5, 3, 5, 5, 5] "
+            "(see note [1])")
+    assert verdict(text, LABEL_OK) == 1.0
