@@ -17,8 +17,10 @@ import builtins
 import contextlib
 import json
 import linecache
+import marshal
 import os
 import signal
+import struct
 import sys
 import traceback
 import types
@@ -188,10 +190,47 @@ def run_candidate(source: str, report_fd: int, link: Link) -> NoReturn:
     os._exit(0)
 
 
-def run_judge(test: str, index: int, report_fd: int, link: Link) -> NoReturn:
-    """The judge side of one test: run its statements with the program's names bound to
-    handles on the candidate process, and report the verdict on ``report_fd``, which
-    only this process holds.  Exits 0 when the test passed."""
+#: the descriptors sent with each test to the judge: tests file, link read, link write
+TEST_FDS = struct.Struct("3i")
+
+
+def serve_judge(socket_fd: int, report_fd: int) -> NoReturn:
+    """The slot's judge (see :mod:`._zygote_judge`): run each test the zygote sends on
+    ``socket_fd`` against its candidate, and write one JSON verdict per test on
+    ``report_fd``, which only this process holds.  Exits when the zygote goes."""
+    import _socket
+
+    sock = _socket.socket(fileno=socket_fd)
+    while True:
+        try:
+            message, ancillary, _, _ = sock.recvmsg(4096, _socket.CMSG_SPACE(TEST_FDS.size))
+        except OSError:
+            os._exit(1)
+        if not message:
+            os._exit(0)
+        fds: list[int] = []
+        for level, kind, data in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                fds += struct.unpack(f"{len(data) // 4}i", data[: len(data) // 4 * 4])
+        if len(fds) != 3:
+            os._exit(1)
+        tests_fd, link_read, link_write = fds
+        offset, length, index = marshal.loads(message)
+        try:
+            source = os.pread(tests_fd, length, offset).decode("utf-8", errors="surrogatepass")
+        finally:
+            os.close(tests_fd)
+        try:
+            record = judge_test(source, index, Link(link_read, link_write))
+        finally:
+            os.close(link_read)
+            os.close(link_write)
+        write_report(report_fd, record)
+
+
+def judge_test(test: str, index: int, link: Link) -> dict[str, Any]:
+    """Run one test's statements with the program's names bound to handles on the
+    candidate process at the other end of ``link``; the verdict record."""
     client = JudgeClient(link)
     record: dict[str, Any]
     try:
@@ -204,8 +243,9 @@ def run_judge(test: str, index: int, report_fd: int, link: Link) -> NoReturn:
         record = {"status": "failed", "error": _describe(client.violation)}
     if client.gone:
         record["candidate_gone"] = True
-    write_report(report_fd, record)
-    os._exit(0 if record["status"] == "ok" else 1)
+    if record["status"] == "memory":
+        record["restart"] = True  # a fresh judge for the next test
+    return record
 
 
 def _judge(code: types.CodeType, client: JudgeClient) -> dict[str, Any]:
@@ -270,42 +310,30 @@ def _own_module(name: str) -> types.ModuleType | None:
 
 
 def test_outcome(
-    judge_status: int,
-    report: bytes,
+    verdict: dict[str, Any] | int | None,
     candidate_status: int | None,
     timeout_s: float | None,
 ) -> dict[str, Any]:
     """One test's outcome, judged from outside both of its processes.
 
-    ``judge_status``: the judge's wait status; ``report``: what it wrote to its report
-    pipe after its set-up record; ``candidate_status``: the candidate's wait status
-    (None when it was still running at the end); ``timeout_s``: set when the test was
-    killed at its own time limit.
+    ``verdict``: the judge's record, or (the judge died) its wait status or None;
+    ``candidate_status``: the candidate's wait status (None when it was still running at
+    the end); ``timeout_s``: set when the test was killed at its own time limit.
     """
     if timeout_s is not None:
         return {"status": "timeout", "error": f"test exceeded {timeout_s:g}s"}
-    if os.WIFSIGNALED(judge_status):
-        return _signal_outcome(os.WTERMSIG(judge_status), "the judge")
-    record: dict[str, Any] = {}
-    for line in report.splitlines():
-        with contextlib.suppress(ValueError):
-            candidate = json.loads(line)
-            if isinstance(candidate, dict) and "status" in candidate:
-                record = candidate
-                break
-    exit_code = os.WEXITSTATUS(judge_status)
-    if not record:
-        return {"status": "failed", "error": f"the judge exited with code {exit_code}"}
-    if record.get("candidate_gone") and candidate_status is not None:
+    if not isinstance(verdict, dict):
+        if verdict is not None and os.WIFSIGNALED(verdict):
+            return _signal_outcome(os.WTERMSIG(verdict), "the judge")
+        return {"status": "crashed", "error": "the judge ended during the test"}
+    if verdict.get("candidate_gone") and candidate_status is not None:
         if os.WIFSIGNALED(candidate_status):
             return _signal_outcome(os.WTERMSIG(candidate_status), "the program")
         code = os.WEXITSTATUS(candidate_status)
         return {"status": "failed", "error": f"the program exited with code {code} during the test"}
-    if record.get("status") == "ok" and exit_code != 0:
-        return {"status": "failed", "error": f"the judge exited with code {exit_code}"}
     allowed = {"ok", "failed", "memory"}
-    status_name = record.get("status") if record.get("status") in allowed else "failed"
-    return {"status": status_name, "error": record.get("error")}
+    status_name = verdict.get("status") if verdict.get("status") in allowed else "failed"
+    return {"status": status_name, "error": verdict.get("error")}
 
 
 def _signal_outcome(number: int, who: str) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from rewardkit_sandbox import _calls
 from rewardkit_sandbox import _confinement as confinement
 from rewardkit_sandbox import _harness as harness
 from rewardkit_sandbox._protocol import Channel
+from rewardkit_sandbox._zygote_judge import JudgeProcess
 from rewardkit_sandbox._zygote_mounts import SCRATCH_DIRS, NamespacesAndMounts
 from rewardkit_sandbox._zygote_probes import LayerProbes, layer
 from rewardkit_sandbox._zygote_workdir import WorkDirectories, _shared_temp_dir
@@ -48,9 +49,10 @@ if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per
 
 _REPORT_LIMIT_BYTES = 4 * 1024 * 1024
 _KILL_GRACE_S = 5.0
+_GONE_GRACE_S = 0.5
 _READ_CHUNK = 65536
 _GC_EVERY_OBJECTS = 20000
-_CHILD_FDS = 7  # a judge's 0-6: stdio, report, the link to its candidate, the tests
+_CHILD_FDS = 6  # a candidate's 0-5: stdio, report, its link to the judge
 
 
 class _Output:
@@ -107,7 +109,7 @@ class _Stuck(Exception):
     """A process of the task outlived its SIGKILL: the zygote reports it and exits."""
 
 
-class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
+class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
     """One slot's zygote; ``serve`` handles requests until the socket closes."""
 
     def __init__(self, config: dict[str, Any], channel: Channel) -> None:
@@ -115,13 +117,14 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         self.pid = os.getpid()
         self.uid: int = config["uid"]
         self.gid: int = config["gid"]
+        self.judge_uid: int = config.get("judge_uid", self.uid)
         self.layers: dict[str, dict[str, Any]] = {}
         bootstrap_paths = set(config["bootstrap_paths"])
         self.child_path = [p for p in sys.path if p not in bootstrap_paths]
         self.child_path += list(config["import_paths"])
         self.seccomp_program: confinement.SeccompProgram | None = None
-        # Keep fds 0-6 taken, so that no pipe of a task is created there: a child moves
-        # its descriptors onto 0-6 and must not overwrite one it has not moved yet.
+        # Keep fds 0-5 taken, so that no pipe of a task is created there: a child moves
+        # its descriptors onto 0-5 and must not overwrite one it has not moved yet.
         while (placeholder := os.open(os.devnull, os.O_RDWR)) < _CHILD_FDS - 1:
             pass
         if placeholder > _CHILD_FDS - 1:
@@ -335,10 +338,9 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         fds: tuple[int, ...],
         workdir: str,
         role: str = "program",
-        test: int = -1,
     ) -> int:
         """Fork a confined child on ``fds`` (as its 0, 1, ...) running the program
-        (``role`` "program"), or test ``test``'s candidate or judge; it never returns."""
+        (``role`` "program") or a test's candidate ("candidate"); it never returns."""
         pid = os.fork()
         if pid:
             return pid
@@ -346,13 +348,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             self._enter_task(request, fds, workdir)
             if role == "program":
                 harness.run_program(request["code"], 3)
-            link = _calls.Link(4, 5)
-            if role == "candidate":
-                harness.run_candidate(request["code"], 3, link)
-            offset, length = request["test_spans"][test]
-            source = os.pread(6, length, offset).decode("utf-8", errors="surrogatepass")
-            os.close(6)
-            harness.run_judge(source, test, 3, link)
+            harness.run_candidate(request["code"], 3, _calls.Link(4, 5))
         finally:
             os._exit(harness.SETUP_FAILED_EXIT_CODE)
 
@@ -401,10 +397,11 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         reply: dict[str, Any],
         tests_fd: int,
     ) -> None:
-        """Each test in two children, a candidate and a judge, judged here from outside.
+        """Each test in a candidate child and the slot's judge, judged here from outside.
 
-        A test ends at its own ``test_timeout_s`` (its two children alone are killed; the
-        next test runs), the task at its wall time or output cap (every process of it).
+        A test ends at its own ``test_timeout_s`` (its candidate and the judge alone are
+        killed; the next test runs), the task at its wall time or output cap (every
+        process of it, and the judge if it is busy).
         """
         timeout_s = float(request.get("test_timeout_s") or request["limits"]["wall_time_s"])
         stop_early = bool(request.get("stop_on_first_failure"))
@@ -416,36 +413,23 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             if isinstance(ran, str):
                 reply["infra_error"] = ran
                 return
-            judge, candidate = ran
-            for _, usage, _ in (judge, candidate):
-                cpu_time_s += usage.ru_utime + usage.ru_stime
-                max_rss_kib = max(max_rss_kib, usage.ru_maxrss)
+            verdict, timed_out, status, usage, report = ran
+            cpu_time_s += usage.ru_utime + usage.ru_stime
+            max_rss_kib = max(max_rss_kib, usage.ru_maxrss)
             reply["cpu_time_s"] = round(cpu_time_s, 6)
             reply["max_rss_kib"] = max_rss_kib
             if task.kill_reason is not None:  # the whole task was stopped
                 reply["signal"] = signal.SIGKILL
                 break
-            judge_rest = b""
-            for (_, _, report), who in ((candidate, "candidate"), (judge, "judge")):
-                setup, _, rest = report.partition(b"\n")
-                if who == "judge":
-                    judge_rest = rest
-                if setup + b"\n" != harness.SETUP_DONE_RECORD:
-                    if setup.startswith(b'{"setup_error"'):
-                        reply["infra_error"] = "task setup failed: " + setup.decode(
-                            errors="replace"
-                        )
-                        return
-                    if index == 0:  # no candidate code of this task has run yet
-                        reply["setup_incomplete"] = True
-                        return
-            timed_out = judge[0] is None
-            outcome = harness.test_outcome(
-                0 if timed_out else judge[0],
-                judge_rest,
-                candidate[0],
-                timeout_s if timed_out else None,
-            )
+            setup = report.partition(b"\n")[0]
+            if setup + b"\n" != harness.SETUP_DONE_RECORD:
+                if setup.startswith(b'{"setup_error"'):
+                    reply["infra_error"] = "task setup failed: " + setup.decode(errors="replace")
+                    return
+                if index == 0:  # no candidate code of this task has run yet
+                    reply["setup_incomplete"] = True
+                    return
+            outcome = harness.test_outcome(verdict, status, timeout_s if timed_out else None)
             outcome["index"] = index
             outcome["wall_time_s"] = round(time.monotonic() - started, 6)
             records.append(outcome)
@@ -464,76 +448,70 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
         index: int,
         tests_fd: int,
         timeout_s: float,
-    ) -> tuple[tuple[Any, Any, bytes], tuple[Any, Any, bytes]] | str:
-        """Fork test ``index``'s candidate, then its judge, linked by two pipes; serve the
-        task until the judge exits (or the test's time is up), then kill the candidate.
+    ) -> tuple[dict[str, Any] | int | None, bool, int | None, Any, bytes] | str:
+        """Fork test ``index``'s candidate, hand the test and the candidate's link to the
+        judge, serve the task until the judge's verdict (or the test's time is up), then
+        kill the candidate.
 
-        Returns (wait status, resource use, report) of the judge (status None: killed at
-        the test's timeout) and of the candidate (status None: it was still running), or
-        why they could not be started.
+        Returns the verdict (:func:`harness.test_outcome`), whether the test timed out,
+        and the candidate's wait status (None: it was still running), resource use and
+        report; or why the test could not be started.
         """
+        problem = self._judge_ready(request)
+        if problem is not None:
+            return problem
         opened: list[int] = []
         try:
-            for _ in range(4):
+            for _ in range(3):
                 opened += os.pipe()
         except OSError as error:
             for fd in opened:
                 os.close(fd)
             return f"could not create the test's pipes: {error}"
-        to_candidate_r, to_candidate_w, to_judge_r, to_judge_w = opened[:4]
-        candidate_report_r, candidate_report_w, judge_report_r, judge_report_w = opened[4:]
+        to_candidate_r, to_candidate_w, to_judge_r, to_judge_w, report_r, report_w = opened
         started = time.monotonic()
-        candidate_pid = judge_pid = 0
+        verdict: dict[str, Any] | int | None = None
         try:
             try:
-                candidate_pid = self._fork_task_child(
+                pid = self._fork_task_child(
                     request,
-                    (self.devnull, *writers, candidate_report_w, to_candidate_r, to_judge_w),
+                    (self.devnull, *writers, report_w, to_candidate_r, to_judge_w),
                     workdir,
                     "candidate",
-                    index,
                 )
             except OSError as error:
                 return f"fork failed: {error}"
-            for fd in (candidate_report_w, to_candidate_r, to_judge_w):
+            for fd in (report_w, to_candidate_r, to_judge_w):
                 os.close(fd)
                 opened.remove(fd)
-            try:
-                judge_pid = self._fork_task_child(
-                    request,
-                    (self.devnull, self.devnull, self.devnull, judge_report_w, to_judge_r,
-                     to_candidate_w, tests_fd),
-                    workdir,
-                    "judge",
-                    index,
-                )
-            except OSError as error:
-                return f"fork failed: {error}"
-            for fd in (judge_report_w, to_judge_r, to_candidate_w):
+            span = request["test_spans"][index]
+            handed = self._judge_test(tests_fd, span, index, (to_judge_r, to_candidate_w))
+            for fd in (to_judge_r, to_candidate_w):
                 os.close(fd)
                 opened.remove(fd)
-            finished = self._watch(task, judge_pid, started + timeout_s)
-            candidate_ended = self._exited(candidate_pid)
-            for pid in ((candidate_pid,) if finished else (judge_pid, candidate_pid)):
-                for kill in (os.killpg, os.kill):
-                    with contextlib.suppress(OSError):
-                        kill(pid, signal.SIGKILL)
-            ended = []
-            for pid in (judge_pid, candidate_pid):
-                if not self._watch(task, pid, time.monotonic() + _KILL_GRACE_S):
-                    raise _Stuck("a test did not die after SIGKILL")
-                ended.append(os.wait4(pid, 0))
-            # Read once both are gone (their few records fit in the pipes).
-            judge_report = _read_rest(judge_report_r, _REPORT_LIMIT_BYTES)
-            candidate_report = _read_rest(candidate_report_r, _REPORT_LIMIT_BYTES)
+            timed_out = False
+            if handed:
+                ready = self._watch(task, pid, started + timeout_s, self.judge_verdicts)
+                timed_out = not ready
+                verdict = self._stop_judge() if timed_out else self._judge_verdict()
+            else:
+                verdict = self._stop_judge()
+            if isinstance(verdict, dict) and verdict.get("candidate_gone"):
+                # it closed the link: give it a moment to be seen exiting, for the reason
+                candidate_ended = self._watch(task, pid, time.monotonic() + _GONE_GRACE_S)
+            else:
+                candidate_ended = self._exited(pid)
+            for kill in (os.killpg, os.kill):
+                with contextlib.suppress(OSError):
+                    kill(pid, signal.SIGKILL)
+            if not self._watch(task, pid, time.monotonic() + _KILL_GRACE_S):
+                raise _Stuck("a test's candidate did not die after SIGKILL")
+            _, status, usage = os.wait4(pid, 0)
+            report = _read_rest(report_r, _REPORT_LIMIT_BYTES)
         finally:
             for fd in opened:
                 os.close(fd)
-        (_, judge_status, judge_usage), (_, candidate_status, candidate_usage) = ended
-        return (
-            (judge_status if finished else None, judge_usage, judge_report),
-            (candidate_status if candidate_ended else None, candidate_usage, candidate_report),
-        )
+        return verdict, timed_out, status if candidate_ended else None, usage, report
 
     @staticmethod
     def _exited(pid: int) -> bool:
@@ -576,11 +554,14 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             os.close(report_read)
         return status, usage, report
 
-    def _watch(self, task: _Task, pid: int, until: float | None) -> bool:
+    def _watch(
+        self, task: _Task, pid: int, until: float | None, ready_fd: int = -1
+    ) -> bool:
         """Serve the task while ``pid`` runs: its stdin and outputs, the pool's messages,
-        the task's wall time.  True once ``pid`` exited; False when ``until`` (a
-        test's own limit) passed first.  ``_Stuck`` when it outlives its SIGKILL."""
-        pidfd = os.pidfd_open(pid)
+        the task's wall time.  True once ``pid`` exited (or, given, ``ready_fd`` is
+        readable); False when ``until`` (a test's own limit) passed first.  ``_Stuck``
+        when it outlives its SIGKILL."""
+        pidfd = os.pidfd_open(pid) if ready_fd < 0 else ready_fd
         readers: list[int] = [pidfd, *task.open_outputs]
         if not task.pool_gone:
             readers.append(self.channel.fd)
@@ -626,12 +607,14 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
                 if pidfd in ready:
                     return True
         finally:
-            os.close(pidfd)
+            if ready_fd < 0:
+                os.close(pidfd)
 
     def _stop(self, task: _Task, pid: int, reason: str) -> None:
         """End the whole task (once): kill every process of it, then allow a grace."""
         if task.kill_reason is None:
             task.kill_reason = reason
+            self._signal_judge()
             self._kill_task(pid)
             task.deadline = time.monotonic() + _KILL_GRACE_S
 
@@ -667,7 +650,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
     # -- inside the task child ----------------------------------------------------------
 
     def _enter_task(
-        self, request: dict[str, Any], fds: tuple[int, ...], workdir: str
+        self, request: dict[str, Any], fds: tuple[int, ...], workdir: str, uid: int = -1
     ) -> None:
         """Confine this (freshly forked) child and put ``fds`` on 0-3; exits on failure."""
         try:
@@ -676,7 +659,7 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             # costs ~3 ms on kernels with sched autogroup, more than the rest of a task.
             os.setpgid(0, 0)
             gc.enable()
-            for target, fd in enumerate(fds):  # every fd is > 6 (see __init__)
+            for target, fd in enumerate(fds):  # every fd is > 5 (see __init__)
                 os.dup2(fd, target)
             os.closerange(len(fds), 1 << 16)  # the control socket included
             os.chdir(workdir)
@@ -686,9 +669,11 @@ class Zygote(NamespacesAndMounts, LayerProbes, WorkDirectories):
             if self.uid_isolation:
                 if not self.groups_dropped:  # normally done once, in the zygote
                     os.setgroups([])
-                os.setresgid(self.gid, self.gid, self.gid)
-                os.setresuid(self.uid, self.uid, self.uid)
-                if os.geteuid() != self.uid or os.getegid() != self.gid:
+                uid = self.uid if uid < 0 else uid
+                gid = self.gid if uid == self.uid else uid
+                os.setresgid(gid, gid, gid)
+                os.setresuid(uid, uid, uid)
+                if os.geteuid() != uid or os.getegid() != gid:
                     raise OSError(errno.EPERM, "uid change did not take effect")
             # After the uid change, which resets both (dumpable to fs.suid_dumpable).
             confinement.prctl(confinement.PR_SET_DUMPABLE, 0)

@@ -20,6 +20,9 @@ class KillAndReap:
     pid: int
     uid: int
     uid_isolation: bool
+    #: the slot's judge (see :mod:`._zygote_judge`): a child that outlives tasks, spared
+    #: by the end-of-task sweep (it runs as another uid) and by these checks; 0 if none
+    judge_pid: int = 0
 
     def _kill_task(self, pid: int, main_child_reaped: bool = False) -> None:
         """SIGKILL the task's process group, then everything its uid runs (or our children)."""
@@ -42,16 +45,27 @@ class KillAndReap:
         return self._reap_descendants(deadline)
 
     def _has_live_children(self) -> bool:
+        """Reap what has exited; True while a child other than the judge lives."""
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return False
             if pid == 0:
-                return True
+                if not self.judge_pid:
+                    return True
+                return any(child != self.judge_pid for child in _children_of(self.pid))
+            if pid == self.judge_pid:
+                self._judge_reaped()
+
+    def _judge_reaped(self) -> None:
+        """The judge's exit was reaped here (see :mod:`._zygote_judge`)."""
+        self.judge_pid = 0
 
     def _kill_children(self) -> None:
         for child in _children_of(self.pid):
+            if child == self.judge_pid:
+                continue
             for kill in (os.killpg, os.kill):
                 with contextlib.suppress(OSError):
                     kill(child, signal.SIGKILL)
@@ -65,7 +79,11 @@ class KillAndReap:
             except ChildProcessError:
                 return True
             if pid:
+                if pid == self.judge_pid:
+                    self._judge_reaped()
                 continue
+            if self.judge_pid and not self._has_live_children():
+                return True
             if time.monotonic() > deadline:
                 return False
             if not self.uid_isolation:

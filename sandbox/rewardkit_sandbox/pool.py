@@ -158,8 +158,9 @@ class SandboxPool:
     """Runs untrusted Python programs in confined children of pre-started zygotes.
 
     One zygote per slot, each with its own unprivileged uid (``uid_base + slot``) when
-    the pool runs as root.  ``run`` is thread-safe: it waits for a free slot.  A zygote
-    that dies is replaced on the slot's next use; the run it was serving ends with
+    the pool runs as root, and one for the slot's judge (``uid_base + size + slot``, the
+    process that runs assert tests).  ``run`` is thread-safe: it waits for a free slot.
+    A zygote that dies is replaced on the slot's next use; the run it was serving ends with
     ``Status.SANDBOX_ERROR``.  Missing isolation layers are logged as warnings and
     listed in ``layers.missing``; without the ``require_layers`` the pool refuses to
     start (``SandboxUnavailableError``).
@@ -233,6 +234,7 @@ class SandboxPool:
             "hidden_paths": self._hidden_paths,
             "uid": slot.uid,
             "gid": slot.uid,
+            "judge_uid": slot.uid + self.size,
             "disk_bytes": self.limits.disk_bytes,
         }
 
@@ -301,6 +303,7 @@ class SandboxPool:
             slot.process = None
         if self._is_root and self.layers["uid_isolation"].active:
             kill_every_process_of_uid(slot.uid)
+            kill_every_process_of_uid(slot.uid + self.size)
 
     def _ensure_alive(self, slot: _Slot) -> None:
         if slot.process is None or slot.channel is None or slot.process.poll() is not None:
@@ -382,6 +385,12 @@ class SandboxPool:
     def slot_uids(self) -> list[int]:
         """The uid each slot's tasks run as (when started as root)."""
         return [slot.uid for slot in self._slots]
+
+    @property
+    def judge_uids(self) -> list[int]:
+        """The uid each slot's judge (which runs the assert tests) runs as, when started
+        as root: ``uid_base + size + slot``."""
+        return [slot.uid + self.size for slot in self._slots]
 
     def zygote_pids(self) -> list[int]:
         """Process ids of the live zygotes (for audits through /proc)."""

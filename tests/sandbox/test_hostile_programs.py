@@ -228,20 +228,22 @@ def test_kill_minus_one_reaches_only_the_task_itself(contained: SandboxPool) -> 
     assert (spared.status, spared.stdout) == (Status.OK, "alive\n")
 
 
-def test_kill_minus_one_from_a_test_reaches_its_processes_not_the_judge(
+def test_kill_minus_one_from_a_candidate_reaches_its_processes_not_the_judge(
     contained: SandboxPool,
 ) -> None:
-    # The zygote judges every test from another uid: kill(-1) in a test ends that test's
+    # The judge runs as another uid: kill(-1) in the program's call ends the program's
     # own processes (the sleeper) but neither the judging nor the next test.
     killer = (
-        "child = os.fork()\n"
-        "if child == 0:\n"
-        "    time.sleep(30)\n"
-        "    os._exit(0)\n"
-        "os.kill(-1, signal.SIGKILL)\n"
-        "assert os.waitpid(child, 0)[1] == signal.SIGKILL"
+        "import os, signal, time\n"
+        "def kill_all():\n"
+        "    child = os.fork()\n"
+        "    if child == 0:\n"
+        "        time.sleep(30)\n"
+        "        os._exit(0)\n"
+        "    os.kill(-1, signal.SIGKILL)\n"
+        "    return os.waitpid(child, 0)[1]\n"
     )
-    result = run(contained, "import os, signal, time", tests=[killer, "assert True"])
+    result = run(contained, killer, tests=["assert kill_all() == signal.SIGKILL", "assert True"])
     assert result.tests is not None
     assert [test.status for test in result.tests] == [Status.OK, Status.OK]
     assert result.status is Status.OK
@@ -250,18 +252,20 @@ def test_kill_minus_one_from_a_test_reaches_its_processes_not_the_judge(
 def test_a_daemon_refilling_the_report_pipe_cannot_stall_the_judging(
     contained: SandboxPool,
 ) -> None:
-    # The test's child blocks on its own report (the daemon keeps the pipe full) and
-    # times out; the zygote reads a bounded amount, answers, and the sweep ends the daemon.
+    # The candidate's daemon keeps the candidate's report pipe full and the candidate
+    # hangs; the test times out, the zygote reads a bounded amount, answers, and the
+    # sweep ends the daemon.
     flood = (
+        "import os, time\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    while True:\n"
         "        os.write(3, b'x' * 65536)\n"
-        "time.sleep(0.1)\n"
-        "assert False"
+        "def f():\n"
+        "    time.sleep(30)\n"
     )
     started = time.monotonic()
-    result = contained.run("import os, time", tests=[flood], test_timeout_s=1.0)
+    result = contained.run(flood, tests=["assert f()"], test_timeout_s=1.0)
     assert time.monotonic() - started < 8.0
     assert result.status is Status.TIMEOUT
     assert result.tests is not None and result.tests[0].status is Status.TIMEOUT

@@ -65,8 +65,10 @@ def shared_pool(slots: int | None = None, import_paths: Sequence[str] = ()) -> S
         _forget_if_forked()
         pool = _pools.get(key)
         if pool is None:
-            if key[0] > UID_BLOCK:
-                raise ValueError(f"at most {UID_BLOCK} sandbox slots per pool, got {key[0]}")
+            if key[0] > UID_BLOCK // 2:  # a slot uid and a judge uid per slot
+                raise ValueError(
+                    f"at most {UID_BLOCK // 2} sandbox slots per pool, got {key[0]}"
+                )
             claim, uid_base = _claim_uid_block()
             try:
                 pool = SandboxPool(size=key[0], import_paths=list(key[1]), uid_base=uid_base)

@@ -31,9 +31,14 @@ def own_task_uids() -> set[int]:
     return uids
 
 
+def judge_uids() -> set[int]:
+    """The uids of our pools' judges: each slot's judge lives as long as its zygote."""
+    return {uid for pool in list(sandboxes._pools.values()) for uid in pool.judge_uids}
+
+
 def task_processes() -> list[audit.LiveProcess]:
     """(pid, uid, command) of every live process running as a slot uid of our pools."""
-    return audit.processes_of_uids(own_task_uids())
+    return audit.processes_of_uids(own_task_uids() - judge_uids())
 
 
 def wait_for_no_task_processes(seconds: float = 3.0) -> list[audit.LiveProcess]:
