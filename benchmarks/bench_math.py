@@ -7,7 +7,8 @@
     defaults (``verify(parse(gold), parse(completion))``), and each verdict is checked
     against the pair's label. Then the labelled-correct answers that ``math_answer``
     refuses with a reason (a hedge, a retraction, a negation, ...), by category and
-    reason: what its commitment rules cost honest answers. The pairs:
+    reason: what its commitment rules cost honest answers; and how many labelled-correct
+    real model outputs simpler hedge rules (not used) would refuse. The pairs:
     ``data/math_pairs.jsonl`` (written for this project, hand-checked) and, with
     ``--source``, the public labelled material named in ``math_eval_sources.toml`` read
     from local copies (real GSM8K model solutions with the
@@ -108,6 +109,46 @@ def agreement(pairs: list[Pair]) -> dict[str, Any]:
             "math_answer_misses": misses,
             "correct_refused": [{"category": c, "reason": r, "n": n}
                                 for (c, r), n in sorted(refused.items())]}
+
+
+def stricter_rules(pairs: list[Pair]) -> list[dict[str, Any]]:
+    """What simpler hedge rules would cost honest answers on the real model outputs: how
+    many labelled-correct ones each would refuse (math_answer keeps none of them)."""
+    from rewardkit.builtin import _answers
+
+    def numbers(line: str) -> set[Any]:
+        read = (_answers.read_number(t) for t in _answers._NUMBER_TOKEN.findall(line))
+        return {n.value for n in read if n is not None}
+
+    def statement_values(text: str) -> set[Any]:
+        found = _answers._statements(text, _answers.STATEMENTS, "answer")
+        read = (_answers.read_answer(answer) for _, _, _, answer in found)
+        return {v.value for v in read if isinstance(v, _answers.PlainNumber)}
+
+    rules = {
+        "two or more numbers in the last line": lambda lines, text: len(numbers(lines[-1])) > 1,
+        "two or more numbers in the line before the last": lambda lines, text:
+            len(lines) > 1 and len(numbers(lines[-2])) > 1,
+        "a hedge word (or, maybe, ...) in the last line": lambda lines, text:
+            _answers._HEDGE.search(lines[-1]) is not None,
+        "any two final statements with different values": lambda lines, text:
+            len(statement_values(text)) > 1,
+        "a retraction phrase anywhere, not only after the answer": lambda lines, text:
+            _answers._RETRACTION.search(text) is not None,
+    }
+    out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for p in pairs:
+        if not p.model_output or not p.truth or p.source.startswith("rewardkit"):
+            continue
+        source = p.source.split()[0]
+        text = _answers.strip_calculator_notes(p.completion)
+        lines = [line for line in text.strip().splitlines() if line.strip()] or [""]
+        for name, rule in rules.items():
+            row = out[source, name]
+            row[0] += 1
+            row[1] += bool(rule(lines, text))
+    return [{"source": s, "rule": r, "correct": n, "refused": k}
+            for (s, r), (n, k) in sorted(out.items())]
 
 
 # -- speed ---------------------------------------------------------------------------------
@@ -226,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         copies[repo] = Path(path)
     pairs = own_pairs() + (build(copies) if copies else [])
     agree = agreement(pairs)
+    stricter = stricter_rules(pairs)
     long = solutions(args.n, seed=1)
     fast_long = speed(args.n, "long GSM8K-style solutions", [s.gold for s in long],
                       [s.text for s in long], [s.correct for s in long])
@@ -238,8 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     base = baseline_speed(args.baseline, [s.gold for s in short], short_texts) \
         if args.baseline else None
     if args.json:
-        print(json.dumps({"agreement": agree, "speed": [fast_long, fast_short],
-                          "baseline": base}, indent=2))
+        print(json.dumps({"agreement": agree, "stricter_rules": stricter,
+                          "speed": [fast_long, fast_short], "baseline": base}, indent=2))
         return 0
     tot = agree["total"]
     print(f"(a) agreement with the labels on {tot['n']} pairs "
@@ -262,6 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     for m in agree["math_answer_misses"][: args.misses]:
         print(f"    - [{m['category']}] gold {m['gold']!r} truth={m['truth']} "
               f"mv={m['math_verify']} {m['status']} {m['reason']!r}: ...{m['completion'][-120:]!r}")
+    if stricter:
+        print("    stricter hedge rules math_answer does not use, on the labelled-correct real "
+              "model outputs: how many each would refuse")
+        for r in stricter:
+            print(f"      {r['source'][:28]:<30}{r['rule']:<58}{r['refused']:>5} of "
+                  f"{r['correct']}")
     for fast in (fast_long, fast_short):
         print(f"\n(b) speed on {fast['n']} {fast['label']} (avg {fast['avg_chars']:.0f} chars), "
               "all in one run; the machine is shared, compare the ratios")

@@ -123,7 +123,8 @@ class MathParams(Params):
         None,
         description="name of the reasoning tag of a reasoning model (e.g. 'think'): grade "
         "only what follows the last closing </tag>, and pay `wrong` when the reasoning "
-        "never closes; None grades the whole output",
+        "never closes; None grades the whole output, less a <think> block (what follows "
+        "the last </think>; an output that opens <think> and never closes it pays `wrong`)",
     )
     occurrence: Literal["last", "first"] = Field(
         "last",
