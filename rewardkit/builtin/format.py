@@ -7,7 +7,8 @@ TRL GSM8K recipe and the ``<think>/<answer>`` layout of R1-style prompts are con
 ``soft_format``      the output is the reasoning block then the answer block, each tag
                      once, any whitespace around them
 ``strict_format``    the whole output is exactly the reasoning block then the answer block
-``tag_count``        partial credit per tag present exactly once, minus trailing text
+``tag_count``        partial credit per tag present exactly once, minus text outside the
+                     blocks
 ``answer_is_number`` the answer block holds a plain number
 ``final_answer_line`` a regex over the output (default: ``#### The final answer is N``)
 ``reasoning_steps``  partial credit per step (``Step 1:``, ``1.``, bullets, "First,") with
