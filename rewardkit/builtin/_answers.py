@@ -525,22 +525,22 @@ def _find(how: str, text: str, answer_tag: str, first: bool,
 # -- commitment: is a found answer one the output stands by? ---------------------------
 #: a negation right before an answer: "not 18", "isn't \boxed{18}", "\neq 18"
 _NEGATED = re.compile(
-    r"(?:(?<![A-Za-z])not|(?<![A-Za-z])never|n't|≠|\\neq?)\s*(?:(?:be|equal|equals|to|"
+    r"(?:(?<![A-Za-z])not|(?<![A-Za-z])never|n['’]t|≠|\\neq?)\s*(?:(?:be|equal|equals|to|"
     r"exactly|just|simply|the|a|an|definitely|actually|really|quite|even|answer|is|it|of|"
     r"that|at\s+all)\s*){0,3}[\s$({\[\\]*(?:boxed|fbox)?\s*\{?$", re.IGNORECASE)
 #: an answer whose own sentence ends in a question mark
 _QUESTIONED = re.compile(r"[^.!?\n]{0,30}\?")
 #: what withdraws an answer stated before it
 _GIVES_UP = (
-    r"(?:i|we)\s+(?:cannot|can't|can\s+not|could\s+not|couldn't|am\s+unable\s+to|are\s+"
-    r"unable\s+to|was\s+unable\s+to|do\s+not|don't)\s+(?:solve|answer|determine|figure|"
+    r"(?:i|we)\s+(?:cannot|can['’]t|can\s+not|could\s+not|couldn['’]t|am\s+unable\s+to|are\s+"
+    r"unable\s+to|was\s+unable\s+to|do\s+not|don['’]t)\s+(?:solve|answer|determine|figure|"
     r"find|know|tell|say|be\s+sure)"
     r"|not\s+(?:sure|certain|confident)(?![A-Za-z])|unsure|no\s+idea"
-    r"|(?:i|we)\s*(?:am|are|'m|'re)\s+(?:just\s+)?guessing|just\s+(?:a\s+)?guess|random\s+"
+    r"|(?:i|we)\s*(?:am|are|['’]m|['’]re)\s+(?:just\s+)?guessing|just\s+(?:a\s+)?guess|random\s+"
     r"guess")
 _RETRACTION = re.compile(
     r"(?<![A-Za-z])(?:(?:that|this|it|which|the\s+above|my\s+answer|the\s+answer)"
-    r"(?:'s|\s+is|\s+was|\s+(?:may|might|must|could)\s+be)\s+(?:(?:definitely|probably|"
+    r"(?:['’]s|\s+is|\s+was|\s+(?:may|might|must|could)\s+be)\s+(?:(?:definitely|probably|"
     r"clearly|all|completely)\s+)?(?:wrong|incorrect|not\s+(?:right|correct))"
     r"|scratch\s+that|disregard|ignore\s+(?:that|this|it|the\s+above|my)|never\s?mind"
     r"|on\s+second\s+thought|take\s+(?:that|it)\s+back|(?:i|we)\s+made\s+(?:a|an)\s+"
@@ -604,7 +604,8 @@ def _negated(text: str, start: int) -> bool:
     """Whether a negation stands right before ``text[start:]`` ("not 18")."""
     window = text[max(0, start - 80) : start]
     low = window.lower()  # most often there is no negation at all: plain searches
-    if not ("not" in low or "never" in low or "n't" in low or "≠" in low or "\\ne" in low):
+    if not ("not" in low or "never" in low or "n't" in low or "n’t" in low or "≠" in low
+            or "\\ne" in low):
         return False
     return _NEGATED.search(window) is not None
 
