@@ -146,8 +146,8 @@ class TagCountParams(Params):
     )
     trailing_penalty: float = Field(
         0.001, ge=0, description="subtracted per character outside the blocks: before the "
-        "reasoning block, between the blocks and after the first closing answer tag (one "
-        "newline free at each place)"
+        "reasoning block, between the blocks and after the first closing answer tag (the "
+        "newlines the tags need are free)"
     )
     max_trailing_penalty: float | None = Field(
         None, ge=0, description="cap on that penalty (null: no cap)"
@@ -161,8 +161,8 @@ def tag_count(sample: Sample, params: TagCountParams) -> Score:
     ``per_tag`` for each of ``<r>\\n``, ``\\n</r>\\n``, ``\\n<a>\\n`` and ``\\n</a>`` that
     occurs exactly once while its bare tag (``<r>``, ...) occurs exactly once too, and
     whose block holds visible text; minus ``trailing_penalty`` per character outside the
-    blocks: before the first ``<r>``, between the first ``</r>`` and the first ``<a>``,
-    and after the first ``</a>`` (one newline free at each place).
+    blocks: before the first ``<r>``, between the blocks, and after the first ``</a>``
+    (the newlines the tags need are free).
 
     A smooth signal early in training, when the strict layout is still rare. Repeating a
     tag, a stray copy of it anywhere, or an empty block loses that credit, and padding
