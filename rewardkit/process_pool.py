@@ -28,7 +28,12 @@ Rules that keep one call from hurting another, or the caller:
   by SIGKILL), kills every worker it was told about. That works while a worker runs
   code that holds the GIL, where a watchdog thread in the worker could not run;
 - workers do not hold the caller's stdout and stderr: their output goes through a pipe
-  that a parent thread copies to the parent's stderr.
+  that one parent thread (for all workers) copies to the parent's stderr;
+- a worker leads its own process group, and a worker is killed with its whole group: a
+  process the reward started (an external checker slower than the timeout) dies with it,
+  and the parent closes its end of the worker's output pipe itself rather than wait for
+  the end of file a surviving grandchild could hold back, so no fd, thread or process
+  is left behind by a timeout.
 
 Nothing here uses signals in the caller, so it works from any thread (Ray actors,
 dataloader threads, TRL's reward threads).
@@ -44,6 +49,8 @@ import itertools
 import mmap
 import os
 import pickle
+import selectors
+import signal
 import struct
 import subprocess
 import sys
@@ -107,7 +114,7 @@ for line in sys.stdin:
     (pids.add if op == "+" else pids.discard)(int(pid))
 for pid in pids:
     try:
-        os.kill(pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
 """
@@ -187,6 +194,8 @@ class _Worker:
     proc: subprocess.Popen[bytes]
     conn: Connection
     area: _Area
+    #: the read end of its output pipe (owned by ``_output``)
+    output: int
     loaded: set[str] = field(default_factory=set)
     #: the chunks it holds, the one in progress first
     chunks: collections.deque[_Chunk] = field(default_factory=collections.deque)
@@ -194,11 +203,19 @@ class _Worker:
     loading: bool = False
 
     def kill(self) -> None:
-        with contextlib.suppress(OSError):
-            self.proc.kill()
+        self.kill_group()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         self.conn.close()
+
+    def kill_group(self) -> None:
+        """SIGKILL the worker and every process in its group (what its reward started).
+        The group is the worker's pid: valid while any member lives, even once the
+        worker itself is reaped."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.proc.kill()
 
     def describe_exit(self) -> str:
         code = self.proc.poll()
@@ -208,8 +225,6 @@ class _Worker:
             except subprocess.TimeoutExpired:
                 return "worker process stopped answering"
         if code < 0:
-            import signal
-
             try:
                 name = signal.Signals(-code).name
             except ValueError:
@@ -227,15 +242,114 @@ def _main_script() -> str | None:
     return os.path.abspath(path) if os.path.isfile(path) else None
 
 
-def _copy_output(stream: IO[bytes]) -> None:
-    """Copy a worker's stdout/stderr to ours until the worker closes it."""
+class _Output:
+    """One thread that copies every worker's output (its stdout and stderr, one pipe) to
+    our stderr, line by line. The parent hands it the read end of a worker's pipe when
+    the worker starts and takes it back (``drop``) when the worker is retired: what is
+    waiting in the pipe is copied, then the fd is closed, whether or not some
+    grandchild of the worker still holds the write end."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ops: list[tuple[str, int, threading.Event | None]] = []
+        self._wake: tuple[int, int] | None = None
+        self._thread: threading.Thread | None = None
+
+    def add(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._post("+", fd, None)
+
+    def drop(self, fd: int) -> None:
+        """Copy what ``fd`` holds, close it; returns once done (at most a second)."""
+        done = threading.Event()
+        if self._post("-", fd, done):
+            done.wait(timeout=1.0)
+
+    def _post(self, op: str, fd: int, done: threading.Event | None) -> bool:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                if op == "-":  # no thread (it could not start): nothing is reading fd
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                    return False
+                self._wake = os.pipe()
+                os.set_blocking(self._wake[0], False)
+                self._ops = []
+                self._thread = threading.Thread(
+                    target=self._run, args=(self._wake[0],), daemon=True,
+                    name="rewardkit-worker-output")
+                self._thread.start()
+            self._ops.append((op, fd, done))
+            assert self._wake is not None
+            with contextlib.suppress(OSError):
+                os.write(self._wake[1], b"x")
+            return True
+
+    def _run(self, wake: int) -> None:
+        selector = selectors.DefaultSelector()
+        selector.register(wake, selectors.EVENT_READ)
+        partial: dict[int, bytes] = {}
+        while True:
+            for key, _ in selector.select():
+                fd = cast(int, key.fd)
+                if fd == wake:
+                    with contextlib.suppress(OSError):
+                        os.read(wake, 4096)
+                    with self._lock:
+                        ops, self._ops = self._ops, []
+                    for op, target, done in ops:
+                        if op == "+":
+                            try:
+                                selector.register(target, selectors.EVENT_READ)
+                            except (OSError, ValueError):  # not a pipe we can watch
+                                with contextlib.suppress(OSError):
+                                    os.close(target)
+                                continue
+                            partial[target] = b""
+                            continue
+                        if target in partial:
+                            self._copy(target, partial)
+                            self._close(selector, target, partial)
+                        if done is not None:
+                            done.set()
+                elif fd in partial and not self._copy(fd, partial):
+                    self._close(selector, fd, partial)
+
+    @staticmethod
+    def _copy(fd: int, partial: dict[int, bytes]) -> bool:
+        """Copy the complete lines waiting in ``fd``; False at its end of file."""
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not data:
+                return False
+            lines, _, rest = (partial[fd] + data).rpartition(b"\n")
+            partial[fd] = rest
+            if lines:
+                _write_stderr(lines + b"\n")
+
+    @staticmethod
+    def _close(selector: selectors.BaseSelector, fd: int, partial: dict[int, bytes]) -> None:
+        rest = partial.pop(fd, b"")
+        if rest:
+            _write_stderr(rest + b"\n")
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _write_stderr(data: bytes) -> None:
     with contextlib.suppress(Exception):
-        for line in iter(stream.readline, b""):
-            with contextlib.suppress(Exception):
-                sys.stderr.write(line.decode("utf-8", "replace"))
-                sys.stderr.flush()
-    with contextlib.suppress(OSError):
-        stream.close()
+        sys.stderr.write(data.decode("utf-8", "replace"))
+        sys.stderr.flush()
+
+
+_output = _Output()
 
 
 class _Reaper:
@@ -322,6 +436,7 @@ class WorkerPool:
         if main_path:
             env[MAIN_PATH_ENV] = main_path
         fd = child_conn.fileno()
+        output, output_w = os.pipe()
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "rewardkit._pool_child", str(fd), str(os.getpid()),
@@ -329,25 +444,28 @@ class WorkerPool:
                 pass_fds=(fd, area.fd),
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stdout=output_w,
+                stderr=output_w,
                 close_fds=True,
+                # its own process group, killed whole (see kill_group)
+                start_new_session=True,
             )
         except BaseException:
             area.close()
             parent_conn.close()
+            os.close(output)
             raise
         finally:
             child_conn.close()
+            os.close(output_w)
         _reaper.tell("+", proc.pid)
-        assert proc.stdout is not None
-        threading.Thread(target=_copy_output, args=(proc.stdout,), daemon=True,
-                         name=f"rewardkit-worker-{proc.pid}-output").start()
-        return _Worker(proc, parent_conn, area)
+        _output.add(output)
+        return _Worker(proc, parent_conn, area, output)
 
     def _retire(self, worker: _Worker) -> None:
         worker.kill()
         worker.area.close()
+        _output.drop(worker.output)
         _reaper.tell("-", worker.proc.pid)
 
     def _ensure_started(self) -> None:
@@ -371,12 +489,11 @@ class WorkerPool:
                     w.conn.send_bytes(_STOP)
             deadline = time.monotonic() + 2
             for w in self._workers:
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    w.kill()
-                w.conn.close()
+                w.kill()  # the worker if it did not stop, and what its rewards started
                 w.area.close()
+                _output.drop(w.output)
                 _reaper.tell("-", w.proc.pid)
             self._workers.clear()
 
@@ -653,8 +770,7 @@ class _Call:
         finished items keep their results and the rest go back to the queue for a fresh
         worker. ``started``: for a timeout, when the item judged started; if the worker
         had moved on to another item by the time it was killed, that one is not blamed."""
-        with contextlib.suppress(OSError):
-            worker.proc.kill()
+        worker.kill_group()
         with contextlib.suppress(subprocess.TimeoutExpired):
             worker.proc.wait(timeout=5)
         self._drain(worker)

@@ -227,3 +227,23 @@ def metadata_value(sample: Sample) -> object:
 
 
 ALL.append(metadata_value)
+
+
+#: the argument of the ``sleep`` that ``outlives_its_timeout`` starts: tests find its
+#: processes by it
+ORPHAN_SLEEP = "987.654321"
+
+
+@reward(mode="process")
+def outlives_its_timeout(sample: Sample) -> float:
+    """An external checker slower than its timeout: on a completion saying "slow" it waits
+    for a child process (``sleep``, which inherits the worker's stdout) that outlives the
+    worker."""
+    import subprocess
+
+    if "slow" in sample.text:
+        subprocess.run(["sleep", ORPHAN_SLEEP], check=False)
+    return 1.0
+
+
+ALL.append(outlives_its_timeout)

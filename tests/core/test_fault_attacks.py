@@ -569,3 +569,38 @@ def test_score_memory_does_not_grow_with_the_file(tmp_path):
     large = _peak_rss_mb_of_score(tmp_path, 200_000)
     # the summary once kept 0.3-0.5 KB per row: 55-90 MB more for the larger file
     assert large - small < 20, (small, large)
+
+
+# -- 16. a worker's child outlives its timeout --------------------------------------------
+def _orphan_sleeps() -> list[int]:
+    """Live processes running ``faulty_rewards.outlives_its_timeout``'s ``sleep``."""
+    import faulty_rewards
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if cmdline[:2] == [b"sleep", faulty_rewards.ORPHAN_SLEEP.encode()] and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_a_child_process_outliving_its_timeout_leaks_no_fd_thread_or_process():
+    rs = RewardSet.from_dict({"workers": 2, "rewards": {
+        "s": {"reward": "outlives_its_timeout", "timeout": 0.5}}})
+    rs.score([{"completion": "warm up"}] * 4)  # the pool is up: what it holds when idle
+    fds, threads = len(os.listdir("/proc/self/fd")), threading.active_count()
+    for _ in range(3):  # 24 timeouts; the killed workers' `sleep`s hold their stdout
+        batch = [{"completion": "slow" if i % 2 == 0 else f"fine {i}"} for i in range(16)]
+        res = rs.score(batch)
+        assert [str(s.status) for s in res.scores("s")] == ["timeout", "ok"] * 8
+    deadline = time.monotonic() + 5
+    while _orphan_sleeps() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _orphan_sleeps() == []  # the worker's whole process group was killed
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert threading.active_count() == threads
