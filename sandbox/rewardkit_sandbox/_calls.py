@@ -212,6 +212,9 @@ class CandidateServer:
             if type(value).__name__ == "module" and isinstance(module_name, str):
                 entries.append((name, "module", module_name))
                 continue
+            if callable(value):  # functions and classes, the usual names: no conversion
+                entries.append((name, "object", type(value).__name__))
+                continue
             try:
                 entries.append((name, "data", to_plain(value)))
             except NotPlainData:
