@@ -586,10 +586,7 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
         return "the answer is negated"
     if _QUESTIONED.match(text, found.end):
         return "the answer is a question"
-    stop = len(text)
-    if first:  # what follows the first answer of a few-shot output is its next question
-        blank = text.find("\n\n", found.end)
-        stop = stop if blank < 0 else blank
+    stop = _next_question(text, found.end) if first else len(text)
     if found.end < stop and (_RETRACTION.search(text, found.end, stop)
                              or _REFUTED.match(text, found.end)):
         return "the answer is retracted after it is given"
@@ -598,6 +595,18 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
     if found.how in ("last_number", "math_span"):
         return _fallback_refusal(found, first, prompt)
     return ""
+
+
+#: where a few-shot base model starts inventing the next question
+_NEXT_QUESTION = re.compile(r"\n[ \t]*\n|\n[ \t]*(?:Q|Question|Problem)[ \t]*(?:\d+[ \t]*)?[:.]",
+                            re.IGNORECASE)
+
+
+def _next_question(text: str, start: int) -> int:
+    """Where the output goes on to a next question after ``start`` (a blank line or a
+    ``Q:`` / ``Question:`` line), or its end."""
+    match = _NEXT_QUESTION.search(text, start)
+    return match.start() if match else len(text)
 
 
 def _negated(text: str, start: int) -> bool:
@@ -690,7 +699,7 @@ def read_answer(answer: str, decimal_comma: bool = False,
     words = _TEXT_CMD.sub(lambda t: " " + t.group(1) + " ", answer)
     if "?" in answer:
         return "the answer is a question"
-    if _HEDGE.search(words):
+    if hedged(answer):
         return "the answer hedges between values"
     if _BOUND.search(words):
         return "the answer is a bound, not a value"
@@ -732,6 +741,12 @@ def read_answer(answer: str, decimal_comma: bool = False,
     return values[0]  # "18 because 9 * 2 = 18": the value it states first
 
 
+def hedged(answer: str) -> bool:
+    """Whether an answer hedges between values: ``17 or 18``, ``maybe 18``, ``18 \\pm 1``,
+    ``17 \\text{ or } 18``."""
+    return _HEDGE.search(_TEXT_CMD.sub(lambda t: " " + t.group(1) + " ", answer)) is not None
+
+
 def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
                       decimal_comma: bool = False, first: bool = False) -> list[PlainNumber]:
     """The values of the other final statements that the output stands by: statements of
@@ -739,11 +754,10 @@ def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
     and of any kind in ``order`` after it; not empty, negated, questioned, or withdrawn
     before the next statement. An output that stands by two different values has hedged.
     (Boxed steps before a closing "The final answer is 84" are steps, not answers.) With
-    ``first``, only the statements on the line of the first answer count."""
+    ``first``, only the statements before the next question count."""
     text = found.text
-    if first:  # what follows the first answer's line is the next invented question
-        line_end = text.find("\n", found.end)
-        text = text if line_end < 0 else text[:line_end]
+    if first:  # what follows the first answer's paragraph is the next invented question
+        text = text[: _next_question(text, found.end)]
     kinds = _kinds(tuple(order))
     if _statement_marks(text, kinds, answer_tag) < 2:  # the common case: found is the only one
         return []

@@ -39,6 +39,7 @@ from rewardkit.builtin._answers import (
     competing_answers,
     context_refusal,
     extract,
+    hedged,
     normalise,
     numbers_match,
     read_answer,
@@ -286,7 +287,19 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     found, refusal = _find(text, params, _prompt_text(sample))
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
+    if found and hedged(found.answer) and _one_value(reference_text(sample.reference) or ""):
+        return Score.ok(params.wrong, "the answer hedges between values", via=found.how,
+                        extracted=found.answer[:200])
     return _symbolic(gold_parsed, text, found, params, only_answer=isinstance(gold, PlainNumber))
+
+
+_SEVERAL_VALUES = re.compile(r"[,;=]|\\[{}]|\\(?:cup|cap|lor|vee|pm|mp)(?![A-Za-z])")
+
+
+def _one_value(gold: str) -> bool:
+    """A gold answer that is one value, not a set, list, equation or disjunction (there,
+    ``x = 2 \\text{ or } x = 5`` is the answer, not a hedge)."""
+    return not hedged(gold) and _SEVERAL_VALUES.search(gold) is None
 
 
 def _graded_text(text: str, params: MathParams) -> str | None:
