@@ -121,7 +121,9 @@ class Registry:
                 version = ep.dist.version if ep.dist else ""
                 try:
                     module = ep.load()
-                except Exception as exc:  # a broken plugin must not take the others down
+                except (Exception, SystemExit) as exc:
+                    # a broken plugin must not take the others down, nor one that exits
+                    # at import (a module-level ``argparse`` parser, ``sys.exit``)
                     self._plugins.append(PluginInfo(ep.name, dist, version, (),
                                                     f"failed to import: {exc!r}"))
                     continue
@@ -168,7 +170,7 @@ class Registry:
                     impl.function(register=register)
                 except RegistryError:
                     raise
-                except Exception as exc:
+                except (Exception, SystemExit) as exc:
                     errors.append(f"{hook} failed: {exc!r}")
 
     def _register_section(self, name: str, model: Any, description: str | None,
@@ -267,7 +269,7 @@ class Registry:
         for impl in sorted(impls, key=lambda i: i.plugin_name not in builtin):  # built-ins first
             try:
                 impl.function(**kwargs)
-            except Exception as exc:  # a broken plugin must not take the others down
+            except (Exception, SystemExit) as exc:  # must not take the others down
                 problems.append(f"{impl.plugin_name}: {hook} failed: {exc}")
         return problems
 

@@ -604,3 +604,37 @@ def test_a_child_process_outliving_its_timeout_leaks_no_fd_thread_or_process():
     assert _orphan_sleeps() == []  # the worker's whole process group was killed
     assert len(os.listdir("/proc/self/fd")) == fds
     assert threading.active_count() == threads
+
+
+# -- 17. a plugin that exits at import --------------------------------------------------------
+def _plugin_site(tmp_path: Path, name: str, source: str) -> dict[str, str]:
+    """An environment in which an installed plugin ``name`` is the module ``source``."""
+    site = tmp_path / "site"
+    dist = site / f"rewardkit_{name}-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: rewardkit-{name}\n"
+                                   "Version: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[rewardkit]\n{name} = rewardkit_{name}\n")
+    (site / f"rewardkit_{name}.py").write_text(source)
+    return {**os.environ, "PYTHONPATH": str(site)}
+
+
+@pytest.mark.parametrize("source", [
+    "import argparse\nargparse.ArgumentParser().parse_args()\n",  # a script's parser
+    "import sys\nsys.exit(0)\n",
+    "import sys\nfrom rewardkit import hookimpl\n\n@hookimpl\n"
+    "def register_rewards(register):\n    sys.exit(3)\n",  # exits in its hook
+])
+def test_a_plugin_that_exits_at_import_is_a_failed_plugin(tmp_path, source):
+    env = _plugin_site(tmp_path, "exits", source)
+    proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "plugins", "--json"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    listed = {p["name"]: p for p in json.loads(proc.stdout)}
+    assert "SystemExit(" in listed["exits"]["error"], listed["exits"]
+    assert all(p["error"] == "" for n, p in listed.items() if n != "exits")  # the others load
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  f: {reward: soft_format}\n")
+    proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "validate", str(cfg)],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
