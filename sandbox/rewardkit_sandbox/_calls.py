@@ -161,6 +161,15 @@ def to_plain(value: Any, depth: int = 0) -> Any:
 
 # -- the candidate's side ------------------------------------------------------------
 
+_LARGE_GLOBAL = 100_000
+
+
+def _large(value: Any) -> bool:
+    """A global too big to copy into the judge for every test (a precomputed table)."""
+    return isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and len(
+        value
+    ) > _LARGE_GLOBAL
+
 
 def _exception_message(error: BaseException) -> tuple[Any, ...]:
     """(built-in base classes by MRO, the class's name, message, args if plain)."""
@@ -212,7 +221,7 @@ class CandidateServer:
             if type(value).__name__ == "module" and isinstance(module_name, str):
                 entries.append((name, "module", module_name))
                 continue
-            if callable(value):  # functions and classes, the usual names: no conversion
+            if callable(value) or _large(value):  # functions, classes; big tables stay here
                 entries.append((name, "object", type(value).__name__))
                 continue
             try:
