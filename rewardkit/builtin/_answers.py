@@ -749,12 +749,24 @@ def hedged(answer: str) -> bool:
 
 def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
                       decimal_comma: bool = False, first: bool = False) -> list[PlainNumber]:
-    """The values of the other final statements that the output stands by: statements of
-    the same kind as ``found`` (answer blocks, boxes, ``####`` lines, closing phrases),
-    and of any kind in ``order`` after it; not empty, negated, questioned, or withdrawn
-    before the next statement. An output that stands by two different values has hedged.
-    (Boxed steps before a closing "The final answer is 84" are steps, not answers.) With
-    ``first``, only the statements before the next question count."""
+    """The plain-number values of :func:`competing_statements`. An output that stands by
+    two different values has hedged."""
+    values = []
+    for _, answer in competing_statements(found, order, answer_tag, first):
+        value = read_answer(answer, decimal_comma)
+        if isinstance(value, PlainNumber):
+            values.append(value)
+    return values
+
+
+def competing_statements(found: Found, order: Sequence[str], answer_tag: str,
+                         first: bool = False) -> list[tuple[str, str]]:
+    """(kind, answer) of the other final statements that the output stands by:
+    statements of the same kind as ``found`` (answer blocks, boxes, ``####`` lines,
+    closing phrases), and of any kind in ``order`` after it; not empty, negated,
+    questioned, or withdrawn before the next statement. (Boxed steps before a closing
+    "The final answer is 84" are steps, not answers.) With ``first``, only the
+    statements before the next question count."""
     text = found.text
     if first:  # what follows the first answer's paragraph is the next invented question
         text = text[: _next_question(text, found.end)]
@@ -762,7 +774,7 @@ def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
     if _statement_marks(text, kinds, answer_tag) < 2:  # the common case: found is the only one
         return []
     statements = _statements(text, kinds, answer_tag)
-    values = []
+    others = []
     for i, (how, start, end, answer) in enumerate(statements):
         if start == found.start or not answer:
             continue
@@ -773,10 +785,8 @@ def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
         if (_negated(text, start) or _QUESTIONED.match(text, end) or _REFUTED.match(text, end)
                 or _RETRACTION.search(text, end, stop)):
             continue
-        value = read_answer(answer, decimal_comma)
-        if isinstance(value, PlainNumber):
-            values.append(value)
-    return values
+        others.append((how, answer))
+    return others
 
 
 @lru_cache(maxsize=64)

@@ -37,6 +37,7 @@ from rewardkit.builtin._answers import (
     after_reasoning,
     boxed,
     competing_answers,
+    competing_statements,
     context_refusal,
     extract,
     hedged,
@@ -287,10 +288,41 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     found, refusal = _find(text, params, _prompt_text(sample))
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
-    if found and hedged(found.answer) and _one_value(reference_text(sample.reference) or ""):
+    one_value = _one_value(reference_text(sample.reference) or "")
+    if found and hedged(found.answer) and one_value:
         return Score.ok(params.wrong, "the answer hedges between values", via=found.how,
                         extracted=found.answer[:200])
+    if found and not isinstance(gold, PlainNumber) and _several_answers(mv, found, params,
+                                                                         one_value):
+        return Score.ok(params.wrong, "several different final answers", via=found.how,
+                        extracted=found.answer[:200])
     return _symbolic(gold_parsed, text, found, params, only_answer=isinstance(gold, PlainNumber))
+
+
+#: the most other final statements math-verify compares with the answer
+_MAX_COMPARED = 8
+
+
+def _several_answers(mv: Any, found: Found, params: MathParams, one_value: bool) -> bool:
+    """Whether the output stands by another final statement that math-verify finds
+    different from ``found``. For a gold that is a set or a list, boxes may together form
+    the answer (``x = \\boxed{2}`` and ``x = \\boxed{5}``), so only answer blocks count."""
+    if found.how not in STATEMENTS or _too_costly(found.answer, params.max_symbolic_chars):
+        return False  # (a costly answer is refused by _symbolic, unparsed)
+    others = [answer for how, answer in competing_statements(
+        found, params.extract, params.answer_tag, first=params.occurrence == "first")
+        if (one_value or how == "answer_tag") and "".join(answer.split()) != "".join(
+            found.answer.split())]
+    if not others:
+        return False
+    mine = _parse(mv, found.answer, fallback=True)
+    for other in others[:_MAX_COMPARED]:
+        if _too_costly(other, params.max_symbolic_chars):
+            return True
+        theirs = _parse(mv, other, fallback=True)
+        if mine and theirs and not mv.verify(mine, theirs, timeout_seconds=None):
+            return True
+    return False
 
 
 _SEVERAL_VALUES = re.compile(r"[,;=]|\\[{}]|\\(?:cup|cap|lor|vee|pm|mp)(?![A-Za-z])")
