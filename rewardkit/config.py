@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
+import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -274,6 +276,35 @@ class _ConfigLoader(yaml.SafeLoader):
                                    getattr(self, "_key_paths", {}).get(id(node), ""))
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> Any:
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:  # more digits than int() reads (sys.get_int_max_str_digits)
+            raise _YAMLRefusal(_too_many_digits(node.start_mark.line + 1, str(node.value))
+                               ) from None
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:int", _ConfigLoader.construct_yaml_int)
+
+#: what a document nested past the parser's recursion limit is refused with
+_TOO_DEEP = "nested too deeply (hundreds of levels of lists or mappings) to be read"
+
+
+def _too_many_digits(line: int, number: str) -> str:
+    digits = sum(c.isdigit() for c in number)
+    return f"line {line}: an integer of {digits} digits, too long to read"
+
+
+def _long_integer_line(text: str) -> tuple[int, str] | None:
+    """The first line of ``text`` with an integer (digits, ``_`` separators) of more
+    digits than ``int`` reads, and that integer."""
+    limit = sys.get_int_max_str_digits()
+    for line_no, line in enumerate(text.split("\n"), 1):
+        for match in re.finditer(r"[0-9][0-9_]*", line):
+            if limit and sum(c.isdigit() for c in match.group()) > limit:
+                return line_no, match.group()
+    return None
+
 
 def _key_paths(root: yaml.Node) -> dict[int, str]:
     """The key path ("rewards.fmt") of every mapping node under ``root``, by node id
@@ -348,6 +379,12 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             data: Any = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(source, [("", f"TOML syntax error: {exc}")]) from None
+        except ValueError as exc:  # an integer of more digits than int() reads
+            found = _long_integer_line(text)
+            reason = _too_many_digits(*found) if found else f"TOML error: {exc}"
+            raise ConfigError(source, [("", reason)]) from None
+        except RecursionError:
+            raise ConfigError(source, [("", _TOO_DEEP)]) from None
     else:
         try:
             data = yaml.load(text, Loader=_ConfigLoader)
@@ -360,6 +397,8 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
                 from None
         except yaml.YAMLError as exc:
             raise ConfigError(source, [("", f"YAML error: {exc}")]) from None
+        except RecursionError:
+            raise ConfigError(source, [("", _TOO_DEEP)]) from None
     if not isinstance(data, dict):
         raise ConfigError(source, [("", f"expected a mapping, got {type(data).__name__}")])
     return data

@@ -638,3 +638,30 @@ def test_a_plugin_that_exits_at_import_is_a_failed_plugin(tmp_path, source):
     proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "validate", str(cfg)],
                           capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
+
+
+# -- 18. numbers too long to read, nesting too deep to read ---------------------------------
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("c.yaml", "rewards:\n  f: {reward: soft_format, weight: " + "9" * 5000 + "}\n",
+         "line 2: an integer of 5000 digits"),
+        ("c.toml", "[rewards.f]\nreward = 'soft_format'\nweight = " + "9" * 5000 + "\n",
+         "line 3: an integer of 5000 digits"),
+        ("c.toml", "[rewards.f]\nreward = 'soft_format'\nweight = " + "9_" * 4400 + "9\n",
+         "line 3: an integer of 4401 digits"),
+        ("c.yaml", "rewards:\n  f: {reward: soft_format}\nx: " + "[" * 20_000 + "\n",
+         "nested too deeply"),
+        ("c.toml", "x = " + "[" * 20_000 + "\n", "nested too deeply"),
+        ("c.yaml", "rewards:\n  f: {reward: soft_format}\nx: " + "{a: " * 20_000 + "\n",
+         "nested too deeply"),
+    ],
+)
+def test_huge_numbers_and_deep_nesting_in_a_config_are_refused_not_a_traceback(
+        tmp_path, name, text, says):
+    cfg = tmp_path / name
+    cfg.write_text(text)
+    proc = cli("validate", str(cfg))
+    assert proc.returncode == 2, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert says in proc.stderr, proc.stderr
