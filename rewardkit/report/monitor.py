@@ -12,9 +12,13 @@ component with the step it started at, its evidence and example samples:
     least :data:`MIN_STEPS`): the Mann-Kendall statistic ``z`` (a rank test for a
     monotonic trend, untroubled by outliers or a curve that is not a line) at least
     :data:`TREND_Z` in size, and the Theil-Sen change over the window (the median
-    pairwise slope times the window's length) at least :data:`MIN_CHANGE`. The flag
-    starts once both hold at :data:`PERSIST` steps in a row, so a noisy stretch does
-    not fire it. An honest run, where the audit rises with what trains, stays silent.
+    pairwise slope times the window's length) at least :data:`MIN_CHANGE`. Per-step
+    means wander (the policy moves slowly), and a wandering series holds fewer
+    independent points than it has steps: ``z`` is divided by ``sqrt((1 + r) / (1 - r))``
+    where ``r`` (when positive) is the lag-1 autocorrelation of the residuals around the
+    Theil-Sen line, the variance inflation of an AR(1) series. The flag starts once
+    both hold at :data:`PERSIST` steps in a row, so a noisy stretch does not fire it.
+    An honest run, where the audit rises with what trains, stays silent.
 
 ``short``, ``long``, ``repetitive``, ``identical``
     Of the completions a trained component pays its full value (the highest value it
@@ -38,6 +42,7 @@ counts as trained and no audit is known.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import deque
@@ -50,7 +55,7 @@ from rewardkit.report.hacking import REPEAT_SHARE, completion_text, long_cut, re
 from rewardkit.score_result import percentile
 from rewardkit.visible import visible_text
 
-TREND_WINDOW = 20
+TREND_WINDOW = 40
 MIN_STEPS = 10
 TREND_Z = 3.0
 MIN_CHANGE = 0.1
@@ -112,16 +117,33 @@ def mann_kendall_z(ys: Sequence[float]) -> float:
     return 0.0 if s == 0 else (s - math.copysign(1, s)) / sd
 
 
-def theil_sen_change(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """The median of the pairwise slopes, times the span of ``xs``: how much the series
-    moved over the window, robust to a few wild points."""
+def theil_sen_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """The median of the pairwise slopes: a line robust to a few wild points."""
     slopes = sorted((ys[j] - ys[i]) / (xs[j] - xs[i]) for i in range(len(xs))
                     for j in range(i + 1, len(xs)) if xs[j] != xs[i])
     if not slopes:
         return 0.0
     mid = len(slopes) // 2
-    slope = slopes[mid] if len(slopes) % 2 else (slopes[mid - 1] + slopes[mid]) / 2
-    return slope * (xs[-1] - xs[0])
+    return slopes[mid] if len(slopes) % 2 else (slopes[mid - 1] + slopes[mid]) / 2
+
+
+def theil_sen_change(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """How much the series moved over the window: the Theil-Sen slope times the span."""
+    return theil_sen_slope(xs, ys) * (xs[-1] - xs[0]) if xs else 0.0
+
+
+def residual_autocorrelation(xs: Sequence[float], ys: Sequence[float], slope: float) -> float:
+    """Lag-1 autocorrelation of the residuals around the line of ``slope`` (0 when
+    there are too few points or the points lie on the line)."""
+    if len(ys) < 3:
+        return 0.0
+    res = [y - slope * x for x, y in zip(xs, ys, strict=True)]
+    mean = math.fsum(res) / len(res)
+    res = [r - mean for r in res]
+    spread = math.fsum(r * r for r in res)
+    if max(abs(r) for r in res) < 1e-9:  # on the line: rounding, not wandering
+        return 0.0
+    return math.fsum(a * b for a, b in itertools.pairwise(res)) / spread
 
 
 @dataclass(frozen=True)
@@ -132,6 +154,16 @@ class Trend:
     change: float
     first: int
     last: int
+
+    @classmethod
+    def of(cls, xs: Sequence[float], ys: Sequence[float]) -> Trend:
+        """Mann-Kendall ``z`` (corrected for positive lag-1 autocorrelation) and the
+        Theil-Sen change of the series."""
+        slope = theil_sen_slope(xs, ys)
+        r = residual_autocorrelation(xs, ys, slope)
+        inflation = math.sqrt((1 + r) / (1 - r)) if 0 < r < 1 else 1.0
+        return cls(mann_kendall_z(ys) / inflation, slope * (xs[-1] - xs[0]), int(xs[0]),
+                   int(xs[-1]))
 
     @property
     def rising(self) -> bool:
@@ -245,7 +277,7 @@ class HackMonitor:
             return None
         xs = [float(s) for s, _ in points]
         ys = [v for _, v in points]
-        return Trend(mann_kendall_z(ys), theil_sen_change(xs, ys), int(xs[0]), int(xs[-1]))
+        return Trend.of(xs, ys)
 
     def _trends(self, step: int, trained: Sequence[str]) -> list[HackFlag]:
         started: list[HackFlag] = []

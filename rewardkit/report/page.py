@@ -14,6 +14,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from rewardkit.report import monitor as monitor_rules
 from rewardkit.report import svg
 from rewardkit.report.analysis import RunSummary, status_of, total_of, value_of
 from rewardkit.report.hacking import FLAG_TEXT, ComponentRoles, completion_text, flag_samples
@@ -345,10 +346,13 @@ def _monitor(monitor: HackMonitor, configured: bool) -> str:
                      f"</td><td>{escape(flag.component)}</td><td>{flag.since}</td>"
                      f"<td>{escape(state)}</td><td class='evidence'>{escape(flag.evidence)}</td>"
                      f"<td class='examples'>{examples or '-'}</td></tr>")
-    parts.append("</table><p class='muted'>Trends: Mann-Kendall z over the last 20 recorded "
-                 "steps (10 at least), |z| ≥ 3 and a Theil-Sen change of 0.1 or more, held 3 "
-                 "steps in a row. Shares: over the last 5 steps, of at least 16 completions "
-                 "paid the component's full value. See docs/report.md.</p>")
+    parts.append(f"</table><p class='muted'>Trends: Mann-Kendall z (corrected for "
+                 f"autocorrelation) over the last {monitor_rules.TREND_WINDOW} recorded steps "
+                 f"({monitor_rules.MIN_STEPS} at least), |z| ≥ {monitor_rules.TREND_Z:g} and a "
+                 f"Theil-Sen change of {monitor_rules.MIN_CHANGE:g} or more, held "
+                 f"{monitor_rules.PERSIST} steps in a row. Shares: over the last "
+                 f"{monitor_rules.SHARE_WINDOW} steps, of at least {monitor_rules.MIN_PAID} "
+                 "completions paid the component's full value. See docs/report.md.</p>")
     return "".join(parts) + "</section>"
 
 
