@@ -1,13 +1,18 @@
 """Finding and reading the final answer in a completion (shared by the built-in rewards).
 
-Two jobs, both cheap and linear in the length of the text, so they are safe on any
+Three jobs, all cheap and linear in the length of the text, so they are safe on any
 input a policy can produce:
 
 * *extraction*: where the answer is — the last ``<answer>`` block, the last
   ``\\boxed{}``, the last ``####`` line, or the last number in the text;
 * *reading a plain number*: ``"$1,234.50"``, ``"12 apples"``, ``"50%"``, ``"3/4"``,
   ``"\\frac{3}{4}"``, ``"1.5 \\times 10^{3}"`` become an exact :class:`~fractions.Fraction`
-  without sympy, so numeric answers (GSM8K and the like) never pay for a CAS.
+  without sympy, so numeric answers (GSM8K and the like) never pay for a CAS;
+* *commitment*: whether the output stands by the answer found (:func:`context_refusal`,
+  :func:`read_answer`, :func:`competing_answers`): not negated, questioned, retracted,
+  hedged, bounded, one of a list, copied from the prompt, or contradicted by another
+  final statement. A policy learns whatever a grader pays; these are the cheap ways to
+  look right without committing to an answer.
 
 Everything here is private to :mod:`rewardkit.builtin`; the rewards are the public API.
 """

@@ -7,7 +7,10 @@
     numbers (``1,234``, ``$5``, ``12 apples``, ``50%``, ``3/4``, ``\\frac{3}{4}``) are
     compared exactly in pure Python, which never imports sympy; anything else (LaTeX,
     expressions, sets, intervals) goes to math-verify + sympy, installed with
-    ``pip install 'rewardkit[math]'`` and imported only when first needed.
+    ``pip install 'rewardkit[math]'`` and imported only when first needed. Only an
+    answer the output commits to is paid: several different final answers, negated,
+    questioned or retracted mentions, hedges and bounds are wrong (see
+    ``rewardkit.builtin._answers``, "commitment").
 
 Why ``math_answer`` is declared ``mode="process"``: sympy can hang or eat memory on
 inputs a policy will produce (``10^{10^{10^{10}}}``, ``1000000!``, deep ``\\frac``
@@ -258,8 +261,11 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     the answer block, or the whole output when there is none. A gold answer in words
     (``\\text{odd}``, ``Even``) is compared as words. Status error when the reference is
     missing or is neither a number, mathematics nor a word answer: a broken dataset row
-    is not a wrong answer. Example: ``... #### The final answer is 1,200`` with reference
-    ``1200`` -> ``score``.
+    is not a wrong answer. Only an answer the output commits to is paid: a hedge
+    (``$\\boxed{17}$ or $\\boxed{18}$``), a negation (``not 18``), a retraction (``18.
+    Wait, that is wrong``), a bound (``18 or more``) is ``wrong``, with the rule as the
+    reason. Example: ``... #### The final answer is 1,200`` with reference ``1200`` ->
+    ``score``.
     """
     quick = _quick_verdict(sample, params)
     if quick is not None:
