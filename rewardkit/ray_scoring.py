@@ -37,6 +37,7 @@ from rewardkit.composition import RewardSet, group_key
 from rewardkit.config import RewardConfig
 from rewardkit.execution import Outcome
 from rewardkit.score_result import ScoreResult
+from rewardkit.scoring_file import OutputLock
 from rewardkit.types import Sample, Score, Status
 
 ProgressFn = Callable[[int, int], None]
@@ -281,6 +282,15 @@ def score_with_ray(config: RewardConfig, src: Path, dst: Path, step: int = 0,
 
     ray = _import_ray()
     fmt = input_format(src)
+    with OutputLock(dst):
+        return _score_locked(ray, config, src, dst, fmt, step, batch_size, resume, address,
+                             concurrency, on_progress)
+
+
+def _score_locked(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str, step: int,
+                  batch_size: int, resume: bool, address: str | None,
+                  concurrency: int | None, on_progress: ProgressFn | None) -> dict[str, Any]:
+    """The run, while this process holds the lock on ``dst``."""
     partial = dst.with_name(dst.name + ".partial")
     manifest = dst.with_name(dst.name + ".progress")
     expected = _fingerprint(config, src, batch_size, step)

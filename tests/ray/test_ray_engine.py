@@ -160,3 +160,24 @@ def test_the_command_of_the_scale_page_runs_on_the_cluster(
     summary = json.loads(capsys.readouterr().out)
     lines = (root / "examples" / "data" / "gsm8k-rlvr.jsonl").read_text().splitlines()
     assert summary["scored"] == len([ln for ln in lines if ln.strip()])
+
+
+def test_a_second_run_on_the_same_out_refuses_while_the_first_runs(
+        ray_cluster: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = write_inputs(tmp_path, prompts=60, per_prompt=4)
+    out = tmp_path / "ray.jsonl"
+    manifest = tmp_path / "ray.jsonl.progress"
+    address = ray_cluster.address  # type: ignore[attr-defined]
+    first = subprocess.Popen(_score_command(tmp_path, src, out, address),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not manifest.exists() and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    assert first.poll() is None, first.stderr.read()  # type: ignore[union-attr]
+    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
+                 "--engine", "ray", "--batch-size", "4"]) == 2
+    assert "is being written by another run" in capsys.readouterr().err
+    _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr[-3000:]
+    assert len(scored(out)) == 240
+    assert not (tmp_path / ".ray.jsonl.lock").exists()
