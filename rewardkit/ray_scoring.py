@@ -37,7 +37,7 @@ from rewardkit.composition import RewardSet, group_key
 from rewardkit.config import RewardConfig
 from rewardkit.execution import Outcome
 from rewardkit.score_result import ScoreResult
-from rewardkit.scoring_file import OutputLock
+from rewardkit.scoring_file import OutputLock, parse_line, render
 from rewardkit.types import Sample, Score, Status
 
 ProgressFn = Callable[[int, int], None]
@@ -79,14 +79,9 @@ def plan_shards(path: Path, fmt: str, batch_size: int) -> list[Shard]:
     return _plan_jsonl(path, batch_size)
 
 
-def _key_of_line(line: bytes) -> Any:
-    try:
-        row = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(row, dict):
-        return None
-    return _row_key(row)
+def _key_of_line(line: bytes, line_no: int) -> Any:
+    row, _ = parse_line(line, line_no)
+    return None if row is None else _row_key(row)
 
 
 def _row_key(row: dict[str, Any]) -> Any:
@@ -105,7 +100,7 @@ def _plan_jsonl(path: Path, batch_size: int) -> list[Shard]:
             if line.strip():
                 # a malformed line (no key) never starts a shard: it stays with its
                 # neighbours and is reported when the shard is read
-                key = _key_of_line(line)
+                key = _key_of_line(line, line_no)
                 if key is None:
                     key = last_key
                 elif rows >= batch_size and key != last_key:
@@ -142,7 +137,8 @@ def _plan_parquet(path: Path, batch_size: int) -> list[Shard]:
 # -- scoring one shard (Ray Data actor) -----------------------------------------------
 def read_shard(path: Path, fmt: str, shard: Shard,
                bad: list[tuple[int, str]]) -> list[dict[str, Any]]:
-    """The rows of ``shard``; malformed JSONL lines go to ``bad`` with their line number."""
+    """The rows of ``shard``; malformed JSONL lines go to ``bad`` with their line number
+    (what is malformed is the local engine's :func:`parse_line`)."""
     if fmt == "parquet":
         return _read_parquet_rows(path, shard.start, shard.end)
     rows: list[dict[str, Any]] = []
@@ -150,18 +146,10 @@ def read_shard(path: Path, fmt: str, shard: Shard,
         fh.seek(shard.start)
         data = fh.read(shard.end - shard.start)
     for line_no, line in enumerate(data.split(b"\n"), shard.first):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line.decode("utf-8", errors="replace"))
-        except json.JSONDecodeError as exc:
-            bad.append((line_no, f"invalid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        if not isinstance(row, dict):
-            bad.append((line_no, f"expected a JSON object, got {type(row).__name__}"))
-            continue
-        if "completion" not in row:
-            bad.append((line_no, "no 'completion' key"))
+        row, why = parse_line(line, line_no)
+        if row is None:
+            if why:
+                bad.append((line_no, why))
             continue
         rows.append(row)
     return rows
@@ -185,8 +173,10 @@ def _read_parquet_rows(path: Path, start: int, end: int) -> list[dict[str, Any]]
     return rows
 
 
-def score_rows(rs: RewardSet, rows: list[dict[str, Any]], step: int) -> tuple[str, ScoreResult]:
-    """Scored output lines (the local scorer's format) and the result."""
+def score_rows(rs: RewardSet, rows: list[dict[str, Any]], step: int
+               ) -> tuple[bytes, ScoreResult]:
+    """Scored output lines (the local scorer's format and :func:`render`: standard JSON,
+    valid UTF-8) and the result."""
     result = rs.score([Sample.from_dict(r) for r in rows], step=step)
     lines = []
     for row, scored in zip(rows, result, strict=True):
@@ -196,8 +186,8 @@ def score_rows(rs: RewardSet, rows: list[dict[str, Any]], step: int) -> tuple[st
             name: {"value": s.value, "status": str(s.status), "reason": s.reason}
             for name, s in scored.scores.items()
         }
-        lines.append(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-    return "".join(lines), result
+        lines.append(render(row))
+    return b"".join(lines), result
 
 
 class ShardScorer:
@@ -218,7 +208,7 @@ class ShardScorer:
                                                             "rows")})
             bad: list[tuple[int, str]] = []
             rows = read_shard(self.path, self.fmt, shard, bad)
-            text, result = score_rows(self.rs, rows, self.step) if rows else ("", None)
+            text, result = score_rows(self.rs, rows, self.step) if rows else (b"", None)
             latencies = {} if result is None else {
                 name: _sample(o.latencies) for name, o in result.outcomes.items()}
             out["shard"].append(shard.shard)
@@ -327,7 +317,7 @@ def _score_locked(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str
                                                    "fmt": fmt, "step": step})
         with partial.open("ab") as out, manifest.open("a", encoding="utf-8") as log:
             for row in ds.iter_rows():
-                data = row["text"].encode("utf-8")
+                data = bytes(row["text"])
                 out.write(data)
                 out.flush()
                 os.fsync(out.fileno())

@@ -181,3 +181,45 @@ def test_a_second_run_on_the_same_out_refuses_while_the_first_runs(
     assert first.returncode == 0, stderr[-3000:]
     assert len(scored(out)) == 240
     assert not (tmp_path / ".ray.jsonl.lock").exists()
+
+
+def strict_json(text: str) -> object:
+    """Parse standard JSON only: NaN / Infinity tokens fail."""
+    def refuse(name: str) -> object:
+        raise ValueError(f"non-standard JSON token {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_hostile_lines_are_scored_or_reported_as_by_the_local_engine(
+        ray_cluster: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "config.yaml").write_text("rewards:\n  fmt: {reward: soft_format}\n")
+    good = '{"id": %d, "prompt": "p", "completion": "<think>a</think><answer>1</answer>"}'
+    lines = [
+        (good % 1).encode(),
+        b'{"id": 2, "prompt": "p", "completion": "x \\ud83d"}',  # lone surrogate: scored
+        b'{"id": 3, "prompt": "p", "completion": "y", "score": NaN}',  # reported
+        b'{"id": 4, "prompt": "p", "completion": "z", "big": 1e400}',  # scored, big: null
+        b'{"id": 5, "prompt": "p", "completion": "bad \xff byte"}',  # reported, line 5
+        b'{"id": 6, "prompt": "p", "completion": "deep", "m": ' + b"[" * 5000
+        + b"]" * 5000 + b"}",  # reported
+        (good % 7).encode(),
+    ]
+    src = tmp_path / "hostile.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    local_out = tmp_path / "local.jsonl"
+    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(local_out),
+                 "--json"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    out = tmp_path / "ray.jsonl"
+    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
+                 "--engine", "ray", "--batch-size", "2", "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert out.read_bytes() == local_out.read_bytes()
+    rows = [strict_json(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [1, 2, 4, 7]  # type: ignore[index]
+    assert rows[1]["completion"] == "x \ud83d" and rows[2]["big"] is None  # type: ignore[index]
+    assert [line for line, _ in summary["bad_lines"]] == [3, 5, 6]
+    assert summary["bad_lines"] == local["bad_lines"]
+    assert f"{src}:5: skipped: invalid UTF-8" in captured.err
+    assert "nested more than 100 levels" in summary["bad_lines"][2][1]
