@@ -155,6 +155,10 @@ class Limits(ConfigModel):
     max_completion_chars: int = Field(
         200_000, gt=0, description="completions longer than this are not parsed"
     )
+    max_line_bytes: int = Field(
+        16_000_000, gt=0, description="`rewardkit score` input lines longer than this many "
+        "bytes are reported and skipped, read in pieces, never held whole"
+    )
     oversize_value: float | None = Field(
         None, ge=-MAX_ABS_VALUE, le=MAX_ABS_VALUE,
         description="value given to oversize completions (status ok), within +-1e12; "

@@ -108,12 +108,32 @@ def parse_line(raw: bytes, line_no: int) -> tuple[dict[str, Any] | None, str]:
     return row, ""
 
 
-def _lines(fh: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, raw line) split at ``\\n`` only."""
+def _lines(fh: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | None]]:
+    """(line number, byte offset, raw line) split at ``\\n`` only; the line is None when
+    it is longer than ``max_bytes`` (``limits.max_line_bytes``): such a line is read in
+    pieces and dropped, so memory is bounded by the cap, never by the longest line."""
     offset = 0
-    for line_no, raw in enumerate(fh, 1):
-        yield line_no, offset, raw
+    line_no = 0
+    while raw := fh.readline(max_bytes + 1):
+        line_no += 1
+        start = offset
         offset += len(raw)
+        if len(raw) <= max_bytes or raw.endswith(b"\n"):
+            yield line_no, start, raw
+            continue
+        while (piece := fh.readline(1 << 20)) and not piece.endswith(b"\n"):
+            offset += len(piece)
+        offset += len(piece)
+        yield line_no, start, None
+
+
+def _too_long(max_bytes: int) -> str:
+    return f"line longer than {max_bytes:,} bytes (limits.max_line_bytes): not read"
+
+
+def _count_lines(fh: IO[bytes], max_bytes: int) -> int:
+    """Lines of ``fh`` that are not blank (an over-long one counts: it is reported)."""
+    return sum(1 for _, _, raw in _lines(fh, max_bytes) if raw is None or raw.strip())
 
 
 def _finite(obj: Any) -> Any:
@@ -270,8 +290,9 @@ def _score(rs: RewardSet, fh: IO[bytes], regular: bool, out: _Output, step: int,
     bad: list[tuple[int, str]] = []
     metrics = RunningMetrics(step)
     total_lines: int | None = None
+    max_bytes = rs.config.limits.max_line_bytes
     if regular:
-        total_lines = sum(1 for raw in fh if raw.strip())
+        total_lines = _count_lines(fh, max_bytes)
         fh.seek(0)
     index: _GroupIndex | None = None
     if _needs_whole_groups(rs):
@@ -280,9 +301,9 @@ def _score(rs: RewardSet, fh: IO[bytes], regular: bool, out: _Output, step: int,
             shutil.copyfileobj(fh, spool)
             spool.seek(0)
             fh = spool
-            total_lines = sum(1 for raw in fh if raw.strip())
+            total_lines = _count_lines(fh, max_bytes)
             fh.seek(0)
-        index = _GroupIndex.build(fh, stack)
+        index = _GroupIndex.build(fh, stack, max_bytes)
         fh.seek(0)
     done = 0
 
@@ -322,8 +343,8 @@ def _score(rs: RewardSet, fh: IO[bytes], regular: bool, out: _Output, step: int,
         def sink(line_no: int, data: bytes) -> None:
             write(data)
 
-        for line_no, _, raw in _lines(fh):
-            row, why = parse_line(raw, line_no)
+        for line_no, _, raw in _lines(fh, max_bytes):
+            row, why = (None, _too_long(max_bytes)) if raw is None else parse_line(raw, line_no)
             if row is None:
                 if why:
                     bad.append((line_no, why))
@@ -367,7 +388,7 @@ class _GroupIndex:
         self.bad: list[tuple[int, str]] = []
 
     @classmethod
-    def build(cls, fh: IO[bytes], stack: contextlib.ExitStack) -> _GroupIndex:
+    def build(cls, fh: IO[bytes], stack: contextlib.ExitStack, max_bytes: int) -> _GroupIndex:
         folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="rewardkit-groups-"))
         db = sqlite3.connect(os.path.join(folder, "index.sqlite"))
         stack.callback(db.close)
@@ -380,8 +401,8 @@ class _GroupIndex:
         previous: bytes | None = None
         gid = -1
         pending: list[tuple[int, int, int]] = []
-        for line_no, offset, raw in _lines(fh):
-            row, why = parse_line(raw, line_no)
+        for line_no, offset, raw in _lines(fh, max_bytes):
+            row, why = (None, _too_long(max_bytes)) if raw is None else parse_line(raw, line_no)
             if row is None:
                 if why:
                     index.bad.append((line_no, why))

@@ -665,3 +665,53 @@ def test_huge_numbers_and_deep_nesting_in_a_config_are_refused_not_a_traceback(
     assert proc.returncode == 2, proc.stdout
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert says in proc.stderr, proc.stderr
+
+
+# -- 19. one huge line -------------------------------------------------------------------------
+def test_a_line_over_the_byte_cap_is_refused_while_it_is_read(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  fmt: {reward: soft_format}\n")
+    src = tmp_path / "in.jsonl"
+    with src.open("wb") as fh:
+        fh.write(b'{"completion": "<answer>1</answer>"}\n')
+        fh.write(b'{"completion": "' + b"x" * 100_000_000 + b'"}\n')  # 100 MB, one line
+        fh.write(b'{"completion": "<answer>2</answer>"}\n')
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "rewardkit.cli", "score", str(cfg),
+                             str(src), "--out", str(out), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr.decode()[-2000:]
+    summary = json.loads(stdout)
+    assert summary["scored"] == 2
+    assert summary["bad_lines"] == [
+        [2, "line longer than 16,000,000 bytes (limits.max_line_bytes): not read"]]
+    assert [json.loads(line)["completion"] for line in out.read_text().splitlines()] == [
+        "<answer>1</answer>", "<answer>2</answer>"]
+    src.unlink()
+
+
+def test_score_memory_is_bounded_by_the_line_cap_not_the_line(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits: {max_line_bytes: 1000000}\nrewards:\n  fmt: {reward: soft_format}\n")
+    src = tmp_path / "in.jsonl"
+    with src.open("wb") as fh:
+        fh.write(b'{"completion": "')
+        for _ in range(100):
+            fh.write(b"x" * 1_000_000)  # one line of 100 MB
+        fh.write(b'"}\n')
+    # the peak RSS of `rewardkit score` alone, measured by a small parent (a child forked
+    # from this test process would count this process's memory too)
+    measure = ("import os, subprocess, sys\n"
+               "proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+               "_, status, usage = os.wait4(proc.pid, 0)\n"
+               "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)\n")
+    proc = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m",
+                           "rewardkit.cli", "score", str(cfg), str(src), "--out",
+                           str(tmp_path / "out.jsonl"), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    code, peak_kb = map(int, proc.stdout.split())
+    assert code == 0, proc.stderr
+    src.unlink()
+    # reading the 100 MB line whole once peaked at 4.2 times its size
+    assert peak_kb / 1024 < 100, peak_kb / 1024
