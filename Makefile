@@ -21,7 +21,7 @@ PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation:Warning"
 # missing and we may (root); Playwright comes with the test extra, its own browsers never
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: setup backends test demo lint bench clean
+.PHONY: setup backends test demo demo-record lint bench clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,11 @@ test: setup backends
 demo: setup
 	$(BIN)/rewardkit train examples/quickstart.yaml
 	$(BIN)/rewardkit eval examples/quickstart.yaml
+
+# the demo as the docs cite it: docs/records/quickstart-cpu.{txt,json} (outputs, machine,
+# load) and the figures block of docs/quickstart.md, from one run
+demo-record: setup
+	$(BIN)/python trainers/scripts/record_quickstart.py
 
 lint: setup
 	$(BIN)/ruff check .

@@ -42,6 +42,11 @@ SKIP: list[tuple[str, str]] = [
     (r"python3 -m verl\.trainer\.main", "trains with vLLM rollouts under Ray (GPU)"),
     (r"gpu_check\.sh", "needs an NVIDIA GPU (recorded in docs/records/gpu-check-h200.txt)"),
     (r"^make test\b", "runs the whole test suite, this test included"),
+    (r"^make demo-record\b", "runs the demo (`rewardkit train` and `rewardkit eval` of "
+                             "examples/quickstart.yaml run here as their own documented "
+                             "commands) and rewrites docs/records; "
+                             "tests/trainers/test_quickstart_record.py runs its script on a "
+                             "short run"),
     (r"^make demo\b", "(re)installs .venv, then runs `rewardkit train examples/quickstart.yaml` "
                       "and `rewardkit eval examples/quickstart.yaml`, which run here as their "
                       "own documented commands"),

@@ -28,25 +28,74 @@ from rewardkit_trainers.quickstart import (
 
 from rewardkit import RewardSet
 
-GOOD = "<think>\n3 plus 4 is 7\n</think>\n<answer>\n7\n</answer>"
+GOOD = "<think>\n7\n</think>\n<answer>\n7\n</answer>"
 
 
 def test_generated_rows_are_conversational_with_a_reference():
-    rows = generate_rows(4, seed=1)
-    assert rows == generate_rows(4, seed=1)
+    rows = generate_rows(40, seed=1)
+    assert rows == generate_rows(40, seed=1)
     assert rows[0]["prompt"][0]["role"] == "system"
-    assert int(rows[0]["reference"]) == sum(
-        int(w) for w in rows[0]["prompt"][1]["content"].split() if w.isdigit())
+    for row in rows:  # the reference is what the prompt says to copy
+        assert row["prompt"][1]["content"] == f"copy {row['reference']}"
+    assert {row["reference"] for row in rows} == {str(d) for d in range(10)}
+
+
+def test_the_quickstart_rewards_pay_the_copy_and_nothing_else():
+    """The policy's view: the right digit in the strict layout is the only output paid in
+    full; the layout with the wrong digit pays the format only; reordered, repeated,
+    padded or unclosed layouts (what a random policy meets) lose at least the format's
+    0.5, and without a closed answer block there is no correctness to collect."""
+    rs = RewardSet.from_file(ROOT / "examples" / "quickstart.yaml")
+    prompt = [{"role": "user", "content": "copy 7"}]
+    texts = {
+        "right": GOOD,
+        "wrong digit": "<think>\n7\n</think>\n<answer>\n3\n</answer>",
+        "reordered tags": "\n</answer>\n</think>\n<answer>\n<think>\n7",
+        "two answers": GOOD + "\n<answer>\n7\n</answer>",
+        "padded": GOOD + "7777",
+        "no close": "<think>\n7\n</think>\n<answer>\n77777",
+        "bare digit": "7",
+    }
+    result = rs.score([{"prompt": prompt, "completion": t, "reference": "7"}
+                       for t in texts.values()])
+    paid = dict(zip(texts, result.totals, strict=True))
+    assert paid["right"] == 2.0  # correct 1 + format 0.5 + partial_format 0.5
+    assert paid["wrong digit"] == 1.0  # the layout in full, the answer not
+    for name in ("reordered tags", "two answers", "padded", "no close", "bare digit"):
+        assert result.values("format")[list(texts).index(name)] == 0.0, name
+        assert paid[name] <= paid["right"] - 0.5, name  # at least the format's 0.5 short
+    for name in ("reordered tags", "no close", "bare digit"):  # no answer block: not right
+        assert result.values("correct")[list(texts).index(name)] == 0.0, name
+
+
+@pytest.mark.parametrize(("text", "pieces"), [
+    ("<think>\n3\n</think>\n<answer>\n3\n</answer>", 7),
+    ("<think>\n3\n</think>\n<answer>\n3\n</answer>\n", 7),
+    ("<think>\n3\n</think>\n<answer>\n3\n</answer>x", 6),
+    ("<think>\n3\n</think>\n<answer>\n3", 5),
+    ("<think>\n3\n</think>\n<answer>\n\n</answer>", 4),
+    ("<think>\nhm\n</think>\n", 3),
+    ("<think>\n<think>\n", 1),
+    ("\n</answer>\n</think>\n<answer>\n<think>\n", 0),  # all four tags, out of order
+    ("x<think>\n3\n</think>\n<answer>\n3\n</answer>", 0),
+])
+def test_layout_progress_counts_pieces_in_order_from_the_start(text: str, pieces: int):
+    from rewardkit import get_reward
+
+    got = get_reward("layout_progress")(text)
+    assert got.value == pytest.approx(pieces / 7) and got.details == {"pieces": pieces}
 
 
 def test_tokenizer_round_trips_the_answer_layout_and_has_a_chat_template():
     tok = build_tokenizer(tokenizer_corpus(generate_rows(8)))
-    text = target_text(3, 4)
-    assert tok.decode(tok(text)["input_ids"]) == text
-    assert "<think>\n" in tok.get_vocab()  # tag + newline is one token
-    chat = tok.apply_chat_template([{"role": "user", "content": "add 3 and 4"}],
+    text = target_text(3)
+    ids = tok(text)["input_ids"]
+    assert tok.decode(ids) == text
+    assert len(ids) == 6  # each tag with its newlines is one token
+    assert "<think>\n" in tok.get_vocab() and "</answer>" not in tok.get_vocab()
+    chat = tok.apply_chat_template([{"role": "user", "content": "copy 3"}],
                                    tokenize=False, add_generation_prompt=True)
-    assert chat == "<|user|>add 3 and 4<|end|><|assistant|>"
+    assert chat == "<|user|>copy 3<|end|><|assistant|>"
 
 
 @pytest.mark.parametrize("build", ["qwen2", "llama"])
@@ -65,8 +114,8 @@ def test_a_saved_tiny_model_gives_eval_the_tokens_training_used(tmp_path: Path, 
                                           add_generation_prompt=True) == prompt
         assert loaded(prompt, add_special_tokens=False)["input_ids"] == \
             trained_with(prompt, add_special_tokens=False)["input_ids"]
-    ids = trained_with(target_text(3, 4), add_special_tokens=False)["input_ids"]
-    assert loaded.decode(ids) == target_text(3, 4)
+    ids = trained_with(target_text(3), add_special_tokens=False)["input_ids"]
+    assert loaded.decode(ids) == target_text(3)
     assert (loaded.pad_token, loaded.eos_token) == (trained_with.pad_token,
                                                     trained_with.eos_token)
 
@@ -104,6 +153,7 @@ def test_accuracy_counts_rows_where_the_accuracy_component_is_at_its_maximum():
     report = score_completions(rs, rows, [GOOD, GOOD, "x", GOOD], "accuracy", 0, None)
     assert report["accuracy"] == 0.75
     assert report["components"]["tags"] == pytest.approx(0.375)
+    assert report["full"]["accuracy"] == 0.75
 
 
 def test_accuracy_component_defaults_to_conventional_names():
@@ -127,6 +177,31 @@ def test_eval_reports_base_and_trained_models(tmp_path: Path, capfd):
     assert set(report["models"]) == {"base", "trained"}
     for info in report["models"].values():
         assert 0.0 <= info["accuracy"] <= 1.0
-        assert set(info["components"]) == {"tags", "format", "number"}
+        assert set(info["components"]) == {"correct", "format", "partial_format"}
+        assert set(info["full"]) == set(info["components"])
     printed = capfd.readouterr()
     assert "Loading weights" not in printed.out + printed.err  # no raw progress bars
+
+
+def test_the_eval_table_shows_correctness_and_format_apart():
+    """A policy that learned the layout but not the answer reads format 100%,
+    accuracy 0%: each component's share paid in full has its own row."""
+    from rewardkit_trainers.evaluate import print_report
+    from rich.console import Console
+
+    rs = RewardSet.from_file(ROOT / "examples" / "quickstart.yaml")
+    rows = [{"prompt": [{"role": "user", "content": "copy 7"}], "reference": "7"}] * 2
+    layout_only = "<think>\n7\n</think>\n<answer>\n3\n</answer>"
+    report = {"rows": 2, "accuracy_component": "correct", "models": {
+        "base": {"model": "base-model",
+                 **score_completions(rs, rows, ["7", "x"], "correct", 0, None)},
+        "trained": {"model": "final",
+                    **score_completions(rs, rows, [layout_only] * 2, "correct", 0, None)}}}
+    console = Console(record=True, width=100)
+    print_report(console, report)
+    lines = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+             for line in console.export_text().splitlines() if line.count("│") == 4}
+    assert lines["accuracy"] == ["0.0%", "0.0%"]
+    assert lines["correct in full"] == ["0.0%", "0.0%"]
+    assert lines["format in full"] == ["0.0%", "100.0%"]
+    assert lines["partial_format"] == ["0.000", "1.000"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from backend_venvs import CONFIGS, ROOT
 from rewardkit_trainers.cli import run as cli_run
 from rewardkit_trainers.fidelity import check, group_needs, pinned_file_warnings
@@ -36,7 +37,12 @@ def test_verl_refuses_with_every_key_named():
 
 
 def test_a_schedule_is_a_staircase_where_the_step_is_pinned():
-    config = load_config(ROOT / "examples" / "quickstart.yaml")
+    assert all(check(load_config(ROOT / "examples" / "quickstart.yaml"), backend) == []
+               for backend in ("trl", "swift", "easyr1", "verl"))  # constant weights
+    data = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    data["rewards"]["format"]["weight"] = {"schedule": "linear", "start": 0.5, "end": 1.0,
+                                           "steps": 50}
+    config = parse_config(data)
     assert check(config, "trl") == [] and check(config, "swift") == []
     for backend in ("easyr1", "verl"):
         (warning,) = check(config, backend)

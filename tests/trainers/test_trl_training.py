@@ -88,7 +88,7 @@ def test_rewardkit_train_runs_trl_and_writes_curves(tmp_path: Path, capsys):
     with (tmp_path / "out" / "reward_curves.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 3
-    assert set(rows[0]) == {"step", "reward", "tags", "format", "number"}
+    assert set(rows[0]) == {"step", "reward", "correct", "format", "partial_format"}
     assert (tmp_path / "out" / "reward_curves.png").stat().st_size > 1000
     assert (tmp_path / "out" / "final" / "config.json").exists()
     # output is not a terminal here: plain progress lines, first and last step at least
@@ -99,11 +99,12 @@ def test_rewardkit_train_runs_trl_and_writes_curves(tmp_path: Path, capsys):
     # the run report, and what it is built from
     assert f"report: {tmp_path / 'out' / 'report.html'}" in out
     page = (tmp_path / "out" / "report.html").read_text()
-    assert "total (weighted sum: what trains)" in page and "tags (raw mean, unweighted)" in page
+    assert "total (weighted sum: what trains)" in page and \
+        "correct (raw mean, unweighted)" in page
     scored = [json.loads(line) for line in
               (tmp_path / "out" / "scored_samples.jsonl").read_text().splitlines()]
     assert {r["step"] for r in scored} == {0, 1, 2}
-    assert set(scored[0]["components"]) == {"tags", "format", "number"}
+    assert set(scored[0]["components"]) == {"correct", "format", "partial_format"}
     rebuilt = subprocess.run([sys.executable, "-m", "rewardkit.cli", "report",
                               str(tmp_path / "out"), "-o", str(tmp_path / "again.html")],
                              capture_output=True, text=True, timeout=120)

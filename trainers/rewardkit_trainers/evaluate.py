@@ -2,8 +2,10 @@
 
 Reports, per model (the base model and the trained one): accuracy (share of prompts
 whose accuracy component reaches its maximum, or whose total is positive when no such
-component exists) and the mean value of every component and of the total. SEEDS B
-reads 11% -> 41% this way.
+component exists), for every component the share of prompts it paid in full (so
+correctness and format read apart: a policy that learned the layout but not the
+answer shows format 100%, accuracy 0%), and the mean value of every component and of
+the total. SEEDS B reads 11% -> 41% this way.
 
 Generation uses vLLM when it is installed and a GPU is present (``use_vllm: auto``),
 else transformers' ``generate`` (greedy at ``temperature: 0``).
@@ -26,6 +28,7 @@ from rewardkit_trainers.config import (
     resolve,
 )
 from rewardkit_trainers.data import normalise_rows, read_rows
+from rewardkit_trainers.hardware import apply_cpu_plan, cpu_plan, passive_waits
 
 _ACCURACY_NAMES = ("accuracy", "correctness", "correct", "acc")
 
@@ -41,6 +44,10 @@ def evaluate_config(config: str | Path, model: str | None = None,
                     base_model: str | None = None, split: str | None = None,
                     limit: int | None = None, include_base: bool = True) -> dict[str, Any]:
     """Evaluate the base and trained models of a config; returns the report dict."""
+    import time
+
+    passive_waits()  # before torch loads
+    started = time.monotonic()
     path = Path(config)
     reward_config = load_config(path)
     source = str(path)
@@ -76,7 +83,16 @@ def evaluate_config(config: str | Path, model: str | None = None,
         report["models"][label] = {"model": name,
                                    **score_completions(reward_set, rows, completions,
                                                        acc_name, step, train)}
+    report["seconds"] = round(time.monotonic() - started, 1)
+    report["ran_on"] = _ran_on()
     return report
+
+
+def _ran_on() -> str:
+    """``the GPU`` or the CPU plan's words (``2 cores, 1 thread, load 2.3``)."""
+    import torch
+
+    return "the GPU" if torch.cuda.is_available() else cpu_plan().describe()
 
 
 def _exists(name: str) -> bool:
@@ -126,16 +142,28 @@ def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], complet
                               reference=row.get(ref_col), metadata=meta))
     result = reward_set.score(samples, step=step)
     means = {name: m["mean"] for name, m in result.metrics["components"].items()}
+    full = {name: _share(_paid_in_full(result.values(name), reward_set, name, step))
+            for name in means}
     if acc_name is not None:
-        values = result.values(acc_name)
-        top = max((v for v in values if v is not None), default=None)
-        best = max(top or 0.0, _max_value(reward_set, acc_name, step))
-        correct = [v is not None and best > 0 and v >= best - 1e-9 for v in values]
+        correct = _paid_in_full(result.values(acc_name), reward_set, acc_name, step)
     else:
         correct = [t is not None and t > 0 for t in result.totals]
-    return {"accuracy": sum(correct) / len(correct) if correct else math.nan,
+    return {"accuracy": _share(correct),
             "mean_reward": result.metrics["total"]["mean"], "components": means,
-            "examples": completions[:3]}
+            "full": full, "examples": completions[:3]}
+
+
+def _paid_in_full(values: list[float | None], reward_set: RewardSet, name: str,
+                  step: int) -> list[bool]:
+    """Per sample: whether component ``name`` reached its maximum (its ``score`` param,
+    else 1.0, or the highest value seen when that is higher)."""
+    top = max((v for v in values if v is not None), default=None)
+    best = max(top or 0.0, _max_value(reward_set, name, step))
+    return [v is not None and best > 0 and v >= best - 1e-9 for v in values]
+
+
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else math.nan
 
 
 def _max_value(reward_set: RewardSet, name: str, step: int) -> float:
@@ -197,6 +225,8 @@ def _generate_transformers(model_name: str, rows: list[dict[str, Any]],
     model: Any = AutoModelForCausalLM.from_pretrained(model_name)
     torch.manual_seed(ev.seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        apply_cpu_plan(cpu_plan())
     model.to(device).eval()
     texts = _prompt_texts(tokenizer, rows)
     out: list[str] = []
@@ -226,7 +256,8 @@ def _generate_vllm(model_name: str, rows: list[dict[str, Any]], ev: EvalConfig) 
 
 
 def print_report(console: Any, report: dict[str, Any]) -> None:
-    """A table: one column per model, rows accuracy, mean reward, each component."""
+    """A table: one column per model; rows: accuracy, the share each component paid in
+    full, the mean reward and each component's mean."""
     from rich.table import Table
 
     models = report["models"]
@@ -236,14 +267,20 @@ def print_report(console: Any, report: dict[str, Any]) -> None:
     for label, info in models.items():
         table.add_column(f"{label}\n{Path(info['model']).name}", justify="right")
     table.add_row("accuracy", *[_pct(i.get("accuracy")) for i in models.values()])
-    table.add_row("mean reward", *[_num(i.get("mean_reward")) for i in models.values()])
     names: list[str] = []
     for info in models.values():
         names += [n for n in info.get("components", {}) if n not in names]
     for name in names:
+        table.add_row(f"  {name} in full", *[_pct(i.get("full", {}).get(name))
+                                             for i in models.values()])
+    table.add_row("mean reward", *[_num(i.get("mean_reward")) for i in models.values()])
+    for name in names:
         table.add_row(f"  {name}", *[_num(i.get("components", {}).get(name))
                                      for i in models.values()])
     console.print(table)
+    if "seconds" in report:
+        console.print(f"evaluated in {report['seconds']:.0f}s on {report['ran_on']}",
+                      markup=False)
     for label, info in models.items():
         if "error" in info:
             console.print(f"[yellow]{label}: {info['model']}: {info['error']}[/]")

@@ -13,10 +13,12 @@ Hardware(gpus=4, vllm=False)
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
 import subprocess
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 
 GPUS_VARIABLE = "REWARDKIT_GPUS"
@@ -78,3 +80,66 @@ def detect_hardware(env: dict[str, str] | None = None) -> Hardware:
     else:
         vllm = importlib.util.find_spec("vllm") is not None
     return Hardware(gpus=gpus, vllm=vllm)
+
+
+#: most intra-op threads a CPU run takes (a tiny model gains nothing from more)
+MAX_CPU_THREADS = 4
+#: the variable that sets the CPU run's thread count by hand (like OMP_NUM_THREADS)
+THREADS_VARIABLE = "REWARDKIT_THREADS"
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    """How a CPU run uses this machine: the cores it may run on, the 1-minute load
+    average when it started, and the intra-op threads it takes."""
+
+    cores: int
+    load: float
+    threads: int
+
+    def describe(self) -> str:
+        """``2 cores, 1 thread, load 2.3`` (the words the demo prints with its time)."""
+        return (f"{self.cores} core{'s' * (self.cores != 1)}, {self.threads} "
+                f"thread{'s' * (self.threads != 1)}, load {self.load:.1f}")
+
+
+def cpu_plan(env: dict[str, str] | None = None, cores: int | None = None,
+             load: float | None = None) -> CpuPlan:
+    """The thread count for a CPU run: ``REWARDKIT_THREADS`` or ``OMP_NUM_THREADS`` when
+    set, else the cores left free by the load others put on them (at least 1, at most
+    :data:`MAX_CPU_THREADS`).
+
+    Why: a thread per core on a machine whose cores are busy makes the threads of one
+    matrix product wait for each other behind other processes; the quickstart's 200
+    steps took 49x longer beside a loaded machine's other work that way. One thread per
+    free core keeps the run's slowdown close to its share of the machine.
+    """
+    env = dict(os.environ) if env is None else env
+    cores = cores if cores is not None else len(os.sched_getaffinity(0))
+    load = load if load is not None else os.getloadavg()[0]
+    for name in (THREADS_VARIABLE, "OMP_NUM_THREADS"):
+        raw = env.get(name, "").strip()
+        if raw:
+            if not raw.isdigit() or int(raw) < 1:
+                raise ValueError(f"{name}={raw!r}: expected a thread count (1, 2, ...)")
+            return CpuPlan(cores, load, int(raw))
+    free = int(cores - load + 0.5)
+    return CpuPlan(cores, load, max(1, min(free, cores, MAX_CPU_THREADS)))
+
+
+def passive_waits(env: MutableMapping[str, str] | None = None) -> None:
+    """Make OpenMP threads sleep when they wait (``OMP_WAIT_POLICY=PASSIVE``) unless
+    the user chose a policy. OpenMP reads it once, when torch loads: call this before
+    anything imports torch. Spinning waits are what turns a busy machine's 2x into
+    tens of times slower."""
+    (os.environ if env is None else env).setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def apply_cpu_plan(plan: CpuPlan) -> None:
+    """Set torch's intra-op threads (and one inter-op thread) to ``plan``'s."""
+    import torch
+
+    torch.set_num_threads(plan.threads)
+    # settable once per process: a second run in one process keeps the first setting
+    with contextlib.suppress(RuntimeError):
+        torch.set_num_interop_threads(1)

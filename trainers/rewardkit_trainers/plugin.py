@@ -31,3 +31,12 @@ def register_config_sections(register: Callable[..., Any]) -> None:
     register("eval", EvalConfig, description="evaluation (`rewardkit eval`)")
     register("sagemaker", SageMakerSettings,
              description="SageMaker job (`rewardkit launch sagemaker`)")
+
+
+@hookimpl
+def register_rewards(register: Callable[..., Any]) -> None:
+    # the quickstart's shaping reward (examples/quickstart.yaml): pure Python, no trainer
+    # library behind it
+    from rewardkit_trainers.quickstart import layout_progress
+
+    register(layout_progress)

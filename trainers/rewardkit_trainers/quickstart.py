@@ -1,12 +1,14 @@
 """Generated data and a tiny model for the quickstart (``examples/quickstart.yaml``).
 
-Nothing is downloaded: the prompts are generated ("add 3 and 4"), the tokenizer is a
-word-level tokenizer trained on those prompts and on the answer layout the rewards ask
-for, and the model is a two-layer Qwen2 (or Llama) built from a config with random
-weights. Small enough to train with GRPO on two CPU cores in a couple of minutes,
-and the format rewards give a signal from the first step: the tags are single tokens
-(``<think>`` plus its newline is one token), so a random policy emits some of them and
-GRPO makes them more likely.
+Nothing is downloaded: the prompts are generated ("copy 7"), the reference is what the
+prompt says to copy, the tokenizer is a word-level tokenizer trained on those prompts
+and on the answer layout the rewards ask for, and the model is a two-layer Qwen2 (or
+Llama) built from a config with random weights. The task is one a model that small can
+learn with GRPO on two CPU cores in minutes: find the digit in the prompt and put it in
+the answer block. The tags are single tokens (``<think>`` plus its newline is one
+token), so a random policy emits some of them and the format rewards give a signal
+from the first step; once the layout holds, one answer in ten is right by chance and
+the correctness reward has something to reinforce.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+from rewardkit import Params, Sample, Score, reward, visible_length
+
 from rewardkit_trainers.config import GeneratedData, TinyModel
 
-SYSTEM_PROMPT = "think in <think> tags then answer in <answer> tags"
-#: tag tokens that carry their newlines (the layout tag_count / strict_format check)
+SYSTEM_PROMPT = "think then answer"
+#: tag tokens that carry their newlines (the layout strict_format checks)
 TAG_TOKENS = ["<think>\n", "\n</think>\n", "<answer>\n", "\n</answer>"]
 SPECIAL = {"unk": "<|unk|>", "pad": "<|pad|>", "eos": "<|end|>"}
 ROLE_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>"]
@@ -28,29 +33,72 @@ CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
-_WORDS = ["add", "and", "plus", "is", "so", "the", "sum", "answer", "think", "first", "then"]
+#: the task's verb: the user asks to copy one digit into the answer
+TASK_WORD = "copy"
 
 
 def generate_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` conversational rows: ``prompt`` (chat messages) and ``reference`` (the sum)."""
+    """``n`` conversational rows: ``prompt`` (chat messages: "copy 7") and ``reference``
+    (the digit to copy, "7")."""
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
-        a, b = rng.randint(0, 9), rng.randint(0, 9)
+        digit = rng.randint(0, 9)
         rows.append({
             "prompt": [
                 {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": f"add {a} and {b}"},
+                {"role": "user", "content": f"{TASK_WORD} {digit}"},
             ],
-            "reference": str(a + b),
-            "task": "math",
+            "reference": str(digit),
+            "task": "copy",
         })
     return rows
 
 
-def target_text(a: int, b: int) -> str:
+def target_text(digit: int) -> str:
     """The completion the rewards pay most for (used only to build the vocabulary)."""
-    return f"<think>\n{a} plus {b} is {a + b}\n</think>\n<answer>\n{a + b}\n</answer>"
+    return f"<think>\n{digit}\n</think>\n<answer>\n{digit}\n</answer>"
+
+
+class LayoutProgressParams(Params):
+    """Parameters of layout_progress."""
+
+    reasoning_tag: str = Field("think", description="name of the reasoning tag")
+    answer_tag: str = Field("answer", description="name of the answer tag")
+
+
+@reward(params=LayoutProgressParams)
+def layout_progress(sample: Sample, params: LayoutProgressParams) -> Score:
+    """How far the output follows the strict layout from its first character.
+
+    The layout ``<r>\\n`` reasoning ``\\n</r>\\n<a>\\n`` answer ``\\n</a>`` is seven
+    pieces: the opening tag, visible reasoning (no tag in it), the closing tag, the
+    answer's opening tag, a visible answer (no tag in it), its closing tag, and nothing
+    after that but one newline. The value is the share matched in order from the
+    start; 1.0 only for what ``strict_format`` pays. A dense signal for a policy that
+    starts from random weights (the quickstart's), that no reordering, repetition or
+    padding pays for: credit stops at the first piece out of place.
+    Example: ``<think>\\nhm\\n</think>\\n`` -> 3/7.
+    """
+    r, a = params.reasoning_tag, params.answer_tag
+    steps = [f"<{r}>\n", None, f"\n</{r}>\n", f"<{a}>\n", None, f"\n</{a}>"]
+    rest, done = sample.text, 0
+    for i, piece in enumerate(steps):
+        if piece is not None:
+            if not rest.startswith(piece):
+                break
+            rest = rest[len(piece):]
+        else:  # a block's content: up to the next piece, visible, no tag inside
+            end = rest.find(steps[i + 1] or "")
+            content = rest if end < 0 else rest[:end]
+            if visible_length(content) == 0 or "<" in content:
+                break
+            rest = rest[len(content):]
+        done += 1
+    else:
+        done += rest in ("", "\n")
+    pieces = len(steps) + 1
+    return Score.ok(done / pieces, f"{done}/{pieces} layout pieces in place", pieces=done)
 
 
 def write_splits(spec: GeneratedData, folder: Path) -> tuple[Path, Path | None]:
@@ -86,7 +134,9 @@ def build_tokenizer(texts: Iterable[str]) -> Any:
     tok.decoder = decoders.Fuse()
     specials = [SPECIAL["unk"], SPECIAL["pad"], SPECIAL["eos"], *ROLE_TOKENS]
     trainer = trainers.WordLevelTrainer(special_tokens=specials, min_frequency=1)
-    corpus = [*texts, " ".join(_WORDS), "\n".join(str(i) for i in range(19))]
+    # the tags are added tokens (below), never words of their own: a bare ``</answer>``
+    # token would be one more way for a random policy to void the layout
+    corpus = [_without_tags(text) for text in texts] + ["\n".join(str(i) for i in range(10))]
     tok.train_from_iterator(corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -100,6 +150,12 @@ def build_tokenizer(texts: Iterable[str]) -> Any:
     fast.padding_side = "left"
     fast.init_kwargs[BUILT_MARK] = "word-level"  # saved in tokenizer_config.json
     return fast
+
+
+def _without_tags(text: str) -> str:
+    for tag in sorted(TAG_TOKENS, key=len, reverse=True):
+        text = text.replace(tag, "\n")
+    return text
 
 
 #: key of tokenizer_config.json that marks a tokenizer built here
@@ -164,7 +220,7 @@ def tokenizer_corpus(rows: Iterable[dict[str, Any]]) -> list[str]:
             texts.extend(str(m.get("content", "")) for m in prompt)
         else:
             texts.append(str(prompt))
-    texts.extend(target_text(a, b) for a in range(10) for b in range(10))
+    texts.extend(target_text(digit) for digit in range(10))
     return texts
 
 

@@ -175,9 +175,12 @@ class RunPlan:
 
             report = run(self.reward_config, self.train, self.config_file, self.output_dir,
                          console)
+            on = f" on {report.cpu.describe()}" if report.cpu else " on the GPU"
             console.print(
-                f"[bold]done[/] in {report.seconds:.0f}s, {report.steps} steps. "
-                f"mean reward: start {report.start_reward:.3f} -> end {report.end_reward:.3f}")
+                f"[bold]done[/] in {report.seconds:.0f}s ({report.train_seconds:.0f}s "
+                f"training{on}), {report.steps} steps. "
+                f"mean reward: start {report.start_reward:.3f} -> end {report.end_reward:.3f}",
+                soft_wrap=True)  # one line, whatever the width: logs and scripts read it
             console.print(f"model: {report.model_dir}")
             console.print(f"curves: {report.curves_csv}"
                           + (f", {report.curves_png}" if report.curves_png else ""))

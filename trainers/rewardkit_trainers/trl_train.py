@@ -20,6 +20,7 @@ from rewardkit.report.monitor import HackMonitor
 from rewardkit_trainers.config import GeneratedData, TinyModel, TrainConfig
 from rewardkit_trainers.curves import RewardCurves
 from rewardkit_trainers.data import materialise, normalise_rows, read_rows
+from rewardkit_trainers.hardware import CpuPlan, apply_cpu_plan, cpu_plan, passive_waits
 from rewardkit_trainers.run_report import ScoredSampleLog, write_run_report
 
 #: seconds between plain progress lines when the output is not a terminal (a log, CI)
@@ -39,6 +40,10 @@ class TrainReport:
     steps: int
     seconds: float
     report_html: Path | None = None
+    #: seconds of ``trainer.train`` alone (no data, model building, saving)
+    train_seconds: float = 0.0
+    #: cores, threads and load of a CPU run (None on a GPU)
+    cpu: CpuPlan | None = None
 
 
 def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, Any],
@@ -155,6 +160,7 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     import time
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    passive_waits()  # before torch loads (prepare imports it)
     started = time.monotonic()
     prep = prepare(reward_config, train, config_file, output_dir)
     rows, rewards, kwargs = prep["rows"], prep["rewards"], prep["kwargs"]
@@ -167,7 +173,6 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
 
     import warnings
 
-    import torch
     from datasets import Dataset
     from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
@@ -176,8 +181,10 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     hf_logging.disable_progress_bar()
     warnings.filterwarnings("ignore", message=".*deprecated and will be removed in v6",
                             category=FutureWarning)
+    plan = None
     if not prep["gpu"]:
-        torch.set_num_threads(max(1, min(4, len(os.sched_getaffinity(0)))))
+        plan = cpu_plan()
+        apply_cpu_plan(plan)
     if isinstance(train.model, TinyModel):
         from rewardkit_trainers.quickstart import build_tiny
 
@@ -205,10 +212,12 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     resume = resume_checkpoint(train, output_dir)
     if resume:
         console.print(f"resuming from {resume}")
+    training = time.monotonic()
     try:
         trainer.train(resume_from_checkpoint=resume)
     finally:
         progress.close()
+    train_seconds = time.monotonic() - training
     model_dir = output_dir / "final"
     trainer.save_model(str(model_dir))
     tokenizer.save_pretrained(str(model_dir))
@@ -217,7 +226,7 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     report_html = write_run_report(output_dir, samples, reward_config, curves.rows, steps)
     return TrainReport(output_dir, model_dir, csv_path, png_path,
                        curves.mean("reward", first=True), curves.mean("reward", first=False),
-                       steps, time.monotonic() - started, report_html)
+                       steps, time.monotonic() - started, report_html, train_seconds, plan)
 
 
 def resume_checkpoint(train: TrainConfig, output_dir: Path) -> str | None:
