@@ -23,7 +23,7 @@ def _other_packages() -> set[str]:
     trainers, test fixtures): read from their pyproject files and folders."""
     names: set[str] = set()
     for pyproject in ROOT.glob("**/pyproject.toml"):
-        if pyproject.parent == ROOT or ".venv" in pyproject.parts:
+        if pyproject.parent == ROOT or any(part.startswith(".venv") for part in pyproject.parts):
             continue
         tomllib.loads(pyproject.read_text())  # a real distribution
         for child in pyproject.parent.iterdir():
