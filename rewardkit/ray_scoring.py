@@ -25,19 +25,21 @@ The output has the local scorer's format: each input row plus ``reward`` and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rewardkit.composition import RewardSet, group_key
 from rewardkit.config import RewardConfig
 from rewardkit.execution import Outcome
 from rewardkit.score_result import ScoreResult
-from rewardkit.scoring_file import OutputLock, parse_line, render
+from rewardkit.scoring_file import OutputLock, ScoringFileError, check_paths, parse_line, render
 from rewardkit.types import Sample, Score, Status
 
 ProgressFn = Callable[[int, int], None]
@@ -235,16 +237,22 @@ def _fingerprint(config: RewardConfig, src: Path, batch_size: int, step: int) ->
             "config": digest}
 
 
-def _load_manifest(manifest: Path, partial: Path, expected: dict[str, Any]
+def _load_manifest(text: str, manifest: Path, partial: Path, expected: dict[str, Any]
                    ) -> tuple[dict[int, dict[str, Any]], int]:
-    """Committed shards by number, and the output length they end at."""
-    lines = manifest.read_text(encoding="utf-8").splitlines()
+    """Committed shards by number, and the output length they end at. A manifest that is
+    not one this engine wrote (a line that is not a shard record, offsets going back) is
+    refused naming the file and line; only a torn last line is dropped (that shard was
+    not committed)."""
+    start_over = f"remove {manifest.name} and {partial.name} to score from the start"
+    lines = text.splitlines()
     if not lines:
         return {}, 0
     try:
         header = json.loads(lines[0])
-    except json.JSONDecodeError as exc:
-        raise ResumeError(f"{manifest}: unreadable manifest header") from exc
+    except ValueError as exc:
+        raise ResumeError(f"{manifest}: unreadable manifest header; {start_over}") from exc
+    if not isinstance(header, dict):
+        raise ResumeError(f"{manifest}: line 1 is not a manifest header; {start_over}")
     changed = [k for k in expected if header.get(k) != expected[k]]
     if changed:
         raise ResumeError(
@@ -253,25 +261,72 @@ def _load_manifest(manifest: Path, partial: Path, expected: dict[str, Any]
             f"{partial.name} to start over)")
     done: dict[int, dict[str, Any]] = {}
     length = 0
-    for line in lines[1:]:
+    for line_no, line in enumerate(lines[1:], 2):
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
-            break  # a torn last line: that shard was not committed
+        except ValueError as exc:
+            if line_no == len(lines) and not text.endswith("\n"):
+                break  # a torn last line: that shard was not committed
+            raise ResumeError(f"{manifest}: line {line_no} is not JSON; {start_over}") from exc
+        if not _is_entry(entry, length):
+            raise ResumeError(f"{manifest}: line {line_no} is not a shard record of this "
+                              f"run; {start_over}")
         done[entry["shard"]] = entry
         length = entry["end_offset"]
     return done, length
+
+
+def _is_entry(entry: Any, length: int) -> bool:
+    """Whether ``entry`` is a shard record ending at or after ``length``."""
+    def count(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    return (isinstance(entry, dict) and count(entry.get("shard")) and count(entry.get("rows"))
+            and count(entry.get("end_offset")) and entry["end_offset"] >= length
+            and isinstance(entry.get("bad"), list)
+            and all(isinstance(b, list) and len(b) == 2 and count(b[0])
+                    and isinstance(b[1], str) for b in entry["bad"])
+            and isinstance(entry.get("latencies", {}), dict)
+            and all(isinstance(v, list) and all(isinstance(x, int | float) for x in v)
+                    for v in entry.get("latencies", {}).values()))
+
+
+def _open_own(path: Path, fresh: bool) -> IO[bytes]:
+    """``OUT.partial`` or ``OUT.progress``, read-write, never through a link: a fresh run
+    replaces whatever has the name (a leftover, a planted symlink) by a new file created
+    exclusively; a resume opens only a regular file."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+    if fresh:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        flags |= os.O_CREAT | os.O_EXCL
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        raise ResumeError(f"{path}: {exc.strerror} (a link there is never followed); "
+                          "remove it") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ResumeError(f"{path} is not a regular file; remove it")
+    return os.fdopen(fd, "r+b")
 
 
 def score_with_ray(config: RewardConfig, src: Path, dst: Path, step: int = 0,
                    batch_size: int = 1024, resume: bool = False,
                    address: str | None = None, concurrency: int | None = None,
                    on_progress: ProgressFn | None = None) -> dict[str, Any]:
-    """Score ``src`` (JSONL or parquet) into ``dst`` (JSONL) on Ray Data."""
+    """Score ``src`` (JSONL or parquet) into ``dst`` (JSONL) on Ray Data. The output-path
+    rules (:func:`check_paths`) and the lock on ``dst`` are the local engine's, checked
+    before anything is scored."""
     from rewardkit.ray_executor import _import_ray
 
     ray = _import_ray()
     fmt = input_format(src)
+    check_paths(src, dst)
+    for own in (dst.with_name(dst.name + ".partial"), dst.with_name(dst.name + ".progress")):
+        if own.exists() and os.path.samefile(src, own):
+            raise ScoringFileError(f"{src} is named like this run's own {own.name}; "
+                                   "rename it or write elsewhere")
     with OutputLock(dst):
         return _score_locked(ray, config, src, dst, fmt, step, batch_size, resume, address,
                              concurrency, on_progress)
@@ -284,19 +339,40 @@ def _score_locked(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str
     partial = dst.with_name(dst.name + ".partial")
     manifest = dst.with_name(dst.name + ".progress")
     expected = _fingerprint(config, src, batch_size, step)
-    if manifest.exists() and not resume:
+    if os.path.lexists(manifest) and not resume:
         raise ResumeError(f"{manifest} shows an unfinished earlier run: add --resume to "
                           f"continue it, or remove {manifest.name} and {partial.name}")
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    fresh = not os.path.lexists(manifest)
+    with contextlib.ExitStack() as files:
+        log = files.enter_context(_open_own(manifest, fresh))
+        out = files.enter_context(_open_own(partial, fresh))
+        return _score_into(ray, config, src, dst, fmt, step, batch_size, address,
+                           concurrency, on_progress, expected, fresh, log, out)
+
+
+def _score_into(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str, step: int,
+                batch_size: int, address: str | None, concurrency: int | None,
+                on_progress: ProgressFn | None, expected: dict[str, Any], fresh: bool,
+                log: IO[bytes], out: IO[bytes]) -> dict[str, Any]:
+    partial = dst.with_name(dst.name + ".partial")
+    manifest = dst.with_name(dst.name + ".progress")
     done: dict[int, dict[str, Any]] = {}
     length = 0
-    if resume and manifest.exists():
-        done, length = _load_manifest(manifest, partial, expected)
+    if fresh:
+        log.write((json.dumps(expected) + "\n").encode())
+        log.flush()
+        os.fsync(log.fileno())
     else:
-        _write_durably(manifest, json.dumps(expected) + "\n", "w")
-        partial.write_bytes(b"")
-    with partial.open("r+b") as fh:  # drop whatever a crash left past the last commit
-        fh.truncate(length)
+        text = log.read().decode("utf-8", errors="replace")
+        done, length = _load_manifest(text, manifest, partial, expected)
+        log.seek(0, os.SEEK_END)
+        size = os.fstat(out.fileno()).st_size
+        if size < length:
+            raise ResumeError(
+                f"{partial} is {size} bytes but {manifest.name} records {length} committed: "
+                f"one of them is damaged; remove both to score from the start")
+    out.truncate(length)  # drop whatever a crash left past the last commit
+    out.seek(length)
     shards = plan_shards(src, fmt, batch_size)
     rows_total = sum(s.rows for s in shards)
     rows_done = sum(e["rows"] + len(e["bad"]) for e in done.values())
@@ -315,23 +391,22 @@ def _score_locked(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str
         ds = ds.map_batches(ShardScorer, batch_size=1, concurrency=size, num_cpus=1,
                             fn_constructor_kwargs={"config": config, "path": str(src),
                                                    "fmt": fmt, "step": step})
-        with partial.open("ab") as out, manifest.open("a", encoding="utf-8") as log:
-            for row in ds.iter_rows():
-                data = bytes(row["text"])
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-                length += len(data)
-                entry = {"shard": int(row["shard"]), "rows": int(row["rows"]),
-                         "end_offset": length, "bad": json.loads(row["bad"]),
-                         "latencies": json.loads(row["latencies"])}
-                log.write(json.dumps(entry) + "\n")
-                log.flush()
-                os.fsync(log.fileno())
-                done[entry["shard"]] = entry
-                rows_done += entry["rows"] + len(entry["bad"])
-                if on_progress:
-                    on_progress(rows_done, rows_total)
+        for row in ds.iter_rows():
+            data = bytes(row["text"])
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+            length += len(data)
+            entry = {"shard": int(row["shard"]), "rows": int(row["rows"]),
+                     "end_offset": length, "bad": json.loads(row["bad"]),
+                     "latencies": json.loads(row["latencies"])}
+            log.write((json.dumps(entry) + "\n").encode())
+            log.flush()
+            os.fsync(log.fileno())
+            done[entry["shard"]] = entry
+            rows_done += entry["rows"] + len(entry["bad"])
+            if on_progress:
+                on_progress(rows_done, rows_total)
     missing = [s.shard for s in shards if s.shard not in done]
     if missing:
         raise ResumeError(f"shards {missing[:5]} were not scored; run again with --resume")
@@ -375,10 +450,3 @@ def _scored_rows(path: Path) -> Iterator[dict[str, Any]]:
         for line in fh:
             if line.strip():
                 yield json.loads(line)
-
-
-def _write_durably(path: Path, text: str, mode: str) -> None:
-    with path.open(mode, encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())

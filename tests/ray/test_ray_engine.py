@@ -223,3 +223,55 @@ def test_hostile_lines_are_scored_or_reported_as_by_the_local_engine(
     assert summary["bad_lines"] == local["bad_lines"]
     assert f"{src}:5: skipped: invalid UTF-8" in captured.err
     assert "nested more than 100 levels" in summary["bad_lines"][2][1]
+
+
+def test_the_output_path_rules_of_the_local_engine_hold_before_anything_is_scored(
+        ray_cluster: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = write_inputs(tmp_path, prompts=3)
+    before = src.read_bytes()
+    config = str(tmp_path / "config.yaml")
+    start = time.monotonic()
+    assert main(["score", config, str(src), "--out", str(src), "--engine", "ray"]) == 2
+    assert "is the input file" in capsys.readouterr().err
+    assert src.read_bytes() == before
+    assert main(["score", config, str(src), "--out", str(tmp_path), "--engine", "ray"]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert time.monotonic() - start < 20  # refused before any scoring (no Ray start)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    out = tmp_path / "ray.jsonl"
+    (tmp_path / "ray.jsonl.partial").symlink_to(victim)
+    (tmp_path / "ray.jsonl.progress").symlink_to(tmp_path / "victim2.txt")
+    assert main(["score", config, str(src), "--out", str(out), "--engine", "ray",
+                 "--resume"]) == 2
+    assert "never followed" in capsys.readouterr().err
+    (tmp_path / "ray.jsonl.progress").unlink()
+    assert main(["score", config, str(src), "--out", str(out), "--engine", "ray",
+                 "--json"]) == 0
+    assert victim.read_text() == "precious" and not (tmp_path / "victim2.txt").exists()
+    assert len(scored(out)) == 12
+
+
+@pytest.mark.parametrize("damage", ["{}", "[1, 2]", "short partial"])
+def test_a_damaged_manifest_or_partial_is_refused_naming_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    from rewardkit.config import load_config
+    from rewardkit.ray_scoring import _fingerprint
+
+    src = write_inputs(tmp_path, prompts=3)
+    config = tmp_path / "config.yaml"
+    out = tmp_path / "ray.jsonl"
+    header = json.dumps(_fingerprint(load_config(config), src, 4, 0))
+    partial = tmp_path / "ray.jsonl.partial"
+    partial.write_bytes(b"x" * 10)
+    entry = {"shard": 0, "rows": 4, "end_offset": 1000, "bad": [], "latencies": {}}
+    body = json.dumps(entry) if damage == "short partial" else damage
+    (tmp_path / "ray.jsonl.progress").write_text(f"{header}\n{body}\n")
+    assert main(["score", str(config), str(src), "--out", str(out), "--engine", "ray",
+                 "--batch-size", "4", "--resume"]) == 2
+    err = capsys.readouterr().err
+    if damage == "short partial":
+        assert f"{partial} is 10 bytes" in err
+    else:
+        assert "ray.jsonl.progress: line 2 is not a shard record" in err
+    assert partial.read_bytes() == b"x" * 10  # never extended nor cut
