@@ -248,9 +248,12 @@ def test_rewards_name_shows_one_reward_with_every_parameter():
     proc = cli("rewards", "tag_count")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("tag_count  (rewardkit, inline)")
-    assert "max_trailing_penalty" in proc.stdout and "cap on the trailing-text penalty" \
-        in proc.stdout  # a parameter's description, not only its name
-    assert json.loads(cli("rewards", "tag_count", "--json").stdout)[0]["name"] == "tag_count"
+    (listed,) = json.loads(cli("rewards", "tag_count", "--json").stdout)
+    assert listed["name"] == "tag_count" and listed["params"]
+    flat = " ".join(proc.stdout.replace("│", " ").split())
+    for param in listed["params"]:  # every parameter, with the start of its description
+        assert param["name"] in proc.stdout
+        assert " ".join(param["description"].split()[:3]) in flat, param
 
 
 def test_validate_reads_stage_weights_in_order(tmp_path):
