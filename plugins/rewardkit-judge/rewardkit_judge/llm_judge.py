@@ -3,8 +3,9 @@ read from the answer.
 
 In real use the endpoint is a vLLM server (``vllm serve MODEL``: ``base_url`` is
 ``http://HOST:8000/v1``); ``python -m rewardkit_judge.chat_server`` serves a local
-transformers model the same way. Per request: a timeout, retries with exponential
-backoff on connection errors, timeouts, 429 and 5xx answers; per component: at most
+transformers model the same way. Per request: a timeout on the whole request, retries
+with exponential backoff (or the answer's ``Retry-After``, up to a minute) on connection
+errors, timeouts, 429 and 5xx answers; per component: at most
 ``concurrency`` requests in flight. Verdicts are cached in the process, keyed by
 (prompt, completion, rubric, model) and the template, so a completion seen again (a
 re-scored batch, a duplicate in a group) costs no request.
@@ -190,6 +191,31 @@ def _reference_text(reference: Any) -> str:
                                                                    ensure_ascii=False)
 
 
+#: the longest wait a ``Retry-After`` answer is honoured for (seconds); the component's
+#: ``timeout`` bounds the whole grading anyway
+MAX_RETRY_AFTER = 60.0
+
+
+def retry_after(value: str | None) -> float:
+    """Seconds a ``Retry-After`` header asks to wait (a number of seconds or an HTTP
+    date), within 0 and ``MAX_RETRY_AFTER``; 0 when absent or unreadable."""
+    if not value:
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        import email.utils
+        import time
+
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError):
+            return 0.0
+    if seconds != seconds:  # NaN
+        return 0.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
 class ChatClient:
     """Posts chat-completion requests with a concurrency limit, timeouts and retries.
 
@@ -209,6 +235,7 @@ class ChatClient:
         self._client = httpx.AsyncClient(base_url=base_url, timeout=timeout, headers=headers,
                                          limits=limits)
         self._gate = asyncio.Semaphore(concurrency)
+        self._timeout = timeout
         self._retries = retries
         self._backoff = backoff
         self.requests = 0  # requests sent, retries included
@@ -216,16 +243,21 @@ class ChatClient:
     async def complete(self, body: dict[str, Any]) -> str:
         """The assistant message's content for ``body``; raises :class:`EndpointError`."""
         delay = self._backoff
+        asked = 0.0  # the wait the endpoint asked for (Retry-After)
         problem = ""
         for attempt in range(self._retries + 1):
             if attempt:
-                await asyncio.sleep(delay)
+                await asyncio.sleep(max(delay, asked))
                 delay *= 2
+                asked = 0.0
             async with self._gate:
                 self.requests += 1
                 try:
-                    response = await self._client.post("/chat/completions", json=body)
-                except self._httpx.TimeoutException:
+                    # the whole request, not each read: httpx's timeout restarts with
+                    # every byte, so a server trickling its answer would hold it longer
+                    response = await asyncio.wait_for(
+                        self._client.post("/chat/completions", json=body), self._timeout)
+                except (self._httpx.TimeoutException, TimeoutError):
                     problem = "request timed out"
                     continue
                 except self._httpx.HTTPError as exc:
@@ -233,6 +265,7 @@ class ChatClient:
                     continue
             if response.status_code in self.RETRY_STATUS:
                 problem = f"endpoint answered HTTP {response.status_code}"
+                asked = retry_after(response.headers.get("Retry-After"))
                 continue
             if response.status_code >= 400:
                 raise EndpointError(f"endpoint answered HTTP {response.status_code}: "
