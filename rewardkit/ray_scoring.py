@@ -39,7 +39,14 @@ from rewardkit.composition import RewardSet, group_key
 from rewardkit.config import RewardConfig
 from rewardkit.execution import Outcome
 from rewardkit.score_result import ScoreResult
-from rewardkit.scoring_file import OutputLock, ScoringFileError, check_paths, parse_line, render
+from rewardkit.scoring_file import (
+    OutputLock,
+    ScoringFileError,
+    check_paths,
+    parse_line,
+    render,
+    row_problem,
+)
 from rewardkit.types import Sample, Score, Status
 
 ProgressFn = Callable[[int, int], None]
@@ -139,21 +146,27 @@ def _plan_parquet(path: Path, batch_size: int) -> list[Shard]:
 # -- scoring one shard (Ray Data actor) -----------------------------------------------
 def read_shard(path: Path, fmt: str, shard: Shard,
                bad: list[tuple[int, str]]) -> list[dict[str, Any]]:
-    """The rows of ``shard``; malformed JSONL lines go to ``bad`` with their line number
-    (what is malformed is the local engine's :func:`parse_line`)."""
-    if fmt == "parquet":
-        return _read_parquet_rows(path, shard.start, shard.end)
+    """The rows of ``shard``; malformed JSONL lines (parquet rows) go to ``bad`` with their
+    line (row) number (what is malformed is the local engine's :func:`parse_line`)."""
     rows: list[dict[str, Any]] = []
+    if fmt == "parquet":  # checked as a JSONL line is (:func:`row_problem`), numbered from 1
+        for row_no, record in enumerate(_read_parquet_rows(path, shard.start, shard.end),
+                                        shard.start + 1):
+            why = row_problem(record)
+            if why:
+                bad.append((row_no, why))
+            else:
+                rows.append(record)
+        return rows
     with path.open("rb") as fh:
         fh.seek(shard.start)
         data = fh.read(shard.end - shard.start)
     for line_no, line in enumerate(data.split(b"\n"), shard.first):
         row, why = parse_line(line, line_no)
-        if row is None:
-            if why:
-                bad.append((line_no, why))
-            continue
-        rows.append(row)
+        if row is not None:
+            rows.append(row)
+        elif why:
+            bad.append((line_no, why))
     return rows
 
 

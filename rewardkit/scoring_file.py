@@ -4,7 +4,7 @@ Each input line is written back plus ``reward`` (the total, or null) and ``compo
 ({name: {value, status, reason}}, plus ``latency_ms`` for a reward timed sample by sample:
 process mode). Malformed lines are reported with their line number,
 counted and skipped; nothing else is dropped. What counts as malformed: not valid UTF-8,
-not a JSON object, no ``completion`` key, a ``completion`` that is a number or
+not a JSON object, no ``completion`` key, a ``completion`` that is null, a number or
 true/false (not text: ``84`` is not scored as ``"84"``), the non-standard constants ``NaN`` /
 ``Infinity``, or nesting deeper than ``MAX_DEPTH``. Lines end at ``\\n`` only (a bare
 ``\\r`` is part of the line, as JSON allows).
@@ -76,6 +76,20 @@ def _depth(obj: Any, limit: int) -> int:
     return deepest
 
 
+def row_problem(row: Any) -> str:
+    """Why ``row`` (a parsed JSONL line or a parquet row) cannot be scored, or "": not an
+    object, no ``completion``, or a ``completion`` that is null, a number or true/false
+    (not text: ``84`` would be scored as ``"84"``, null as an empty completion)."""
+    if not isinstance(row, dict):
+        return f"expected a JSON object, got {type(row).__name__}"
+    if "completion" not in row:
+        return "no 'completion' key"
+    if row["completion"] is None or isinstance(row["completion"], bool | int | float):
+        return (f"'completion' is {json.dumps(row['completion'])}, not text or chat "
+                "messages (write it as a string)")
+    return ""
+
+
 def parse_line(raw: bytes, line_no: int) -> tuple[dict[str, Any] | None, str]:
     """(row, "") for a good line, (None, why) for a malformed one, (None, "") if blank."""
     try:
@@ -95,14 +109,9 @@ def parse_line(raw: bytes, line_no: int) -> tuple[dict[str, Any] | None, str]:
         return None, str(exc)
     except RecursionError:
         return None, f"nested more than {MAX_DEPTH} levels deep"
-    if not isinstance(row, dict):
-        return None, f"expected a JSON object, got {type(row).__name__}"
-    if "completion" not in row:
-        return None, "no 'completion' key"
-    if isinstance(row["completion"], bool | int | float):
-        # str(84) would be scored as the text "84": a number is a data mistake, not text
-        return None, (f"'completion' is {json.dumps(row['completion'])}, not text or chat "
-                      "messages (write it as a string)")
+    why = row_problem(row)
+    if why:
+        return None, why
     if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and _depth(row, MAX_DEPTH) > MAX_DEPTH:
         return None, f"nested more than {MAX_DEPTH} levels deep"
     return row, ""

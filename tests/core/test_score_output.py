@@ -37,3 +37,16 @@ def test_a_second_run_on_the_same_out_refuses_while_the_first_runs(tmp_path: Pat
     assert [json.loads(x)["reward"] for x in out.read_text().splitlines()] == \
         [float(i) for i in range(6)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "in.jsonl", "out.jsonl"]
+
+
+def test_a_null_completion_is_reported_not_scored_as_empty(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  g: {reward: good}\n")
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"completion": "abc"}\n{"completion": null}\n')
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, FAULTY_CLI, "score", str(cfg), str(src), "--out",
+                           str(out)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{src}:2: skipped: 'completion' is null" in proc.stderr
+    assert len(out.read_text().splitlines()) == 1

@@ -275,3 +275,30 @@ def test_a_damaged_manifest_or_partial_is_refused_naming_the_file(
     else:
         assert "ray.jsonl.progress: line 2 is not a shard record" in err
     assert partial.read_bytes() == b"x" * 10  # never extended nor cut
+
+
+def test_parquet_rows_without_a_completion_are_reported_not_scored_as_empty(
+        ray_cluster: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "config.yaml").write_text("rewards:\n  fmt: {reward: soft_format}\n")
+    good = "<think>a</think><answer>1</answer>"
+    with_null = tmp_path / "null.parquet"
+    pq.write_table(pa.Table.from_pylist([
+        {"id": 1, "prompt": "p", "completion": good},
+        {"id": 2, "prompt": "p", "completion": None},
+        {"id": 3, "prompt": "q", "completion": good}]), with_null)
+    no_column = tmp_path / "nocol.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": 1, "prompt": "p", "text": good},
+                                         {"id": 2, "prompt": "q", "text": good}]), no_column)
+    for src, ids, bad in ((with_null, [1, 3], [[2, "'completion' is null"]]),
+                          (no_column, [], [[1, "no 'completion'"], [2, "no 'completion'"]])):
+        out = tmp_path / f"{src.stem}.jsonl"
+        assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
+                     "--engine", "ray", "--json"]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == ids
+        assert [n for n, _ in summary["bad_lines"]] == [n for n, _ in bad]
+        assert all(why.startswith(want) for (_, why), (_, want) in
+                   zip(summary["bad_lines"], bad, strict=True))
