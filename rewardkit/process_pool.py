@@ -362,9 +362,12 @@ class _Reaper:
     def _stdin(self) -> IO[bytes] | None:
         if self._proc is None or self._proc.poll() is not None:
             try:
+                # its own session, as the workers: a signal to our process group (a
+                # scheduler ending the job) does not take it down before it kills them
                 self._proc = subprocess.Popen(
                     [sys.executable, "-c", _REAPER], stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                    start_new_session=True)
             except OSError:
                 self._proc = None
                 return None

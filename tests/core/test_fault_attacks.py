@@ -225,8 +225,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_workers_die_with_their_parent_however_it_dies(tmp_path, sig):
+@pytest.mark.parametrize(("sig", "whole_group"), [
+    (signal.SIGKILL, False), (signal.SIGTERM, False),
+    (signal.SIGKILL, True),  # a scheduler killing the job's process group, reaper included
+])
+def test_workers_die_with_their_parent_however_it_dies(tmp_path, sig, whole_group):
     pidfile = tmp_path / "worker.pid"
     script = tmp_path / "parent.py"
     script.write_text(
@@ -240,14 +243,17 @@ def test_workers_die_with_their_parent_however_it_dies(tmp_path, sig):
         "'catastrophic_regex', 'timeout': 600}}})\n"
         f"rs.score([{{'completion': 'x', 'pidfile': {str(pidfile)!r}}}])\n")
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+                              stderr=subprocess.PIPE, start_new_session=whole_group)
     deadline = time.monotonic() + 60
     while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
         time.sleep(0.1)
     worker = int(pidfile.read_text())
     time.sleep(0.5)  # the worker is now inside the regex, holding its GIL
     assert _alive(worker)
-    parent.send_signal(sig)
+    if whole_group:
+        os.killpg(parent.pid, sig)
+    else:
+        parent.send_signal(sig)
     parent.communicate(timeout=20)  # nobody holds the caller's pipes
     deadline = time.monotonic() + 10
     while _alive(worker) and time.monotonic() < deadline:
