@@ -38,6 +38,7 @@ from typing import IO, Any
 from rewardkit.composition import RewardSet, group_key
 from rewardkit.config import RewardConfig
 from rewardkit.execution import Outcome
+from rewardkit.running_metrics import RunningMetrics
 from rewardkit.score_result import ScoreResult
 from rewardkit.scoring_file import (
     OutputLock,
@@ -423,39 +424,45 @@ def _score_into(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str, 
     missing = [s.shard for s in shards if s.shard not in done]
     if missing:
         raise ResumeError(f"shards {missing[:5]} were not scored; run again with --resume")
-    entries = [done[s.shard] for s in shards]
-    bad = [tuple(b) for e in entries for b in e["bad"]]
-    summary = summarize(config, partial, entries, step)
+    bad = [tuple(b) for s in shards for b in done[s.shard]["bad"]]
+    summary = summarize(config, partial, list(done.values()), step)  # in written order
     partial.replace(dst)
     manifest.unlink()
-    return {"out": str(dst), "step": step, "scored": summary.__len__(), "bad_lines": bad,
+    result = summary.metrics()
+    return {"out": str(dst), "step": step, "scored": summary.samples, "bad_lines": bad,
             "skipped_lines": len(bad), "shards": len(shards),
-            "components": summary.metrics["components"], "total": summary.metrics["total"]}
+            "components": result["components"], "total": result["total"]}
 
 
 def summarize(config: RewardConfig, scored: Path, entries: list[dict[str, Any]],
-              step: int) -> ScoreResult:
-    """A sample-less ScoreResult rebuilt from a scored file (so a resumed run's summary
-    covers every row, not only those of its last part)."""
+              step: int) -> RunningMetrics:
+    """The summary of a scored file, rebuilt from it shard by shard (so a resumed run's
+    summary covers every row, not only those of its last part) in the local engine's
+    :class:`RunningMetrics`: memory is one shard's rows, whatever the file's length.
+    ``entries`` are the shards in the order their lines were written."""
     names = list(config.rewards)
-    outcomes = {name: Outcome(0) for name in names}
-    totals: list[float | None] = []
-    for i, row in enumerate(_scored_rows(scored)):
-        totals.append(row.get("reward"))
-        comps = row.get("components", {})
-        for name in names:
-            c = comps.get(name, {})
-            value = c.get("value")
-            status = Status(c.get("status", "ok"))
-            outcomes[name].values.append(value)
-            if status is not Status.OK or c.get("reason"):
-                outcomes[name].scores[i] = Score(value, status, c.get("reason", ""))
+    weights = RewardSet(config.model_copy(update={"executor": "local"})).weights(step)
+    metrics = RunningMetrics(step)
+    rows = _scored_rows(scored)
     for e in entries:
+        outcomes = {name: Outcome(0) for name in names}
+        totals: list[float | None] = []
+        for i in range(e["rows"]):
+            row = next(rows)
+            totals.append(row.get("reward"))
+            comps = row.get("components", {})
+            for name in names:
+                c = comps.get(name, {})
+                value = c.get("value")
+                status = Status(c.get("status", "ok"))
+                outcomes[name].values.append(value)
+                if status is not Status.OK or c.get("reason"):
+                    outcomes[name].scores[i] = Score(value, status, c.get("reason", ""))
         for name, lat in e.get("latencies", {}).items():
             if name in outcomes:
                 outcomes[name].latencies.extend(lat)
-    weights = RewardSet(config.model_copy(update={"executor": "local"})).weights(step)
-    return ScoreResult(step, [], totals, outcomes, weights, config.aggregate)
+        metrics.add(ScoreResult(step, [], totals, outcomes, weights, config.aggregate))
+    return metrics
 
 
 def _scored_rows(path: Path) -> Iterator[dict[str, Any]]:

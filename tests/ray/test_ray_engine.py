@@ -302,3 +302,38 @@ def test_parquet_rows_without_a_completion_are_reported_not_scored_as_empty(
         assert [n for n, _ in summary["bad_lines"]] == [n for n, _ in bad]
         assert all(why.startswith(want) for (_, why), (_, want) in
                    zip(summary["bad_lines"], bad, strict=True))
+
+
+def test_the_final_summary_is_built_in_flat_memory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from rewardkit.config import RewardConfig
+    from rewardkit.ray_scoring import summarize
+
+    config = RewardConfig.model_validate({"rewards": {
+        "a": {"reward": "soft_format"}, "b": {"reward": "strict_format"}}})
+
+    def peak_of(shards: int, per_shard: int = 1000) -> tuple[int, dict]:
+        scored_file = tmp_path / f"scored-{shards}.jsonl"
+        with scored_file.open("w") as fh:
+            for i in range(shards * per_shard):
+                value = (i % 10) / 10
+                fh.write(json.dumps({"completion": "x", "reward": 2 * value, "components": {
+                    "a": {"value": value, "status": "ok", "reason": ""},
+                    "b": {"value": value, "status": "ok", "reason": ""}}}) + "\n")
+        entries = [{"shard": k, "rows": per_shard, "bad": [], "latencies": {"a": [0.001]}}
+                   for k in range(shards)]
+        tracemalloc.start()
+        summary = summarize(config, scored_file, entries, 0)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert summary.samples == shards * per_shard
+        return peak, summary.metrics()
+
+    peak_of(1)  # imports and first-use caches
+    small, _ = peak_of(20)
+    large, metrics = peak_of(100)
+    assert metrics["total"]["mean"] == pytest.approx(0.9) and metrics["total"]["max"] == 1.8
+    assert metrics["components"]["b"]["count"]["ok"] == 100_000
+    # one shard's rows at a time: 100k rows cost what 20k do (before: 5 times as much)
+    assert large < 1.3 * small, f"{small / 1e6:.2f} MB at 20k rows, {large / 1e6:.2f} at 100k"
