@@ -17,7 +17,12 @@ How it keeps its promises:
   committed shards and scores the rest. The shards are a function of the input and
   ``batch_size``, and the manifest's first line records both (with the input's size and
   modification time), so a resume against changed input is refused;
-* **progress**: ``on_progress(rows_done, rows_total)`` after every shard.
+* **progress**: ``on_progress(rows_done, rows_total)`` after every shard;
+* **the local engine's promises**: lines are read and written with its code
+  (:func:`parse_line`, :func:`row_problem`, :func:`render`), the output-path rules
+  (:func:`check_paths`) and the lock on ``--out`` (:class:`OutputLock`) are its own, checked
+  before anything is scored, and the summary is accumulated in its
+  :class:`RunningMetrics`, shard by shard.
 
 The output has the local scorer's format: each input row plus ``reward`` and
 ``components``; at the end ``OUT.partial`` becomes ``OUT`` and the manifest is removed.
