@@ -9,8 +9,8 @@ TRL GSM8K recipe and the ``<think>/<answer>`` layout of R1-style prompts are con
 ``strict_format``    the whole output is exactly the reasoning block then the answer block
 ``tag_count``        partial credit per tag present exactly once, minus text outside the
                      blocks
-``answer_is_number`` the answer block holds a plain number
-``final_answer_line`` a regex over the output (default: ``#### The final answer is N``)
+``answer_is_number`` the one answer block holds a plain number and ends the output
+``final_answer_line`` a regex that ends the output (default: ``#### The final answer is N``)
 ``reasoning_steps``  partial credit per step (``Step 1:``, ``1.``, bullets, "First,") with
                      something in it
 ==================== =================================================================
@@ -235,15 +235,22 @@ _DECIMAL = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)")
 
 @reward(params=NumberParams)
 def answer_is_number(sample: Sample, params: NumberParams) -> float:
-    """The last answer block holds a plain number and nothing else.
+    """The output's one answer block holds a plain number and nothing else, and ends it.
 
     Surrounding whitespace is allowed: ``42``, ``-3``, ``2.5`` (not with
-    ``integer_only``); not ``1,000``, ``$5``, ``42 apples`` or ``x = 4``.
+    ``integer_only``); not ``1,000``, ``$5``, ``42 apples`` or ``x = 4``. The answer tag
+    occurs once (opener and closer), and nothing visible follows the block: stuffed or
+    repeated blocks, a block inside the reasoning (its closing tag follows) and junk
+    after the answer pay 0. A wrong number still pays: this is a format check.
 
     Pays ``score``, else 0. A format nudge toward answers a numeric grader can read.
+    Linear in the output.
     """
-    content = tag_block(sample.text, params.answer_tag)
-    if content is None:
+    text, tag = sample.text, params.answer_tag
+    if text.count(f"<{tag}>") != 1 or text.count(f"</{tag}>") != 1:
+        return 0.0
+    content = tag_block(text, tag)
+    if content is None or visible_length(text[text.index(f"</{tag}>") + len(tag) + 3 :]):
         return 0.0
     pattern = _INTEGER if params.integer_only else _DECIMAL
     return params.score if pattern.fullmatch(content.strip()) else 0.0
@@ -257,6 +264,12 @@ class LineParams(Params):
         description="regular expression searched for in the output (Python `re` syntax)",
     )
     score: float = Field(1.0, description="value when the pattern is found")
+    ends_output: bool = Field(
+        True, description="the first match's line ends the output: after the match only "
+        "the rest of its number and words without digits on that line, nothing visible "
+        "after it (false: the pattern anywhere, as the seed's regex; pays a second answer "
+        "line and whatever the model writes after it)"
+    )
 
     @field_validator("pattern")
     @classmethod
@@ -273,16 +286,35 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+#: what may follow a matched number on its line: the rest of the number (``1,000``, ``2.5``)
+_NUMBER_TAIL = re.compile(r"[\d.,]*")
+
+
 @reward(params=LineParams)
 def final_answer_line(sample: Sample, params: LineParams) -> float:
-    """The output contains ``pattern``, by default the 8-shot GSM8K closing line.
+    """The output ends with ``pattern``, by default the 8-shot GSM8K closing line.
 
-    The default is ``\\n#### The final answer is \\d+``.
+    The default is ``\\n#### The final answer is \\d+``. With ``ends_output`` (the
+    default) the first match's line is the output's last: the rest of that line may
+    finish the number (``1,000``) and add words without digits (``apples``, a period),
+    and nothing visible follows it. So a second answer line, the same line repeated, a
+    line listing several answers (``1 or 2 or 18``) and text the model goes on to write
+    (a base model's next invented question) pay 0. A wrong number still pays: this is
+    a format check.
 
     Pays ``score``, else 0. Keep custom patterns free of nested quantifiers: they run on
     every completion.
     """
-    return params.score if _compiled(params.pattern).search(sample.text) else 0.0
+    text = sample.text
+    found = _compiled(params.pattern).search(text)
+    if found is None:
+        return 0.0
+    if params.ends_output:
+        line, _, after = text[found.end() :].partition("\n")
+        line = line[_NUMBER_TAIL.match(line).end() :]  # type: ignore[union-attr]
+        if any(ch.isdigit() for ch in line) or visible_length(after):
+            return 0.0
+    return params.score
 
 
 #: open-r1's step markers; numbered lines count on every line here (open-r1: only the first)
