@@ -30,6 +30,7 @@ from rewardkit.builtin._segmentation import SegmenterMissing, chinese_words
 from rewardkit.hookspecs import hookimpl
 from rewardkit.lengths import LengthError, LengthParams, completion_length, completion_token_ids
 from rewardkit.types import Sample, Score
+from rewardkit.visible import visible_text
 
 
 class OverlongParams(LengthParams):
@@ -102,14 +103,36 @@ class RepetitionParams(Params):
         return self
 
 
+#: a word longer than this many visible characters is read in pieces of ``_PIECE_CHARS``
+_LONG_WORD_CHARS = 24
+_PIECE_CHARS = 8
+
+
+def _words(text: str) -> list[str]:
+    """The visible words of ``text``: whitespace-separated, invisible characters left out
+    (:func:`rewardkit.visible.visible_text`), so ``the\u200banswer`` is one word and a
+    word of nothing visible is none. A word longer than ``_LONG_WORD_CHARS`` is read as
+    consecutive pieces of ``_PIECE_CHARS`` characters: a loop written without spaces
+    (``hahaha...``, ``the\u200banswer\u200bis...``, an unspaced Chinese loop) repeats
+    its pieces, while a long word that does not loop (a URL, a hash) has distinct ones."""
+    words: list[str] = []
+    for word in text.casefold().split():
+        seen = visible_text(word)
+        if len(seen) <= _LONG_WORD_CHARS:
+            words.extend([seen] if seen else [])
+        else:
+            words.extend(seen[i : i + _PIECE_CHARS] for i in range(0, len(seen), _PIECE_CHARS))
+    return words
+
+
 def _units(sample: Sample, params: RepetitionParams) -> Sequence[Hashable]:
     text = sample.text
     if params.tag is not None:
         text = tag_block(text, params.tag) or ""
     if params.unit == "words":
-        return text.casefold().split()
+        return _words(text)
     if params.unit == "chars":
-        return [ch for ch in text.casefold() if not ch.isspace()]
+        return list(visible_text(text.casefold()))
     if params.unit == "zh_words":
         return chinese_words(text.casefold())
     ids, _ = completion_token_ids(sample, params.tokenizer)
@@ -127,7 +150,10 @@ def repetition_penalty(sample: Sample, params: RepetitionParams) -> Score:
     chars -> -7/9, words -> 0.0 since it is one "word").
 
     0 for text without repeats; near ``-penalty`` for a loop (``"the answer is 4. "``
-    a hundred times). Example (n=1): ``"a b a b"`` -> -0.5.
+    a hundred times). Example (n=1): ``"a b a b"`` -> -0.5. Words are visible words:
+    invisible characters do not separate or make one, and a word over 24 characters is
+    read in pieces of 8, so a loop glued by zero-width spaces or written without spaces
+    (``ha`` 2,000 times) costs in the words unit too.
     """
     try:
         units = _units(sample, params)
