@@ -132,7 +132,7 @@ def _units(sample: Sample, params: RepetitionParams) -> Sequence[Hashable]:
     if params.unit == "words":
         return _words(text)
     if params.unit == "chars":
-        return list(visible_text(text.casefold()))
+        return [ch for ch in text.casefold() if not ch.isspace()]
     if params.unit == "zh_words":
         return chinese_words(text.casefold())
     ids, _ = completion_token_ids(sample, params.tokenizer)
