@@ -8,7 +8,7 @@ import pickle
 from types import SimpleNamespace
 
 import pytest
-from rewardkit_trainers.trl import AGGREGATION, trl_rewards
+from rewardkit_trainers.trl import AGGREGATION, ScheduleNotAttached, trl_rewards
 
 GOOD = "<think>\n3 plus 4 is 7\n</think>\n<answer>\n7\n</answer>"
 BAD = "no tags"
@@ -24,6 +24,9 @@ CONFIG = {
 
 
 def call(func, completions, step=0, references=None, log=None, **columns):
+    """``func`` called as GRPOTrainer calls it, after ``attach`` (which the training
+    tests run on a real GRPOTrainer) would have marked it."""
+    func.attached = True
     n = len(completions)
     return func(prompts=["add 3 and 4"] * n, completions=completions,
                 completion_ids=[[1, 2]] * n,
@@ -41,6 +44,15 @@ def test_callable_returns_raw_component_values():
     assert call(fmt, [GOOD, BAD]) == [1.0, 0.0]
     assert call(tags, [GOOD, BAD]) == [0.5, 0.0]
     assert call(graded, [GOOD, BAD]) == [1.0, 0.0]
+
+
+def test_a_scheduled_config_refuses_to_score_before_attach():
+    fmt, *_ = trl_rewards(CONFIG).funcs
+    with pytest.raises(ScheduleNotAttached, match=r"rewards\.attach\(trainer\)"):
+        fmt(prompts=["p"], completions=[GOOD], trainer_state=SimpleNamespace(global_step=0),
+            reference=["7"])
+    (constant,) = trl_rewards({"rewards": {"format": {"reward": "soft_format"}}}).funcs
+    assert constant(prompts=["p"], completions=[GOOD], trainer_state=None) == [1.0]
 
 
 def test_weights_and_aggregation_map_to_grpo_config():

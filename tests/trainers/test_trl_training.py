@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
@@ -199,3 +200,78 @@ def test_failed_grading_gets_zero_advantage_in_grpo_trainer(tmp_path: Path, aggr
     assert failed and len(failed) < 8, "the batch should mix failed and graded rows"
     assert all(advantages[i] == 0.0 for i in failed)
     assert all(result.totals[i] is None for i in failed)
+
+
+USER_SCRIPT = '''\
+"""A user's own GRPO script: builds GRPOTrainer from an exported module, no rewardkit train."""
+import json
+import sys
+from pathlib import Path
+
+import torch
+from datasets import Dataset
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from my_rewards import REWARDS, grpo_kwargs, reward_funcs
+from rewardkit_trainers.config import TinyModel
+from rewardkit_trainers.quickstart import build_tiny, generate_rows
+
+torch.set_num_threads(2)
+rows = generate_rows(8, seed=3)
+model, tokenizer = build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows,
+                              Path("base"))
+
+
+class TrainedWeights(TrainerCallback):
+    """The weights GRPOTrainer multiplied the rewards by, after each step."""
+    seen = []
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.seen.append(trainer.reward_weights.tolist())
+
+
+args = GRPOConfig(output_dir="out", per_device_train_batch_size=4, num_generations=4,
+                  max_completion_length=6, max_steps=3, logging_steps=1, report_to="none",
+                  use_cpu=True, save_strategy="no", disable_tqdm=True, shuffle_dataset=False,
+                  **grpo_kwargs)
+trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
+                      train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                      callbacks=[TrainedWeights()])
+if sys.argv[1] == "attach":
+    REWARDS.attach(trainer)
+trainer.train()
+logs = [e for e in trainer.state.log_history if "reward" in e]
+print(json.dumps({"logged": [e["rewards/tags/weight"] for e in logs],
+                  "trained": TrainedWeights.seen}))
+'''
+
+
+@pytest.mark.parametrize("attach", [False, True])
+def test_user_script_cannot_train_a_schedule_frozen(tmp_path: Path, capsys, attach: bool):
+    """A script building GRPOTrainer itself from `rewardkit export trl`: without
+    REWARDS.attach the first reward call refuses (naming the fix); with it, the weight
+    GRPOTrainer applies at each step is the weight logged for that step."""
+    config = tmp_path / "rewards.yaml"
+    builtin = {**CONFIG, "rewards": {k: v for k, v in CONFIG["rewards"].items()
+                                     if k != "graded"}}  # a plugin only the tests register
+    config.write_text(json.dumps(builtin))
+    assert cli_run("export", ["trl", str(config), "-o", str(tmp_path / "my_rewards.py")]) == 0
+    use = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("use:"))
+    assert "REWARDS.attach(trainer)" in use and "**grpo_kwargs" in use
+    assert use.replace("my_rewards", "MOD") in \
+        (ROOT / "docs" / "trainers" / "trl.md").read_text().replace("my_rewards", "MOD")
+    (tmp_path / "train.py").write_text(USER_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "train.py", "attach" if attach else "plain"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    if not attach:
+        assert proc.returncode != 0
+        assert "ScheduleNotAttached" in proc.stderr
+        assert "REWARDS.attach(trainer)" in proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["logged"] == [0.0, 0.5, 1.0]  # linear 0 -> 1 over 2 steps
+    # funcs order: format 0.5, tags (scheduled)
+    assert [w[1] for w in seen["trained"]] == seen["logged"]

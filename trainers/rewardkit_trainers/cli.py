@@ -168,7 +168,11 @@ def _export(args: argparse.Namespace) -> int:
     out = Path(args.output or "rewardkit_trl_rewards.py")
     export_module(config_path, out)
     console.print(f"wrote {out}")
-    console.print(f"use: from {out.stem} import reward_funcs, grpo_kwargs", markup=False)
+    console.print(
+        f"use: from {out.stem} import REWARDS, grpo_kwargs, reward_funcs; "
+        "trainer = GRPOTrainer(model=..., reward_funcs=reward_funcs, "
+        "args=GRPOConfig(output_dir=..., **grpo_kwargs), train_dataset=...); "
+        "REWARDS.attach(trainer); trainer.train()", markup=False, soft_wrap=True)
     return EXIT_OK
 
 

@@ -6,9 +6,12 @@ onto ``multi_objective_aggregation`` (``weighted_sum`` -> ``sum_then_normalize``
 ``normalize_then_sum`` -> ``normalize_then_sum``). Stages (params by step) follow
 ``trainer_state.global_step`` inside the callables; weight schedules move
 ``trainer.reward_weights`` at the start of every step through a callback
-(:meth:`TRLRewards.attach`). Failed gradings are ``None`` (TRL turns them into NaN
-and leaves them out of the sums and means); status rates, latency and the current
-weight of each component go through TRL's ``log_metric``.
+(:meth:`TRLRewards.attach`). A reward function cannot reach the trainer (TRL passes it
+only ``trainer_state``), so a scheduled config whose callables are called before
+``attach`` raises :class:`ScheduleNotAttached` on the first call rather than train on
+the step-0 weights while the logged weight moves. Failed gradings are ``None`` (TRL
+turns them into NaN and leaves them out of the sums and means); status rates, latency
+and the current weight of each component go through TRL's ``log_metric``.
 
 Usage::
 
@@ -18,7 +21,7 @@ Usage::
     rewards = trl_rewards("rewards.yaml")
     args = GRPOConfig(output_dir="out", **rewards.grpo_kwargs())
     trainer = GRPOTrainer(model=..., reward_funcs=rewards.funcs, args=args, train_dataset=ds)
-    rewards.attach(trainer)   # only needed when a weight changes with the step
+    rewards.attach(trainer)   # required when a weight changes with the step
     trainer.train()
 
 No TRL import happens at module import time.
@@ -46,6 +49,11 @@ from rewardkit_trainers.scoring import (
 
 #: rewardkit aggregate -> TRL GRPOConfig.multi_objective_aggregation
 AGGREGATION = {"weighted_sum": "sum_then_normalize", "normalize_then_sum": "normalize_then_sum"}
+
+
+class ScheduleNotAttached(RuntimeError):
+    """A scheduled weight was about to train frozen at its step-0 value: the callables
+    were called by a trainer that :meth:`TRLRewards.attach` never saw."""
 
 
 def build_samples(prompts: Sequence[Any], completions: Sequence[Any],
@@ -91,11 +99,22 @@ class ComponentReward:
         self.name = name
         self.__name__ = name
         self.reference_column = reference_column
+        #: set by :meth:`TRLRewards.attach`; checked on every call of a scheduled config
+        self.attached = False
+        self.scheduled = any(scorer.reward_set.is_scheduled(n) for n in scorer.names)
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
                  completion_ids: Any = None, trainer_state: Any = None,
                  log_metric: Callable[[str, float], None] | None = None,
                  **columns: Any) -> list[float | None]:
+        if self.scheduled and not self.attached:
+            raise ScheduleNotAttached(
+                f"reward {self.name!r}: this config has a weight that changes with the "
+                "step, and GRPOTrainer applies trainer.reward_weights, which a reward "
+                "function cannot set; without rewards.attach(trainer) it would train on "
+                "the step-0 weights. Call rewards.attach(trainer) (REWARDS.attach(trainer) "
+                "with an exported module) after building GRPOTrainer and before "
+                "trainer.train(), or use `rewardkit train`.")
         step = global_step(trainer_state)
         local = build_samples(prompts, completions, columns, self.reference_column,
                               completion_ids)
@@ -150,14 +169,19 @@ class TRLRewards:
         return kwargs
 
     def attach(self, trainer: Any) -> Any:
-        """Add the callback that moves ``trainer.reward_weights`` with the schedule.
+        """Add the callback that moves ``trainer.reward_weights`` with the schedule, and
+        set the trainer's weights to those at its current step now.
 
-        Returns the callback (None when no weight changes with the step).
+        Returns the callback (None when no weight changes with the step). Until this is
+        called, the callables of a scheduled config raise :class:`ScheduleNotAttached`.
         """
         if not self.scheduled:
             return None
         callback = make_weight_callback(trainer, self)
         trainer.add_callback(callback)
+        callback.apply(trainer.state.global_step)
+        for func in self.funcs:
+            func.attached = True
         return callback
 
 
@@ -177,10 +201,14 @@ def make_weight_callback(trainer: Any, rewards: TRLRewards) -> Any:
     class RewardWeightSchedule(TrainerCallback):
         """Sets GRPOTrainer.reward_weights to the composed reward's weights at the step."""
 
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            weights = torch.tensor(rewards.weights(state.global_step), dtype=torch.float32)
+        def apply(self, step: int) -> None:
+            """Set the trainer's weights to those at ``step``."""
+            weights = torch.tensor(rewards.weights(step), dtype=torch.float32)
             current = trainer.reward_weights
             trainer.reward_weights = weights.to(current.device)
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.apply(state.global_step)
 
     return RewardWeightSchedule()
 
@@ -193,7 +221,8 @@ _MODULE_TEMPLATE = '''\
 
     args = GRPOConfig(output_dir="out", **grpo_kwargs)
     trainer = GRPOTrainer(model=..., reward_funcs=reward_funcs, args=args, train_dataset=...)
-    REWARDS.attach(trainer)   # moves reward_weights when a weight has a schedule
+    REWARDS.attach(trainer)   # required when a weight has a schedule
+    trainer.train()
 """
 
 from rewardkit_trainers.trl import trl_rewards
