@@ -487,10 +487,22 @@ def _symbolic(gold: list[Any], text: str, found: Found | None, params: MathParam
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
     how = found.how if found else "math-verify"
-    one_formula = ("answer_tag", "hashes") if not only_answer else (
-        "answer_tag", "hashes", "boxed", "closing", "math_span", "last_number")
-    if found is not None and found.how in one_formula:
-        region = _delimited(found.answer)  # the answer block: one formula
+    one_formula = ("answer_tag", "hashes", "bare") if not only_answer else (
+        "answer_tag", "hashes", "bare", "boxed", "closing", "math_span", "last_number")
+    formula = _cas_form(found.answer) if found is not None else ""
+    if found is not None and found.how == "closing" and _bare_formula(formula):
+        formula = f"${formula}$"  # "The answer is 2x^2+x-1": the formula, not its 2
+    if found is not None and found.how == "bare":  # the whole output is the answer
+        region = _delimited(_cas_form(found.text[found.start : found.end].strip()))
+    elif found is not None and found.how in one_formula:
+        region = _delimited(formula)  # the answer block: one formula
+    elif found is not None and formula != found.answer:
+        # rewritten where it stands: math-verify still reads the other boxes beside it
+        # (``\boxed{0}`` or ``\boxed{(a, 1) \text{ for all } a}`` is not ``(a, 1)``)
+        span = found.text[found.start : found.end]
+        span = span.replace(found.answer, formula, 1) if found.answer in span else formula
+        region = strip_calculator_notes(
+            found.text[: found.start] + span + found.text[found.end :])[-_MAX_REGION:]
     else:
         region = strip_calculator_notes(text)[-_MAX_REGION:]
     refusal = _too_costly(found.answer, params.max_symbolic_chars) if found else ""
@@ -504,6 +516,8 @@ def _symbolic(gold: list[Any], text: str, found: Found | None, params: MathParam
         return Score.ok(params.wrong, "no answer found" if found is None else
                         "answer cannot be parsed", via=how)
     same = bool(mv.verify(gold, pred, timeout_seconds=None))
+    if same and _exactly_different(gold, pred, region):
+        same = False
     return Score.ok(params.score if same else params.wrong, via=how,
                     extracted=str(pred[-1])[:200])
 
@@ -523,6 +537,7 @@ def _parse(mv: Any, text: str, fallback: bool) -> list[Any]:
     the guard): as written when it carries its own math delimiters, else as LaTeX math,
     then with decoration removed, then as free text."""
     mode = "first_match" if fallback else "no_fallback"
+    text = _cas_form(text)
     stripped = text.strip()
     delimited = stripped.startswith(("$", "\\(", "\\[")) or "\\boxed" in stripped
     candidates = [stripped] if delimited else [f"${stripped}$"]
@@ -532,6 +547,80 @@ def _parse(mv: Any, text: str, fallback: bool) -> list[Any]:
         if got:
             return list(got)
     return []
+
+
+#: ``√2``, ``√{x+1}``, ``√(x+1)``: the root sign, which math-verify reads as nothing
+_ROOT_SIGN = re.compile(r"√\s*(?:\{([^{}]*)\}|\(([^()]*)\)|(\d+(?:\.\d+)?|[A-Za-z]))")
+#: a MATLAB-style matrix ``[1, 2; 3, 4]``: rows split by ``;``, entries by ``,``
+_MATLAB_MATRIX = re.compile(r"\s*\$?\s*\[([^\[\]$]*;[^\[\]$]*)\]\s*\$?\s*\.?\s*")
+#: a closing phrase after a formula (``(a, 1) for any positive integer a``) that names no
+#: value of its own: no digit, no ``=``, no comma or ``;`` (``3 for odd n, 4 for even n``
+#: keeps it all)
+_TRAILING_PHRASE = re.compile(
+    r"\s*(?:\\text\s*\{\s*)?(?<![\\A-Za-z])(?:for|where|when|with)\s[^=,;\d\\]*"
+    r"(?:\}[^=,;\d\\{}]*)?$")
+_ENGLISH_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
+
+
+def _cas_form(answer: str) -> str:
+    """An answer rewritten into the LaTeX math-verify reads, where it writes a value in a
+    form math-verify misreads: the root sign ``√2`` (read as nothing, so ``4√2`` was 4),
+    a MATLAB-style matrix (read as one flat tuple), a formula followed by a phrase that
+    qualifies it (read as its last number). Anything else is returned as it is."""
+    if "√" in answer:
+        answer = _ROOT_SIGN.sub(
+            lambda m: "\\sqrt{" + next(g for g in m.groups() if g is not None) + "}", answer)
+    matrix = _MATLAB_MATRIX.fullmatch(answer)
+    if matrix:
+        rows = [[cell.strip() for cell in row.split(",")] for row in matrix.group(1).split(";")]
+        if len({len(row) for row in rows}) == 1 and all(all(row) for row in rows):
+            return ("\\begin{pmatrix}" + " \\\\ ".join(" & ".join(row) for row in rows)
+                    + "\\end{pmatrix}")
+    phrase = _TRAILING_PHRASE.search(answer)
+    if phrase and phrase.start() > 0:
+        head = answer[: phrase.start()].strip()
+        if head and not _ENGLISH_WORD.search(_LATEX_TEXT.sub(" ", head)):
+            return head
+    return answer
+
+
+def _bare_formula(answer: str) -> bool:
+    """An answer that is a formula written without math delimiters and without words
+    (``2x^2+x-1``, ``y = -5x - 3``), which math-verify would read only a number of."""
+    return bool(answer) and not any(d in answer for d in ("$", "\\(", "\\[", "\\boxed")) \
+        and not _ENGLISH_WORD.search(_LATEX_TEXT.sub(" ", answer))
+
+
+def _exactly_different(gold: list[Any], pred: list[Any], read: str) -> bool:
+    """Whether two values math-verify calls equal are, written exactly, different
+    numbers: math-verify compares numbers after rounding, which is right for decimals
+    (``0.333``) and wrong for exact values that differ far past the sixth digit
+    (``\\frac{2^{1009}}{2^{1009}+2018}`` is not ``\\frac{2^{1009}}{2^{1009}+1009}``,
+    ``1+10^{-30}`` is not 1). Only exact numbers (no decimal, no variable) on both sides
+    are checked: rationals exactly, other constants by evaluating their difference to
+    as many digits as it takes to tell it from zero; a percent (in ``read``, the text
+    math-verify read, or the gold) is left to math-verify, which reads 28% as 28 too."""
+    import sympy
+
+    if any(isinstance(v, str) and ("%" in v or "percent" in v) for v in (*gold, *pred, read)):
+        return False  # math-verify reads 28% as 0.28 and as 28, on purpose
+    g = next((v for v in gold if isinstance(v, sympy.Expr)), None)
+    p = next((v for v in pred if isinstance(v, sympy.Expr)), None)
+    if g is None or p is None or not (g.is_number and p.is_number):
+        return False
+    if g.atoms(sympy.Float) or p.atoms(sympy.Float):
+        return False  # a decimal: the documented tolerance decides
+    try:
+        g, p = g.doit(), p.doit()  # math-verify leaves 2^{1009}+1009 unevaluated
+        if isinstance(g, sympy.Rational) and isinstance(p, sympy.Rational):
+            return bool(g != p)
+        # a nonzero difference evaluates to full precision however small it is; a zero
+        # one to no precision at all (``-0.e-423``)
+        difference = (g - p).evalf(15, maxn=400)
+        return bool(difference.is_Float and difference != 0 and difference._prec > 1)
+    except Exception:  # sympy cannot evaluate it: math-verify's verdict stands
+        return False
 
 
 def _delimited(region: str) -> str:
