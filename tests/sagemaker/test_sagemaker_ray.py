@@ -78,6 +78,18 @@ def ray_tmp() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture(params=["no-token-file", "token-file"])
+def home(request, tmp_path: Path) -> dict[str, str]:
+    """The nodes' home folder, without and with ``~/.ray/auth_token`` (Ray 2.60 writes it
+    at any local ``ray.init()``; with it, a node's ``ray start`` turned token auth on)."""
+    folder = tmp_path / "home"
+    if request.param == "token-file":
+        (folder / ".ray").mkdir(parents=True)
+        (folder / ".ray" / "auth_token").write_text("0" * 32 + "\n")
+    folder.mkdir(exist_ok=True)
+    return {"HOME": str(folder)}
+
+
 def start_cluster(
     cluster: Cluster, tag: str, run_spec: dict, env: dict[str, str], short: Path
 ) -> list:
@@ -94,10 +106,10 @@ def start_cluster(
 
 
 def test_killed_mid_save_then_restarted_resumes_from_the_last_complete_step(
-    cluster: Cluster, s3, bucket, tmp_path, ray_tmp
+    cluster: Cluster, s3, bucket, tmp_path, ray_tmp, home
 ):
     events = tmp_path / "events.log"
-    env = {"STUB_LOG": str(events), "STUB_HANG_AT": "3"}
+    env = {"STUB_LOG": str(events), "STUB_HANG_AT": "3", **home}
     run1 = start_cluster(cluster, "run1", spec(bucket, free_port()), env, ray_tmp)
     wait_for(
         lambda: events.exists() and "hanging 3" in events.read_text(),
@@ -126,7 +138,7 @@ def test_killed_mid_save_then_restarted_resumes_from_the_last_complete_step(
     s3.put_object(Bucket=bucket, Key="ckpt/steps/global_step_3/actor/stale.pt", Body=b"stale")
 
     run2 = start_cluster(
-        cluster, "run2", spec(bucket, free_port()), {"STUB_LOG": str(events)}, ray_tmp
+        cluster, "run2", spec(bucket, free_port()), {"STUB_LOG": str(events), **home}, ray_tmp
     )
     codes = [node.wait(150) for node in run2]
     assert codes == [0, 0, 0], "\n\n".join(n.output()[-3000:] for n in run2)
@@ -145,10 +157,11 @@ def test_killed_mid_save_then_restarted_resumes_from_the_last_complete_step(
 
 
 def test_head_fails_clearly_when_not_every_node_joins(
-    cluster: Cluster, s3, bucket, tmp_path, ray_tmp
+    cluster: Cluster, s3, bucket, tmp_path, ray_tmp, home
 ):
     run_spec = spec(bucket, free_port(), join_timeout_s=3)
-    env = {"STUB_LOG": str(tmp_path / "e"), "REWARDKIT_RAY_START_ARGS": ray_args(ray_tmp, "algo-1")}
+    env = {"STUB_LOG": str(tmp_path / "e"), "REWARDKIT_RAY_START_ARGS": ray_args(ray_tmp, "algo-1"),
+           **home}
     head = cluster.start(run_spec, HOSTS, "algo-1", "run", env)
     assert head.wait(120) == 1, head.output()
     assert head.failure.read_text().startswith(

@@ -389,7 +389,9 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s rewardkit.sagemaker %(levelname)s %(message)s",
     )
-    env = dict(os.environ)
+    env = ray_cluster.with_auth_mode(dict(os.environ))
+    # this process joins the cluster too (ray.init), under the same mode as its nodes
+    os.environ["RAY_AUTH_MODE"] = env["RAY_AUTH_MODE"]
     try:
         spec = RunSpec.load()
         topology = load_topology(env)
