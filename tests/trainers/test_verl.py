@@ -166,6 +166,26 @@ def test_unit_tokens_counts_the_valid_response_ids_under_rewardkits_manager(
     assert result["batch_extra_info_untouched"]
 
 
+def test_a_failed_components_fallback_is_shown_but_not_trained_through_verls_manager(
+        tmp_path: Path, tiny_tokenizer_dir: Path):
+    """docs/trainers/verl.md: under on_error: ignore a failed component shows `fallback`
+    in its own key, and the `score` verl trains on is the other components' sum (as on
+    TRL, ms-swift and EasyR1); `score` is the fallback only when nothing graded."""
+    config = tmp_path / "tokens.yaml"
+    config.write_text(TOKENS_CONFIG.replace("weight: 0, ", "weight: 2, "))
+    result = run_in_venv("verl", "verl_tokens_check.py", "naive", str(tiny_tokenizer_dir),
+                         env={"REWARDKIT_CONFIG": str(config), "REWARDKIT_FALLBACK": "-0.25"})
+    long = result["extra"][0]
+    assert (long["tokens"], long["tokens_failed"]) == (-0.25, 1.0)  # naive: no ids
+    # score = 2 x words; a fallback that trained would add 1 x -0.25 to each
+    assert result["scores"] == [2 * row["words"] for row in result["extra"]]
+    assert all(row["tokens_failed"] == 1.0 for row in result["extra"])
+    only_tokens = tmp_path / "only_tokens.yaml"
+    only_tokens.write_text(TOKENS_CONFIG.split("  words:")[0])
+    failed = verl.compute_score("s", "add", "7", {}, config=str(only_tokens), fallback=-0.25)
+    assert failed == {"score": -0.25, "tokens": -0.25, "tokens_failed": 1.0}
+
+
 def test_verls_naive_manager_passes_no_ids_so_unit_tokens_fails_not_counts_words(
         tmp_path: Path, tiny_tokenizer_dir: Path):
     config = tmp_path / "tokens.yaml"

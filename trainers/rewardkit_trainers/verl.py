@@ -23,10 +23,13 @@ RewardkitRewardManager` (verl's naive manager plus the response's valid token id
 ``metadata["completion_ids"]`` for ``unit: tokens``. Under verl's own ``naive`` manager
 there are no ids: ``unit: tokens`` then needs the reward's ``tokenizer`` parameter.
 
-A failed grading scores ``fallback`` (reward_kwargs ``fallback``, ``REWARDKIT_FALLBACK``,
-default 0) and sets ``<component>_failed`` to 1. verl scores responses one by one, so
-what needs a whole group (per-group rewards, ``normalize_then_sum``, ``on_error: null``,
-which masks a failed row with its group's mean) is refused with a config error
+A failed grading shows ``fallback`` (reward_kwargs ``fallback``, ``REWARDKIT_FALLBACK``,
+default 0) in its component's key and sets ``<component>_failed`` to 1; those keys are
+metrics. The ``score`` that trains is the total of the components that graded
+(``on_error: ignore``, as on the other backends), and the fallback only when none did.
+verl scores responses one by one, so what needs a whole group (per-group rewards,
+``normalize_then_sum``, ``on_error: null``, which masks a failed row with its group's
+mean) is refused with a config error
 (:func:`rewardkit_trainers.fidelity.check`) at export, at ``rewardkit train`` and when
 the reward is first loaded.
 """
@@ -109,7 +112,7 @@ def compute_score(data_source: Any = None, solution_str: str = "", ground_truth:
 
     >>> import os, tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.yaml"
-    >>> _ = p.write_text("rewards: {fmt: {reward: soft_format}}")
+    >>> _ = p.write_text("on_error: ignore\nrewards: {fmt: {reward: soft_format}}")
     >>> compute_score("demo", "<think>a</think><answer>1</answer>", "1", config=str(p))
     {'score': 1.0, 'fmt': 1.0, 'fmt_failed': 0.0}
     """

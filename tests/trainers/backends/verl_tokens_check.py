@@ -1,6 +1,6 @@
 """Run inside .venv-verl: verl's loader builds the reward manager the overrides name and
 scores right-padded responses through it. Prints one JSON object: each response's
-reward_extra_info.
+reward_score (what trains) and reward_extra_info.
 
     REWARDKIT_CONFIG=rewards.yaml python verl_tokens_check.py MANAGER TOKENIZER_DIR
 
@@ -59,6 +59,7 @@ results = manager.loop.run_until_complete(score_all()) if not manager.loop.is_ru
     else asyncio.run(score_all())
 print("RESULT " + json.dumps({
     "manager": type(manager).__name__,
+    "scores": [r["reward_score"] for r in results],  # what verl puts in the token rewards
     "extra": [r["reward_extra_info"] for r in results],
     "batch_extra_info_untouched": [dict(x) for x in batch.non_tensor_batch["extra_info"]] == extra,
 }))
