@@ -112,7 +112,7 @@ def compute_score(data_source: Any = None, solution_str: str = "", ground_truth:
 
     >>> import os, tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.yaml"
-    >>> _ = p.write_text("on_error: ignore\nrewards: {fmt: {reward: soft_format}}")
+    >>> _ = p.write_text("on_error: ignore\\nrewards: {fmt: {reward: soft_format}}")
     >>> compute_score("demo", "<think>a</think><answer>1</answer>", "1", config=str(p))
     {'score': 1.0, 'fmt': 1.0, 'fmt_failed': 0.0}
     """
