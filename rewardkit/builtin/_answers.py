@@ -800,8 +800,14 @@ def _kinds(order: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _ends_equation(text: str, start: int) -> bool:
-    """The box at ``start`` is the result of an equation (``4 \\cdot 3 = \\boxed{12}``)."""
-    return text[max(0, start - 8) : start].rstrip(" \t$({").endswith("=")
+    """The box at ``start`` is the result of a computation (``4 \\cdot 3 = \\boxed{12}``):
+    it ends an equation whose left side ends in a digit, a bracket or a brace. A box
+    after a bare name (``x = \\boxed{17}``) states a value, not a step."""
+    before = text[max(0, start - 40) : start].rstrip(" \t$({")
+    if not before.endswith("="):
+        return False
+    left = before[:-1].rstrip()
+    return not left or not left[-1].isalpha()
 
 
 def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
