@@ -122,3 +122,15 @@ def test_soft_format_examples_in_the_docs_are_what_it_does() -> None:
         assert reward.score(Sample(completion=text)) == float(value.split()[0]), text
         if "0.5 with `min_reasoning_chars: 0`" in value:
             assert accepting.score(Sample(completion=text)) == 0.5, text
+
+
+def test_final_answer_line_ends_output_false_is_the_seeds_search() -> None:
+    """ends_output: false pays the pattern anywhere (what the seed's regex did), so a base
+    model's invented follow-up question after its line keeps the format credit."""
+    going_on = ("9 * 2 = 18.\n#### The final answer is 18\n\nQuestion: What is 1 + 1?\n"
+                "#### The final answer is 2")
+    rewards = RewardSet.from_dict({"rewards": {
+        "ends": {"reward": "final_answer_line"},
+        "anywhere": {"reward": "final_answer_line", "params": {"ends_output": False}}}})
+    result = rewards.score([{"completion": going_on}])
+    assert (result.values("ends"), result.values("anywhere")) == ([0.0], [1.0])
