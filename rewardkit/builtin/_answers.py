@@ -1023,13 +1023,15 @@ def _exact_value(s: str) -> Fraction | None:
 
 def numbers_match(gold: PlainNumber, pred: PlainNumber, abs_tol: float, rel_tol: float) -> bool:
     """True when some reading of ``pred`` is within tolerance of some reading of ``gold``
-    (``|p - g| <= max(abs_tol, rel_tol * |g|)``, exact arithmetic)."""
+    (``|p - g| <= max(abs_tol, rel_tol * |g|)``, exact arithmetic). Two whole numbers
+    are within ``abs_tol`` only: the relative tolerance is for decimals, and
+    1000000000001 is not 10^12."""
     if not (gold.percent or pred.percent):
         if gold.value == pred.value:
             return True
         g, p = gold.value, pred.value
         if g.denominator == 1 and p.denominator == 1:  # the common case, without Fractions
-            return abs(p.numerator - g.numerator) <= max(abs_tol, rel_tol * abs(g.numerator))
+            return abs(p.numerator - g.numerator) <= abs_tol
     a, r = _tolerances(abs_tol, rel_tol)
     return any(
         abs(Fraction(p) - g) <= max(a, r * abs(Fraction(g)))

@@ -138,7 +138,8 @@ class MathParams(Params):
     )
     abs_tol: float = Field(1e-6, ge=0, description="numbers match within this absolute error")
     rel_tol: float = Field(
-        1e-9, ge=0, description="... or within this error relative to the gold value"
+        1e-9, ge=0, description="... or within this error relative to the gold value "
+        "(not for two whole numbers: those are exact within abs_tol)"
     )
     decimal_comma: bool = Field(
         False,
