@@ -564,11 +564,18 @@ _ENGLISH_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
 
 
+#: the longest answer _cas_form rewrites
+_MAX_REWRITTEN = 1000
+
+
 def _cas_form(answer: str) -> str:
     """An answer rewritten into the LaTeX math-verify reads, where it writes a value in a
     form math-verify misreads: the root sign ``√2`` (read as nothing, so ``4√2`` was 4),
     a MATLAB-style matrix (read as one flat tuple), a formula followed by a phrase that
-    qualifies it (read as its last number). Anything else is returned as it is."""
+    qualifies it (read as its last number). Anything else, and anything longer than an
+    answer (the patterns would backtrack), is returned as it is."""
+    if len(answer) > _MAX_REWRITTEN:
+        return answer
     if "√" in answer:
         answer = _ROOT_SIGN.sub(
             lambda m: "\\sqrt{" + next(g for g in m.groups() if g is not None) + "}", answer)
