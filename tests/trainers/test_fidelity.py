@@ -51,9 +51,27 @@ def test_a_schedule_is_a_staircase_where_the_step_is_pinned():
 
 def test_a_pinned_file_names_the_stages_it_never_reaches():
     config = load_config(CONFIGS / "staged.yaml")
-    (warning,) = pinned_file_warnings(config, "easyr1", 0)
+    warning = pinned_file_warnings(config, "easyr1", 0)[-1]
     assert "step(s) 2 never apply" in warning
     assert pinned_file_warnings(config, "easyr1", 2) == []
+
+
+@pytest.mark.parametrize("backend", ["easyr1", "verl"])
+def test_a_file_pinned_where_a_weight_is_0_names_the_component_it_trains_without(
+        backend: str):
+    """tags ramps 0 -> 1 over 4 steps: a file pinned to step 0 trains without it for the
+    whole job, which the warning says, with the step it would turn on and the fix."""
+    config = load_config(CONFIGS / "staged.yaml")
+    off = pinned_file_warnings(config, backend, 0)[0]
+    assert off.startswith("this file is pinned to step 0, where rewards.tags.weight is 0: "
+                          "tags is off for every step of the job")
+    assert "turns non-zero at step 1" in off
+    assert "`rewardkit train` with train.stages" in off and "train.stages: [1]" in off
+    (stage_only,) = pinned_file_warnings(config, backend, 1)  # tags is on from step 1
+    assert "weight is 0" not in stage_only
+    constant = parse_config({"on_error": "ignore", "rewards": {
+        "fmt": {"reward": "soft_format"}, "never": {"reward": "tag_count", "weight": 0}}})
+    assert pinned_file_warnings(constant, backend, 0) == []  # 0 for good is no surprise
     assert pinned_file_warnings(config, "swift", 0) == []
 
 
@@ -63,6 +81,7 @@ def test_export_prints_the_warnings(tmp_path: Path, capsys):
     err = capsys.readouterr().err
     assert "rewards.tags.weight follows a schedule" in err
     assert "pinned to step 0: the stages that start at step(s) 2 never apply" in err
+    assert "rewards.tags.weight is 0: tags is off for every step of the job" in err
 
 
 def test_train_dry_run_lists_the_warnings(tmp_path: Path, capsys):
@@ -71,7 +90,11 @@ def test_train_dry_run_lists_the_warnings(tmp_path: Path, capsys):
     assert cli_run("train", [str(CONFIGS / "staged.yaml"), "--dry-run", "--json",
                              "--output-dir", str(tmp_path)]) == 0
     description = json.loads(capsys.readouterr().out)
-    assert [w.split(" follows")[0] for w in description["warnings"]] == ["rewards.tags.weight"]
+    schedule, off = description["warnings"]
+    assert schedule.startswith("rewards.tags.weight follows a schedule")
+    # job 0 runs steps 0..1 pinned to step 0 (tags weight 0); job 1 is pinned to 2 (0.5)
+    assert off.startswith("job 0 is pinned to step 0, where rewards.tags.weight is 0: "
+                          "tags is off for steps 0..1 (2 steps)")
 
 
 def test_sagemaker_launch_warns_only_about_schedules_where_the_step_is_pinned():

@@ -24,12 +24,17 @@ once per job where the backend pins the step).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rewardkit import ConfigError, get_reward
 from rewardkit.config import Component, RewardConfig
 
 from rewardkit_trainers.stages import reward_boundaries
+
+if TYPE_CHECKING:
+    from rewardkit_trainers.runner import RunPlan
 
 #: the first TRL whose GRPOTrainer leaves a row whose rewards are all None out of the
 #: group statistics (nanmean/nanstd), so that it gets no advantage
@@ -94,6 +99,70 @@ def check(config: RewardConfig, backend: str, source: str = "<config>") -> list[
     return warnings
 
 
+def _steps_named(spec: Any) -> list[int]:
+    """Every integer in a weight spec (schedule steps, start steps, piecewise points,
+    ``until_step``): past the largest of them, no weight changes any more."""
+    if isinstance(spec, bool):
+        return []
+    if isinstance(spec, int):
+        return [spec]
+    if isinstance(spec, Mapping):
+        return [n for v in spec.values() for n in _steps_named(v)]
+    if isinstance(spec, list | tuple):
+        return [n for v in spec for n in _steps_named(v)]
+    return []
+
+
+def switched_off(config: RewardConfig, start: int, end: int | None = None
+                 ) -> list[tuple[str, int]]:
+    """(component, first step its weight is not 0) for each component whose weight is 0
+    at ``start`` but not at some later step: a job pinned to ``start`` (from ``start`` to
+    ``end``, None = to the end of training) trains without it."""
+    from rewardkit import RewardSet
+
+    off = []
+    for name, comp in RewardSet(config).components.items():
+        if comp.weight_at(start) != 0:
+            continue
+        horizon = max([start, *_steps_named(comp.weight_spec())]) + 1
+        first = next((s for s in range(start + 1, horizon + 1) if comp.weight_at(s) != 0),
+                     None)
+        if first is not None:
+            off.append((name, first))
+    return off
+
+
+def off_warnings(config: RewardConfig, backend: str, start: int, end: int | None,
+                 where: str) -> list[str]:
+    """Warnings naming the components a job pinned to ``start`` trains without, and for
+    how many steps; ``where`` says which job or file."""
+    if backend.lower() not in STEP_PINNED:
+        return []
+    span = f"steps {start}..{end - 1} ({end - start} steps)" if end is not None \
+        else "every step of the job"
+    return [f"{where} is pinned to step {start}, where rewards.{name}.weight is 0: "
+            f"{name} is off for {span}, though its weight turns non-zero at step {first} "
+            f"({backend} passes no step). Run `rewardkit train` with train.stages (one job "
+            f"per stage, each pinned to its first step), e.g. `train.stages: [{first}]`, "
+            f"so a job starts where it is on"
+            for name, first in switched_off(config, start, end)]
+
+
+def job_warnings(plan: RunPlan) -> list[str]:
+    """:func:`off_warnings` for each job ``rewardkit train`` runs on a backend that pins
+    the step (one job per stage); none where the ranges cannot be cut yet (that error
+    comes when the jobs are built)."""
+    backend = plan.train.backend
+    if backend.lower() not in STEP_PINNED:
+        return []
+    try:
+        ranges = plan.stage_ranges(backend)
+    except ConfigError:
+        return []
+    return [w for k, (start, end) in enumerate(ranges)
+            for w in off_warnings(plan.reward_config, backend, start, end, f"job {k}")]
+
+
 def installed_version(dist: str) -> tuple[int, int] | None:
     """(major, minor) of an installed distribution; None when it is not installed."""
     from importlib.metadata import PackageNotFoundError, version
@@ -106,14 +175,16 @@ def installed_version(dist: str) -> tuple[int, int] | None:
 
 
 def pinned_file_warnings(config: RewardConfig, backend: str, step: int) -> list[str]:
-    """Warnings for one reward file (or override set) pinned to ``step``: the stages it
-    never reaches, where the backend passes no step."""
+    """Warnings for one reward file (or override set) pinned to ``step``: the components
+    whose weight is 0 there (off for the whole job), and the stages it never reaches,
+    where the backend passes no step."""
     if backend.lower() not in STEP_PINNED:
         return []
+    off = off_warnings(config, backend, step, None, "this file")
     later = [b for b in reward_boundaries(config) if b > step]
     if not later:
-        return []
-    return [f"pinned to step {step}: the stages that start at step(s) "
+        return off
+    return [*off, f"pinned to step {step}: the stages that start at step(s) "
             f"{', '.join(map(str, later))} never apply in a job that uses it ({backend} "
             "passes no step). Run `rewardkit train` (one job per stage, each resuming the "
             "last), or export one file per stage with --step and run them in turn"]

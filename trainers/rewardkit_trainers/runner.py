@@ -304,7 +304,9 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
     except ValueError as exc:
         raise ConfigError(str(path), [("train", str(exc))]) from None
     train = train.for_hardware(hardware.gpus, hardware.vllm)
-    from rewardkit_trainers.fidelity import check
+    from rewardkit_trainers.fidelity import check, job_warnings
 
     warnings = check(reward_config, train.backend, str(path))
-    return RunPlan(path.resolve(), reward_config, train, hardware, placement, warnings)
+    plan = RunPlan(path.resolve(), reward_config, train, hardware, placement, warnings)
+    plan.warnings += job_warnings(plan)  # components a pinned job trains without
+    return plan
