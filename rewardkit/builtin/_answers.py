@@ -1021,18 +1021,25 @@ def _exact_value(s: str) -> Fraction | None:
     return None
 
 
-def numbers_match(gold: PlainNumber, pred: PlainNumber, abs_tol: float, rel_tol: float) -> bool:
+#: the relative tolerance for decimals when the user sets none
+DEFAULT_REL_TOL = 1e-9
+
+
+def numbers_match(gold: PlainNumber, pred: PlainNumber, abs_tol: float,
+                  rel_tol: float | None) -> bool:
     """True when some reading of ``pred`` is within tolerance of some reading of ``gold``
-    (``|p - g| <= max(abs_tol, rel_tol * |g|)``, exact arithmetic). Two whole numbers
-    are within ``abs_tol`` only: the relative tolerance is for decimals, and
-    1000000000001 is not 10^12."""
+    (``|p - g| <= max(abs_tol, rel_tol * |g|)``, exact arithmetic). ``rel_tol=None``
+    (unset) is :data:`DEFAULT_REL_TOL` for decimals and none for two whole numbers, which
+    are then within ``abs_tol`` only (1000000000001 is not 10^12); a tolerance the user
+    set applies to whole numbers too."""
     if not (gold.percent or pred.percent):
         if gold.value == pred.value:
             return True
         g, p = gold.value, pred.value
         if g.denominator == 1 and p.denominator == 1:  # the common case, without Fractions
-            return abs(p.numerator - g.numerator) <= abs_tol
-    a, r = _tolerances(abs_tol, rel_tol)
+            whole_tol = abs_tol if rel_tol is None else max(abs_tol, rel_tol * abs(g.numerator))
+            return abs(p.numerator - g.numerator) <= whole_tol
+    a, r = _tolerances(abs_tol, DEFAULT_REL_TOL if rel_tol is None else rel_tol)
     return any(
         abs(Fraction(p) - g) <= max(a, r * abs(Fraction(g)))
         for g in gold.candidates() for p in pred.candidates()

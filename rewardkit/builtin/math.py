@@ -137,9 +137,11 @@ class MathParams(Params):
         "or first (few-shot base models go on to invent new questions after answering)",
     )
     abs_tol: float = Field(1e-6, ge=0, description="numbers match within this absolute error")
-    rel_tol: float = Field(
-        1e-9, ge=0, description="... or within this error relative to the gold value "
-        "(not for two whole numbers: those are exact within abs_tol)"
+    rel_tol: float | None = Field(
+        None, ge=0, description="... or within this error relative to the gold value; "
+        "unset: 1e-9 for decimals and none for two whole numbers (exact within abs_tol: "
+        "1000000000001 is not 10^12); a value you set applies to every pair, whole "
+        "numbers included (a 1% tolerance pays 301 for 300)"
     )
     decimal_comma: bool = Field(
         False,
