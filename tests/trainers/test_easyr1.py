@@ -169,9 +169,24 @@ def test_routing_reads_the_packed_metadata(tmp_path: Path):
 
 
 def test_unpacked_answers_are_refused_when_groups_are_needed(tmp_path: Path):
+    """The error names the pack tool; running it on the data makes the same batch score."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from rewardkit_trainers.easyr1 import main as easyr1_main
+
     fn = load_like_easyr1(_grouped_file(tmp_path, "weighted_sum"))
-    with pytest.raises(GroupsUnknown, match="rewardkit train --backend easyr1 --dry-run"):
-        fn(inputs(GOOD, "no tags"))
+    batch = inputs(GOOD, "no tags")
+    with pytest.raises(GroupsUnknown) as err:
+        fn(batch)
+    assert "`python -m rewardkit_trainers.easyr1 pack data/train.parquet ...`" in str(err.value)
+    assert "rewardkit train --backend easyr1 --dry-run" in str(err.value)
+    data = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"problem": ["add 3 and 4"],
+                             "answer": [batch[0]["ground_truth"]]}), data)
+    assert easyr1_main(["pack", str(data)]) == 0
+    (packed,) = pq.read_table(data).column("answer").to_pylist()
+    scores = fn([{**item, "ground_truth": packed} for item in batch])
+    assert len(scores) == 2 and all("overall" in s for s in scores)
 
 
 def test_pack_parquet_rewrites_the_answer_column_once(tmp_path: Path):

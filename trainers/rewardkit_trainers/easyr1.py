@@ -97,8 +97,11 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
         raise GroupsUnknown(
             f"rewardkit EasyR1 reward: {unpacked} of {len(samples)} ground truths carry no "
             f"prompt id or metadata, but the config needs them ({'; '.join(needs)}). "
-            "Convert the data with `rewardkit train --backend easyr1 --dry-run` (it packs "
-            "the reference, prompt id and columns into the answer column)."
+            "Pack the reference, prompt id and columns into the answer column: "
+            "`python -m rewardkit_trainers.easyr1 pack data/train.parquet ...` rewrites "
+            "existing EasyR1 parquet files in place (answer_key/prompt_key: --answer-key, "
+            "--prompt-key), or `rewardkit train --backend easyr1 --dry-run` writes the "
+            "dataset packed."
         )
     result = scorer.reward_set.score(samples, step=step)
     groups = [s.group for s in samples]
