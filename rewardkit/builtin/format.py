@@ -167,25 +167,41 @@ def tag_count(sample: Sample, params: TagCountParams) -> Score:
     A smooth signal early in training, when the strict layout is still rare. Repeating a
     tag, a stray copy of it anywhere, or an empty block loses that credit, and padding
     costs wherever it goes (after the answer even when a second ``</a>`` is glued on at
-    its end), so none of them pays as a hack. The TRL recipe charged only text after the
+    its end), and a tag out of the layout's order (``</a>`` before ``<r>``) earns nothing,
+    so none of them pays as a hack. The TRL recipe charged only text after the
     last ``</a>``. Example (defaults, think/answer): the four tags once, nothing
     around -> 0.5.
     """
     text = sample.text
     r, a = params.reasoning_tag, params.answer_tag
-    found = sum(
-        text.count(piece) == 1 and text.count(bare) == 1 and _has_content(text, block)
+    # the layout's pieces in their order, each with where it is when it may earn credit
+    places = [
+        text.find(piece)
+        if text.count(piece) == 1 and text.count(bare) == 1 and _has_content(text, block)
+        else -1
         for piece, bare, block in (
             (f"<{r}>\n", f"<{r}>", r), (f"\n</{r}>\n", f"</{r}>", r),
             (f"\n<{a}>\n", f"<{a}>", a), (f"\n</{a}>", f"</{a}>", a),
         )
-    )
+    ]
+    found = sum(_in_order(places, i) for i in range(len(places)))
     value = found * params.per_tag
     outside = _outside_chars(text, r, a)
     penalty = outside * params.trailing_penalty
     if params.max_trailing_penalty is not None:
         penalty = min(penalty, params.max_trailing_penalty)
     return Score.ok(value - penalty, tags=found, outside_chars=outside)
+
+
+def _in_order(places: list[int], i: int) -> bool:
+    """Whether piece ``i`` was found (``places[i] >= 0``) with every other found piece on
+    its own side of it: the layout's earlier pieces before it, the later ones after it
+    (the four tags once each in another order earn nothing)."""
+    here = places[i]
+    return here >= 0 and all(
+        there < 0 or (there < here if j < i else there > here)
+        for j, there in enumerate(places) if j != i
+    )
 
 
 def _outside_chars(text: str, r: str, a: str) -> int:
