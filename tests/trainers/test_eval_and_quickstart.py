@@ -34,9 +34,9 @@ GOOD = "<think>\n7\n</think>\n<answer>\n7\n</answer>"
 def test_generated_rows_are_conversational_with_a_reference():
     rows = generate_rows(40, seed=1)
     assert rows == generate_rows(40, seed=1)
-    assert rows[0]["prompt"][0]["role"] == "system"
     for row in rows:  # the reference is what the prompt says to copy
-        assert row["prompt"][1]["content"] == f"copy {row['reference']}"
+        assert [m["role"] for m in row["prompt"]] == ["user"]
+        assert row["prompt"][0]["content"] == f"copy {row['reference']}"
     assert {row["reference"] for row in rows} == {str(d) for d in range(10)}
 
 
@@ -91,7 +91,9 @@ def test_tokenizer_round_trips_the_answer_layout_and_has_a_chat_template():
     text = target_text(3)
     ids = tok(text)["input_ids"]
     assert tok.decode(ids) == text
-    assert len(ids) == 6  # each tag with its newlines is one token
+    # the tags with their newlines are tokens: <think>, the digit, </think><answer>,
+    # and the answer digit with </answer>
+    assert len(ids) == 4
     assert "<think>\n" in tok.get_vocab() and "</answer>" not in tok.get_vocab()
     chat = tok.apply_chat_template([{"role": "user", "content": "copy 3"}],
                                    tokenize=False, add_generation_prompt=True)

@@ -5,10 +5,14 @@ prompt says to copy, the tokenizer is a word-level tokenizer trained on those pr
 and on the answer layout the rewards ask for, and the model is a two-layer Qwen2 (or
 Llama) built from a config with random weights. The task is one a model that small can
 learn with GRPO on two CPU cores in minutes: find the digit in the prompt and put it in
-the answer block. The tags are single tokens (``<think>`` plus its newline is one
-token), so a random policy emits some of them and the format rewards give a signal
-from the first step; once the layout holds, one answer in ten is right by chance and
-the correctness reward has something to reinforce.
+the answer block. The tags are tokens (``</think>`` and ``<answer>`` with their newlines
+one token, each digit with ``</answer>`` one more), so the layout is four tokens: a random
+policy meets it often enough for the format rewards to give a signal from the first
+steps, and once the layout holds, the answer is one choice of ten, right by chance once
+in ten, which the correctness reward reinforces. The input and output embeddings are
+apart: tied ones make every token its own likeliest successor, and a policy trained
+from random weights collapses into repeating one tag. The prompt is the user's line
+alone, so the digit is a large share of what the answer position attends to.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from rewardkit import Params, Sample, Score, reward, visible_length
 
 from rewardkit_trainers.config import GeneratedData, TinyModel
 
-SYSTEM_PROMPT = "think then answer"
-#: tag tokens that carry their newlines (the layout strict_format checks)
-TAG_TOKENS = ["<think>\n", "\n</think>\n", "<answer>\n", "\n</answer>"]
+#: tag tokens that carry their newlines (the layout strict_format checks): the closing
+#: think tag and the opening answer tag are one token, and each digit with the closing
+#: answer tag is one, so the layout is four tokens and the answer one choice of ten
+TAG_TOKENS = ["<think>\n", "\n</think>\n<answer>\n", *(f"{d}\n</answer>" for d in range(10))]
 SPECIAL = {"unk": "<|unk|>", "pad": "<|pad|>", "eos": "<|end|>"}
 ROLE_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>"]
 CHAT_TEMPLATE = (
@@ -45,10 +50,7 @@ def generate_rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     for _ in range(n):
         digit = rng.randint(0, 9)
         rows.append({
-            "prompt": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": f"{TASK_WORD} {digit}"},
-            ],
+            "prompt": [{"role": "user", "content": f"{TASK_WORD} {digit}"}],
             "reference": str(digit),
             "task": "copy",
         })
@@ -199,7 +201,7 @@ def build_model(spec: TinyModel, tokenizer: Any) -> Any:
         num_attention_heads=spec.num_heads,
         num_key_value_heads=spec.num_heads,
         max_position_embeddings=512,
-        tie_word_embeddings=True,
+        tie_word_embeddings=False,
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
