@@ -106,6 +106,30 @@ def test_dry_run_prints_the_request_and_calls_nothing(tmp_path, s3, bucket):
     assert s3_keys(s3, bucket) == []  # nothing uploaded
 
 
+def test_dry_run_summarises_a_channel_of_many_files(tmp_path, s3, bucket):
+    """A GUI dataset's screenshots: one entry (count, bytes, prefix), not a line each;
+    the launch itself still uploads every file (upload() reads staged.uploads)."""
+    images = tmp_path / "data" / "images"
+    images.mkdir(parents=True)
+    for i in range(40):
+        (images / f"shot{i:03d}.png").write_bytes(b"x" * (i + 1))
+    config = write_config(tmp_path, bucket, data={"train": "data/train.jsonl",
+                                                  "images": "data/images"})
+    code, text = run_launch("sagemaker", str(config), "--dry-run", "--job-name", "rk-dry")
+    assert code == 0
+    plan = json.loads(text)
+    name = plan["create_training_job"]["TrainingJobName"]
+    summary = [u for u in plan["uploads"] if "files" in u]
+    assert summary == [{"from": str(images), "to": f"s3://{bucket}/output/{name}/input/images/",
+                        "files": 40, "bytes": sum(range(1, 41))}]
+    targets = [u["to"] for u in plan["uploads"]]
+    assert f"s3://{bucket}/output/{name}/input/train/train.jsonl" in targets  # small: listed
+    assert len(text.splitlines()) < 200
+    settings, cfg_text = load_launch_config(config)
+    staged = stage_inputs(settings, config, cfg_text, name)
+    assert len(staged.uploads) == 41
+
+
 def test_launch_uploads_inputs_and_creates_the_job_through_the_sdk(tmp_path, s3, bucket,
                                                                    sdk_env):
     import boto3

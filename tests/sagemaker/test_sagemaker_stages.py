@@ -194,7 +194,9 @@ def test_dry_run_shows_the_stage_sequence_of_the_gui_example(tmp_path, capsys):
     ckpt, cfg = "/opt/ml/rewardkit/checkpoints", "/opt/ml/input/data/config"
     command = yaml.safe_load((ROOT / "examples" / "sagemaker-gui-easyr1.yaml").read_text())[
         "sagemaker"]["command"]
-    own = [a.replace("{data_dir}", "/opt/ml/input/data") for a in command]
+    # the stage's pinned reward file replaces the command's own: the key appears once
+    own = [a.replace("{data_dir}", "/opt/ml/input/data") for a in command
+           if not a.startswith("worker.reward.reward_function=")]
     assert plan["stages"] == [
         {"stage": 0, "steps": "0..20", "reward_step": 0, "argv": [
             *own, f"worker.reward.reward_function={cfg}/rewardkit-reward-stage0.py:compute_score",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
 from rewardkit_trainers.sagemaker.config import SageMakerSettings, check_job_name
 from rewardkit_trainers.sagemaker.request import (
+    StagedInputs,
     base_job_name,
     build_request,
     job_name,
@@ -43,6 +45,29 @@ def load_launch_config(path: Path) -> tuple[SageMakerSettings, str]:
     if settings is None:
         raise ValueError(f"{path}: the config has no sagemaker: section (see docs/sagemaker.md)")
     return settings, path.read_text(encoding="utf-8")
+
+
+#: a channel with more files than this is shown as one line (count, bytes, prefix)
+LISTED_FILES = 10
+
+
+def upload_summary(staged: StagedInputs) -> list[dict[str, Any]]:
+    """The planned uploads as a dry run shows them: each file of a small channel, and
+    one entry (files, bytes, S3 prefix) for a channel of more than :data:`LISTED_FILES`
+    files (a GUI dataset's thousands of screenshots would bury the request)."""
+    by_channel: dict[str, list[tuple[Path, str]]] = {}
+    for local, uri in staged.uploads:
+        prefix = next((p for p in staged.channels.values() if uri.startswith(p)), uri)
+        by_channel.setdefault(prefix, []).append((local, uri))
+    out: list[dict[str, Any]] = []
+    for prefix, files in by_channel.items():
+        if len(files) <= LISTED_FILES:
+            out += [{"from": str(local), "to": uri} for local, uri in files]
+            continue
+        root = os.path.commonpath([str(local.parent) for local, _ in files])
+        out.append({"from": root, "to": prefix, "files": len(files),
+                    "bytes": sum(local.stat().st_size for local, _ in files)})
+    return out
 
 
 def launch(argv: list[str], out: TextIO | None = None, boto_session: Any = None) -> int:
@@ -78,7 +103,7 @@ def run_launch(args: argparse.Namespace, out: TextIO | None = None,
     request = build_request(settings, name, staged)
     if args.dry_run:
         plan = {
-            "uploads": [{"from": str(p), "to": uri} for p, uri in staged.uploads]
+            "uploads": upload_summary(staged)
             + [{"from": "(generated)", "to": uri} for uri in staged.blobs],
             "create_training_job": request,
             **({"stages": stage_commands(settings, staged.spec)}

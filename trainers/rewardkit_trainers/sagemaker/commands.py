@@ -113,6 +113,14 @@ def _torchrun(argv: list[str], where: Placement, port: int) -> list[str]:
     return [argv[0], *dist, *argv[1:]]
 
 
+def override_key(arg: str) -> str | None:
+    """The dotted key a ``key=value`` override sets (Hydra's ``+``/``++`` stripped);
+    None for an argument that is not one (``-m``, a module name)."""
+    if arg.startswith("-") or "=" not in arg:
+        return None
+    return arg.split("=", 1)[0].lstrip("+")
+
+
 def training_command(
     spec: RunSpec,
     where: Placement,
@@ -149,7 +157,11 @@ def training_command(
     }
     argv = fill(spec.command, values)
     if stage is not None:
-        argv += fill(stage.args, values)
+        extra = fill(stage.args, values)
+        # the stage's override replaces the command's own for the same key (EasyR1's
+        # command names a reward file; each stage names its pinned one): once each
+        stage_keys = {override_key(a) for a in extra} - {None}
+        argv = [a for a in argv if override_key(a) not in stage_keys] + extra
     ray_backend = spec.backend in RAY_BACKENDS
     if spec.checkpoint_args:
         argv += layout.checkpoint_args(root, resume_step, multi_node=multi and not ray_backend)
