@@ -113,11 +113,9 @@ def _steps_named(spec: Any) -> list[int]:
     return []
 
 
-def switched_off(config: RewardConfig, start: int, end: int | None = None
-                 ) -> list[tuple[str, int]]:
+def switched_off(config: RewardConfig, start: int) -> list[tuple[str, int]]:
     """(component, first step its weight is not 0) for each component whose weight is 0
-    at ``start`` but not at some later step: a job pinned to ``start`` (from ``start`` to
-    ``end``, None = to the end of training) trains without it."""
+    at ``start`` but not at some later step: a job pinned to ``start`` trains without it."""
     from rewardkit import RewardSet
 
     off = []
@@ -145,7 +143,7 @@ def off_warnings(config: RewardConfig, backend: str, start: int, end: int | None
             f"({backend} passes no step). Run `rewardkit train` with train.stages (one job "
             f"per stage, each pinned to its first step), e.g. `train.stages: [{first}]`, "
             f"so a job starts where it is on"
-            for name, first in switched_off(config, start, end)]
+            for name, first in switched_off(config, start)]
 
 
 def job_warnings(plan: RunPlan) -> list[str]:
