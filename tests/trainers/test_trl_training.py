@@ -119,7 +119,7 @@ def test_grpo_trainer_trains_on_a_plain_text_dataset(tmp_path: Path):
     from trl import GRPOConfig, GRPOTrainer
 
     torch.set_num_threads(2)
-    rows = [{"prompt": row["prompt"][1]["content"], "reference": row["reference"]}
+    rows = [{"prompt": row["prompt"][-1]["content"], "reference": row["reference"]}
             for row in generate_rows(8, seed=5)]
     model, tokenizer = build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows,
                                   tmp_path / "base")
@@ -178,7 +178,7 @@ def test_failed_grading_gets_zero_advantage_in_grpo_trainer(tmp_path: Path, aggr
     from rewardkit import Status
 
     torch.manual_seed(0)
-    rows = [{"prompt": row["prompt"][1]["content"], "reference": row["reference"]}
+    rows = [{"prompt": row["prompt"][-1]["content"], "reference": row["reference"]}
             for row in generate_rows(4, seed=7)]
     model, tokenizer = build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows,
                                   tmp_path / "base")
