@@ -31,10 +31,17 @@ def trainer_test_rewards() -> None:
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A saved word-level tokenizer (quickstart vocabulary) for backend checks."""
+    """A saved word-level tokenizer (the quickstart's, plus the words and bare tags the
+    backend checks write: the quickstart's copy task has no "plus" or "add") for backend
+    checks, so ``decode(encode(text)) == text`` for every text they score."""
     pytest.importorskip("transformers")
     from rewardkit_trainers.quickstart import build_tokenizer, generate_rows, tokenizer_corpus
 
     path = tmp_path_factory.mktemp("tokenizer")
-    build_tokenizer(tokenizer_corpus(generate_rows(32))).save_pretrained(path)
+    words = ["add 3 and 4", "3 plus 4 is 7", "no tags", "add add add"]
+    tokenizer = build_tokenizer(tokenizer_corpus(generate_rows(32)) + words)
+    # the quickstart's tokenizer knows its tags only as parts of its layout; the checks
+    # also write them alone ("<answer>\n7\n</answer>")
+    tokenizer.add_tokens(["<think>", "</think>", "<answer>", "</answer>"])
+    tokenizer.save_pretrained(path)
     return path
