@@ -6,7 +6,10 @@ token n-grams (``repetition_penalty``) measure the completion with one of three 
 ``chars``
     Unicode characters of the completion text.
 ``words``
-    whitespace-separated words (what many recipes call "tokens" for lack of a tokenizer).
+    whitespace-separated words (what many recipes call "tokens" for lack of a tokenizer);
+    invisible separators (a zero-width space) end a word too, and a word counts one per
+    24 visible characters (:func:`word_count`), so neither gluing words together nor one
+    endless word passes as short.
 ``tokens``
     the policy's own tokens. Taken, in this order, from
 
@@ -27,8 +30,12 @@ token n-grams (``repetition_penalty``) measure the completion with one of three 
 
 from __future__ import annotations
 
+import re
+import sys
 import threading
+import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +43,7 @@ from pydantic import Field
 
 from rewardkit.authoring import Params
 from rewardkit.types import Sample
+from rewardkit.visible import visible_text
 
 LengthUnit = Literal["chars", "words", "tokens"]
 
@@ -120,6 +128,39 @@ def completion_token_ids(sample: Sample, tokenizer: str | None) -> tuple[Sequenc
     return list(encoded), f"tokenizer:{tokenizer}"
 
 
+#: a word counts one more word for every this many characters past its first ones
+WORD_CHARS = 24
+
+
+@lru_cache(maxsize=1)
+def _word_breaks() -> re.Pattern[str]:
+    """Whitespace and every invisible separator (format, control, space, line and
+    paragraph separators): what ends a word (built once per process)."""
+    hidden = "".join(
+        re.escape(chr(code)) for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in {"Cc", "Cf", "Zs", "Zl", "Zp"}
+    )
+    return re.compile(f"[\\s{hidden}]+")
+
+
+def word_count(text: str) -> int:
+    """Words of ``text``: runs between whitespace or invisible separators (a zero-width
+    space ends a word as a space does), each counting one word per :data:`WORD_CHARS`
+    visible characters (so a 12,000-character run is 500 words, not 1; an honest long
+    word such as a URL counts two or three).
+
+    >>> word_count("one\u200btwo three"), word_count("x" * 48)
+    (3, 2)
+    """
+    count = 0
+    for word in _word_breaks().split(text):
+        if len(word) <= WORD_CHARS:
+            count += 1 if word else 0
+        else:
+            count += max(1, -(-len(visible_text(word)) // WORD_CHARS))
+    return count
+
+
 def completion_length(sample: Sample, unit: LengthUnit,
                       tokenizer: str | None = None) -> tuple[int, str]:
     """The completion's length in ``unit`` and the source of the count.
@@ -136,7 +177,7 @@ def completion_length(sample: Sample, unit: LengthUnit,
     if unit == "chars":
         return len(sample.text), "chars"
     if unit == "words":
-        return len(sample.text.split()), "words"
+        return word_count(sample.text), "words"
     count = sample.metadata.get(COMPLETION_LENGTH)
     if sample.metadata.get(COMPLETION_IDS) is None and count is not None:
         if hasattr(count, "item"):  # a 0-d tensor or numpy scalar
