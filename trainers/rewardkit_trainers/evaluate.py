@@ -84,15 +84,17 @@ def evaluate_config(config: str | Path, model: str | None = None,
                                    **score_completions(reward_set, rows, completions,
                                                        acc_name, step, train)}
     report["seconds"] = round(time.monotonic() - started, 1)
-    report["ran_on"] = _ran_on()
+    from rewardkit_trainers.quickstart import is_built
+
+    report["ran_on"] = _ran_on(tiny=all(is_built(name) for _, name in models))
     return report
 
 
-def _ran_on() -> str:
+def _ran_on(tiny: bool) -> str:
     """``the GPU`` or the CPU plan's words (``2 cores, 1 thread, load 2.3``)."""
     import torch
 
-    return "the GPU" if torch.cuda.is_available() else cpu_plan().describe()
+    return "the GPU" if torch.cuda.is_available() else cpu_plan(tiny=tiny).describe()
 
 
 def _exists(name: str) -> bool:
@@ -214,7 +216,7 @@ def _generate_transformers(model_name: str, rows: list[dict[str, Any]],
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from rewardkit_trainers.quickstart import load_tokenizer
+    from rewardkit_trainers.quickstart import is_built, load_tokenizer
 
     # the table is the output: no "Loading weights ... 0%|" bars (raw lines in a log)
     hf_logging.disable_progress_bar()
@@ -226,7 +228,7 @@ def _generate_transformers(model_name: str, rows: list[dict[str, Any]],
     torch.manual_seed(ev.seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
-        apply_cpu_plan(cpu_plan())
+        apply_cpu_plan(cpu_plan(tiny=is_built(model_name)))
     model.to(device).eval()
     texts = _prompt_texts(tokenizer, rows)
     out: list[str] = []

@@ -183,7 +183,7 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
                             category=FutureWarning)
     plan = None
     if not prep["gpu"]:
-        plan = cpu_plan()
+        plan = cpu_plan(tiny=isinstance(train.model, TinyModel))
         apply_cpu_plan(plan)
     if isinstance(train.model, TinyModel):
         from rewardkit_trainers.quickstart import build_tiny
