@@ -48,17 +48,24 @@ def tag_blocks(text: str, tag: str) -> list[str]:
     >>> tag_blocks("<answer>1</answer> <answer> 2 </answer>", "answer")
     ['1', ' 2 ']
     """
+    return [block for _, _, block in _tag_block_spans(text, tag)]
+
+
+def _tag_block_spans(text: str, tag: str) -> list[tuple[int, int, str]]:
+    """(start, end, contents) of every complete ``<tag>...</tag>`` block, in order (at
+    most ``_MAX_STATEMENTS``); a block opened twice keeps what follows its last opener."""
     opener, closer = f"<{tag}>", f"</{tag}>"
-    blocks: list[str] = []
+    spans: list[tuple[int, int, str]] = []
     pos = text.find(opener)
-    while pos >= 0 and len(blocks) < _MAX_STATEMENTS:
+    while pos >= 0 and len(spans) < _MAX_STATEMENTS:
         close = text.find(closer, pos + len(opener))
         if close < 0:
             break
         block = text[pos + len(opener) : close]
-        blocks.append(block[block.rfind(opener) + len(opener) :] if opener in block else block)
+        block = block[block.rfind(opener) + len(opener) :] if opener in block else block
+        spans.append((pos, close + len(closer), block))
         pos = text.find(opener, close + len(closer))
-    return blocks
+    return spans
 
 
 def _tag_span(text: str, tag: str, first: bool = False) -> tuple[int, int] | None:
@@ -846,18 +853,10 @@ def _statements(text: str, kinds: Sequence[str],
     order."""
     found: list[tuple[str, int, int, str]] = []
     if "answer_tag" in kinds:
-        opener, closer = f"<{answer_tag}>", f"</{answer_tag}>"
-        pos = text.find(opener)
-        while pos >= 0 and len(found) < _MAX_STATEMENTS:
-            close = text.find(closer, pos + len(opener))
-            if close < 0:
-                break
-            block = text[pos + len(opener) : close]
-            block = block[block.rfind(opener) + len(opener) :] if opener in block else block
+        for start, end, block in _tag_block_spans(text, answer_tag):
             inner = boxed(block)
-            found.append(("answer_tag", pos, close + len(closer),
+            found.append(("answer_tag", start, end,
                           strip_lead_in(inner if inner is not None else block).strip()))
-            pos = text.find(opener, close + len(closer))
     if "boxed" in kinds:
         for name in ("\\boxed", "\\fbox"):
             pos = text.find(name)
