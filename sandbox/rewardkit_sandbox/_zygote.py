@@ -281,17 +281,12 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
         except OSError as error:
             reply["infra_error"] = f"could not create the work directory: {error}"
             return reply
-        opened: list[int] = []
         try:
-            for _ in range(2):
-                opened += os.pipe()
+            stdout_read, stdout_write, stderr_read, stderr_write = _pipes(2)
         except OSError as error:
-            for fd in opened:
-                os.close(fd)
             self._clean_files(workdir)
             reply["infra_error"] = f"could not create the task's pipes: {error}"
             return reply
-        stdout_read, stdout_write, stderr_read, stderr_write = opened
         task.outputs = {stdout_read: task.stdout, stderr_read: task.stderr}
         task.open_outputs = [stdout_read, stderr_read]
         writers = [stdout_write, stderr_write]  # the task's ends: closed once it has them
@@ -460,13 +455,9 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
         problem = self._judge_ready(request)
         if problem is not None:
             return problem
-        opened: list[int] = []
         try:
-            for _ in range(3):
-                opened += os.pipe()
+            opened = _pipes(3)  # what is still open: closed at the end
         except OSError as error:
-            for fd in opened:
-                os.close(fd)
             return f"could not create the test's pipes: {error}"
         to_candidate_r, to_candidate_w, to_judge_r, to_judge_w, report_r, report_w = opened
         started = time.monotonic()
@@ -690,6 +681,20 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
             os._exit(harness.SETUP_FAILED_EXIT_CODE)
         harness.report_setup_done(3)
 
+
+
+def _pipes(count: int) -> list[int]:
+    """``count`` pipes as one list (read, write, read, write, ...); on an ``OSError`` the
+    ones already made are closed before it propagates."""
+    opened: list[int] = []
+    try:
+        for _ in range(count):
+            opened += os.pipe()
+    except OSError:
+        for fd in opened:
+            os.close(fd)
+        raise
+    return opened
 
 
 def _feed(fd: int, pending: memoryview) -> memoryview:
