@@ -37,6 +37,7 @@ import struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per task
+    from collections.abc import Sequence
     from typing import Any
 
 _HEADER = struct.Struct("!I")
@@ -44,6 +45,9 @@ _READ_CHUNK = 65536
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _MAX_DEPTH = 100
 _SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
+#: the plain types a subclass is brought back to, scalars first (``bool`` before ``int``)
+_SCALAR_BASES: tuple[Any, ...] = (bool, int, float, complex, str, bytes)
+_CONTAINER_BASES: tuple[Any, ...] = (tuple, list, dict, set, frozenset)
 _SEQUENCES = frozenset({list, tuple, set, frozenset})
 _MUTABLE = (list, dict, set)
 _ERROR_TEXT_LIMIT = 1000
@@ -145,12 +149,12 @@ def to_plain(value: Any, depth: int = 0) -> Any:
         return kind(to_plain(item, depth + 1) for item in value)
     if kind is dict:
         return {to_plain(k, depth + 1): to_plain(v, depth + 1) for k, v in value.items()}
-    for base in (bool, int, float, complex, str, bytes):
+    for base in _SCALAR_BASES:
         if isinstance(value, base):
             return base(value)
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    for base in (tuple, list, dict, set, frozenset):
+    for base in _CONTAINER_BASES:
         if isinstance(value, base):
             return to_plain(base(value), depth)
     tolist = getattr(type(value), "tolist", None)
@@ -344,7 +348,7 @@ class JudgeClient:
         """The candidate's first message: its top-level names, or why the program failed."""
         return self._receive()
 
-    def request(self, message: tuple[Any, ...], originals: list[tuple[Any, Any]] = ()) -> Any:
+    def request(self, message: tuple[Any, ...], originals: Sequence[tuple[Any, Any]] = ()) -> Any:
         if self.gone:
             raise self.fail(CandidateGone("the program's process has ended"))
         try:
@@ -526,4 +530,4 @@ class CandidateObject:
             f"the program returned a {what}, not plain data: it cannot be compared or "
             "tested for truth (only its methods, attributes and items are read)"))
 
-    __eq__ = __ne__ = __bool__ = __hash__ = _refuse  # type: ignore[assignment]
+    __eq__ = __ne__ = __bool__ = __hash__ = _refuse

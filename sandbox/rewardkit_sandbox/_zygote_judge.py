@@ -44,12 +44,17 @@ class JudgeProcess:
 
     pid: int
     judge_uid: int
+    devnull: int  # the Zygote's, opened at its start
     judge_pid: int = 0
     judge_socket: Any = None
     judge_verdicts: int = -1
     judge_limits: Any = None
     judge_tests = 0
     judge_busy = False
+
+    if TYPE_CHECKING:  # the Zygote's own confinement of a forked child
+        def _enter_task(self, request: dict[str, Any], fds: tuple[int, ...], workdir: str,
+                        uid: int = -1) -> None: ...
 
     def _judge_ready(self, request: dict[str, Any]) -> str | None:
         """Start a judge for ``request``'s limits unless one is up; why not, if it fails."""
