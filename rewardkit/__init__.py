@@ -1,11 +1,12 @@
 """rewardkit: reward functions for GRPO / RLVR training, written once as plugins,
 composed in a config, tested against golden cases, and fed to any trainer."""
 
+from rewardkit import registry  # the module: registry.register(cls), registry.names(), ...
 from rewardkit.authoring import NoParams, Params, Reward, reward
 from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, RewardConfig, load_config, parse_config
-from rewardkit.hookspecs import hookimpl
-from rewardkit.registry import RegistryError, UnknownRewardError, get_reward, registry
+from rewardkit.hookspecs import EXIT_FAIL, EXIT_OK, EXIT_USAGE, Subcommands, UsageError, hookimpl
+from rewardkit.registry import RegistryError, UnknownRewardError, get_reward
 from rewardkit.score_result import SampleScores, ScoreResult
 from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text
 from rewardkit.visible import visible_length, visible_text
@@ -13,6 +14,9 @@ from rewardkit.visible import visible_length, visible_text
 __version__ = "0.1.0"
 
 __all__ = [
+    "EXIT_FAIL",
+    "EXIT_OK",
+    "EXIT_USAGE",
     "ConfigError",
     "ExecutionMode",
     "NoParams",
@@ -26,7 +30,9 @@ __all__ = [
     "Score",
     "ScoreResult",
     "Status",
+    "Subcommands",
     "UnknownRewardError",
+    "UsageError",
     "__version__",
     "completion_text",
     "get_reward",

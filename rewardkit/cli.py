@@ -15,19 +15,16 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-"""0: done; 1: ran, and what was checked failed (a golden case, an AWS call); 2: a problem
-with what was asked (arguments, config, input files), reported before doing anything."""
+# the plugin API's exit codes and usage error, defined with the hooks (rewardkit.hookspecs)
+# and exported by rewardkit; named here too for the commands that import them from the CLI
+from rewardkit.hookspecs import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError  # noqa: F401
+
 EXIT_INTERRUPTED = 130
 
 #: wide enough for the summary tables when output goes to a file or a pipe
 _PIPE_WIDTH = None if sys.stdout.isatty() else 160
 out = Console(highlight=False, soft_wrap=True, width=_PIPE_WIDTH)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-class UsageError(Exception):
-    """A problem with what the user asked for: printed without a traceback, exit 2."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

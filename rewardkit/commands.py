@@ -21,11 +21,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, err, out
-from rewardkit.hookspecs import hookimpl
+from rewardkit.hookspecs import Subcommands, hookimpl
 
 
 @hookimpl
-def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register_commands(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("rewards", help="list registered rewards; NAME: one in full")
     p.add_argument("name", nargs="?", default=None,
                    help="a reward's name: its description and every parameter; any other "

@@ -418,6 +418,11 @@ def config_model() -> type[RewardConfig]:
     key = tuple((s.name, s.model) for s in sections)
     model = _MODELS.get(key)
     if model is None:
+        for s in sections:  # the config knows its keys; the registry checks the rest
+            if s.name in RewardConfig.model_fields:
+                raise RegistryError(
+                    f"{s.distribution}: config section {s.name!r} is not a free top-level "
+                    f"key (core keys: {', '.join(RewardConfig.model_fields)})")
         fields: dict[str, Any] = {
             s.name: (s.model | None, Field(None, description=s.description)) for s in sections
         }

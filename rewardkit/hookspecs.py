@@ -11,13 +11,20 @@ distribution) with functions decorated by :data:`hookimpl`::
 
 The core is itself a set of such plugins: the built-in rewards and the built-in commands
 (``rewardkit.commands``) register through these same hooks.
+
+Everything a plugin needs is importable from :mod:`rewardkit`: :data:`hookimpl`, the type
+of ``register_commands``' argument (:data:`Subcommands`), the error a command raises for
+a problem the user can fix (:class:`UsageError`) and the exit codes (``EXIT_OK``,
+``EXIT_FAIL``, ``EXIT_USAGE``). Each implementation is called on its own (see
+:mod:`rewardkit.registry`): ``tryfirst``/``trylast`` change nothing and wrappers are
+refused.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pluggy
 
@@ -27,6 +34,21 @@ if TYPE_CHECKING:
 
 hookspec = pluggy.HookspecMarker("rewardkit")
 hookimpl = pluggy.HookimplMarker("rewardkit")
+
+#: what ``register_commands`` receives: the sub-command action of the ``rewardkit``
+#: parser (``subparsers.add_parser(name, help=...)`` adds a command)
+if TYPE_CHECKING:
+    Subcommands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # not subscriptable at run time
+    Subcommands = argparse._SubParsersAction
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+"""0: done; 1: ran, and what was checked failed (a golden case, an AWS call); 2: a problem
+with what was asked (arguments, config, input files), reported before doing anything."""
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for: printed without a traceback, exit 2."""
 
 
 @hookspec
@@ -41,16 +63,16 @@ def register_rewards(register: Callable[[type[Reward]], Any]) -> None:
 
 
 @hookspec
-def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register_commands(subparsers: Subcommands) -> None:
     """Add sub-commands to the ``rewardkit`` command line.
 
     Called each time the command line is built (``rewardkit ...``). ``subparsers`` is the
     :mod:`argparse` sub-command action of the ``rewardkit`` parser: add a command with
     ``p = subparsers.add_parser(name, help=...)``, its arguments with ``p.add_argument``,
     and its handler with ``p.set_defaults(func=handler)``. ``handler(args)`` returns the
-    exit code (:data:`rewardkit.cli.EXIT_OK`, ...). Raise :class:`rewardkit.cli.UsageError`
+    exit code (:data:`rewardkit.EXIT_OK`, ...). Raise :class:`rewardkit.UsageError`
     or :class:`rewardkit.ConfigError` for a problem the user can fix: the command line
-    prints it without a traceback and exits with :data:`rewardkit.cli.EXIT_USAGE`.
+    prints it without a traceback and exits with :data:`rewardkit.EXIT_USAGE`.
     Keep imports of heavy libraries inside the handler: ``rewardkit --help`` builds
     every command's parser.
     """

@@ -5,7 +5,19 @@ sections (``register_config_sections``); the command line asks the same manager 
 commands (``register_commands``). Built-in rewards and built-in commands are default
 plugins registered through the same hooks as third-party ones. ``REWARDKIT_PLUGINS``
 restricts which installed plugins load: a comma-separated list of distribution (or
-entry-point) names; empty means built-ins only.
+entry-point) names; empty means built-ins only. ``REWARDKIT_TRACE_PLUGINS=1`` prints, on
+standard error, which plugin registered which reward, config section and command.
+
+Each hook implementation is called on its own, one plugin at a time (built-ins first,
+then entry points by name), so that what a plugin registered is credited to its
+distribution and a failing plugin is named while the others load. pluggy's ordering
+markers (``tryfirst``, ``trylast``) therefore change nothing, and a wrapper
+(``hookwrapper=True`` or ``wrapper=True``) is refused: its plugin is listed as failed.
+
+The module is the registry's public face: ``rewardkit.registry.register(cls)`` (or
+``from rewardkit.registry import register``) registers a reward from a script, and
+:func:`get`, :func:`names`, :func:`rewards`, :func:`unregister`, :func:`plugins` read
+and change the one :data:`registry` the engine uses.
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from importlib import metadata
@@ -27,11 +40,14 @@ from rewardkit.authoring import Reward
 
 ENTRY_POINT_GROUP = "rewardkit"
 PLUGINS_ENV = "REWARDKIT_PLUGINS"
+#: set to 1 to print which plugin registered what (standard error)
+TRACE_ENV = "REWARDKIT_TRACE_PLUGINS"
 BUILTIN_DISTRIBUTION = "rewardkit"
 
 DEFAULT_PLUGINS = (
     "rewardkit.builtin.format",
     "rewardkit.builtin.math",
+    "rewardkit.builtin.choice",
     "rewardkit.builtin.content",
     "rewardkit.builtin.length_scaled",
 )
@@ -158,6 +174,12 @@ class Registry:
         self._call_own_hook(module, "register_config_sections", register_section, errors)
         self._plugins.append(PluginInfo(name, dist, version, tuple(registered),
                                         "; ".join(errors), tuple(sections)))
+        for reward_name in registered:
+            _trace(f"{name} ({dist}) registered reward {reward_name}")
+        for section in sections:
+            _trace(f"{name} ({dist}) registered config section {section}")
+        for error in errors:
+            _trace(f"{name} ({dist}): {error}")
 
     def _call_own_hook(self, module: ModuleType, hook: str, register: Any,
                        errors: list[str]) -> None:
@@ -166,6 +188,9 @@ class Registry:
         others down)."""
         for impl in getattr(self.pm.hook, hook).get_hookimpls():
             if impl.plugin is module:
+                if _is_wrapper(impl):
+                    errors.append(f"{hook} failed: {_WRAPPER_REFUSED}")
+                    continue
                 try:
                     impl.function(register=register)
                 except RegistryError:
@@ -175,14 +200,14 @@ class Registry:
 
     def _register_section(self, name: str, model: Any, description: str | None,
                           dist: str) -> None:
-        from rewardkit.config import RewardConfig
-
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             raise RegistryError(f"{dist}: config section {name!r} needs a pydantic model "
                                 f"class, got {model!r}")
-        if not name.isidentifier() or name in RewardConfig.model_fields:
+        if not name.isidentifier():
             raise RegistryError(f"{dist}: config section {name!r} is not a free top-level "
-                                f"key (core keys: {', '.join(RewardConfig.model_fields)})")
+                                "key (a section name is an identifier)")
+        # a name the core config uses is refused where the config model is built
+        # (rewardkit.config.config_model): the config knows its keys, the registry not
         existing = self._sections.get(name)
         if existing is not None and existing.model is not model:
             raise RegistryError(
@@ -266,12 +291,34 @@ class Registry:
         problems = []
         builtin = {p.name for p in self._plugins if p.distribution == BUILTIN_DISTRIBUTION}
         impls = getattr(self.pm.hook, hook).get_hookimpls()
+        commands = kwargs.get("subparsers") if hook == "register_commands" else None
         for impl in sorted(impls, key=lambda i: i.plugin_name not in builtin):  # built-ins first
+            if _is_wrapper(impl):
+                problems.append(f"{impl.plugin_name}: {hook} failed: {_WRAPPER_REFUSED}")
+                continue
+            before = set(commands.choices) if commands is not None else set()
             try:
                 impl.function(**kwargs)
             except (Exception, SystemExit) as exc:  # must not take the others down
                 problems.append(f"{impl.plugin_name}: {hook} failed: {exc}")
+            if commands is not None:
+                for command in sorted(set(commands.choices) - before):
+                    _trace(f"{impl.plugin_name} registered command {command}")
         return problems
+
+
+_WRAPPER_REFUSED = ("a hook wrapper (hookwrapper=True / wrapper=True): rewardkit calls each "
+                    "plugin's hook on its own, so wrappers cannot wrap; use a plain @hookimpl")
+
+
+def _is_wrapper(impl: pluggy.HookImpl) -> bool:
+    return bool(impl.hookwrapper or getattr(impl, "wrapper", False))
+
+
+def _trace(line: str) -> None:
+    """One line of the plugin trace, when ``REWARDKIT_TRACE_PLUGINS`` is set (not 0)."""
+    if os.environ.get(TRACE_ENV, "") not in ("", "0"):
+        print(f"rewardkit plugins: {line}", file=sys.stderr, flush=True)
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
@@ -292,9 +339,40 @@ def metadata_version(dist: str) -> str:
         return "0+unknown"
 
 
+#: the registry the engine, the config and the command line use
 registry = Registry()
 
 
-def get_reward(name: str) -> type[Reward]:
+def register(cls: type[Reward], distribution: str = "__main__") -> type[Reward]:
+    """Register a reward class (or a ``@reward`` function) in :data:`registry` without an
+    entry point: for scripts, notebooks and tests. Returns ``cls``."""
+    return registry.register(cls, distribution)
+
+
+def unregister(name: str) -> None:
+    """Remove the reward registered under ``name`` from :data:`registry` (if any)."""
+    registry.unregister(name)
+
+
+def get(name: str) -> type[Reward]:
     """The reward class registered under ``name`` (close matches in the error)."""
     return registry.get(name)
+
+
+#: the name :mod:`rewardkit` exports: ``rewardkit.get_reward(name)``
+get_reward = get
+
+
+def names() -> list[str]:
+    """The names of the registered rewards, sorted (a name two plugins clash on left out)."""
+    return registry.names()
+
+
+def rewards() -> list[type[Reward]]:
+    """The registered reward classes, by name."""
+    return registry.rewards()
+
+
+def plugins() -> list[PluginInfo]:
+    """The plugins that loaded or failed to, with what each registered."""
+    return registry.plugins()
