@@ -6,7 +6,8 @@ reward/function.py``) imports it with ``spec_from_file_location``, reads
 ``REWARD_TYPE = "batch"``, and calls ``compute_score(reward_inputs,
 **reward_function_kwargs)`` with ``reward_inputs = [{"response", "response_length",
 "ground_truth"}, ...]``. Each returned dict has ``overall`` (what trains), one key per
-component and ``<component>_failed`` (0/1: its mean is the failure rate), the same keys
+component and ``<component>_failed`` (0/1: its mean is the failure rate), under
+``on_error: null`` also ``imputed_group_share`` (:func:`score_batch`), the same keys
 every call, all numbers (EasyR1 averages each key into a metric).
 
 Lengths in tokens: EasyR1 passes each response's token count (``response_length``) but
@@ -35,7 +36,12 @@ from rewardkit import Sample, Status
 from rewardkit.config import RewardConfig
 from rewardkit.lengths import COMPLETION_LENGTH
 
-from rewardkit_trainers.scoring import SharedScorer, config_literal, neutralise_failed_rows
+from rewardkit_trainers.scoring import (
+    SharedScorer,
+    config_literal,
+    imputed_group_share,
+    neutralise_failed_rows,
+)
 
 if TYPE_CHECKING:
     from rewardkit_trainers.runner import Job, RunPlan
@@ -78,6 +84,12 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
     prompt id packed in the ground truth (:func:`pack_answer`), never from positions:
     EasyR1 reorders the batch. A config that needs groups or metadata on a batch whose
     ground truths are not packed raises :class:`GroupsUnknown`.
+
+    A failed row (``on_error: null``) gets its group's mean ``overall``: EasyR1's GRPO
+    advantage and reward manager offer no way to leave a row out (the reward only fills
+    the last token's score; a NaN would spread to the whole group), so the row stays in
+    the group's sample std, and the other rows' advantages are ``sqrt((n - 1) / (k - 1))``
+    times a mask's (:func:`~rewardkit_trainers.scoring.neutralise_failed_rows`).
     """
     samples = []
     unpacked = 0
@@ -112,6 +124,12 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
     if failed:
         # a failed row's total becomes its group's mean: GRPO gives it zero advantage
         totals = neutralise_failed_rows(totals, groups, failed)
+    imputing = scorer.config.on_error == "null"
+    if imputing and IMPUTED_SHARE in names:
+        raise ValueError(f"rewardkit EasyR1 reward: a component named {IMPUTED_SHARE!r} "
+                         "clashes with the metric key of that name; rename the component")
+    # every row carries the batch's share, so EasyR1's mean of the key is that share
+    share = imputed_group_share(groups, failed)
     out = []
     for i, total in enumerate(totals):
         row: dict[str, float] = {"overall": fallback if total is None else float(total)}
@@ -120,8 +138,16 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
             bad = sc.status in (Status.ERROR, Status.TIMEOUT)
             row[name] = float(sc.value) if sc.value is not None else (fallback if bad else 0.0)
             row[f"{name}_failed"] = 1.0 if bad else 0.0
+        if imputing:
+            row[IMPUTED_SHARE] = share
         out.append(row)
     return out
+
+
+#: the score key (EasyR1 metric ``reward/imputed_group_share``) under ``on_error: null``:
+#: the share of graded rows whose group held an imputed (failed) row, whose advantage
+#: the imputation scales up by sqrt((n - 1) / (k - 1))
+IMPUTED_SHARE = "imputed_group_share"
 
 
 class GroupsUnknown(ValueError):

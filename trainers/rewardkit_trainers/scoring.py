@@ -147,13 +147,18 @@ def neutralise_failed_rows(values: Sequence[float | None], groups: Sequence[Any]
                            failed: set[int]) -> list[float | None]:
     """One component's values with every failed row set to its group's mean.
 
-    For trainers whose advantage is ``total - mean(group total)`` over *every* row (ms-swift
-    ``--scale_rewards group``, verl and EasyR1 GRPO), a missing value would train as 0 with
-    a real advantage. A failed row given, for every component, the mean of the group's
-    other rows (a value that does not apply counts as 0, as the trainers' ``nansum`` does)
-    has the group's mean total: its advantage is exactly zero and the group mean the
-    other rows are compared with is unchanged (the group's spread shrinks a little, as
-    with one more row at the mean). A group with no graded row gets 0 everywhere.
+    For trainers whose advantage is ``total - mean(group total)`` over *every* row and whose
+    reward function can mask no row (ms-swift ``--scale_rewards group``, EasyR1 GRPO), a
+    missing value would train as 0 with a real advantage. A failed row given, for every
+    component, the mean of the group's other rows (a value that does not apply counts as
+    0, as the trainers' ``nansum`` does) has the group's mean total, so its advantage is 0
+    (up to the trainer's float32 rounding) and the group mean the other rows are compared
+    with is unchanged. It is not a mask: it stays in the group's standard deviation. With
+    ``k`` graded rows of ``n``, the sum of squared deviations is the graded rows' alone
+    but is divided by ``n - 1`` instead of ``k - 1`` (both trainers use the sample std), so
+    every graded row's advantage is ``sqrt((n - 1) / (k - 1))`` times what a mask would
+    give (1.22 for one failed row in a group of 4; :func:`imputed_group_share` says how
+    many rows that touches). A group with no graded row gets 0 everywhere.
     """
     out = list(values)
     if not failed:
@@ -165,6 +170,24 @@ def neutralise_failed_rows(values: Sequence[float | None], groups: Sequence[Any]
             if i in failed:
                 out[i] = mean
     return out
+
+
+def imputed_group_share(groups: Sequence[Any], failed: set[int]) -> float:
+    """The share of graded rows whose group holds a row imputed by
+    :func:`neutralise_failed_rows`: the rows whose advantage that imputation scales up.
+
+    0.0 when nothing failed or nothing graded.
+
+    >>> imputed_group_share(["a", "a", "a", "b"], {2})
+    0.6666666666666666
+    """
+    graded = touched = 0
+    for idx in group_members(groups):
+        rows = len(idx) - sum(i in failed for i in idx)
+        graded += rows
+        if rows < len(idx):
+            touched += rows
+    return touched / graded if graded else 0.0
 
 
 def gather_across_ranks(local: list[Sample]) -> tuple[list[Sample], int]:

@@ -26,10 +26,14 @@ How ms-swift calls it (4.x ``swift.rl_core.grpo_algorithm.compute_rewards_per_fu
   ``--scale_rewards group``, so each ORM returns its values standardised within the
   group, exactly as :meth:`rewardkit.RewardSet.score` does.
 * Failed grading (``on_error: null``): ms-swift sums with ``nansum`` and subtracts a
-  plain group mean, so a missing value would train as 0 with a real advantage. Every
-  component of a failed row returns the group's mean instead
-  (:func:`~rewardkit_trainers.scoring.neutralise_failed_rows`): the row's total is the
-  group mean and its advantage exactly zero.
+  plain group mean, so a missing value would train as 0 with a real advantage, and its
+  GRPO advantage has no path that leaves a row out (no NaN handling, no per-row weight
+  or loss mask a reward function can set). Every component of a failed row returns the
+  group's mean instead (:func:`~rewardkit_trainers.scoring.neutralise_failed_rows`):
+  the row's total is the group mean, its advantage 0 up to float32 rounding, and the
+  group's other rows get ``sqrt((n - 1) / (k - 1))`` times the advantage a mask would
+  give (``k`` graded rows of ``n``; ms-swift divides by the sample std). The share of
+  graded rows so scaled is logged as ``rewards/imputed_group_share``.
 * Status rates: ms-swift 4.x has no ``log_metric`` for reward functions; the ORMs
   record each component's error/timeout/skip rates and latency, and the
   :class:`RewardMetricsCallback` (registered in ms-swift's callback table by the plugin,
@@ -55,6 +59,7 @@ from rewardkit_trainers.scoring import (
     config_literal,
     gather_across_ranks,
     global_step,
+    imputed_group_share,
     neutralise_failed_rows,
 )
 from rewardkit_trainers.swift_server import RolloutServer
@@ -194,10 +199,19 @@ class SwiftComponent:
         values = list(result.contributions(self.name) if self.scheduled
                       else result.normalized(self.name))
         groups = [group_key(s) for s in samples]
-        values = neutralise_failed_rows(values, groups, self.scorer.null_rows(result))
-        for key, value in component_metrics(result, self.name).items():
+        failed = self.scorer.null_rows(result)
+        values = neutralise_failed_rows(values, groups, failed)
+        metrics = component_metrics(result, self.name)
+        if self.scorer.config.on_error == "null" and self.name == self.scorer.names[0]:
+            metrics[IMPUTED_SHARE] = imputed_group_share(groups, failed)  # once per batch
+        for key, value in metrics.items():
             PENDING_METRICS.setdefault(key, []).append(value)
         return values[start:start + len(local)]
+
+
+#: the logged share of graded rows whose group held an imputed (failed) row: the rows
+#: whose advantage the imputation scales up by sqrt((n - 1) / (k - 1))
+IMPUTED_SHARE = "rewards/imputed_group_share"
 
 
 #: status rates, latency and weight of every component, one value per scored batch since
