@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from rewardkit import ConfigError, get_reward
 from rewardkit.config import Component, RewardConfig
+from rewardkit.schedules import is_constant
 
 from rewardkit_trainers.stages import reward_boundaries
 
@@ -60,14 +61,15 @@ def group_needs(config: RewardConfig) -> list[tuple[str, str]]:
 
 
 def scheduled_components(config: RewardConfig) -> list[str]:
-    """Components whose weight changes continuously with the step (a schedule)."""
+    """Components whose weight changes continuously with the step (a schedule that is not
+    constant: :func:`rewardkit.schedules.is_constant`)."""
     def weights(comp: Component) -> list[object]:
         if not comp.stages:
             return [comp.weight]
         return [comp.weight if st.weight is None else st.weight for st in comp.stages]
 
     return [name for name, comp in config.rewards.items()
-            if any(not isinstance(w, int | float) for w in weights(comp))]
+            if not all(is_constant(w) for w in weights(comp))]
 
 
 def check(config: RewardConfig, backend: str, source: str = "<config>") -> list[str]:
