@@ -53,6 +53,7 @@ from rewardkit.builtin._answers import (
     tag_block,
     tag_blocks,
 )
+from rewardkit.builtin._math_fast import fast_verdict
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score, Status, completion_text
 
@@ -273,6 +274,9 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     quick = _quick_verdict(sample, params)
     if quick is not None:
         return quick
+    fast = fast_verdict(sample, params)  # exact answers, each distinct one graded once
+    if fast is not None:
+        return fast
     gold = _plain_reference(sample.reference, params)
     if isinstance(gold, PlainNumber):  # refuse what sympy must not see before importing it
         early, _ = _find(_graded_text(sample.text, params) or "", params)

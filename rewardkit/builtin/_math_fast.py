@@ -1,0 +1,467 @@
+"""math_answer's exact fast path for symbolic answers, before math-verify and sympy.
+
+A GRPO batch is P prompts x G completions sharing one reference per group, and a group
+gives a few distinct final answers. math-verify parses the reference and the answer of
+every completion again (milliseconds each); this module reads both, once per distinct
+text, into exact values of a small language and compares them exactly:
+
+- numbers of Q(sqrt): integers, fractions, square roots and their sums and products
+  (``\\frac{1+\\sqrt{5}}{2}``, ``3\\sqrt{2}``, ``2^{1009}``), with ``\\pi`` and one-letter
+  variables as indeterminates (polynomials such as ``2x^2+x-1``, ``\\frac{x}{2}``);
+  two such values are equal exactly when their canonical forms are (square roots of
+  distinct squarefree integers are linearly independent over Q, and pi is
+  transcendental), so no tolerance is involved anywhere;
+- tuples and intervals ``(a, b)``, ``[a, b)``, ``(-\\infty, 3]``, sets ``\\{a, b\\}``,
+  matrices (``pmatrix``, ``bmatrix``), and equations (paid when both sides match).
+
+Anything outside that language (decimals, percents, functions, ``\\pm``, subscripts,
+words, unions, bare lists, a tuple against a set, ...) is not decided here: math-verify
+decides as before. The verdict of each (reference, answer) pair is cached in the
+process, so a worker grades each distinct answer of a batch once.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from rewardkit.builtin._answers import STATEMENTS, competing_statements, hedged, reference_text
+from rewardkit.types import Sample, Score
+
+if TYPE_CHECKING:
+    from rewardkit.builtin.math import MathParams
+
+
+class _Unsupported(Exception):
+    """The text is outside the language this module decides exactly."""
+
+
+#: a monomial: sorted (indeterminate, exponent) pairs
+Monomial = tuple[tuple[str, int], ...]
+#: a polynomial over Q(sqrt): (monomial, squarefree radicand) -> nonzero coefficient
+Poly = dict[tuple[Monomial, int], Fraction]
+
+#: the largest integer whose square root is taken (trial division stays cheap)
+_MAX_RADICAND = 10**8
+#: the most bits of an integer power (``2^{1009}`` is fine, ``2^{10^6}`` is not)
+_MAX_POWER_BITS = 20_000
+#: the highest power of a non-constant base
+_MAX_DEGREE = 24
+#: the longest text read
+_MAX_CHARS = 400
+
+_DROP = re.compile(
+    r"\\left|\\right|\\displaystyle|(?<!\\)\\[,;:!> ]|\\q?quad|\\big[lr]?|\\Big[lr]?|~")
+_TOKEN = re.compile(
+    r"\s*(?:(\d+)|(\\(?:begin|end)\{[a-z]+\})|(\\[A-Za-z]+|\\[{}])|([A-Za-z])|([-+*/^(){}\[\],=&]|\\\\))")
+_COMMANDS = {"\\frac", "\\dfrac", "\\tfrac", "\\sqrt", "\\cdot", "\\times", "\\pi",
+             "\\infty", "\\{", "\\}"}
+_MATRIX_ENVS = {"pmatrix", "bmatrix"}
+#: letters that math-verify reads as constants, not variables
+_CONSTANT_LETTERS = {"e", "i", "E", "I"}
+
+
+def _tokens(text: str) -> list[str]:
+    text = _DROP.sub(" ", text).strip()
+    text = text.strip("$").strip().rstrip(".").strip()
+    if not text:
+        raise _Unsupported
+    out: list[str] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            if text[pos:].strip() == "":
+                break
+            raise _Unsupported
+        token = m.group(m.lastindex or 0)
+        if m.group(2) and token[token.index("{") + 1 : -1] not in _MATRIX_ENVS:
+            raise _Unsupported
+        if m.group(3) and token not in _COMMANDS:
+            raise _Unsupported
+        if m.group(4) and (token in _CONSTANT_LETTERS or (out and out[-1].isalpha()
+                                                           and len(out[-1]) == 1)):
+            raise _Unsupported  # a word, or e / i
+        out.append(token)
+        pos = m.end()
+    return out
+
+
+# -- arithmetic on Poly ----------------------------------------------------------------
+def _const(value: Fraction | int) -> Poly:
+    return {((), 1): Fraction(value)} if value else {}
+
+
+def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    out = dict(a)
+    for key, c in b.items():
+        v = out.get(key, Fraction(0)) + sign * c
+        if v:
+            out[key] = v
+        else:
+            out.pop(key, None)
+    return out
+
+
+def _mono_mul(m: Monomial, n: Monomial) -> Monomial:
+    exps: dict[str, int] = dict(m)
+    for var, e in n:
+        exps[var] = exps.get(var, 0) + e
+    return tuple(sorted((v, e) for v, e in exps.items() if e))
+
+
+def _mul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for (m, r), c in a.items():
+        for (n, s), d in b.items():
+            g = _gcd(r, s)
+            key = (_mono_mul(m, n), (r // g) * (s // g))
+            v = out.get(key, Fraction(0)) + c * d * g
+            if v:
+                out[key] = v
+            else:
+                out.pop(key, None)
+    return out
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _inverse(a: Poly) -> Poly:
+    """1/a for a single term c * monomial * sqrt(r); anything else is unsupported."""
+    if len(a) != 1:
+        raise _Unsupported
+    ((m, r), c), = a.items()
+    return {(tuple((v, -e) for v, e in m), r): 1 / (c * r)}
+
+
+def _power(a: Poly, exponent: Poly) -> Poly:
+    if set(exponent) - {((), 1)}:
+        raise _Unsupported
+    e = exponent.get(((), 1), Fraction(0))
+    if e.denominator != 1:
+        raise _Unsupported
+    n = abs(e.numerator)
+    constant = set(a) <= {((), 1)}
+    if constant and a:
+        c = a[((), 1)]
+        bits = max(abs(c.numerator).bit_length(), c.denominator.bit_length(), 1)
+        if n * bits > _MAX_POWER_BITS:
+            raise _Unsupported
+        value = c ** n
+        return _const(1 / value if e < 0 else value)
+    if n > _MAX_DEGREE or (not a and e < 0):
+        raise _Unsupported
+    out = _const(1)
+    for _ in range(n):
+        out = _mul(out, a)
+    return _inverse(out) if e < 0 else out
+
+
+def _sqrt(a: Poly) -> Poly:
+    if set(a) - {((), 1)}:
+        raise _Unsupported
+    c = a.get(((), 1), Fraction(0))
+    if c < 0:
+        raise _Unsupported
+    if c == 0:
+        return {}
+    p, q = c.numerator * c.denominator, c.denominator  # sqrt(p/q^2) = sqrt(p)/q
+    if p > _MAX_RADICAND:
+        raise _Unsupported
+    outside, inside = 1, 1
+    f = 2
+    while f * f <= p:
+        while p % (f * f) == 0:
+            p //= f * f
+            outside *= f
+        if p % f == 0:
+            p //= f
+            inside *= f
+        f += 1
+    inside *= p
+    return {((), inside): Fraction(outside, q)}
+
+
+# -- the parser ------------------------------------------------------------------------
+class _Parser:
+    """Recursive descent over the tokens of one expression."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.t = tokens
+        self.i = 0
+
+    def peek(self) -> str | None:
+        return self.t[self.i] if self.i < len(self.t) else None
+
+    def take(self, expected: str | None = None) -> str:
+        token = self.peek()
+        if token is None or (expected is not None and token != expected):
+            raise _Unsupported
+        self.i += 1
+        return token
+
+    def expr(self) -> Poly:
+        sign = 1
+        if self.peek() in ("+", "-"):
+            sign = -1 if self.take() == "-" else 1
+        value = _mul(_const(sign), self.term())
+        while self.peek() in ("+", "-"):
+            sign = -1 if self.take() == "-" else 1
+            value = _add(value, self.term(), sign)
+        return value
+
+    def term(self) -> Poly:
+        value = self.power()
+        while True:
+            token = self.peek()
+            if token in ("*", "\\cdot", "\\times"):
+                self.take()
+                value = _mul(value, self.power())
+            elif token == "/":
+                self.take()
+                value = _mul(value, _inverse(self.power()))
+            elif token is not None and (token[0].isalpha() or token in (
+                    "(", "\\frac", "\\dfrac", "\\tfrac", "\\sqrt", "\\pi")):
+                value = _mul(value, self.power())  # implicit product: 2x, 3\sqrt{2}
+            else:
+                return value
+
+    def power(self) -> Poly:
+        base = self.atom()
+        if self.peek() == "^":
+            self.take()
+            if self.peek() == "-":  # x^-1 is ambiguous in LaTeX
+                raise _Unsupported
+            base = _power(base, self.atom(single=True))
+        return base
+
+    def group(self) -> Poly:
+        self.take("{")
+        value = self.expr()
+        self.take("}")
+        return value
+
+    def argument(self) -> Poly:
+        """A command's argument: ``{...}`` or one character (``\\frac12``, ``\\sqrt3``)."""
+        if self.peek() == "{":
+            return self.group()
+        token = self.take()
+        if token.isdigit():
+            if len(token) > 1:  # \frac12 is 1/2; take the first digit, leave the rest
+                self.t[self.i - 1 : self.i] = [token[0], token[1:]]
+                self.i -= 1
+                self.take()
+                return _const(int(token[0]))
+            return _const(int(token))
+        if token.isalpha() and len(token) == 1:
+            return {(((token, 1),), 1): Fraction(1)}
+        raise _Unsupported
+
+    def atom(self, single: bool = False) -> Poly:
+        token = self.peek()
+        if token is None:
+            raise _Unsupported
+        if single and token not in ("{",):
+            return self.argument()
+        if token == "{":
+            return self.group()
+        if token == "(":
+            self.take()
+            value = self.expr()
+            self.take(")")
+            return value
+        self.take()
+        if token.isdigit():
+            return _const(int(token))
+        if token.isalpha():
+            return {(((token, 1),), 1): Fraction(1)}
+        if token == "\\pi":
+            return {((("π", 1),), 1): Fraction(1)}
+        if token in ("\\frac", "\\dfrac", "\\tfrac"):
+            numerator = self.argument()
+            return _mul(numerator, _inverse(self.argument()))
+        if token == "\\sqrt":
+            if self.peek() == "[":
+                raise _Unsupported
+            return _sqrt(self.argument())
+        raise _Unsupported
+
+
+def _expression(tokens: list[str]) -> Poly:
+    parser = _Parser(tokens)
+    value = parser.expr()
+    if parser.peek() is not None:
+        raise _Unsupported
+    return value
+
+
+def _frozen(p: Poly) -> frozenset[tuple[tuple[Monomial, int], Fraction]]:
+    return frozenset(p.items())
+
+
+def _split(tokens: list[str], separator: str) -> list[list[str]]:
+    """Tokens split at ``separator`` outside any brackets."""
+    parts: list[list[str]] = [[]]
+    depth = 0
+    for token in tokens:
+        if token in ("(", "[", "{", "\\{"):
+            depth += 1
+        elif token in (")", "]", "}", "\\}"):
+            depth -= 1
+        if token == separator and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(token)
+    if depth != 0 or any(not part for part in parts):
+        raise _Unsupported
+    return parts
+
+
+_INF = ("inf",)
+
+
+def _bound(tokens: list[str]) -> Any:
+    if tokens == ["\\infty"] or tokens == ["+", "\\infty"]:
+        return _INF
+    if tokens == ["-", "\\infty"]:
+        return ("-inf",)
+    if "\\infty" in tokens:
+        raise _Unsupported
+    return _frozen(_expression(tokens))
+
+
+@lru_cache(maxsize=65536)
+def exact_value(text: str) -> Any:
+    """The exact, hashable value of an answer in this module's language; None outside it.
+    Kinds: ``("num", poly)``, ``("seq", open, close, items)`` (a tuple or an interval),
+    ``("set", items)``, ``("matrix", rows)``, ``("eq", lhs, rhs)``."""
+    if len(text) > _MAX_CHARS or re.search(r"\d,\d{3}(?!\d)", text):
+        return None  # "1,000" may be a thousand or a pair
+    try:
+        return _value(_tokens(text))
+    except (_Unsupported, ZeroDivisionError, RecursionError):
+        return None
+
+
+def _value(tokens: list[str]) -> Any:
+    if tokens[0].startswith("\\begin"):
+        return _matrix(tokens)
+    if any(t.startswith(("\\begin", "\\end")) or t in ("&", "\\\\") for t in tokens):
+        raise _Unsupported
+    if tokens[0] == "\\{" and tokens[-1] == "\\}":
+        inner = tokens[1:-1]
+        items = [] if not inner else [_frozen(_expression(p)) for p in _split(inner, ",")]
+        return ("set", frozenset(items))
+    if "\\{" in tokens or "\\}" in tokens:
+        raise _Unsupported
+    if "=" in tokens:
+        sides = _split(tokens, "=")
+        if len(sides) != 2:
+            raise _Unsupported
+        return ("eq", _frozen(_expression(sides[0])), _frozen(_expression(sides[1])))
+    if tokens[0] in ("(", "[") and tokens[-1] in (")", "]") and len(tokens) > 2:
+        parts = _split(tokens[1:-1], ",")
+        if len(parts) > 1:
+            return ("seq", tokens[0], tokens[-1], tuple(_bound(p) for p in parts))
+    if "," in tokens or "\\infty" in tokens:
+        raise _Unsupported  # a bare list: math-verify reads it as a set, or not
+    return ("num", _frozen(_expression(tokens)))
+
+
+def _matrix(tokens: list[str]) -> Any:
+    env = tokens[0][len("\\begin") :]
+    if len(tokens) < 3 or tokens[-1] != "\\end" + env:
+        raise _Unsupported
+    body = tokens[1:-1]
+    if any(t.startswith(("\\begin", "\\end")) for t in body):
+        raise _Unsupported
+    rows = _split(body, "\\\\")
+    cells = [tuple(_frozen(_expression(c)) for c in _split(row, "&")) for row in rows]
+    if len({len(row) for row in cells}) != 1:
+        raise _Unsupported
+    return ("matrix", env, tuple(cells))
+
+
+def same(gold: Any, pred: Any) -> bool | None:
+    """Whether two exact values are equal; None when math-verify must say (the kinds or
+    brackets differ, or an equation is not matched side by side)."""
+    if gold[0] != pred[0]:
+        return None
+    kind = gold[0]
+    if kind == "seq":
+        if gold[1:3] != pred[1:3] or len(gold[3]) != len(pred[3]):
+            return None
+        return gold[3] == pred[3]
+    if kind == "eq":
+        _, gl, gr = gold
+        _, pl, pr = pred
+        if (gl, gr) == (pl, pr) or (gl, gr) == (pr, pl):
+            return True
+        if gl == pl and _is_constant(gr) and _is_constant(pr):
+            return False  # x = 3 against x = 4
+        return None
+    if kind == "matrix":
+        if len(gold[2]) != len(pred[2]) or len(gold[2][0]) != len(pred[2][0]):
+            return None  # math-verify may read a column against a row
+        return gold[2] == pred[2]
+    return bool(gold == pred)
+
+
+def _is_constant(p: frozenset[tuple[tuple[Monomial, int], Fraction]]) -> bool:
+    return all(m == () for (m, _), _ in p)
+
+
+@lru_cache(maxsize=65536)
+def _compare(gold: str, answer: str) -> bool | None:
+    """The exact verdict for one (reference, answer) pair, cached: a worker grades each
+    distinct answer of a batch once."""
+    g = exact_value(gold)
+    if g is None:
+        return None
+    p = exact_value(answer)
+    return None if p is None else same(g, p)
+
+
+#: strategies whose answer is all that math-verify reads (the boxed one only when the
+#: output holds a single box)
+_WHOLE_ANSWER = ("answer_tag", "hashes", "bare", "boxed")
+
+
+def fast_verdict(sample: Sample, params: MathParams) -> Score | None:
+    """math_answer's verdict on a symbolic reference without math-verify, when both the
+    reference and the answer the output commits to are in the exact language; None
+    otherwise (and for every case the commitment rules must look at: refusals, hedges,
+    competing final statements), which leaves the verdict to the math-verify path."""
+    from rewardkit.builtin import math as m  # math.py calls this module
+
+    if not params.symbolic or m._math_verify() is None:
+        return None  # without math-verify, symbolic answers are an error, not a verdict
+    gold_text = reference_text(sample.reference)
+    if gold_text is None or exact_value(gold_text) is None:
+        return None
+    gold = m._plain_reference(sample.reference, params)
+    if type(gold) is not m._Symbolic:
+        return None
+    text = m._graded_text(sample.text, params)
+    if text is None:
+        return None
+    found, refusal = m._find(text, params, m._prompt_text(sample))
+    if found is None or refusal or found.how not in _WHOLE_ANSWER or not found.answer:
+        return None
+    if found.how == "boxed" and text.count("\\boxed") + text.count("\\fbox") != 1:
+        return None
+    if hedged(found.answer) or m._too_costly(found.answer, params.max_symbolic_chars):
+        return None
+    if found.how in STATEMENTS and competing_statements(
+            found, params.extract, params.answer_tag, first=params.occurrence == "first"):
+        return None
+    verdict = _compare(gold_text.strip(), m._cas_form(found.answer))
+    if verdict is None:
+        return None
+    return m._verdict(verdict, params, found.how, found.answer)
