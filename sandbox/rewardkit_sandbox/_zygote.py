@@ -39,7 +39,7 @@ from rewardkit_sandbox import _confinement as confinement
 from rewardkit_sandbox import _harness as harness
 from rewardkit_sandbox._protocol import Channel
 from rewardkit_sandbox._zygote_judge import JudgeProcess
-from rewardkit_sandbox._zygote_mounts import SCRATCH_DIRS, NamespacesAndMounts
+from rewardkit_sandbox._zygote_mounts import NamespacesAndMounts
 from rewardkit_sandbox._zygote_probes import LayerProbes, layer
 from rewardkit_sandbox._zygote_workdir import WorkDirectories, _shared_temp_dir
 
@@ -133,7 +133,7 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
 
         self._enter_subreaper()
         self._enter_network_namespace()
-        self._enter_mount_namespace(config["disk_bytes"], config["hidden_paths"])
+        self._enter_mount_namespace(config)
         self._check_environment()
         self.uid_isolation = os.geteuid() == 0
         self._load_seccomp_program(config)
@@ -185,7 +185,7 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
         self.fixed_workdir = (
             f"/tmp/rewardkit-task-{os.urandom(6).hex()}" if "/tmp" in self.mounted else ""
         )
-        self.scratch_mounts = [path for path in SCRATCH_DIRS if path in self.mounted]
+        self.scratch_mounts = [path for path in self.scratch_dirs if path in self.mounted]
         umask = os.umask(0o077)
         os.umask(umask)
         self.chmod_workdir = bool(umask & 0o700)

@@ -8,8 +8,6 @@ import contextlib
 import os
 import stat
 
-from rewardkit_sandbox._zygote_mounts import SCRATCH_DIRS
-
 # tmpfs sizes a directory as 2 * BOGO_DIRENT_SIZE plus BOGO_DIRENT_SIZE per entry.
 _TMPFS_DIRENT = 20
 _TMPFS_EMPTY_DIR = 2 * _TMPFS_DIRENT
@@ -26,6 +24,7 @@ class WorkDirectories:
     workdir_base: str
     chmod_workdir: bool
     scratch_mounts: list[str]
+    scratch_dirs: tuple[str, ...]
 
     def _make_workdir(self) -> str:
         while True:
@@ -56,7 +55,7 @@ class WorkDirectories:
                 os.rmdir(workdir)
                 return True
         _remove_tree(workdir)
-        for directory in SCRATCH_DIRS:
+        for directory in self.scratch_dirs:
             try:
                 entries = list(os.scandir(directory))
             except OSError:

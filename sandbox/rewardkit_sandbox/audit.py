@@ -45,11 +45,14 @@ def processes_of_uids(uids: set[int]) -> list[LiveProcess]:
 
 
 def leftover_files(pool: SandboxPool, host_tmp: bool = True) -> list[str]:
-    """Entries left in any live zygote's private /tmp, /dev/shm and /var/tmp (seen through
-    /proc/<zygote>/root), plus (``host_tmp``) task directories left in the host's /tmp."""
+    """Entries left in any live zygote's private scratch directories (/tmp, /dev/shm,
+    /var/tmp and every other world-writable folder the pool found, such as /run/lock; seen
+    through /proc/<zygote>/root), plus (``host_tmp``) task directories left in the host's
+    /tmp and anything a slot or judge uid owns in the host's world-writable folders."""
+    directories = sorted({*SCRATCH_DIRS, *(path.lstrip("/") for path in pool.world_writable_dirs)})
     leftovers = []
     for pid in pool.zygote_pids():
-        for directory in SCRATCH_DIRS:
+        for directory in directories:
             root = f"/proc/{pid}/root/{directory}"
             try:
                 leftovers += [f"{root}/{name}" for name in os.listdir(root)]
@@ -58,4 +61,23 @@ def leftover_files(pool: SandboxPool, host_tmp: bool = True) -> list[str]:
     if host_tmp:
         leftovers += [f"/tmp/{name}" for name in os.listdir("/tmp")
                       if name.startswith("rewardkit-task-")]
+        uids = {*pool.slot_uids, *pool.judge_uids}
+        for directory in pool.world_writable_dirs:
+            leftovers += [entry.path for entry in _entries(directory)
+                          if _owner(entry) in uids and entry.path not in leftovers]
     return leftovers
+
+
+def _entries(directory: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except OSError:
+        return []
+
+
+def _owner(entry: os.DirEntry[str]) -> int:
+    try:
+        return entry.stat(follow_symlinks=False).st_uid
+    except OSError:
+        return -1  # gone meanwhile

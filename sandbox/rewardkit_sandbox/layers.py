@@ -19,6 +19,11 @@ LAYER_CATALOGUE: dict[str, tuple[str, bool]] = {
     "seccomp": ("kernel attack surface: ptrace, mount, bpf, namespaces, keyrings", False),
     "network_namespace": ("no network: empty namespace, not even loopback", False),
     "mount_namespace": ("private /tmp with a size cap; home, /root, the repo hidden", False),
+    "private_world_writable": (
+        "every world-writable folder (/run/lock, ...) private: no files left on the host, "
+        "no notes between slots",
+        False,
+    ),
     "scrubbed_environment": ("no secrets (tokens, keys) or CUDA devices in the environment", False),
 }
 

@@ -22,6 +22,7 @@ from typing import Any
 from rewardkit_sandbox._protocol import Channel, ProtocolError
 from rewardkit_sandbox._uid_kill import kill_every_process_of_uid
 from rewardkit_sandbox._verdict import limits_message, verdict
+from rewardkit_sandbox._zygote_mounts import find_world_writable
 from rewardkit_sandbox.layers import REQUIRED_LAYERS, LayerReport
 from rewardkit_sandbox.limits import SandboxLimits
 from rewardkit_sandbox.result import SandboxResult, Status
@@ -196,6 +197,8 @@ class SandboxPool:
             list(hidden_paths) if hidden_paths is not None else _default_hidden_paths()
         )
         self._is_root = os.geteuid() == 0
+        # once per pool: every zygote (a replacement too) covers the same folders
+        self._world_writable = find_world_writable(self._hidden_paths)
         self._slots = [_Slot(index, uid_base + index) for index in range(self.size)]
         self._free: queue.Queue[_Slot] = queue.Queue()
         self._closed = False
@@ -236,6 +239,7 @@ class SandboxPool:
             "gid": slot.uid,
             "judge_uid": slot.uid + self.size,
             "disk_bytes": self.limits.disk_bytes,
+            "world_writable": self._world_writable,
         }
 
     def _launch(self, slot: _Slot) -> None:
@@ -391,6 +395,13 @@ class SandboxPool:
         """The uid each slot's judge (which runs the assert tests) runs as, when started
         as root: ``uid_base + size + slot``."""
         return [slot.uid + self.size for slot in self._slots]
+
+    @property
+    def world_writable_dirs(self) -> list[str]:
+        """Every world-writable folder a task could reach, found when the pool started
+        (/tmp, /dev/shm, /run/lock, ...); each zygote mounts a private tmpfs over each
+        (layer ``private_world_writable`` says whether it could)."""
+        return list(self._world_writable["paths"])
 
     def zygote_pids(self) -> list[int]:
         """Process ids of the live zygotes (for audits through /proc)."""
