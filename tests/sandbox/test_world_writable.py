@@ -60,7 +60,8 @@ def test_the_discovered_list_holds_run_lock_and_a_folder_made_before_start(
 def test_a_task_writing_into_every_world_writable_folder_leaves_nothing_on_the_host(
     ww_pool: SandboxPool, planted: str
 ) -> None:
-    targets = [*ww_pool.world_writable_dirs, "/var/lock"]
+    # the known ones named too: a folder the walk missed fails here, not silently
+    targets = sorted({*ww_pool.world_writable_dirs, "/run/lock", "/var/lock", planted})
     program = (
         "import os, sys\n"
         f"wrote = []\nfor d in {targets!r}:\n"
@@ -96,10 +97,30 @@ def test_leftover_files_sees_the_world_writable_folders(
     assert leftover_files(ww_pool) == []
 
 
+def test_an_import_path_inside_a_discovered_folder_is_still_importable(planted: str) -> None:
+    """A checkout in a world-writable folder vanishes under its tmpfs: shown again read-only."""
+    library = os.path.join(planted, "lib")
+    os.makedirs(library, exist_ok=True)
+    with open(os.path.join(library, "rk_ww_module.py"), "w") as module:
+        module.write("ANSWER = 42\n")
+    try:
+        with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=SLOT_UID_BASE + 210,
+                         import_paths=[library]) as pool:
+            assert planted in pool.world_writable_dirs
+            result = pool.run(
+                "import os, rk_ww_module\n"
+                f"print(rk_ww_module.ANSWER, os.listdir({planted!r}))"
+            )
+            assert (result.status.value, result.stdout) == ("ok", "42 []\n"), result.stderr
+            assert leftover_files(pool) == []
+    finally:
+        shutil.rmtree(library)
+
+
 def test_a_task_on_one_slot_cannot_pass_a_note_to_a_concurrent_task_on_the_other(
-    ww_pool: SandboxPool,
+    ww_pool: SandboxPool, planted: str
 ) -> None:
-    folders = [*ww_pool.world_writable_dirs, "/var/lock"]
+    folders = sorted({*ww_pool.world_writable_dirs, "/run/lock", "/var/lock", planted})
     writer = (
         "import os, time\n"
         f"for d in {folders!r}:\n"
