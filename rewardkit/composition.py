@@ -11,7 +11,6 @@ Where weights are applied, stages chosen, samples routed and components aggregat
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,9 +22,9 @@ from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
 from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
 from rewardkit.registry import registry
-from rewardkit.schedules import Weight, weight_at
+from rewardkit.schedules import Weight, changes_with_step, weight_at
 from rewardkit.score_result import ScoreResult
-from rewardkit.types import ExecutionMode, Sample, Score, Status
+from rewardkit.types import ExecutionMode, Sample, Score, Status, group_key
 
 NORMALIZE_EPS = 1e-4
 """Added to a group's standard deviation under ``normalize_then_sum``: a group whose
@@ -74,11 +73,9 @@ class ScheduledComponent:
 
     @property
     def is_scheduled(self) -> bool:
-        """Whether the weight depends on the step: a schedule, or stages whose weights
-        differ."""
-        if len(self.stages) > 1 and len({repr(s.weight) for s in self.stages}) > 1:
-            return True
-        return any(not isinstance(s.weight, int | float) for s in self.stages)
+        """Whether the weight depends on the step: a schedule that is not constant, or
+        stages whose weights differ (:func:`rewardkit.schedules.changes_with_step`)."""
+        return changes_with_step([s.weight for s in self.stages])
 
     def weight_spec(self) -> Any:
         """The weight as configured: a number, a schedule (as a dict), or per stage a list
@@ -243,17 +240,9 @@ class RewardSet:
 _size_of = operator.attrgetter("size")
 
 
-def group_key(sample: Sample) -> Any:
-    if sample.group is not None:
-        return sample.group
-    prompt = sample.prompt
-    if isinstance(prompt, str):
-        return prompt
-    return json.dumps(prompt, sort_keys=True, default=str)
-
-
 def group_indices(batch: Sequence[Sample]) -> list[list[int]]:
-    """Indices of the samples of each prompt, in first-seen order."""
+    """Indices of the samples of each group (:func:`rewardkit.types.group_key`), in
+    first-seen order."""
     found: dict[Any, list[int]] = {}
     for i, s in enumerate(batch):
         found.setdefault(group_key(s), []).append(i)

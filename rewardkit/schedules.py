@@ -11,6 +11,7 @@ A weight in a config is a number or one of these models, chosen by its ``schedul
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -123,4 +124,17 @@ def weight_at(weight: Weight, step: int) -> float:
 
 
 def is_constant(weight: Weight) -> bool:
+    """Whether a weight is the same at every step: a number or ``{schedule: constant}``.
+
+    The one definition of "scheduled" (a weight that is not constant): trainers with fixed
+    weights, the per-step weight callback and the staircase warnings all ask this.
+    """
     return isinstance(weight, int | float | ConstantSchedule)
+
+
+def changes_with_step(weights: Sequence[Weight]) -> bool:
+    """Whether a weight given per stage (one entry per stage) changes with the step: an
+    entry that is not constant (:func:`is_constant`), or constant entries that differ."""
+    if not all(is_constant(w) for w in weights):
+        return True
+    return len({weight_at(w, 0) for w in weights}) > 1

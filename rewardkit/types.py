@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -118,8 +119,9 @@ class Sample:
 
     ``text`` is the completion's text (see :func:`completion_text`), computed once, and
     ``size`` its length (the engine's size guard reads it without touching the text).
-    ``group`` identifies the prompt the completion answers; per-group rewards see all
-    completions that share it (by default the prompt itself).
+    ``group`` identifies the prompt the completion answers (a trainer's prompt id, a
+    ``group`` column); per-group rewards and group normalisation see all completions of
+    one :func:`group_key`.
     """
 
     prompt: Any = ""
@@ -136,8 +138,8 @@ class Sample:
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> Sample:
-        """Build a sample from a dataset row: ``prompt``, ``completion``, ``reference``;
-        every other key goes to ``metadata``."""
+        """Build a sample from a dataset row: ``prompt``, ``completion``, ``reference``,
+        ``group`` (see :func:`group_key`); every other key goes to ``metadata``."""
         metadata = {k: v for k, v in row.items() if k not in _SAMPLE_KEYS}
         if isinstance(row.get("metadata"), Mapping):
             metadata.update(row["metadata"])
@@ -146,10 +148,46 @@ class Sample:
             completion=row.get("completion", ""),
             reference=row.get("reference"),
             metadata=metadata,
+            group=row.get("group"),
         )
 
 
-_SAMPLE_KEYS = frozenset({"prompt", "completion", "reference", "metadata"})
+_SAMPLE_KEYS = frozenset({"prompt", "completion", "reference", "metadata", "group"})
+
+
+def group_key(sample: Sample) -> Hashable:
+    """The GRPO group a sample belongs to: the one definition, used by scoring (group
+    rewards, ``normalize_then_sum``, ``rewardkit score``'s batching) and by the report.
+
+    An explicit group wins: ``Sample.group``, which a trainer sets to its prompt id and
+    :meth:`Sample.from_dict` reads from a ``group`` column. Without one, the samples of
+    one prompt form a group, within their training step when the row records one (a
+    ``step`` column, as ``rewardkit train`` writes): the same prompt at two steps is two
+    groups. A trainer that sets no group (TRL) merges a prompt drawn twice in one step
+    into one group.
+
+    >>> group_key(Sample.from_dict({"prompt": "2+2?", "completion": "4", "group": 7}))
+    7
+    >>> group_key(Sample.from_dict({"prompt": "2+2?", "completion": "4", "step": 3}))
+    (3, '2+2?')
+    """
+    group = sample.group
+    if group is not None:
+        try:
+            hash(group)
+        except TypeError:  # a list or mapping from a JSON column
+            return json.dumps(group, sort_keys=True, default=str)
+        return group
+    prompt = sample.prompt
+    key = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+    step = sample.metadata.get("step") if sample.metadata else None
+    if step is None:
+        return key
+    try:
+        hash(step)
+    except TypeError:
+        step = json.dumps(step, sort_keys=True, default=str)
+    return (step, key)
 
 
 def coerce_value(value: Any) -> Score:

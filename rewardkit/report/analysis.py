@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rewardkit.types import Sample, group_key
 
 STATUSES = ("ok", "skipped", "error", "timeout")
 #: a group's totals count as "no signal" when their spread is below this
@@ -88,13 +90,11 @@ def read_scored(path: str | Path) -> tuple[list[dict[str, Any]], list[tuple[int,
     return rows, bad
 
 
-def group_key(row: Mapping[str, Any]) -> str:
-    """Samples of one prompt form one GRPO group (an explicit ``group`` key wins)."""
-    if row.get("group") is not None:
-        return json.dumps(row["group"], sort_keys=True, default=str)
-    step = row.get("step")
-    prompt = json.dumps(row.get("prompt"), sort_keys=True, default=str)
-    return prompt if step is None else f"{step}\x00{prompt}"
+def group_of(row: Mapping[str, Any]) -> Hashable:
+    """The GRPO group of a scored row, as scoring defines it
+    (:func:`rewardkit.types.group_key`: an explicit ``group`` column, else the prompt
+    within its ``step``)."""
+    return group_key(Sample.from_dict(row))
 
 
 def component_names(rows: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -170,9 +170,9 @@ def summarise(rows: Sequence[Mapping[str, Any]],
               bad_lines: Sequence[tuple[int, str]] = ()) -> RunSummary:
     """Every figure of the report from the scored rows."""
     names = component_names(rows)
-    groups: dict[str, list[int]] = {}
+    groups: dict[Hashable, list[int]] = {}
     for i, row in enumerate(rows):
-        groups.setdefault(group_key(row), []).append(i)
+        groups.setdefault(group_of(row), []).append(i)
     multi = [members for members in groups.values() if len(members) > 1]
     components: dict[str, ComponentSummary] = {}
     for name in names:

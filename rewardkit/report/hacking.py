@@ -25,6 +25,7 @@ from typing import Any
 
 from rewardkit.report.analysis import total_of, value_of
 from rewardkit.score_result import percentile
+from rewardkit.types import completion_text as scored_text
 
 #: checked first: "answer_is_number" checks the answer's form, not whether it is right
 FORMAT_WORDS = re.compile(r"format|xml|tag|struct|schema|syntax|number|integer|numeric",
@@ -63,14 +64,10 @@ class ComponentRoles:
 
 
 def completion_text(row: Mapping[str, Any]) -> str:
-    """The completion as text (chat messages joined by their content)."""
-    completion = row.get("completion")
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list):
-        return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m)
-                         for m in completion)
-    return "" if completion is None else str(completion)
+    """The text scoring saw for a row: :func:`rewardkit.types.completion_text` of its
+    ``completion`` (the assistant turns' text parts), never the prompt or a repr of
+    content parts, so a flag shows what the rewards paid for."""
+    return scored_text(row.get("completion"))
 
 
 def repetition(text: str) -> float:

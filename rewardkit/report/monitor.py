@@ -46,11 +46,11 @@ import itertools
 import math
 import re
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardkit.report.analysis import group_key, value_of
+from rewardkit.report.analysis import group_of, value_of
 from rewardkit.report.hacking import REPEAT_SHARE, completion_text, long_cut, repetition
 from rewardkit.score_result import percentile
 from rewardkit.visible import visible_text
@@ -341,11 +341,11 @@ class HackMonitor:
 
     @staticmethod
     def _mark_identical(rows: Sequence[Mapping[str, Any]], traits: Sequence[set[str]]) -> None:
-        seen: dict[tuple[str, str], list[int]] = {}
+        seen: dict[tuple[Hashable, str], list[int]] = {}
         for i, row in enumerate(rows):
             text = completion_text(row)
             if content_length(text) >= MIN_IDENTICAL:
-                seen.setdefault((group_key(row), text), []).append(i)
+                seen.setdefault((group_of(row), text), []).append(i)
         for members in seen.values():
             if len(members) > 1:
                 for i in members:

@@ -1,0 +1,80 @@
+"""One definition each of a group, the scored text and "scheduled", used by scoring, the
+report and the trainer checks alike (issue 22 item 4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rewardkit import RewardSet, Sample
+from rewardkit.report.analysis import read_scored, summarise
+from rewardkit.report.hacking import completion_text as report_text
+from rewardkit.scoring_file import score_jsonl
+from rewardkit.types import group_key
+
+NUMBER, WORD = "<answer>4</answer>", "<answer>four</answer>"
+
+
+def _rows() -> list[dict]:
+    """Four completions of one prompt in two explicit groups: 1 = two numbers, 2 = two
+    words, so each group has no reward variance while the prompt as a whole has."""
+    return [{"prompt": "What is 2+2?", "completion": c, "group": g}
+            for c, g in ((NUMBER, 1), (WORD, 2), (NUMBER, 1), (WORD, 2))]
+
+
+def test_score_and_report_see_the_same_groups(tmp_path: Path):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in _rows()))
+    rs = RewardSet.from_dict({"aggregate": "normalize_then_sum",
+                              "rewards": {"number": {"reward": "answer_is_number"}}})
+    score_jsonl(rs, src, dst)
+    rows, _ = read_scored(dst)
+    raw = [r["components"]["number"]["value"] for r in rows]
+    assert raw == [1.0, 0.0, 1.0, 0.0]
+    # normalised within each explicit group of 2 (no variance): 0 each, not +-1
+    assert [r["reward"] for r in rows] == pytest.approx([0.0] * 4)
+    summary = summarise(rows)
+    assert (summary.groups, summary.group_sizes, summary.zero_variance_groups) == (2, {2: 2}, 2)
+    samples = [Sample.from_dict(r) for r in _rows()]
+    assert rs.score(samples).totals == pytest.approx([0.0] * 4)
+
+
+def test_a_group_is_the_prompt_within_its_step_without_an_explicit_group():
+    same = [Sample.from_dict({"prompt": [{"role": "user", "content": "q"}], "step": s})
+            for s in (1, 1, 2)]
+    keys = [group_key(s) for s in same]
+    assert keys[0] == keys[1] != keys[2]
+    listed = Sample.from_dict({"prompt": "q", "group": [1, "a"]})  # a JSON list column
+    assert group_key(listed) == group_key(Sample.from_dict({"prompt": "r", "group": [1, "a"]}))
+    assert "group" not in listed.metadata
+
+
+def test_the_report_shows_the_text_scoring_sees():
+    row = {"prompt": "What is 2+2?",
+           "completion": [{"role": "user", "content": "What is 2+2?"},
+                          {"role": "assistant", "content": [{"type": "text", "text": "4"}]}]}
+    assert Sample.from_dict(row).text == "4"
+    assert report_text(row) == "4"
+
+
+@pytest.mark.parametrize(("weights", "scheduled"), [
+    ([{"schedule": "constant", "value": 0.5}], False),
+    ([1.0, {"schedule": "constant", "value": 1.0}], False),
+    ([1.0, 0.5], True),
+    ([{"schedule": "linear", "start": 0.0, "end": 1.0, "steps": 10}], True),
+])
+def test_scheduled_means_the_weight_changes_with_the_step(weights: list, scheduled: bool):
+    from rewardkit_trainers import fidelity
+
+    if len(weights) == 1:
+        component = {"reward": "soft_format", "weight": weights[0]}
+    else:
+        component = {"reward": "soft_format", "stages": [
+            {"until_step": 10, "weight": weights[0]}, {"weight": weights[1]}]}
+    rs = RewardSet.from_dict({"rewards": {"f": component}})
+    assert rs.is_scheduled("f") is scheduled
+    staircase = [w for w in fidelity.check(rs.config, "easyr1") if "staircase" in w]
+    continuous = any(isinstance(w, dict) and w["schedule"] != "constant" for w in weights)
+    assert bool(staircase) is continuous
