@@ -1,9 +1,10 @@
 """The zygote's start-up, part 1: the namespaces and mounts it enters.
 
 A child subreaper, an empty network namespace, a private mount namespace with tmpfs
-scratch directories, and the hidden paths (home directories, the repository) covered,
-with the import paths found under them shown again read-only.  Standard library only
-(see :mod:`rewardkit_sandbox._zygote`).
+scratch directories (/tmp, /dev/shm, /var/tmp and every other world-writable folder, which
+the pool finds once with :func:`find_world_writable`), and the hidden paths (home
+directories, the repository) covered, with the import paths found under them shown again
+read-only.  Standard library only (see :mod:`rewardkit_sandbox._zygote`).
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ def find_world_writable(
     ~75 ms for 17,000 directories here (warm cache) instead of ~200 ms.
     """
     file_systems = _file_systems_by_device()
-    pruned = set(skip) | {"/proc", "/sys"}
+    pruned = {os.path.realpath(path) for path in skip} | {"/proc", "/sys"}
     found: list[str] = []
     stack = ["/"]
     listed = 0
