@@ -10,13 +10,20 @@ locally. On top of that the driver:
 * keeps at most ``ray.max_in_flight`` chunks queued per actor (backpressure: a large
   batch never floods the object store or an actor's mailbox);
 * gives every chunk a deadline derived from the per-sample timeout; an actor past it is
-  killed and replaced, and that chunk's rows get status ``timeout``;
+  killed and replaced, and that chunk's rows get status ``timeout``. As in the local
+  pool, a worker's clock starts when it is ready: at the deadline the driver asks the
+  actor (in a concurrency group of its own, so it answers while it scores) how many
+  workers its pool replaced during the chunk, and gives each the pool's load allowance
+  (:data:`~rewardkit.process_pool.LOAD_TIMEOUT`) before killing anything. A replacement
+  worker importing a slow reward module costs no good row; an actor that cannot answer
+  (stopped, lost) is killed as before;
 * treats a dead actor (its process or node lost) like a dead worker process: the chunk it
   was running gets status ``error``, chunks queued behind it go to another actor, and
   after :data:`FAILURES_IN_A_ROW` deaths with no answer between them the rest of the call
   is not tried.
 
-Ray is imported only when this executor is used (``pip install 'rewardkit[ray]'``).
+Ray is imported only when this executor is used (``pip install 'rewardkit[ray]'``); it
+joins or starts a cluster under the authentication mode :mod:`rewardkit.ray_auth` decides.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from typing import Any
 from rewardkit.authoring import Reward
 from rewardkit.config import RaySettings
 from rewardkit.execution import Outcome, run_reward
-from rewardkit.process_pool import LOAD_TIMEOUT
+from rewardkit.process_pool import LOAD_TIMEOUT, shared_pool
+from rewardkit.ray_auth import init_ray
 from rewardkit.types import ExecutionMode, Sample, Score
 
 #: actor deaths or kills with no answer between them after which the rest of a call's
@@ -48,6 +56,10 @@ FAILURES_IN_A_ROW = 8
 MAX_CHUNK = 64
 #: seconds added to every chunk deadline (scheduling, transfer)
 CHUNK_SLACK = 10.0
+#: seconds an actor past a chunk deadline has to say how far it got before it is killed
+PROBE_TIMEOUT = 5.0
+#: the actors' concurrency group for that question (the default group scores, one at a time)
+PROBE_GROUP = "probe"
 
 #: what a chunk answers per sample: the value, and the Score when it is not a plain ok
 Answer = tuple[float | None, Score | None]
@@ -91,6 +103,10 @@ class ScoringActor:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.rewards: dict[str, Reward] = {}
+        #: the chunk being scored (its number from the driver), and the pool's worker
+        #: replacements counted when it started
+        self.running: int | None = None
+        self.restarts_before = 0
 
     def where(self) -> tuple[int, str]:
         """(process id, Ray node id) of this actor."""
@@ -98,8 +114,23 @@ class ScoringActor:
 
         return os.getpid(), ray.get_runtime_context().get_node_id()
 
+    def progress(self) -> tuple[int | None, int]:
+        """(the chunk being scored, how many workers the pool replaced since it started:
+        each of them had to load the reward again before its next item's clock ran)."""
+        running = self.running
+        return running, shared_pool(self.workers).restarts - self.restarts_before
+
     def score(self, key: str, blob: bytes, mode: str, group: bool, payloads: list[Any],
-              timeout: float) -> tuple[list[Answer], list[float]]:
+              timeout: float, seq: int) -> tuple[list[Answer], list[float]]:
+        self.restarts_before = shared_pool(self.workers).restarts
+        self.running = seq
+        try:
+            return self._score(key, blob, mode, group, payloads, timeout)
+        finally:
+            self.running = None
+
+    def _score(self, key: str, blob: bytes, mode: str, group: bool, payloads: list[Any],
+               timeout: float) -> tuple[list[Answer], list[float]]:
         reward = self.rewards.get(key)
         if reward is None:
             try:
@@ -134,11 +165,23 @@ class _Chunk:
 
 
 @dataclass
+class _Sent:
+    """A chunk sent to an actor: its answer's ref, its number, its deadline."""
+
+    ref: Any
+    chunk: _Chunk
+    seq: int
+    deadline: float
+    #: worker replacements the deadline already allows for
+    reloads: int = 0
+
+
+@dataclass
 class _Slot:
     actor: Any
     loaded: set[str] = field(default_factory=set)
-    #: (object ref, chunk, deadline) in submission order: the first one is running
-    inflight: deque[tuple[Any, _Chunk, float]] = field(default_factory=deque)
+    #: the chunks sent, in submission order: the first one is running
+    inflight: deque[_Sent] = field(default_factory=deque)
 
 
 class RayExecutor:
@@ -150,8 +193,7 @@ class RayExecutor:
         self._lock = threading.Lock()
         if not self._ray.is_initialized():
             try:
-                self._ray.init(address=settings.address, ignore_reinit_error=True,
-                               log_to_driver=False)
+                init_ray(settings.address)
             except Exception as exc:  # connection refused, no cluster at that address
                 raise RayUnavailableError(
                     f"could not connect to Ray (address {settings.address or 'auto'}): {exc}"
@@ -162,9 +204,11 @@ class RayExecutor:
         else:
             cpus = float(self._ray.cluster_resources().get("CPU", 1.0))
             size = max(1, int(cpus // settings.cpus_per_actor))
-        self._actor_class = self._ray.remote(ScoringActor)
+        self._actor_class = self._ray.remote(
+            concurrency_groups={PROBE_GROUP: 1})(ScoringActor)
         self._slots = [_Slot(self._new_actor()) for _ in range(size)]
         self.restarts = 0
+        self._seq = 0
 
     @property
     def size(self) -> int:
@@ -218,9 +262,12 @@ class RayExecutor:
             load = LOAD_TIMEOUT if key not in slot.loaded else 0.0
             budget = load + per_item * len(chunk.payloads) + CHUNK_SLACK
             # queued behind the chunks already sent to this actor
-            start = slot.inflight[-1][2] if slot.inflight else time.monotonic()
-            ref = slot.actor.score.remote(key, blob_ref, mode, group, chunk.payloads, timeout)
-            slot.inflight.append((ref, chunk, max(start, time.monotonic()) + budget))
+            start = slot.inflight[-1].deadline if slot.inflight else time.monotonic()
+            self._seq += 1
+            ref = slot.actor.score.remote(key, blob_ref, mode, group, chunk.payloads, timeout,
+                                          self._seq)
+            slot.inflight.append(_Sent(ref, chunk, self._seq,
+                                       max(start, time.monotonic()) + budget))
             slot.loaded.add(key)
             owner[ref] = slot
 
@@ -230,12 +277,12 @@ class RayExecutor:
             nonlocal failures_in_a_row
             self._kill(slot.actor)
             running = slot.inflight.popleft()
-            owner.pop(running[0], None)
-            for idx in running[1].indices:
+            owner.pop(running.ref, None)
+            for idx in running.chunk.indices:
                 out.put(idx, failure)
-            for ref, chunk, _ in reversed(slot.inflight):
-                owner.pop(ref, None)
-                chunks.appendleft(chunk)
+            for sent in reversed(slot.inflight):
+                owner.pop(sent.ref, None)
+                chunks.appendleft(sent.chunk)
             slot.inflight.clear()
             slot.actor = self._new_actor()
             slot.loaded = set()
@@ -255,7 +302,7 @@ class RayExecutor:
                     submit(slot)
             if not owner:
                 continue
-            nearest = min(s.inflight[0][2] for s in self._slots if s.inflight)
+            nearest = min(s.inflight[0].deadline for s in self._slots if s.inflight)
             ready, _ = ray.wait(list(owner), num_returns=1,
                                 timeout=max(0.0, nearest - time.monotonic()))
             for ref in ready:
@@ -277,7 +324,7 @@ class RayExecutor:
                         chunk.indices)
                     latencies = []
                 failures_in_a_row = 0
-                slot.inflight = deque(e for e in slot.inflight if e[0] != ref)
+                slot.inflight = deque(e for e in slot.inflight if e.ref != ref)
                 owner.pop(ref, None)
                 for idx, (value, score) in zip(chunk.indices, answers, strict=True):
                     if score is None:
@@ -285,18 +332,38 @@ class RayExecutor:
                     else:
                         out.put(idx, score)
                 out.latencies.extend(latencies)
-            now = time.monotonic()
             for slot in self._slots:
-                if slot.inflight and now >= slot.inflight[0][2]:
+                if (slot.inflight and time.monotonic() >= slot.inflight[0].deadline
+                        and not self._allow_reloads(slot)):
                     lose(slot, Score.timeout(
                         f"Ray actor gave no answer within the chunk deadline "
                         f"({timeout:g}s per sample); actor killed"))
 
+    def _allow_reloads(self, slot: _Slot) -> bool:
+        """At its running chunk's deadline: did the actor's pool replace workers during
+        the chunk that the deadline does not allow for yet? Each gets the pool's load
+        allowance (the local pool starts an item's clock once its worker has loaded the
+        reward), and the chunk and those queued behind it move by as much. False when
+        the actor does not answer within :data:`PROBE_TIMEOUT` or is on another chunk."""
+        head = slot.inflight[0]
+        probe = slot.actor.progress.options(concurrency_group=PROBE_GROUP).remote()
+        try:
+            running, reloads = self._ray.get(probe, timeout=PROBE_TIMEOUT)
+        except Exception:  # stopped, lost, or too slow to answer: it is killed
+            return False
+        if running != head.seq or reloads <= head.reloads:
+            return False
+        extra = (reloads - head.reloads) * LOAD_TIMEOUT
+        head.reloads = reloads
+        for sent in slot.inflight:
+            sent.deadline += extra
+        return True
+
 
 def _chunk_of(slot: _Slot, ref: Any) -> _Chunk:
-    for r, chunk, _ in slot.inflight:
-        if r == ref:
-            return chunk
+    for sent in slot.inflight:
+        if sent.ref == ref:
+            return sent.chunk
     raise LookupError("answer from a chunk this executor did not send")
 
 

@@ -118,3 +118,28 @@ def test_auto_executor_uses_ray_when_connected_to_a_cluster() -> None:
     result = rs.score(rows(["a", "bb", "crash"]))
     assert [s for _, s in verdicts(result, "len")] == ["ok", "ok", "error"]
     assert {id(a) for a in executor.actors()} == before
+
+
+def test_workers_reloading_a_slow_reward_cost_no_good_row_as_in_the_local_pool() -> None:
+    # issue 28 item 10: each hang kills the actor's worker and its replacement imports the
+    # reward's module again (4 s); the chunk deadline counted that time, so the actor was
+    # killed and its good rows timed out, where the local pool starts a row's clock once
+    # its worker is ready
+    from slow_import_rewards import SlowImportLength
+
+    registry.register(SlowImportLength, "tests")
+    try:
+        texts = [f"answer {'z' * i}" for i in range(64)]
+        hangs = [1, 4, 7, 10, 13]  # all in the first chunk (16 rows on one actor)
+        for i in hangs:
+            texts[i] = "hang"
+        config = {"workers": 1, "ray": {"actors": 1},
+                  "rewards": {"len": {"reward": SlowImportLength.name, "timeout": 0.5}}}
+        on_ray_set = RewardSet.from_dict({**config, "executor": "ray"})
+        on_ray_set.score(rows(["warm"]))  # the actor and its worker have loaded the reward
+        on_ray = on_ray_set.score(rows(texts))
+        local = RewardSet.from_dict({**config, "executor": "local"}).score(rows(texts))
+    finally:
+        registry.unregister(SlowImportLength.name)
+    assert [i for i, (_, s) in enumerate(verdicts(local, "len")) if s != "ok"] == hangs
+    assert verdicts(on_ray, "len") == verdicts(local, "len")
