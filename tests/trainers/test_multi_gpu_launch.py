@@ -113,9 +113,11 @@ def test_vllm_off_in_the_config_stays_off(tmp_path):
 
 
 def test_server_mode_starts_trl_vllm_serve_on_its_own_gpu_before_the_trainer(tmp_path):
-    config = write_config(tmp_path, vllm={"mode": "server", "server_port": 8123})
+    # 6 prompts x 8 completions split over the 3 training GPUs (8 prompts would not)
+    config = write_config(tmp_path, batch_size=6, vllm={"mode": "server", "server_port": 8123})
     plan = load_run(config, hardware=Hardware(gpus=4, vllm=True), placement=NodePlacement())
     described = plan.dry_run()
+    assert described["grpo_config"]["per_device_train_batch_size"] == 16
     server, trainer = described["commands"]
     assert server["argv"] == [
         "trl", "vllm-serve", "--model", "Qwen/Qwen2.5-0.5B-Instruct",

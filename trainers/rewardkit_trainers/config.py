@@ -14,6 +14,8 @@ module maps them onto its own argument names (``learning_rate`` becomes TRL's
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -109,10 +111,14 @@ class TrainConfig(_Model):
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     num_generations: int = Field(8, ge=2, description="completions per prompt (group size)")
     batch_size: int = Field(
-        8, gt=0, description="prompts per optimizer step (x num_generations completions)"
+        8, gt=0, description="prompts per optimizer step (x num_generations completions), "
+        "whatever the number of GPUs"
     )
-    gradient_accumulation_steps: int = Field(1, gt=0)
-    max_prompt_length: int = Field(512, gt=0)
+    gradient_accumulation_steps: int = Field(
+        1, gt=0, description="micro-steps each GPU splits its share of one optimizer step "
+        "into (memory only: the step's batch stays batch_size prompts)")
+    max_prompt_length: int = Field(512, gt=0, description="prompts longer than this, in "
+                                   "tokens, are left out")
     max_completion_length: int = Field(256, gt=0)
     beta: float = Field(0.0, ge=0, description="KL coefficient (0 = no reference model)")
     epochs: float = Field(1.0, gt=0)
@@ -171,6 +177,51 @@ class TrainConfig(_Model):
     def total_batch(self) -> int:
         """Completions per optimizer step."""
         return self.batch_size * self.num_generations
+
+    def batch_split(self, processes: int) -> BatchSplit:
+        """How one optimizer step's ``batch_size x num_generations`` completions split
+        over ``processes`` training processes (all nodes) and
+        ``gradient_accumulation_steps`` micro-steps; ValueError, naming the keys and the
+        values that split exactly, when they do not."""
+        split = BatchSplit(self.batch_size, self.num_generations, processes,
+                           self.gradient_accumulation_steps)
+        parts = processes * self.gradient_accumulation_steps
+        if self.total_batch() % parts == 0:
+            return split
+        step = parts // math.gcd(self.num_generations, parts)
+        accumulation = [d for d in range(1, self.total_batch() // processes + 1)
+                        if self.total_batch() % (processes * d) == 0]
+        fix = f"batch_size a multiple of {step} ({', '.join(str(step * k) for k in (1, 2, 4))})"
+        if accumulation:
+            fix += f", or gradient_accumulation_steps one of {accumulation}"
+        raise ValueError(
+            f"{self.batch_size} prompts x {self.num_generations} generations = "
+            f"{self.total_batch()} completions per optimizer step do not split evenly over "
+            f"{processes} GPU process(es) x {self.gradient_accumulation_steps} gradient "
+            f"accumulation step(s) ({parts} micro-batches); use {fix}")
+
+
+@dataclass(frozen=True)
+class BatchSplit:
+    """One optimizer step of GRPO, the same on every backend: ``prompts`` prompts with
+    ``generations`` completions each, spread over ``processes`` GPU processes, each
+    running ``accumulation`` micro-batches of ``per_device`` completions."""
+
+    prompts: int
+    generations: int
+    processes: int
+    accumulation: int
+
+    @property
+    def completions(self) -> int:
+        """Completions per optimizer step (all processes, all micro-steps)."""
+        return self.prompts * self.generations
+
+    @property
+    def per_device(self) -> int:
+        """Completions in one micro-batch of one process (TRL's and ms-swift's
+        ``per_device_train_batch_size``)."""
+        return self.completions // (self.processes * self.accumulation)
 
 
 class EvalConfig(_Model):

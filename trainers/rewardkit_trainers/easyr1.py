@@ -211,8 +211,19 @@ def export_reward_file(config: RewardConfig, config_path: Path | None, out: Path
 def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Path,
                   reward_file: Path, max_steps: int | None, checkpoints: Path,
                   load_from: Path | None, experiment: str) -> dict[str, Any]:
-    """The EasyR1 config (``config=...`` file) for one job."""
+    """The EasyR1 config (``config=...`` file) for one job.
+
+    The batch is :meth:`RunPlan.batch`: ``data.rollout_batch_size`` and
+    ``worker.actor.global_batch_size`` are both ``batch_size`` prompts (one optimizer
+    step per rollout batch; EasyR1 multiplies the actor's by ``rollout.n`` and divides
+    it over the GPUs), and ``micro_batch_size_per_device_for_update`` is the per-device
+    micro-batch in completions, so gradient accumulation is
+    ``gradient_accumulation_steps`` (with EasyR1's default dynamic batching that is a
+    token budget per micro-batch; the step's batch is the same). ``deepspeed``:
+    ``zero3`` is FSDP full sharding, ``zero2`` ``enable_full_shard: false``
+    (SHARD_GRAD_OP)."""
     t = plan.train
+    batch = plan.batch()
     lora: dict[str, Any] = {"rank": 0}
     if t.lora is not None:
         targets = t.lora.target_modules
@@ -238,7 +249,8 @@ def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Pat
             "prompt_key": "problem", "answer_key": "answer",
             "max_prompt_length": t.max_prompt_length,
             "max_response_length": t.max_completion_length,
-            "rollout_batch_size": t.batch_size,
+            "rollout_batch_size": batch.prompts,
+            "filter_overlong_prompts": True,
             "format_prompt": str(template),
             "seed": t.seed,
         },
@@ -246,10 +258,14 @@ def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Pat
                       "use_kl_loss": t.beta > 0, "kl_coef": t.beta},
         "worker": {
             "actor": {
-                "global_batch_size": t.batch_size,
+                "global_batch_size": batch.prompts,
+                "micro_batch_size_per_device_for_update": batch.per_device,
+                "micro_batch_size_per_device_for_experience": batch.per_device,
                 "model": {"model_path": str(t.model), "lora": lora},
                 "optim": {"lr": t.learning_rate, "lr_warmup_ratio": t.warmup_ratio,
+                          "lr_scheduler_type": t.lr_scheduler,
                           "strategy": "adamw_bf16" if t.bf16 else "adamw"},
+                "fsdp": {"enable_full_shard": t.deepspeed != "zero2"},
             },
             "rollout": {"n": t.num_generations, "temperature": t.temperature, "top_p": t.top_p,
                         "tensor_parallel_size": t.vllm.tensor_parallel_size,

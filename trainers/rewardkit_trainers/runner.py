@@ -38,7 +38,7 @@ from rewardkit import ConfigError
 from rewardkit.cli import EXIT_OK, EXIT_USAGE
 from rewardkit.config import RewardConfig, load_config, read_config_file
 
-from rewardkit_trainers.config import TrainConfig, parse_train, resolve
+from rewardkit_trainers.config import BatchSplit, TrainConfig, parse_train, resolve
 from rewardkit_trainers.hardware import Hardware, detect_hardware
 from rewardkit_trainers.stages import job_boundaries, stage_ranges
 from rewardkit_trainers.trl_launch import (
@@ -110,6 +110,35 @@ class RunPlan:
     def output_dir(self) -> Path:
         return resolve(self.train.output_dir, self.config_file)
 
+    def processes(self) -> int:
+        """Training processes of the run, all nodes together: one for TRL in this
+        process; else ``gpus`` per node (less the vLLM server's GPUs in TRL's and
+        ms-swift's server mode) times the nodes."""
+        t = self.train
+        if t.backend == "trl" and not self.launched:
+            return 1
+        per_node = t.gpus
+        server = t.vllm.enabled is True and t.vllm.mode == "server"
+        if server and t.backend in ("trl", "swift") and per_node > t.vllm.tensor_parallel_size:
+            per_node -= t.vllm.tensor_parallel_size
+        return per_node * max(t.nnodes, self.placement.num_nodes)
+
+    def batch(self) -> BatchSplit:
+        """The optimizer step every backend's arguments are built from
+        (:meth:`TrainConfig.batch_split` over :meth:`processes`); a ConfigError names
+        ``train.batch_size`` and the values that split exactly when it does not."""
+        try:
+            return self.train.batch_split(self.processes())
+        except ValueError as exc:
+            raise ConfigError(str(self.config_file), [("train.batch_size", str(exc))]) from None
+
+    def zero_stage(self) -> int:
+        """The ZeRO stage the run shards with: 3 or 2 from ``train.deepspeed`` on more
+        than one process, else 0 (one process holds everything; ``none`` is DDP)."""
+        if self.processes() == 1 or self.train.deepspeed == "none":
+            return 0
+        return 3 if self.train.deepspeed == "zero3" else 2
+
     def stage_boundaries(self) -> list[int]:
         """Steps where a new job starts (besides 0), for backends that pass no step."""
         return job_boundaries(self.train.stages, self.reward_config)
@@ -154,7 +183,7 @@ class RunPlan:
             from rewardkit_trainers.trl_train import describe, prepare
 
             prep = prepare(self.reward_config, self.train, self.config_file, self.output_dir,
-                           gpu=self.hardware.gpus > 0)
+                           gpu=self.hardware.gpus > 0, processes=self.processes())
             described = {**describe(prep, self.train), "output_dir": str(self.output_dir),
                          "hardware": hardware, "warnings": self.warnings}
             if self.launched:
@@ -303,10 +332,64 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
         placement = placement or placement_from_env()
     except ValueError as exc:
         raise ConfigError(str(path), [("train", str(exc))]) from None
-    train = train.for_hardware(hardware.gpus, hardware.vllm)
+    requested, train = train, train.for_hardware(hardware.gpus, hardware.vllm)
     from rewardkit_trainers.fidelity import check, job_warnings
 
     warnings = check(reward_config, train.backend, str(path))
     plan = RunPlan(path.resolve(), reward_config, train, hardware, placement, warnings)
+    plan.batch()  # batch_size that does not split over these GPUs: refused here
     plan.warnings += job_warnings(plan)  # components a pinned job trains without
+    plan.warnings += unhonoured_keys(plan, requested)
     return plan
+
+
+#: (backend, key) -> (is the key's value, as the config asks it, one the backend honours;
+#: what happens instead)
+_UNHONOURED: dict[tuple[str, str], tuple[Any, str]] = {
+    ("easyr1", "logging_steps"): (lambda t: t.logging_steps == 1, "EasyR1 logs every step"),
+    ("verl", "logging_steps"): (lambda t: t.logging_steps == 1, "verl logs every step"),
+    ("easyr1", "lora.dropout"): (lambda t: t.lora is None or t.lora.dropout == 0,
+                                 "EasyR1's LoRA has no dropout (it trains with 0; set "
+                                 "lora.dropout: 0 for the same run everywhere)"),
+    ("verl", "lora.dropout"): (lambda t: t.lora is None or t.lora.dropout == 0,
+                               "verl's FSDP LoRA has no dropout (it trains with 0; set "
+                               "lora.dropout: 0 for the same run everywhere)"),
+    ("easyr1", "lora.quantize"): (lambda t: t.lora is None or t.lora.quantize is None,
+                                  "EasyR1 trains the LoRA on unquantised weights"),
+    ("verl", "lora.quantize"): (lambda t: t.lora is None or t.lora.quantize is None,
+                                "verl trains the LoRA on unquantised weights"),
+    ("easyr1", "vllm.enabled"): (lambda t: t.vllm.enabled is not False,
+                                 "EasyR1 always generates with vLLM"),
+    ("verl", "vllm.enabled"): (lambda t: t.vllm.enabled is not False,
+                               "verl generates with vLLM (actor_rollout_ref.rollout.name)"),
+    ("easyr1", "vllm.mode"): (lambda t: t.vllm.mode == "colocate",
+                              "EasyR1 runs vLLM colocated with the actor"),
+    ("verl", "vllm.mode"): (lambda t: t.vllm.mode == "colocate",
+                            "verl runs vLLM colocated with the actor"),
+}
+
+#: learning-rate schedules EasyR1 and verl implement (their optimiser builders raise on others)
+FSDP_SCHEDULERS = ("constant", "cosine")
+
+
+def unhonoured_keys(plan: RunPlan, requested: TrainConfig) -> list[str]:
+    """A warning per ``train:`` key whose value, as ``requested`` (before the automatic
+    choices for this machine), the backend cannot honour, saying what it does instead; a
+    learning-rate schedule it lacks is a ConfigError naming the ones it has."""
+    t = plan.train
+    out = [f"train.{key}: not honoured on {t.backend}: {instead}"
+           for (backend, key), (honoured, instead) in _UNHONOURED.items()
+           if backend == t.backend and not honoured(requested)]
+    if t.backend in ("easyr1", "verl") and t.lr_scheduler not in FSDP_SCHEDULERS:
+        raise ConfigError(str(plan.config_file), [(
+            "train.lr_scheduler", f"{t.lr_scheduler!r} is not a schedule {t.backend} has; "
+            f"use one of {', '.join(FSDP_SCHEDULERS)}")])
+    if t.backend in ("easyr1", "verl") and t.deepspeed == "none" and plan.processes() > 1:
+        out.append(f"train.deepspeed: none (DDP) is not honoured on {t.backend}: its FSDP "
+                   "shards at least gradients and optimizer state, so it trains as zero2")
+    if t.backend == "trl":
+        from rewardkit_trainers.trl_train import missing_grpo_fields
+
+        out += [f"{key}: not applied: this TRL's GRPOConfig has no such argument"
+                for key in missing_grpo_fields(t)]
+    return out

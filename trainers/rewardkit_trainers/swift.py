@@ -331,13 +331,22 @@ def swift_major_version() -> int:
 
 def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
                     resume: Path | None = None, major: int | None = None,
-                    server: RolloutServer | None = None, processes: int | None = None
-                    ) -> list[str]:
+                    server: RolloutServer | None = None) -> list[str]:
     """``swift rlhf --rlhf_type grpo ...`` for the run: ms-swift 4.x names, or 3.x
     (``--train_type`` for ``--tuner_type``) when ms-swift 3 is what is installed; in vLLM
-    server mode pointed at ``server``, training on ``processes`` GPUs per node."""
+    server mode pointed at ``server``.
+
+    The batch is :meth:`RunPlan.batch`, as for TRL: ms-swift counts
+    ``--per_device_train_batch_size`` in completions per process and micro-step and
+    generates ``per_device x world size x gradient_accumulation_steps`` per optimizer
+    step (``generation_batch_size``'s default), so one step is ``batch_size`` prompts.
+    ``--max_length`` is the prompt's limit in GRPO (ms-swift's docs: it stands for
+    ``max_prompt_length`` there), with ``--truncation_strategy delete`` (a longer prompt
+    is replaced by another, as EasyR1 and verl leave it out). ``deepspeed`` becomes
+    ``--deepspeed zero3``/``zero2`` on more than one process (:meth:`RunPlan.zero_stage`)."""
     t = plan.train
-    processes = processes or t.gpus
+    batch = plan.batch()
+    zero = plan.zero_stage()
     tuner_flag = "--train_type" if (major or swift_major_version()) < 4 else "--tuner_type"
     argv = ["swift", "rlhf", "--rlhf_type", "grpo",
             "--model", str(t.model),
@@ -347,9 +356,10 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
             "--lr_scheduler_type", t.lr_scheduler,
             "--warmup_ratio", repr(t.warmup_ratio),
             "--num_generations", str(t.num_generations),
-            "--per_device_train_batch_size", str(t.total_batch() // processes // t.nnodes or 1),
-            "--gradient_accumulation_steps", str(t.gradient_accumulation_steps),
-            "--max_length", str(t.max_prompt_length + t.max_completion_length),
+            "--per_device_train_batch_size", str(batch.per_device),
+            "--gradient_accumulation_steps", str(batch.accumulation),
+            "--max_length", str(t.max_prompt_length),
+            "--truncation_strategy", "delete",
             "--max_completion_length", str(t.max_completion_length),
             "--beta", repr(t.beta),
             "--temperature", repr(t.temperature),
@@ -366,6 +376,8 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
         argv += ["--save_steps", str(t.save_steps)]
     if t.bf16:
         argv += ["--torch_dtype", "bfloat16"]
+    if zero:
+        argv += ["--deepspeed", f"zero{zero}"]
     if t.lora is None:
         argv += [tuner_flag, "full"]
     else:
@@ -427,10 +439,11 @@ def build_jobs(plan: RunPlan) -> list[Job]:
         jobs.append(server_job)
         processes = len(trainer_ids)
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, trainer_ids))
-    argv = swift_arguments(plan, dataset, rewards, resume=path, server=server,
-                           processes=processes)
+    argv = swift_arguments(plan, dataset, rewards, resume=path, server=server)
     if processes > 1:
         env["NPROC_PER_NODE"] = str(processes)
+    if plan.train.nnodes > 1:  # torchrun's node count (each node sets NODE_RANK, MASTER_ADDR)
+        env["NNODES"] = str(plan.train.nnodes)
     jobs.append(Job("swift rlhf (GRPO)", argv, out, env,
                     {str(plugin): plugin.read_text(encoding="utf-8")}))
     return jobs

@@ -47,11 +47,17 @@ class TrainReport:
 
 
 def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, Any],
-                gpu: bool) -> tuple[dict[str, Any], list[str]]:
-    """``GRPOConfig`` keyword arguments for ``train`` and the names this TRL lacks.
+                gpu: bool, processes: int = 1) -> tuple[dict[str, Any], list[str]]:
+    """``GRPOConfig`` keyword arguments for ``train`` on ``processes`` training
+    processes, and the names this TRL lacks.
 
-    TRL counts ``per_device_train_batch_size`` in completions, so it is
-    ``batch_size x num_generations``.
+    TRL counts ``per_device_train_batch_size`` in completions per process and micro-step,
+    and generates ``per_device x processes x gradient_accumulation_steps`` completions
+    (its default ``steps_per_generation``) per optimizer step; so it is
+    ``batch_size x num_generations / (processes x gradient_accumulation_steps)``
+    (:meth:`TrainConfig.batch_split`), and one optimizer step is ``batch_size`` prompts
+    on any number of GPUs. ``max_prompt_length`` is not a GRPOConfig field in TRL 1.x:
+    :func:`drop_overlong_prompts` applies it to the rows.
     """
     wanted: dict[str, Any] = {
         "output_dir": str(output_dir),
@@ -59,9 +65,8 @@ def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, A
         "lr_scheduler_type": train.lr_scheduler,
         "warmup_ratio": train.warmup_ratio,
         "num_generations": train.num_generations,
-        "per_device_train_batch_size": train.total_batch(),
+        "per_device_train_batch_size": train.batch_split(processes).per_device,
         "gradient_accumulation_steps": train.gradient_accumulation_steps,
-        "max_prompt_length": train.max_prompt_length,
         "max_completion_length": train.max_completion_length,
         "beta": train.beta,
         "num_train_epochs": train.epochs,
@@ -136,9 +141,11 @@ def peft_config(train: TrainConfig) -> Any:
 
 
 def prepare(reward_config: RewardConfig, train: TrainConfig, config_file: Path | None,
-            output_dir: Path, gpu: bool | None = None) -> dict[str, Any]:
+            output_dir: Path, gpu: bool | None = None,
+            processes: int | None = None) -> dict[str, Any]:
     """Everything but the training itself: rows, model, tokenizer, GRPOConfig kwargs
-    (for a GPU when ``gpu``; default: whether torch sees one)."""
+    (for a GPU when ``gpu``; default: whether torch sees one) on ``processes`` training
+    processes (default: the launcher's ``WORLD_SIZE``, else 1)."""
     train_file, _ = materialise(train, config_file, output_dir)
     source = str(config_file) if config_file else "<config>"
     rows = normalise_rows(read_rows(train_file, source), train.dataset)
@@ -149,7 +156,9 @@ def prepare(reward_config: RewardConfig, train: TrainConfig, config_file: Path |
         import torch
 
         gpu = torch.cuda.is_available()
-    kwargs, dropped = grpo_kwargs(train, output_dir, rewards.grpo_kwargs(), gpu)
+    if processes is None:
+        processes = int(os.environ.get("WORLD_SIZE", "1"))
+    kwargs, dropped = grpo_kwargs(train, output_dir, rewards.grpo_kwargs(), gpu, processes)
     return {"rows": rows, "rewards": rewards, "kwargs": kwargs, "dropped": dropped,
             "train_file": train_file, "gpu": gpu}
 
@@ -196,6 +205,10 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
         tokenizer = load_tokenizer(train.model)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
+    rows, dropped_rows = drop_overlong_prompts(rows, tokenizer, train.max_prompt_length)
+    if dropped_rows:
+        console.print(f"left out {dropped_rows} of {dropped_rows + len(rows)} prompts longer "
+                      f"than max_prompt_length ({train.max_prompt_length} tokens)")
     dataset = Dataset.from_list(rows)
     args = GRPOConfig(**kwargs)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
@@ -227,6 +240,40 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     return TrainReport(output_dir, model_dir, csv_path, png_path,
                        curves.mean("reward", first=True), curves.mean("reward", first=False),
                        steps, time.monotonic() - started, report_html, train_seconds, plan)
+
+
+def drop_overlong_prompts(rows: list[dict[str, Any]], tokenizer: Any,
+                          max_tokens: int) -> tuple[list[dict[str, Any]], int]:
+    """The rows whose prompt (chat-templated when it is messages) is at most
+    ``max_tokens`` tokens, and how many were left out: ``max_prompt_length`` as EasyR1
+    (``data.filter_overlong_prompts``), verl (the same key, set by rewardkit) and ms-swift
+    (``--truncation_strategy delete``) apply it, which TRL 1.x no longer does itself."""
+    kept = []
+    for row in rows:
+        prompt = row.get("prompt", "")
+        if isinstance(prompt, list):
+            ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True,
+                                                tokenize=True)
+            if isinstance(ids, dict) or hasattr(ids, "keys"):
+                ids = ids["input_ids"]
+        else:
+            ids = tokenizer(str(prompt))["input_ids"]
+        if len(ids) <= max_tokens:
+            kept.append(row)
+    if not kept:
+        raise ValueError(f"every prompt is longer than max_prompt_length ({max_tokens} "
+                         "tokens); raise train.max_prompt_length")
+    return kept, len(rows) - len(kept)
+
+
+def missing_grpo_fields(train: TrainConfig) -> list[str]:
+    """The ``GRPOConfig`` arguments rewardkit sets for ``train`` that the installed TRL
+    lacks (not applied); empty where TRL is not installed (the plan is for elsewhere)."""
+    import importlib.util
+
+    if importlib.util.find_spec("trl") is None:
+        return []
+    return grpo_kwargs(train, Path("."), {}, gpu=False)[1]
 
 
 def resume_checkpoint(train: TrainConfig, output_dir: Path) -> str | None:
@@ -368,6 +415,8 @@ def describe(prep: dict[str, Any], train: TrainConfig) -> dict[str, Any]:
         "grpo_config": {k: (v if isinstance(v, str | int | float | bool | list | type(None))
                             else repr(v)) for k, v in prep["kwargs"].items()},
         "ignored_by_this_trl": prep["dropped"],
+        # not a GRPOConfig field in TRL 1.x: longer prompts are left out of the rows
+        "max_prompt_length": train.max_prompt_length,
         "peft": train.lora.model_dump() if train.lora else None,
     }
 

@@ -172,24 +172,38 @@ def overrides(config_path: str | Path, step: int | None = None, fallback: float 
 
 def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
                    end: int | None, checkpoints: Path, experiment: str) -> list[str]:
-    """Hydra overrides of ``verl.trainer.main_ppo`` for one job (verl 0.9.x names)."""
+    """Hydra overrides of ``verl.trainer.main_ppo`` for one job (verl 0.9.x names).
+
+    The batch is :meth:`RunPlan.batch`: ``data.train_batch_size`` and the actor's
+    ``ppo_mini_batch_size`` are both ``batch_size`` prompts (one optimizer step per
+    rollout batch; verl multiplies the mini-batch by ``rollout.n`` and divides it over
+    the data-parallel GPUs), and ``ppo_micro_batch_size_per_gpu`` is the per-device
+    micro-batch in completions, so gradient accumulation is
+    ``gradient_accumulation_steps``. ``deepspeed``: ``zero3`` is FSDP
+    ``reshard_after_forward: true`` (FULL_SHARD), ``zero2`` false (SHARD_GRAD_OP).
+    Prompts longer than ``max_prompt_length`` are left out
+    (``data.filter_overlong_prompts``), as on the other backends."""
     t = plan.train
-    per_gpu = 2  # micro batches: verl requires them; tune through extra_args
+    batch = plan.batch()
+    per_gpu = 2  # log-prob micro batches: memory only; tune through extra_args
     args = {
         "algorithm.adv_estimator": "grpo",
         "algorithm.use_kl_in_reward": False,
         "data.train_files": str(train_file),
         "data.val_files": str(val_file),
         "data.prompt_key": "prompt",
-        "data.train_batch_size": t.batch_size,
+        "data.train_batch_size": batch.prompts,
         "data.max_prompt_length": t.max_prompt_length,
+        "data.filter_overlong_prompts": True,
         "data.max_response_length": t.max_completion_length,
         "data.seed": t.seed,
         "actor_rollout_ref.model.path": str(t.model),
         "actor_rollout_ref.actor.optim.lr": t.learning_rate,
         "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio": t.warmup_ratio,
-        "actor_rollout_ref.actor.ppo_mini_batch_size": t.batch_size,
-        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": per_gpu,
+        "actor_rollout_ref.actor.optim.lr_scheduler_type": t.lr_scheduler,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": batch.prompts,
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": batch.per_device,
+        "actor_rollout_ref.actor.fsdp_config.reshard_after_forward": t.deepspeed != "zero2",
         "actor_rollout_ref.actor.use_kl_loss": t.beta > 0,
         "actor_rollout_ref.actor.kl_loss_coef": t.beta,
         "actor_rollout_ref.rollout.name": "vllm",
