@@ -171,7 +171,7 @@ def prompt_options(prompt: str) -> dict[str, str]:
     """Options listed in a prompt: one per line (``A) 3``), or in one AMC-style row;
     only a run that starts at A and goes on in order counts (a stray ``B.`` is not a
     list of options)."""
-    lines = {}
+    lines: dict[str, str] = {}
     for m in _OPTION_LINE.finditer(prompt[-20_000:]):
         lines.setdefault(m.group(1), m.group(2).strip())
     found = _in_order(lines)
@@ -189,7 +189,7 @@ def prompt_options(prompt: str) -> dict[str, str]:
 
 
 def _in_order(found: dict[str, str]) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for letter in LETTERS:
         if letter not in found:
             break
@@ -203,11 +203,14 @@ _DECORATION = re.compile(r"\\text(?:bf|rm|normal)?\s*\{([^{}]*)\}|\\mathrm\s*\{(
 #: the answer opens with a letter: ``B``, ``(B)``, ``B)``, ``B.``, ``B:``, ``[B]``, ``option B``
 _LEADING_LETTER = re.compile(r"\s*(?:(?i:option|choice)\s*)?[(\[]?([A-J])(?:([)\].:])|(?=\s|$))")
 #: a letter named as a choice: ``(B)``, ``option B``, ``answer is B``; a letter standing
-#: alone counts in a short answer only (``A quick check`` is not option A), and ``I``
-#: standing alone is the pronoun
+#: alone counts in a short answer only (``A quick check`` is not option A)
 _NAMED_LETTER = re.compile(
     r"\(([A-J])\)|(?i:option|choice|answer(?:\s+is)?|choose|pick|select)\s*:?\s*\(?([A-J])\b"
     r"(?![-'])|(?<![A-Za-z\\'-])([A-J])(?![A-Za-z'-])")
+#: a letter standing alone: after a leading letter, another option named
+_LONE_LETTER = re.compile(r"(?<![A-Za-z\\'-])([A-J])(?![A-Za-z'-])")
+#: ``I`` as the pronoun: ``I think``, not option I
+_PRONOUN = re.compile(r"I\s+[a-z]")
 #: the longest answer in which a letter standing alone names an option
 _SHORT = 30
 #: another option joined to the first: ``B or C``, ``B, C``, ``B and C``, ``B/C``
@@ -236,7 +239,7 @@ def grade_choice(text: str, options: Mapping[str, str], answer_tag: str = "answe
 
 
 def _all_boxes(text: str) -> list[str]:
-    out = []
+    out: list[str] = []
     rest = text
     while "\\boxed" in rest and len(out) < 32:
         inner = boxed(rest, first=True)
@@ -257,6 +260,8 @@ def _plain(answer: str) -> str:
 
 
 def _choose(answer: str, options: Mapping[str, str]) -> Choice:
+    """The option one answer names: a leading letter (with or without its content), else
+    one letter named in it, else the option whose value it is."""
     s = _plain(answer)
     if not s:
         return Choice(None, "no option chosen")
@@ -266,17 +271,17 @@ def _choose(answer: str, options: Mapping[str, str]) -> Choice:
         m = None  # "A quick check ...": a word, not option A
     if m:
         letter = m.group(1)
-        joined = {j.group(1) for j in _JOINED.finditer(content[:40])}
-        if joined - {letter}:
+        named = _option_named(content, options) if content and options else None
+        others = {t.group(1) for t in _LONE_LETTER.finditer(content[:200])
+                  if not _PRONOUN.match(content, t.start())} - {letter}
+        if others and named != letter:  # "A B C D", "B (or maybe A)", "A.B"
             return Choice(None, "several options named")
-        if content and options and letter in options:
-            named = _option_named(content, options)
-            if named is not None and named != letter:
-                return Choice(None, f"the letter {letter} and the content of option "
-                                    f"{named} disagree")
+        if named is not None and named != letter and letter in options:
+            return Choice(None, f"the letter {letter} and the content of option {named} "
+                                "disagree")
         return Choice(letter)
     letters = {n.group(1) or n.group(2) or n.group(3) for n in _NAMED_LETTER.finditer(s[-600:])
-               if n.group(3) is None or (len(s) <= _SHORT and n.group(3) != "I")}
+               if n.group(3) is None or (len(s) <= _SHORT and not _PRONOUN.match(s, n.start()))}
     if len(letters) > 1:
         return Choice(None, "several options named")
     if letters:

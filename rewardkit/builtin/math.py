@@ -54,6 +54,7 @@ from rewardkit.builtin._answers import (
     tag_blocks,
 )
 from rewardkit.builtin._math_fast import fast_verdict
+from rewardkit.builtin.choice import GOLD_LETTER, choice_score, sample_options
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score, Status, completion_text
 
@@ -154,6 +155,12 @@ class MathParams(Params):
         description="compare answers that are not plain numbers with math-verify + sympy; "
         "false: plain numbers only (a non-numeric answer is wrong)",
     )
+    choice: bool = Field(
+        True,
+        description="a gold that is one option letter A-J (`B`, `(B)`) is graded as "
+        "multiple_choice grades it: `B) 2x(x-7)` and, when the sample lists the options, "
+        "the option's value are right, several options named is wrong",
+    )
     max_symbolic_chars: int = Field(
         1000, gt=0, description="longer extracted answers are not parsed symbolically (they "
         "are wrong)",
@@ -175,6 +182,13 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     if type(gold) is Score:
         return gold
     if type(gold) is _Symbolic:
+        letter = GOLD_LETTER.fullmatch(gold.text) if params.choice else None
+        if letter:  # an option letter: graded as multiple_choice grades it
+            text = _graded_text(sample.text, params)
+            if text is None:
+                return Score.ok(params.wrong, "the reasoning never closes")
+            return choice_score(text, letter.group(1), sample_options(sample),
+                                params.answer_tag, params.score, params.wrong)
         return None  # math-verify must first say whether the reference is an answer at all
     text = _graded_text(sample.text, params)
     if text is None:
@@ -387,7 +401,9 @@ class _Symbolic:
 
 _TEXT_ONLY = re.compile(r"\s*\\(?:text|textbf|mathrm|textnormal|mbox)\s*\{([^{}$\\]*)\}\s*")
 _ONE_WORD = re.compile(r"\s*([A-Za-z]{2,})\s*")
-_PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}\b[^\\$]{0,3}?\s+[A-Za-z]{2,}")
+#: two words in a row, each with a lower-case letter (``AE + AP = PD`` names quantities)
+_PROSE = re.compile(r"(?<![\\A-Za-z])(?=[A-Z]*[a-z])[A-Za-z]{2,}\b[^\\$]{0,3}?\s+"
+                    r"(?=[A-Z]*[a-z])[A-Za-z]{2,}")
 _TEXT_BLOCK = re.compile(r"\\(?:text|textbf|mathrm|textnormal|mbox|operatorname)\s*\{[^{}]*\}")
 _HAS_MATH = re.compile(r"[\d$]|\\[a-zA-Z(\[]")
 _LAST_SPAN = re.compile(r"\$([^$\n]{1,200})\$\s*\.?\s*$")
@@ -673,7 +689,9 @@ def _too_costly(text: str, max_chars: int, max_powers: int | None = _MAX_POWERS)
 
 _POWER = re.compile(r"(?:\^|\*\*)\s*(\{|\()?")
 _LEADING_DIGITS = re.compile(r"\s*\d*")
-_FACTORIAL = re.compile(r"(?<!\d)\d{4,}\s*\}?\s*!")  # linear: starts where digits do
+#: a factorial sympy must not evaluate: of 10000 or more (``2019!`` is a few thousand
+#: digits, computed in microseconds), of a factorial (``(2019!)!``, ``5!!``) or of a power
+_FACTORIAL = re.compile(r"(?<!\d)\d{5,}\s*\}?\s*!|!\s*[)}]*\s*!|\^[^!^]{0,40}?[)}]\s*!")
 
 
 def _power_tower(text: str) -> bool:
