@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rewardkit.ray_auth import AUTH_MODE_ENV, with_auth_mode
+
 from rewardkit_trainers.runner import stop_group, wait_ready
 from rewardkit_trainers.sagemaker import ray_cluster
 from rewardkit_trainers.sagemaker.commands import (
@@ -389,9 +391,10 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s rewardkit.sagemaker %(levelname)s %(message)s",
     )
-    env = ray_cluster.with_auth_mode(dict(os.environ))
-    # this process joins the cluster too (ray.init), under the same mode as its nodes
-    os.environ["RAY_AUTH_MODE"] = env["RAY_AUTH_MODE"]
+    # every Ray process of the job (both ``ray start``s, the drivers, this process's
+    # ray.init) under one mode, whatever each container's home folder holds
+    env = with_auth_mode(dict(os.environ))
+    os.environ[AUTH_MODE_ENV] = env[AUTH_MODE_ENV]
     try:
         spec = RunSpec.load()
         topology = load_topology(env)

@@ -32,22 +32,6 @@ class ClusterError(RuntimeError):
     """The Ray cluster could not be formed."""
 
 
-def with_auth_mode(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with the job's Ray authentication mode decided, for every Ray process of
-    every node (``ray start`` on the head and the workers, the drivers, this process).
-
-    Left to Ray, each node would decide alone: Ray 2.60 turns token authentication on
-    wherever ``~/.ray/auth_token`` exists (written by any earlier local ``ray.init()``
-    on that machine or image), so a head and a worker of one job could disagree and
-    never connect. The job's nodes talk over SageMaker's private network, so the
-    default is ``RAY_AUTH_MODE=disabled`` on every node. A job that wants tokens sets
-    ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN`` in its environment (the same on
-    every node): that choice is kept."""
-    if env.get("RAY_AUTH_MODE"):
-        return env
-    return {**env, "RAY_AUTH_MODE": "disabled"}
-
-
 def _ray_executable() -> str:
     candidate = Path(sys.executable).with_name("ray")
     return str(candidate) if candidate.exists() else "ray"
