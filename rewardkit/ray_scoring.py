@@ -400,7 +400,9 @@ def _score_into(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str, 
         on_progress(rows_done, rows_total)
     if pending:
         if not ray.is_initialized():
-            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+            from rewardkit.ray_auth import init_ray  # the auth mode decided, not Ray's guess
+
+            init_ray(address)
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = False
