@@ -15,9 +15,12 @@ text, into exact values of a small language and compares them exactly:
   matrices (``pmatrix``, ``bmatrix``), and equations (paid when both sides match).
 
 Anything outside that language (decimals, percents, functions, ``\\pm``, subscripts,
-words, unions, bare lists, a tuple against a set, ...) is not decided here: math-verify
-decides as before. The verdict of each (reference, answer) pair is cached in the
-process, so a worker grades each distinct answer of a batch once.
+words, unions, bare lists, a tuple against a set, ...) goes to math-verify, but with the
+one formula the output commits to (as an answer block is read), the reference parsed
+once. Each (reference, answer) verdict is cached in the process, so a worker grades each
+distinct answer of a batch once. Outputs where the commitment rules have something to
+say (refusals, hedges, several final statements or boxes) take math_answer's symbolic
+path unchanged.
 """
 
 from __future__ import annotations
@@ -394,10 +397,8 @@ def same(gold: Any, pred: Any) -> bool | None:
     if gold[0] != pred[0]:
         return None
     kind = gold[0]
-    if kind == "seq":
-        if gold[1:3] != pred[1:3] or len(gold[3]) != len(pred[3]):
-            return None
-        return gold[3] == pred[3]
+    if kind == "seq":  # a tuple or an interval: other brackets or ends are another value
+        return gold == pred
     if kind == "eq":
         _, gl, gr = gold
         _, pl, pr = pred
@@ -405,12 +406,33 @@ def same(gold: Any, pred: Any) -> bool | None:
             return True
         if gl == pl and _is_constant(gr) and _is_constant(pr):
             return False  # x = 3 against x = 4
+        f, g = _add(dict(gl), dict(gr), -1), _add(dict(pl), dict(pr), -1)
+        if _proportional(f, g):
+            return True  # 2y = 4x is y = 2x
+        if _linear(f) and _linear(g):
+            return False  # two hyperplanes are one only when their equations are proportional
         return None
     if kind == "matrix":
         if len(gold[2]) != len(pred[2]) or len(gold[2][0]) != len(pred[2][0]):
             return None  # math-verify may read a column against a row
         return gold[2] == pred[2]
     return bool(gold == pred)
+
+
+def _proportional(f: Poly, g: Poly) -> bool:
+    if not f or f.keys() != g.keys():
+        return False
+    ratios = {f[k] / g[k] for k in f}
+    return len(ratios) == 1
+
+
+def _linear(f: Poly) -> bool:
+    """A polynomial of degree one in at least one variable: its zero set is a hyperplane
+    (pi and square roots are constants linearly independent over Q, so this holds with
+    them in the coefficients; pi counts towards the degree, so x*pi is not linear)."""
+    monomials = [m for (m, _) in f]
+    return all(sum(e for _, e in m) <= 1 and all(e >= 0 for _, e in m) for m in monomials) \
+        and any(v != "π" for m in monomials for v, _ in m)
 
 
 def _is_constant(p: frozenset[tuple[tuple[Monomial, int], Fraction]]) -> bool:
@@ -425,7 +447,35 @@ def _compare(gold: str, answer: str) -> bool | None:
     if g is None:
         return None
     p = exact_value(answer)
-    return None if p is None else same(g, p)
+    if p is None:
+        return _decimal_differs(g, answer)
+    return same(g, p)
+
+
+_DECIMAL = re.compile(r"\s*\$?\s*(-?\d{1,9}\.\d{1,12})\s*\$?\s*\.?\s*")
+#: math-verify compares a decimal with an exact number after rounding both to 6 places:
+#: farther apart than this, it cannot call them equal
+_DECIMAL_MARGIN = 1e-5
+
+
+def _decimal_differs(gold: Any, answer: str) -> bool | None:
+    """False for a decimal answer far from an exact constant gold (``4.47`` for
+    ``2\\sqrt{5}``: math-verify rounds both to 6 places, and these differ in the third);
+    None when they are close, which math-verify's rounding decides."""
+    m = _DECIMAL.fullmatch(answer)
+    if m is None or gold[0] != "num":
+        return None
+    total = 0.0
+    for (monomial, radicand), c in gold[1]:
+        if any(v != "π" for v, _ in monomial):
+            return None  # a variable against a number: math-verify decides
+        pi_power = sum(e for _, e in monomial)
+        if abs(pi_power) > 8 or abs(c) > 10**9:
+            return None
+        total += float(c) * radicand ** 0.5 * 3.141592653589793 ** pi_power
+    if abs(total) > 10**9:
+        return None
+    return False if abs(total - float(m.group(1))) > _DECIMAL_MARGIN else None
 
 
 #: strategies whose answer is all that math-verify reads (the boxed one only when the
@@ -443,7 +493,7 @@ def fast_verdict(sample: Sample, params: MathParams) -> Score | None:
     if not params.symbolic or m._math_verify() is None:
         return None  # without math-verify, symbolic answers are an error, not a verdict
     gold_text = reference_text(sample.reference)
-    if gold_text is None or exact_value(gold_text) is None:
+    if gold_text is None:
         return None
     gold = m._plain_reference(sample.reference, params)
     if type(gold) is not m._Symbolic:
@@ -461,7 +511,39 @@ def fast_verdict(sample: Sample, params: MathParams) -> Score | None:
     if found.how in STATEMENTS and competing_statements(
             found, params.extract, params.answer_tag, first=params.occurrence == "first"):
         return None
-    verdict = _compare(gold_text.strip(), m._cas_form(found.answer))
+    formula = m._cas_form(found.answer)
+    verdict = _compare(gold_text.strip(), formula)
+    if verdict is None:
+        verdict = _math_verify_compare(gold_text, formula)
     if verdict is None:
         return None
     return m._verdict(verdict, params, found.how, found.answer)
+
+
+@lru_cache(maxsize=4096)
+def _gold_parse(gold_text: str) -> tuple[Any, ...] | None:
+    """math-verify's parse of a reference, once per distinct reference in this process."""
+    from rewardkit.builtin import math as m
+
+    parsed = m._symbolic_reference(m._math_verify(), gold_text)
+    return None if isinstance(parsed, Score) else tuple(parsed)
+
+
+@lru_cache(maxsize=65536)
+def _math_verify_compare(gold_text: str, formula: str) -> bool | None:
+    """math-verify's verdict on the one formula the output commits to, as math_answer's
+    symbolic path reads an answer block (the formula in math delimiters; exact numbers
+    compared exactly), cached: each distinct answer of a batch is parsed once. None when
+    either side cannot be parsed (the symbolic path then reads the whole output)."""
+    from rewardkit.builtin import math as m
+
+    gold = _gold_parse(gold_text)
+    if gold is None:
+        return None
+    mv = m._math_verify()
+    region = m._delimited(formula)
+    pred = m._parse_output(mv, region)
+    if not pred:
+        return None
+    same = bool(mv.verify(list(gold), pred, timeout_seconds=None))
+    return same and not m._exactly_different(list(gold), pred, region)
