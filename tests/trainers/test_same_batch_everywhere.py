@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from backend_venvs import run_in_venv
 from rewardkit_trainers.hardware import Hardware
 from rewardkit_trainers.runner import load_run
 from rewardkit_trainers.trl_launch import NodePlacement
@@ -33,7 +34,7 @@ def write_config(tmp_path: Path, **train: Any) -> Path:
         "backend": "trl", "model": "Qwen/Qwen2.5-0.5B",
         "dataset": {"train": str(ROOT / "examples" / "data" / "gsm8k-rlvr.jsonl")},
         "learning_rate": 1.84e-4, "lr_scheduler": "cosine", "batch_size": 16,
-        "num_generations": 8, "gradient_accumulation_steps": 2, "max_prompt_length": 384,
+        "num_generations": 8, "gradient_accumulation_steps": 2, "max_prompt_length": 1024,
         "max_completion_length": 512, "max_steps": 10, "deepspeed": "zero3",
         "vllm": {"enabled": True}, **train}
     config = tmp_path / "batch.yaml"
@@ -168,7 +169,7 @@ def test_every_backend_trains_the_same_step_at_1_4_and_16_gpus(tmp_path: Path):
         expected = {"prompts/step": 16, "completions/step": 128, "generations": 8,
                     "per-device": 128 // (gpus * 2), "grad accum": 2,
                     "ZeRO": 0 if gpus == 1 else 3, "lr": 1.84e-4, "scheduler": "cosine",
-                    "prompt len": 384, "completion len": 512}
+                    "prompt len": 1024, "completion len": 512}
         for backend in BACKENDS:
             described = dry_run(config, backend, gpus, tmp_path)
             row = READERS[backend](described)
@@ -264,3 +265,32 @@ def test_multi_gpu_example_dry_run_via_the_cli(tmp_path: Path, capsys, monkeypat
         row = READERS[backend](json.loads(capsys.readouterr().out))
         assert (row["prompts/step"], row["completions/step"], row["per-device"],
                 row["grad accum"], row["ZeRO"]) == (16, 128, 16, 2, 3), backend
+
+
+def test_ms_swift_and_verl_read_the_4_gpu_arguments_as_the_table_says(
+        tmp_path: Path, tiny_tokenizer_dir: Path):
+    """Through ms-swift's own RLHFArguments parser and verl's own Hydra config (where an
+    unknown key is an error): the 4-GPU arguments are the ones the table read."""
+    config = write_config(tmp_path)
+    swift_job = dry_run(config, "swift", 4, tmp_path)["commands"][-1]
+    argv_file = tmp_path / "swift-argv.json"
+    argv_file.write_text(json.dumps(swift_job["argv"]))
+    result = run_in_venv("swift", "swift_args_check.py", str(argv_file))
+    assert result["unknown"] == []
+    parsed = result["parsed"]
+    assert (parsed["per_device_train_batch_size"], parsed["gradient_accumulation_steps"],
+            parsed["num_generations"], parsed["deepspeed"], parsed["max_length"],
+            parsed["truncation_strategy"], parsed["max_completion_length"],
+            parsed["learning_rate"], parsed["lr_scheduler_type"]) == (
+        16, 2, 8, "zero3", 1024, "delete", 512, 1.84e-4, "cosine")
+    assert swift_job["env"]["NPROC_PER_NODE"] == "4"  # 16 x 4 x 2 = 128 completions
+
+    verl_job = dry_run(config, "verl", 4, tmp_path)["commands"][0]
+    argv_file = tmp_path / "verl-argv.json"
+    argv_file.write_text(json.dumps(verl_job["argv"]))
+    batch = run_in_venv("verl", "verl_args_check.py", str(argv_file),
+                        str(tiny_tokenizer_dir))["batch"]
+    assert batch == {"train_batch_size": 16, "ppo_mini_batch_size": 16,
+                     "ppo_micro_batch_size_per_gpu": 16, "reshard_after_forward": True,
+                     "lr_scheduler_type": "cosine", "filter_overlong_prompts": True,
+                     "n_gpus_per_node": 4}

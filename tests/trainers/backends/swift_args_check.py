@@ -25,6 +25,7 @@ else:
     keys = ("rlhf_type", "tuner_type", "reward_funcs", "reward_weights", "num_generations",
             "per_device_train_batch_size", "max_steps", "max_completion_length", "use_vllm",
             "lora_rank", "target_modules", "external_plugins", "beta", "learning_rate",
-            "vllm_mode", "vllm_server_host", "vllm_server_port")
+            "vllm_mode", "vllm_server_host", "vllm_server_port", "gradient_accumulation_steps",
+            "deepspeed", "max_length", "truncation_strategy", "lr_scheduler_type")
 print("RESULT " + json.dumps({"unknown": unknown,
                               "parsed": {k: getattr(namespace, k) for k in keys}}))

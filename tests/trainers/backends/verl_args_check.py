@@ -37,4 +37,13 @@ print("RESULT " + json.dumps({
     "raw_prompt": item["raw_prompt"],
     "ground_truth": item["reward_model"]["ground_truth"],
     "extra_info_keys": sorted(item["extra_info"]),
+    "batch": {  # what the batch test reads, as verl's own config composed it
+        "train_batch_size": cfg.data.train_batch_size,
+        "ppo_mini_batch_size": cfg.actor_rollout_ref.actor.ppo_mini_batch_size,
+        "ppo_micro_batch_size_per_gpu": cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu,
+        "reshard_after_forward": cfg.actor_rollout_ref.actor.fsdp_config.reshard_after_forward,
+        "lr_scheduler_type": cfg.actor_rollout_ref.actor.optim.lr_scheduler_type,
+        "filter_overlong_prompts": cfg.data.filter_overlong_prompts,
+        "n_gpus_per_node": cfg.trainer.n_gpus_per_node,
+    },
 }, default=str))
