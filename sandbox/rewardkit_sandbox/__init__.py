@@ -1,7 +1,7 @@
 """rewardkit-sandbox: isolated execution of untrusted code for reward computation.
 
 >>> from rewardkit_sandbox import SandboxPool, PythonRunner
->>> with SandboxPool(size=2) as pool:                                  # doctest: +SKIP
+>>> with SandboxPool(size=1) as pool:
 ...     runner = PythonRunner(pool)
 ...     result = runner.run("def add(a, b): return a + b", tests=["assert add(1, 2) == 3"])
 ...     result.status, result.tests_passed

@@ -38,8 +38,9 @@ class Runner(Protocol):
 class PythonRunner:
     """Python programs in a local ``SandboxPool``.
 
-    >>> runner = PythonRunner(pool, test_timeout_s=2.0)                 # doctest: +SKIP
-    >>> runner.run("def sq(x): return x * x", tests=["assert sq(3) == 9"]).ok
+    >>> with SandboxPool(size=1) as pool:
+    ...     runner = PythonRunner(pool, test_timeout_s=2.0)
+    ...     runner.run("def sq(x): return x * x", tests=["assert sq(3) == 9"]).ok
     True
     """
 
