@@ -1,7 +1,13 @@
 """``rewardkit report``: an offline HTML page showing what the rewards of a run did.
 
+>>> import json, pathlib, tempfile
 >>> from rewardkit.report import write_report
->>> write_report("scored.jsonl", "report.html")          # doctest: +SKIP
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> row = {"prompt": "2+2?", "completion": "4", "reward": 1.0,
+...        "components": {"number": {"value": 1.0, "status": "ok"}}}
+>>> _ = (folder / "scored.jsonl").write_text(json.dumps(row), encoding="utf-8")
+>>> write_report(folder / "scored.jsonl", folder / "report.html").samples
+1
 
 Input: the JSONL that ``rewardkit score`` writes, or the folder of a ``rewardkit train``
 run (its ``scored_samples.jsonl``, ``reward_curves.csv`` and ``rewards.yaml``).

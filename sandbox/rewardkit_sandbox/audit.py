@@ -2,8 +2,9 @@
 zygotes' private scratch directories. Used by the tests and the benchmark, and by anyone
 who wants to verify a pool after a run.
 
->>> with SandboxPool(size=2) as pool:                              # doctest: +SKIP
-...     pool.run("import os; os.fork()")
+>>> from rewardkit_sandbox import SandboxPool
+>>> with SandboxPool(size=1) as pool:
+...     _ = pool.run("import os; os.fork()")
 ...     assert not processes_of_uids(set(pool.slot_uids))
 ...     assert not leftover_files(pool)
 """

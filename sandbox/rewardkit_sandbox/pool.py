@@ -170,7 +170,7 @@ class SandboxPool:
     task: list trusted modules only); a program importing them finds them loaded.  Each
     one makes every fork a little dearer; ``()`` preloads nothing.
 
-    >>> with SandboxPool(size=2) as pool:                  # doctest: +SKIP
+    >>> with SandboxPool(size=1) as pool:
     ...     pool.run("print(input()[::-1])", stdin="abc").stdout
     'cba\\n'
     """

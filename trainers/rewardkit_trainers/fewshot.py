@@ -135,8 +135,8 @@ def fewshot_samples(questions: str | Path | Sequence[GSM8KExample],
     using a question as its own shot). ``reference`` is the gold answer, as the
     math rewards read it.
 
-    >>> rows = fewshot_samples("examples/data/gsm8k.jsonl", n_shots=2)  # doctest: +SKIP
-    >>> rows[0]["reference"]  # doctest: +SKIP
+    >>> rows = fewshot_samples("examples/data/gsm8k.jsonl", n_shots=2)
+    >>> rows[0]["reference"]
     '12'
     """
     items = load_examples(questions) if isinstance(questions, str | Path) else list(questions)

@@ -12,9 +12,9 @@ Modes: ``binary`` (1 when everything passes), ``pass_fraction`` (passed / total)
 one that also runs clean, ``pass_value`` when every test passes).
 
 >>> from rewardkit import Sample
->>> grader = CodeExecution({"mode": "binary"})                        # doctest: +SKIP
+>>> grader = CodeExecution({"mode": "binary"})
 >>> answer = "```python\\ndef add(a, b):\\n    return a + b\\n```"
->>> grader.grade(Sample(completion=answer, reference=["assert add(1, 2) == 3"]))  # doctest: +SKIP
+>>> grader.grade(Sample(completion=answer, reference=["assert add(1, 2) == 3"]))
 Score(value=1.0, status=<Status.OK: 'ok'>, reason='all 1 tests passed', ...)
 """
 
