@@ -8,18 +8,17 @@ imported when a command runs.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from typing import Any
 
-from rewardkit import hookimpl
+from rewardkit import Subcommands, hookimpl
 
 from rewardkit_trainers.config import EvalConfig, TrainConfig
 from rewardkit_trainers.sagemaker.config import SageMakerSettings
 
 
 @hookimpl
-def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register_commands(subparsers: Subcommands) -> None:
     from rewardkit_trainers.cli import add_commands  # the command line's libraries, not
                                                       # every scoring process's
     add_commands(subparsers)
