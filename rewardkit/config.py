@@ -191,7 +191,8 @@ class RewardConfig(ConfigModel):
     aggregate: Literal["weighted_sum", "normalize_then_sum"] = Field(
         "weighted_sum",
         description="weighted_sum: sum of weight x value; normalize_then_sum: each component "
-        "is standardised within its group (same prompt) before the weighted sum",
+        "is standardised within its group (a `group` column or the trainer's prompt id, else the "
+        "same prompt) before the weighted sum",
     )
     on_error: Literal["null", "ignore"] = Field(
         "null",
