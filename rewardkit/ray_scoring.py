@@ -9,7 +9,9 @@ How it keeps its promises:
 * **streaming, bounded memory**: shards are the blocks of a Ray Data pipeline whose
   scoring actors read their own rows from the input (a path every node can read) and
   return the scored lines; Ray Data's backpressure bounds what is in flight, and the
-  driver writes each shard as it comes, in input order;
+  driver writes each shard as it comes, in input order. Parquet rows come from a reading
+  stage before the actors (:func:`read_units`), which streams each row group once and
+  cuts it into shards, however many shards share the group;
 * **resumable, no lost and no duplicated rows**: the output grows in ``OUT.partial``;
   after a shard's lines are on disk (fsync) the driver appends one line to the manifest
   ``OUT.progress`` with the shard and the output length it ends at (fsync again). After a
@@ -18,8 +20,13 @@ How it keeps its promises:
   ``batch_size``, and the manifest's first line records both (with the input's size and
   modification time), so a resume against changed input is refused;
 * **progress**: ``on_progress(rows_done, rows_total)`` after every shard;
+* **a row that kills its process**: a shard whose actor dies is retried
+  ``SHARD_RETRIES`` times, then rescored in pieces in fresh actors (:class:`_Rescue`) until
+  the rows that kill the process are found: those are reported with their line number,
+  the rest of the shard is scored, and the run ends;
 * **the local engine's promises**: lines are read and written with its code
-  (:func:`parse_line`, :func:`row_problem`, :func:`render`), the output-path rules
+  (:func:`read_lines`, :func:`row_problem`, :func:`render`; a line over
+  ``limits.max_line_bytes`` is reported, never read whole), the output-path rules
   (:func:`check_paths`) and the lock on ``--out`` (:class:`OutputLock`) are its own, checked
   before anything is scored, and the summary is accumulated in its
   :class:`RunningMetrics`, shard by shard.
@@ -30,11 +37,14 @@ The output has the local scorer's format: each input row plus ``reward`` and
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import stat
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,7 +59,7 @@ from rewardkit.scoring_file import (
     OutputLock,
     ScoringFileError,
     check_paths,
-    parse_line,
+    read_lines,
     render,
     row_problem,
 )
@@ -58,6 +68,12 @@ from rewardkit.types import Sample, Score, Status
 ProgressFn = Callable[[int, int], None]
 #: latencies kept per component per shard for the summary's p50/p95
 LATENCY_SAMPLE = 64
+#: times Ray retries a shard whose actor died (a lost node) before the shard counts as
+#: failed and is rescored piece by piece to find the row that kills its process
+SHARD_RETRIES = 1
+#: the report for a row on which the scoring process dies
+KILLED = ("the scoring process died on this row (a reward that ends its process: "
+          "os._exit, a segfault, an OOM kill); not scored")
 MANIFEST_VERSION = 1
 
 
@@ -87,16 +103,12 @@ def input_format(path: Path) -> str:
 
 
 # -- planning (driver) ---------------------------------------------------------------
-def plan_shards(path: Path, fmt: str, batch_size: int) -> list[Shard]:
-    """Cut the input into shards of about ``batch_size`` rows at group boundaries."""
+def plan_shards(path: Path, fmt: str, batch_size: int, max_bytes: int) -> list[Shard]:
+    """Cut the input into shards of about ``batch_size`` rows at group boundaries (no
+    JSONL line longer than ``max_bytes`` is read whole)."""
     if fmt == "parquet":
         return _plan_parquet(path, batch_size)
-    return _plan_jsonl(path, batch_size)
-
-
-def _key_of_line(line: bytes, line_no: int) -> Any:
-    row, _ = parse_line(line, line_no)
-    return None if row is None else _row_key(row)
+    return _plan_jsonl(path, batch_size, max_bytes)
 
 
 def _row_key(row: dict[str, Any]) -> Any:
@@ -104,29 +116,27 @@ def _row_key(row: dict[str, Any]) -> Any:
     return key if isinstance(key, str | int | float) else json.dumps(key, default=str)
 
 
-def _plan_jsonl(path: Path, batch_size: int) -> list[Shard]:
+def _plan_jsonl(path: Path, batch_size: int, max_bytes: int) -> list[Shard]:
     shards: list[Shard] = []
-    start = offset = 0
-    first = line_no = 1
+    start = 0
+    first = 1
     rows = 0
     last_key: Any = object()
     with path.open("rb") as fh:
-        for line in fh:
-            if line.strip():
-                # a malformed line (no key) never starts a shard: it stays with its
-                # neighbours and is reported when the shard is read
-                key = _key_of_line(line, line_no)
-                if key is None:
-                    key = last_key
-                elif rows >= batch_size and key != last_key:
-                    shards.append(Shard(len(shards), start, offset, first, rows))
-                    start, first, rows = offset, line_no, 0
-                rows += 1
-                last_key = key
-            offset += len(line)
-            line_no += 1
+        for line_no, offset, row, why in read_lines(fh, max_bytes):
+            if row is None and not why:
+                continue  # blank
+            # a malformed line (no key) never starts a shard: it stays with its
+            # neighbours and is reported when the shard is read
+            key = last_key if row is None else _row_key(row)
+            if row is not None and rows >= batch_size and key != last_key:
+                shards.append(Shard(len(shards), start, offset, first, rows))
+                start, first, rows = offset, line_no, 0
+            rows += 1
+            last_key = key
+        end = fh.tell()
     if rows or not shards:
-        shards.append(Shard(len(shards), start, offset, first, rows))
+        shards.append(Shard(len(shards), start, end, first, rows))
     return shards
 
 
@@ -150,30 +160,115 @@ def _plan_parquet(path: Path, batch_size: int) -> list[Shard]:
 
 
 # -- scoring one shard (Ray Data actor) -----------------------------------------------
-def read_shard(path: Path, fmt: str, shard: Shard,
-               bad: list[tuple[int, str]]) -> list[dict[str, Any]]:
-    """The rows of ``shard``; malformed JSONL lines (parquet rows) go to ``bad`` with their
-    line (row) number (what is malformed is the local engine's :func:`parse_line`)."""
-    rows: list[dict[str, Any]] = []
-    if fmt == "parquet":  # checked as a JSONL line is (:func:`row_problem`), numbered from 1
-        for row_no, record in enumerate(_read_parquet_rows(path, shard.start, shard.end),
-                                        shard.start + 1):
-            why = row_problem(record)
-            if why:
-                bad.append((row_no, why))
-            else:
-                rows.append(record)
-        return rows
+def read_shard(path: Path, fmt: str, shard: Shard, bad: list[tuple[int, str]],
+               max_bytes: int) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of ``shard`` with their line (row) numbers; malformed JSONL lines (parquet
+    rows) go to ``bad`` with their number. JSONL lines are read by the local engine's
+    :func:`read_lines` (a line over ``max_bytes`` is reported, never read whole); parquet
+    rows get the check a JSONL line gets (:func:`row_problem`), numbered from 1."""
+    if fmt == "parquet":
+        return _checked(_read_parquet_rows(path, shard.start, shard.end), shard, bad)
+    rows: list[tuple[int, dict[str, Any]]] = []
     with path.open("rb") as fh:
         fh.seek(shard.start)
-        data = fh.read(shard.end - shard.start)
-    for line_no, line in enumerate(data.split(b"\n"), shard.first):
-        row, why = parse_line(line, line_no)
-        if row is not None:
-            rows.append(row)
-        elif why:
-            bad.append((line_no, why))
+        for line_no, offset, row, why in read_lines(fh, max_bytes, shard.first):
+            if shard.start + offset >= shard.end:
+                break
+            if row is not None:
+                rows.append((line_no, row))
+            elif why:
+                bad.append((line_no, why))
     return rows
+
+
+def _checked(records: list[dict[str, Any]], shard: Shard, bad: list[tuple[int, str]]
+             ) -> list[tuple[int, dict[str, Any]]]:
+    """Parquet rows of ``shard`` numbered from 1, each checked as a JSONL line is
+    (:func:`row_problem`): those that cannot be scored go to ``bad``."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for row_no, record in enumerate(records, shard.start + 1):
+        why = row_problem(record)
+        if why:
+            bad.append((row_no, why))
+        else:
+            rows.append((row_no, record))
+    return rows
+
+
+def parquet_reads(path: Path, shards: list[Shard]) -> list[list[Shard]]:
+    """``shards`` (in order) in read units: the shards that share a row group are in one
+    unit, which reads each of its row groups once (:func:`read_unit`) however many shards
+    cut it (pyarrow writes one big row group by default)."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.ParquetFile(path).metadata
+    ends, offset = [], 0
+    for i in range(metadata.num_row_groups):
+        offset += metadata.row_group(i).num_rows
+        ends.append(offset)
+
+    def group_of(row: int) -> int:
+        return bisect.bisect_right(ends, row)
+
+    units: list[list[Shard]] = []
+    last_group = -1
+    for shard in shards:
+        if units and shard.rows and group_of(shard.start) <= last_group:
+            units[-1].append(shard)
+        else:
+            units.append([shard])
+        if shard.rows:
+            last_group = max(last_group, group_of(shard.end - 1))
+    return units
+
+
+def read_unit(path: Path, unit: list[Shard]) -> Iterator[tuple[Shard, bytes]]:
+    """Each shard of ``unit`` with its rows as an Arrow IPC stream, reading the row groups
+    they span once, batch by batch: memory is one shard and one batch, not the group."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def payload(batches: list[pa.RecordBatch]) -> bytes:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, pf.schema_arrow) as writer:
+            for piece in batches:
+                writer.write_batch(piece)
+        return bytes(sink.getvalue().to_pybytes())
+
+    pf = pq.ParquetFile(path)
+    groups: list[int] = []
+    row = offset = 0
+    for i in range(pf.metadata.num_row_groups):
+        n = pf.metadata.row_group(i).num_rows
+        if offset + n > unit[0].start and offset < unit[-1].end:
+            row = row if groups else offset  # the first row of the first group read
+            groups.append(i)
+        offset += n
+    shards = iter(unit)
+    shard = next(shards, None)
+    pieces: list[pa.RecordBatch] = []
+    batches = pf.iter_batches(batch_size=4096, row_groups=groups) if groups else iter(())
+    for batch in itertools.chain(batches, [None]):
+        n = 0 if batch is None else batch.num_rows
+        while shard is not None:
+            lo, hi = max(shard.start, row), min(shard.end, row + n)
+            if batch is not None and lo < hi:
+                pieces.append(batch.slice(lo - row, hi - lo))
+            if shard.end > row + n and batch is not None:
+                break  # the shard goes on in the next batch
+            yield shard, payload(pieces)
+            pieces = []
+            shard = next(shards, None)
+        row += n
+
+
+def read_units(batch: dict[str, Any], path: str) -> Iterator[dict[str, list[Any]]]:
+    """The Ray Data reading stage for parquet: one output row per shard of the unit, with
+    its rows (see :func:`read_unit`)."""
+    for unit_json in batch["unit"]:
+        unit = [Shard(**s) for s in json.loads(unit_json)]
+        for shard, rows in read_unit(Path(path), unit):
+            yield {**{k: [v] for k, v in asdict(shard).items()}, "payload": [rows]}
 
 
 def _read_parquet_rows(path: Path, start: int, end: int) -> list[dict[str, Any]]:
@@ -220,6 +315,7 @@ class ShardScorer:
         self.path = Path(path)
         self.fmt = fmt
         self.step = step
+        self.max_bytes = config.limits.max_line_bytes
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {"shard": [], "text": [], "rows": [], "bad": [],
@@ -228,16 +324,29 @@ class ShardScorer:
             shard = Shard(**{k: int(batch[k][i]) for k in ("shard", "start", "end", "first",
                                                             "rows")})
             bad: list[tuple[int, str]] = []
-            rows = read_shard(self.path, self.fmt, shard, bad)
-            text, result = score_rows(self.rs, rows, self.step) if rows else (b"", None)
-            latencies = {} if result is None else {
-                name: _sample(o.latencies) for name, o in result.outcomes.items()}
+            if "payload" in batch:  # parquet rows read by the reading stage (read_units)
+                import pyarrow as pa
+
+                records = pa.ipc.open_stream(batch["payload"][i]).read_all().to_pylist()
+                numbered = _checked(records, shard, bad)
+            else:
+                numbered = read_shard(self.path, self.fmt, shard, bad, self.max_bytes)
+            rows = [row for _, row in numbered]
+            text, latencies = self.score(rows)
             out["shard"].append(shard.shard)
             out["text"].append(text)
             out["rows"].append(len(rows))
             out["bad"].append(json.dumps(bad))
             out["latencies"].append(json.dumps(latencies))
         return out
+
+    def score(self, rows: list[dict[str, Any]]) -> tuple[bytes, dict[str, list[float]]]:
+        """The scored lines of ``rows`` and a sample of each component's latencies (also
+        called alone, on pieces of a shard that failed: :class:`_Rescue`)."""
+        if not rows:
+            return b"", {}
+        text, result = score_rows(self.rs, rows, self.step)
+        return text, {name: _sample(o.latencies) for name, o in result.outcomes.items()}
 
 
 def _sample(vals: list[float]) -> list[float]:
@@ -392,12 +501,30 @@ def _score_into(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str, 
                 f"one of them is damaged; remove both to score from the start")
     out.truncate(length)  # drop whatever a crash left past the last commit
     out.seek(length)
-    shards = plan_shards(src, fmt, batch_size)
+    shards = plan_shards(src, fmt, batch_size, config.limits.max_line_bytes)
     rows_total = sum(s.rows for s in shards)
     rows_done = sum(e["rows"] + len(e["bad"]) for e in done.values())
     pending = [s for s in shards if s.shard not in done]
     if on_progress:
         on_progress(rows_done, rows_total)
+    def commit(shard: int, text: bytes, rows: int, bad: list[Any],
+               latencies: dict[str, list[float]]) -> None:
+        """Write one shard's lines, then record it in the manifest (each on disk)."""
+        nonlocal length, rows_done
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+        length += len(text)
+        entry = {"shard": shard, "rows": rows, "end_offset": length, "bad": bad,
+                 "latencies": latencies}
+        log.write((json.dumps(entry) + "\n").encode())
+        log.flush()
+        os.fsync(log.fileno())
+        done[shard] = entry
+        rows_done += rows + len(bad)
+        if on_progress:
+            on_progress(rows_done, rows_total)
+
     if pending:
         if not ray.is_initialized():
             from rewardkit.ray_auth import init_ray  # the auth mode decided, not Ray's guess
@@ -406,28 +533,56 @@ def _score_into(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str, 
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = False
+        # read when the dataset is made: a failed shard is rescued below (not the end of
+        # the run), and every shard is a block of its own, so the scoring actors share
+        # the shards one read of a parquet row group gives (else they are one block)
+        saved = ctx.max_errored_blocks, ctx.target_max_block_size
+        ctx.max_errored_blocks, ctx.target_max_block_size = -1, 1
         size = min(len(pending), concurrency or max(1, int(ray.cluster_resources().get("CPU", 1))))
-        ds = ray.data.from_items([asdict(s) for s in pending],
-                                 override_num_blocks=len(pending))
-        ds = ds.map_batches(ShardScorer, batch_size=1, concurrency=size, num_cpus=1,
-                            fn_constructor_kwargs={"config": config, "path": str(src),
-                                                   "fmt": fmt, "step": step})
-        for row in ds.iter_rows():
-            data = bytes(row["text"])
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-            length += len(data)
-            entry = {"shard": int(row["shard"]), "rows": int(row["rows"]),
-                     "end_offset": length, "bad": json.loads(row["bad"]),
-                     "latencies": json.loads(row["latencies"])}
-            log.write((json.dumps(entry) + "\n").encode())
-            log.flush()
-            os.fsync(log.fileno())
-            done[entry["shard"]] = entry
-            rows_done += entry["rows"] + len(entry["bad"])
-            if on_progress:
-                on_progress(rows_done, rows_total)
+        if fmt == "parquet":  # each row group read once, by a reading stage
+            units = parquet_reads(src, pending)
+            ds = ray.data.from_items([{"unit": json.dumps([asdict(s) for s in unit])}
+                                      for unit in units], override_num_blocks=len(units))
+            # no CPU asked: the scoring actors may hold them all; at most `size` at once
+            ds = ds.map_batches(read_units, batch_size=1, num_cpus=0,
+                                concurrency=min(len(units), size),
+                                fn_kwargs={"path": str(src)})
+        else:
+            ds = ray.data.from_items([asdict(s) for s in pending],
+                                     override_num_blocks=len(pending))
+        # an actor that dies is restarted, and its shard retried SHARD_RETRIES times (Ray
+        # Data's default retries it forever: a row that kills its process hung the run);
+        # a shard that still fails is skipped by the pipeline and rescued below. The
+        # retries are actor options, given as ray_remote_args: Ray 2.60 has no named
+        # parameter for them (it warns that the kwargs go in 2.64)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+            ds = ds.map_batches(ShardScorer, batch_size=1, concurrency=size, num_cpus=1,
+                                max_restarts=-1, max_task_retries=SHARD_RETRIES,
+                                fn_constructor_kwargs={"config": config, "path": str(src),
+                                                       "fmt": fmt, "step": step})
+        ctx.max_errored_blocks, ctx.target_max_block_size = saved
+        rescue = _Rescue(ray, config, src, fmt, step)
+        waiting = iter(pending)  # the shards in input order: those skipped failed
+        try:
+            for row in ds.iter_rows():
+                number = int(row["shard"])
+                for shard in waiting:
+                    if shard.shard == number:
+                        break
+                    commit(shard.shard, *rescue.shard(shard))
+                commit(number, bytes(row["text"]), int(row["rows"]), json.loads(row["bad"]),
+                       json.loads(row["latencies"]))
+            for shard in waiting:
+                commit(shard.shard, *rescue.shard(shard))
+        except ray.exceptions.RayError as exc:  # not a row's fault: the actors cannot run
+            first = str(exc).strip().splitlines()
+            raise ResumeError(
+                f"scoring on Ray failed: {type(exc).__name__}: {first[0] if first else ''}; "
+                f"the {len(done)} shards committed are kept in {partial.name}: fix the "
+                "cause and run again with --resume") from exc
+        finally:
+            rescue.close()
     missing = [s.shard for s in shards if s.shard not in done]
     if missing:
         raise ResumeError(f"shards {missing[:5]} were not scored; run again with --resume")
@@ -439,6 +594,93 @@ def _score_into(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str, 
     return {"out": str(dst), "step": step, "scored": summary.samples, "bad_lines": bad,
             "skipped_lines": len(bad), "shards": len(shards),
             "components": result["components"], "total": result["total"]}
+
+
+class _Rescue:
+    """Scores a shard that failed on the pipeline (its actor died on every try) in pieces,
+    each in a scoring actor of its own, to find the rows on which the process dies: the
+    shard's groups are halved until a piece scores or is one group; a group that fails
+    is scored row by row, and its rows that do not kill the process are then scored
+    together (the killing rows left out, as a malformed line is). A row that kills the
+    process alone is reported with its line (row) number; everything else is scored."""
+
+    def __init__(self, ray: Any, config: RewardConfig, src: Path, fmt: str,
+                 step: int) -> None:
+        self.ray = ray
+        self.config = config
+        self.src = src
+        self.fmt = fmt
+        self.step = step
+        self.actor: Any = None
+        self.actors_lost = 0
+
+    def shard(self, shard: Shard) -> tuple[bytes, int, list[Any], dict[str, list[float]]]:
+        """(scored lines, rows scored, bad rows, latencies) of ``shard``."""
+        bad: list[tuple[int, str]] = []
+        rows = read_shard(self.src, self.fmt, shard, bad, self.config.limits.max_line_bytes)
+        groups: list[list[tuple[int, dict[str, Any]]]] = []
+        for numbered in rows:
+            if groups and _row_key(groups[-1][-1][1]) == _row_key(numbered[1]):
+                groups[-1].append(numbered)
+            else:
+                groups.append([numbered])
+        pieces = self._groups(groups, bad)
+        latencies: dict[str, list[float]] = {}
+        for _, lat in pieces:
+            for name, values in lat.items():
+                latencies.setdefault(name, []).extend(values)
+        killed = sum(1 for _, why in bad if why == KILLED)
+        return (b"".join(text for text, _ in pieces), len(rows) - killed,
+                [list(b) for b in sorted(bad)],
+                {name: _sample(v) for name, v in latencies.items()})
+
+    def _groups(self, groups: list[list[tuple[int, dict[str, Any]]]],
+                bad: list[tuple[int, str]]) -> list[tuple[bytes, dict[str, list[float]]]]:
+        if not groups:
+            return []
+        scored = self._try([row for group in groups for _, row in group])
+        if scored is not None:
+            return [scored]
+        if len(groups) > 1:
+            half = len(groups) // 2
+            return self._groups(groups[:half], bad) + self._groups(groups[half:], bad)
+        if len(groups[0]) == 1:
+            bad.append((groups[0][0][0], KILLED))
+            return []
+        survivors = []
+        for line_no, row in groups[0]:
+            if self._try([row]) is None:
+                bad.append((line_no, KILLED))
+            else:
+                survivors.append((line_no, row))
+        if not survivors:
+            return []
+        scored = self._try([row for _, row in survivors])
+        if scored is None:  # only together do they kill it: the group is not scored
+            bad.extend((line_no, KILLED) for line_no, _ in survivors)
+            return []
+        return [scored]
+
+    def _try(self, rows: list[dict[str, Any]]) -> tuple[bytes, dict[str, list[float]]] | None:
+        """``rows`` scored in the rescue actor, or None when its process died (a fresh
+        actor is started for the next try)."""
+        if self.actor is None:
+            # no CPU asked: the pipeline's actors may hold them all while it waits
+            remote = self.ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
+            self.actor = remote(ShardScorer).remote(self.config, str(self.src), self.fmt,
+                                                    self.step)
+        try:
+            text, latencies = self.ray.get(self.actor.score.remote(rows))
+        except self.ray.exceptions.RayActorError:
+            self.actor = None
+            self.actors_lost += 1
+            return None
+        return bytes(text), latencies
+
+    def close(self) -> None:
+        if self.actor is not None:
+            self.ray.kill(self.actor)
+            self.actor = None
 
 
 def summarize(config: RewardConfig, scored: Path, entries: list[dict[str, Any]],

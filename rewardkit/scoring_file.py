@@ -117,12 +117,14 @@ def parse_line(raw: bytes, line_no: int) -> tuple[dict[str, Any] | None, str]:
     return row, ""
 
 
-def _lines(fh: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | None]]:
-    """(line number, byte offset, raw line) split at ``\\n`` only; the line is None when
-    it is longer than ``max_bytes`` (``limits.max_line_bytes``): such a line is read in
-    pieces and dropped, so memory is bounded by the cap, never by the longest line."""
+def _lines(fh: IO[bytes], max_bytes: int, first: int = 1
+           ) -> Iterator[tuple[int, int, bytes | None]]:
+    """(line number, byte offset, raw line) split at ``\\n`` only, from where ``fh`` is
+    (its line number ``first``, offsets counted from there); the line is None when it is
+    longer than ``max_bytes`` (``limits.max_line_bytes``): such a line is read in pieces
+    and dropped, so memory is bounded by the cap, never by the longest line."""
     offset = 0
-    line_no = 0
+    line_no = first - 1
     while raw := fh.readline(max_bytes + 1):
         line_no += 1
         start = offset
@@ -138,6 +140,16 @@ def _lines(fh: IO[bytes], max_bytes: int) -> Iterator[tuple[int, int, bytes | No
 
 def _too_long(max_bytes: int) -> str:
     return f"line longer than {max_bytes:,} bytes (limits.max_line_bytes): not read"
+
+
+def read_lines(fh: IO[bytes], max_bytes: int, first: int = 1
+               ) -> Iterator[tuple[int, int, dict[str, Any] | None, str]]:
+    """(line number, byte offset, row, why) for each line of ``fh`` from where it is, as
+    both engines read them: ``row`` is None for a blank line (``why`` "") and for a
+    malformed one or one over ``max_bytes`` (``why`` says what is wrong, for the report)."""
+    for line_no, offset, raw in _lines(fh, max_bytes, first):
+        row, why = (None, _too_long(max_bytes)) if raw is None else parse_line(raw, line_no)
+        yield line_no, offset, row, why
 
 
 def _count_lines(fh: IO[bytes], max_bytes: int) -> int:
@@ -352,8 +364,7 @@ def _score(rs: RewardSet, fh: IO[bytes], regular: bool, out: _Output, step: int,
         def sink(line_no: int, data: bytes) -> None:
             write(data)
 
-        for line_no, _, raw in _lines(fh, max_bytes):
-            row, why = (None, _too_long(max_bytes)) if raw is None else parse_line(raw, line_no)
+        for line_no, _, row, why in read_lines(fh, max_bytes):
             if row is None:
                 if why:
                     bad.append((line_no, why))
@@ -410,8 +421,7 @@ class _GroupIndex:
         previous: bytes | None = None
         gid = -1
         pending: list[tuple[int, int, int]] = []
-        for line_no, offset, raw in _lines(fh, max_bytes):
-            row, why = (None, _too_long(max_bytes)) if raw is None else parse_line(raw, line_no)
+        for line_no, offset, row, why in read_lines(fh, max_bytes):
             if row is None:
                 if why:
                     index.bad.append((line_no, why))

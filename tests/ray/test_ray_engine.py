@@ -337,3 +337,140 @@ def test_the_final_summary_is_built_in_flat_memory(tmp_path: Path) -> None:
     assert metrics["components"]["b"]["count"]["ok"] == 100_000
     # one shard's rows at a time: 100k rows cost what 20k do (before: 5 times as much)
     assert large < 1.3 * small, f"{small / 1e6:.2f} MB at 20k rows, {large / 1e6:.2f} at 100k"
+
+
+def test_a_row_that_kills_its_scoring_process_is_reported_and_the_run_ends(
+        ray_cluster: object, tmp_path: Path) -> None:
+    # an inline reward runs in the scoring actor: os._exit on one row killed the actor,
+    # Ray Data restarted it and sent the same shard again, forever
+    (tmp_path / "config.yaml").write_text(
+        "rewards:\n  exit: {reward: ray_inline_exit}\n  fmt: {reward: soft_format}\n")
+    good = "<think>a</think><answer>1</answer>"
+    lines = [json.dumps({"id": i, "prompt": f"p{i // 2}",
+                         "completion": "die" if i == 5 else good}) for i in range(16)]
+    src = tmp_path / "samples.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "ray.jsonl"
+    address = ray_cluster.address  # type: ignore[attr-defined]
+    started = time.monotonic()
+    done = subprocess.run([*_score_command(tmp_path, src, out, address), "--json"],
+                          capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.monotonic() - started < 120
+    # Ray's driver prints its task-failure notes ("(raylet) Task ... failed") to stdout
+    summary, _ = json.JSONDecoder().raw_decode(done.stdout, done.stdout.index("{\n"))
+    assert summary["bad_lines"] == [[6, "the scoring process died on this row (a reward "
+                                     "that ends its process: os._exit, a segfault, an OOM "
+                                     "kill); not scored"]]
+    assert f"{src}:6: skipped: the scoring process died on this row" in done.stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == [i for i in range(16) if i != 5]  # input order
+    assert all(r["components"]["exit"]["value"] == 1.0 for r in rows)
+    # the killed row's partner (same prompt, same shard) is scored
+    assert summary["scored"] == 15 and summary["components"]["exit"]["count"]["ok"] == 15
+    assert not (tmp_path / "ray.jsonl.progress").exists()
+
+
+def test_a_line_over_the_byte_cap_is_reported_as_by_the_local_engine(
+        ray_cluster: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "limits: {max_line_bytes: 1000}\nrewards:\n  fmt: {reward: soft_format}\n")
+    good = '{"id": %d, "prompt": "p%d", "completion": "<think>a</think><answer>1</answer>"}'
+    lines = [good % (i, i) for i in range(8)]
+    lines[2] = json.dumps({"id": 2, "prompt": "p2", "completion": "x" * 5000})
+    lines[6] = json.dumps({"id": 6, "prompt": "p6", "completion": "y" * 990})  # 1,029 B
+    src = tmp_path / "samples.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    local_out = tmp_path / "local.jsonl"
+    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(local_out),
+                 "--json"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    out = tmp_path / "ray.jsonl"
+    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
+                 "--engine", "ray", "--batch-size", "2", "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert out.read_bytes() == local_out.read_bytes()
+    assert summary["bad_lines"] == local["bad_lines"]
+    assert [n for n, _ in summary["bad_lines"]] == [3, 7]
+    assert f"{src}:3: skipped: line longer than 1,000 bytes (limits.max_line_bytes)" \
+        in captured.err
+
+
+def test_no_line_over_the_byte_cap_is_read_whole(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from rewardkit.ray_scoring import plan_shards, read_shard
+
+    src = tmp_path / "long.jsonl"
+    with src.open("w") as fh:
+        fh.write('{"prompt": "p", "completion": "short"}\n')
+        fh.write('{"prompt": "q", "completion": "' + "z" * 30_000_000 + '"}\n')
+        fh.write('{"prompt": "r", "completion": "short"}\n')
+    cap = 1_000_000
+    tracemalloc.start()
+    shards = plan_shards(src, "jsonl", 1, cap)
+    bad: list[tuple[int, str]] = []
+    rows = [n for shard in shards for n, _ in read_shard(src, "jsonl", shard, bad, cap)]
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert rows == [1, 3] and [n for n, _ in bad] == [2]
+    assert sum(s.rows for s in shards) == 3
+    assert peak < 8 * cap, f"peak {peak / 1e6:.1f} MB reading a 30 MB line under a 1 MB cap"
+
+
+def _rchar() -> int:
+    """Bytes this process has read through read(2) and pread(2), page cache or not."""
+    with open("/proc/self/io") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("rchar:"))
+
+
+def test_each_parquet_row_group_is_read_once_whatever_the_shards(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rewardkit.ray_scoring import parquet_reads, plan_shards, read_unit
+
+    rng = random.Random(3)
+    rows = [{"id": i, "prompt": f"q{i // 2}", "completion": "".join(
+        rng.choice("abcdefghij ") for _ in range(120))} for i in range(20_000)]
+    src = tmp_path / "one-group.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), src)  # pyarrow's default: one row group
+    assert pq.ParquetFile(src).metadata.num_row_groups == 1
+    shards = plan_shards(src, "parquet", 200, 1 << 20)
+    assert len(shards) == 100
+    units = parquet_reads(src, shards)
+    assert [len(u) for u in units] == [100]  # all shards share the group: one read
+    before = _rchar()
+    got = []
+    for unit in units:
+        for shard, payload in read_unit(src, unit):
+            part = pa.ipc.open_stream(payload).read_all().to_pylist()
+            assert len(part) == shard.rows
+            got.extend(part)
+    read = _rchar() - before
+    assert got == rows
+    size = src.stat().st_size
+    # before: each of the 100 shards read the whole group (100 times the file)
+    assert read < 3 * size, f"read {read / size:.1f} times the file's {size} bytes"
+    # a shard set after a resume: only the pending shards' rows, groups still read once
+    pending = shards[10:20] + shards[60:61]
+    parts = [shard for unit in parquet_reads(src, pending) for shard, _ in read_unit(src, unit)]
+    assert parts == pending
+
+
+def test_a_parquet_file_of_one_row_group_is_scored_as_locally(
+        ray_cluster: object, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = write_inputs(tmp_path, prompts=20)
+    rows = [json.loads(line) for line in src.read_text().splitlines()]
+    parquet = tmp_path / "samples.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), parquet)  # one row group, 20 shards
+    local = run_local(tmp_path, src, batch_size=4)
+    out = tmp_path / "ray.jsonl"
+    assert main(["score", str(tmp_path / "config.yaml"), str(parquet), "--out", str(out),
+                 "--engine", "ray", "--batch-size", "4", "--json"]) == 0
+    assert scored(out) == local
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [r["id"] for r in rows]
