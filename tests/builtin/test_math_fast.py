@@ -37,6 +37,7 @@ PAIRS = [
     ("y = -5x - 3", "y = 5x - 3", False),
     ("x^2+y^2=25", "y^2+x^2=25", True),
     ("x^2+y^2=25", "x^2-y^2=25", False),
+    ("x^2+y^2=25", "x^2+y^2=5", False),
     ("(-\\infty, 3]", "\\left(-\\infty, 3\\right]", True),
     ("(-\\infty, 3]", "(-\\infty, 3)", False),
     ("[2, 5)", "[2, 5]", False),
@@ -96,12 +97,21 @@ def test_each_distinct_answer_of_a_group_is_parsed_once(parse_calls: list[str]) 
     """A group of 16 completions giving two answers outside the exact language: the
     reference and each answer are parsed once, not once per completion."""
     reward = get_reward("math_answer")()
-    answers = ["x^2-y^2=25", "x^2+y^2=5"] * 8
+    answers = ["\\sin(x)", "\\cos(x)"] * 8
     got = [reward.score(Sample(completion=f"Step {i}.\n\n" + _boxed(a),
-                               reference="x^2+y^2=25")).value
+                               reference="\\sin(x)")).value
            for i, a in enumerate(answers)]
-    assert got == [0.0] * 16
-    assert len(parse_calls) <= 3  # the reference once, the nonlinear answer once
+    assert got == [1.0, 0.0] * 8
+    assert len(parse_calls) == 3  # the reference once, each answer once
+
+
+def test_equations_with_other_solutions_are_told_apart_exactly() -> None:
+    """A point on one curve and off the other, found in Q(sqrt): no sympy solve."""
+    assert _math_fast._compare("x^2+y^2=25", "x^2-y^2=25") is False
+    assert _math_fast._compare("x^2+y^2=25", "2x^2+2y^2=50") is True
+    assert _math_fast._compare("y=x^2", "y=x^3") is False
+    # the same zero set, not proportional: left to math-verify
+    assert _math_fast._compare("x^2=0", "x=0") is None
 
 
 def test_commitment_rules_still_decide() -> None:
