@@ -107,7 +107,8 @@ class TrainConfig(_Model):
     dataset: DatasetSpec
     output_dir: str = Field("runs/rewardkit", description="relative to the config file")
     learning_rate: float = Field(1e-6, gt=0)
-    lr_scheduler: str = Field("constant", description="constant | linear | cosine ...")
+    lr_scheduler: str = Field("constant", description="constant | linear | cosine ... "
+                              "(EasyR1 and verl: constant or cosine)")
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     num_generations: int = Field(8, ge=2, description="completions per prompt (group size)")
     batch_size: int = Field(
@@ -145,8 +146,9 @@ class TrainConfig(_Model):
         0, ge=0, description="GPUs (processes) per node; 0 = every GPU visible, at least 1")
     nnodes: int = Field(1, gt=0)
     deepspeed: Literal["zero3", "zero2", "none"] = Field(
-        "zero3", description="TRL on more than one GPU: the DeepSpeed ZeRO stage of its "
-        "accelerate launch (none = plain DDP)")
+        "zero3", description="sharding on more than one GPU: DeepSpeed ZeRO stage for "
+        "TRL (accelerate) and ms-swift (--deepspeed), FSDP full (zero3) or gradient and "
+        "optimizer (zero2) sharding for EasyR1 and verl; none = DDP (TRL, ms-swift)")
     extra_args: dict[str, Any] = Field(
         default_factory=dict,
         description="passed through verbatim: GRPOConfig kwargs (trl), --flags (swift), "
