@@ -18,6 +18,13 @@ def inline_exit(sample: Sample) -> float:
     return 1.0
 
 
+@reward(name="ray_inline_pid")
+def inline_pid(sample: Sample) -> float:
+    """The id of the process that scores the row: which scoring actor had it."""
+    return float(os.getpid())
+
+
 @hookimpl
 def register_rewards(register):  # type: ignore[no-untyped-def]
     register(inline_exit)
+    register(inline_pid)
