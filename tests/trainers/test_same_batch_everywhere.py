@@ -247,7 +247,7 @@ def test_trl_leaves_out_prompts_longer_than_max_prompt_length(tiny_tokenizer_dir
                                               tokenize=True, return_dict=True)["input_ids"])
     kept, dropped = drop_overlong_prompts([short, long, short], tokenizer, limit)
     assert kept == [short, short] and dropped == 1
-    with pytest.raises(ValueError, match="max_prompt_length"):
+    with pytest.raises(ValueError, match="all 1 prompts are longer than"):
         drop_overlong_prompts([long], tokenizer, limit)
 
 
@@ -294,3 +294,16 @@ def test_ms_swift_and_verl_read_the_4_gpu_arguments_as_the_table_says(
                      "ppo_micro_batch_size_per_gpu": 16, "reshard_after_forward": True,
                      "lr_scheduler_type": "cosine", "filter_overlong_prompts": True,
                      "n_gpus_per_node": 4}
+
+
+def test_a_trl_run_whose_every_prompt_is_too_long_is_a_config_error(tmp_path: Path, capsys):
+    from rewardkit_trainers.cli import run
+
+    config = tmp_path / "q.yaml"
+    config.write_text((ROOT / "examples" / "quickstart.yaml").read_text().replace(
+        "output_dir: ../runs/quickstart",
+        f"output_dir: {tmp_path / 'out'}\n  max_prompt_length: 1"))
+    assert run("train", [str(config)]) == 2
+    out = capsys.readouterr()
+    assert "train.max_prompt_length: all 512 prompts are longer than 1 tokens" in (
+        out.out + out.err)

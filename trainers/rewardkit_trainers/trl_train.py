@@ -205,7 +205,13 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
         tokenizer = load_tokenizer(train.model)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-    rows, dropped_rows = drop_overlong_prompts(rows, tokenizer, train.max_prompt_length)
+    try:
+        rows, dropped_rows = drop_overlong_prompts(rows, tokenizer, train.max_prompt_length)
+    except ValueError as exc:
+        from rewardkit import ConfigError
+
+        raise ConfigError(str(config_file or "<config>"),
+                          [("train.max_prompt_length", str(exc))]) from None
     if dropped_rows:
         console.print(f"left out {dropped_rows} of {dropped_rows + len(rows)} prompts longer "
                       f"than max_prompt_length ({train.max_prompt_length} tokens)")
@@ -261,8 +267,8 @@ def drop_overlong_prompts(rows: list[dict[str, Any]], tokenizer: Any,
         if len(ids) <= max_tokens:
             kept.append(row)
     if not kept:
-        raise ValueError(f"every prompt is longer than max_prompt_length ({max_tokens} "
-                         "tokens); raise train.max_prompt_length")
+        raise ValueError(f"all {len(rows)} prompts are longer than {max_tokens} tokens "
+                         "and would be left out; raise it")
     return kept, len(rows) - len(kept)
 
 
