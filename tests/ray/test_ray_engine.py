@@ -339,17 +339,24 @@ def test_the_final_summary_is_built_in_flat_memory(tmp_path: Path) -> None:
     assert large < 1.3 * small, f"{small / 1e6:.2f} MB at 20k rows, {large / 1e6:.2f} at 100k"
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_a_row_that_kills_its_scoring_process_is_reported_and_the_run_ends(
-        ray_cluster: object, tmp_path: Path) -> None:
+        ray_cluster: object, tmp_path: Path, fmt: str) -> None:
     # an inline reward runs in the scoring actor: os._exit on one row killed the actor,
     # Ray Data restarted it and sent the same shard again, forever
     (tmp_path / "config.yaml").write_text(
         "rewards:\n  exit: {reward: ray_inline_exit}\n  fmt: {reward: soft_format}\n")
     good = "<think>a</think><answer>1</answer>"
-    lines = [json.dumps({"id": i, "prompt": f"p{i // 2}",
-                         "completion": "die" if i == 5 else good}) for i in range(16)]
-    src = tmp_path / "samples.jsonl"
-    src.write_text("\n".join(lines) + "\n")
+    records = [{"id": i, "prompt": f"p{i // 2}", "completion": "die" if i == 5 else good}
+               for i in range(16)]
+    src = tmp_path / f"samples.{fmt}"
+    if fmt == "parquet":  # row 6 (rows are numbered from 1, as lines are)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(records), src)
+    else:
+        src.write_text("".join(json.dumps(r) + "\n" for r in records))
     out = tmp_path / "ray.jsonl"
     address = ray_cluster.address  # type: ignore[attr-defined]
     started = time.monotonic()
