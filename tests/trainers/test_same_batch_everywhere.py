@@ -307,3 +307,20 @@ def test_a_trl_run_whose_every_prompt_is_too_long_is_a_config_error(tmp_path: Pa
     out = capsys.readouterr()
     assert "train.max_prompt_length: all 512 prompts are longer than 1 tokens" in (
         out.out + out.err)
+
+
+def test_two_nodes_split_the_same_step_over_twice_the_gpus(tmp_path: Path):
+    """8 GPUs on each of 2 nodes: 16 processes, micro-batches of 4 completions, as 16 GPUs
+    on one node (TRL by the SageMaker placement, the others by train.nnodes)."""
+    config = write_config(tmp_path)
+    trl = load_run(config, output_dir=str(tmp_path / "trl"), hardware=Hardware(8, True),
+                   placement=NodePlacement(num_nodes=2, rank=0, head_ip="10.0.0.1"))
+    row = read_trl(trl.dry_run())
+    assert (row["completions/step"], row["per-device"], row["grad accum"]) == (128, 4, 2)
+    for backend in ("swift", "easyr1", "verl"):
+        plan = load_run(write_config(tmp_path, nnodes=2), backend=backend,
+                        output_dir=str(tmp_path / backend), hardware=Hardware(8, True),
+                        placement=NodePlacement())
+        row = READERS[backend](plan.dry_run())
+        assert (row["completions/step"], row["per-device"], row["grad accum"]) == (
+            128, 4, 2), backend

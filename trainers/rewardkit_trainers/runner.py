@@ -113,7 +113,8 @@ class RunPlan:
     def processes(self) -> int:
         """Training processes of the run, all nodes together: one for TRL in this
         process; else ``gpus`` per node (less the vLLM server's GPUs in TRL's and
-        ms-swift's server mode) times the nodes."""
+        ms-swift's server mode) times the nodes (TRL: the placement's, as its accelerate
+        launch; the others: ``train.nnodes``, or the placement's when more)."""
         t = self.train
         if t.backend == "trl" and not self.launched:
             return 1
@@ -121,6 +122,8 @@ class RunPlan:
         server = t.vllm.enabled is True and t.vllm.mode == "server"
         if server and t.backend in ("trl", "swift") and per_node > t.vllm.tensor_parallel_size:
             per_node -= t.vllm.tensor_parallel_size
+        if t.backend == "trl":  # accelerate launches per_node processes on each placed node
+            return per_node * self.placement.num_nodes
         return per_node * max(t.nnodes, self.placement.num_nodes)
 
     def batch(self) -> BatchSplit:
