@@ -41,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gsm8k_style import solutions
-from math_eval_pairs import Pair, build
+from math_eval_pairs import Pair, build, shape
 
 from rewardkit import RewardSet, Sample, get_reward
 
@@ -84,7 +84,8 @@ def agreement(pairs: list[Pair]) -> dict[str, Any]:
     refused: dict[tuple[str, str], int] = defaultdict(int)
     for p in pairs:
         reward = rewards.get(p.category, default)
-        score = reward.score(Sample(completion=p.completion, reference=p.gold))
+        score = reward.score(Sample(prompt=p.prompt, completion=p.completion,
+                                    reference=p.gold))
         ours = score.value == 1.0
         theirs = math_verify_verdict(p.gold, p.completion)
         row = per[p.category]
@@ -109,6 +110,63 @@ def agreement(pairs: list[Pair]) -> dict[str, Any]:
             "math_answer_misses": misses,
             "correct_refused": [{"category": c, "reason": r, "n": n}
                                 for (c, r), n in sorted(refused.items())]}
+
+
+#: the answer shapes of issue 21, in its order
+SHAPES = ("integer", "decimal", "fraction", "radical", "expression", "equation", "interval",
+          "set", "tuple", "matrix", "multiple choice", "text")
+
+
+def by_shape(pairs: list[Pair]) -> dict[str, Any]:
+    """Agreement with the labels per answer shape of the gold, on the real model outputs
+    to competition problems (GSM8K sources and pairs written for this project left out),
+    math_answer and math-verify side by side (both with defaults)."""
+    reward = get_reward("math_answer")()
+    per: dict[str, dict[str, int]] = {k: defaultdict(int) for k in SHAPES}
+    worse: list[dict[str, Any]] = []
+    for p in pairs:
+        if not p.model_output or "GSM8K" in p.category or "grade-school" in p.source:
+            continue
+        score = reward.score(Sample(prompt=p.prompt, completion=p.completion, reference=p.gold))
+        ours = score.value == 1.0
+        theirs = math_verify_verdict(p.gold, p.completion)
+        row = per[shape(p.gold)]
+        row["n"] += 1
+        row["labelled_correct"] += p.truth
+        row["math_answer_right"] += ours == p.truth
+        row["math_verify_right"] += theirs == p.truth
+        row["math_answer_errors"] += score.status != "ok"
+        if theirs == p.truth and ours != p.truth:
+            row["only_math_verify_right"] += 1
+            worse.append({"shape": shape(p.gold), "source": p.source, "gold": p.gold,
+                          "completion": p.completion[-200:], "truth": p.truth,
+                          "status": score.status, "reason": score.reason})
+        elif ours == p.truth and theirs != p.truth:
+            row["only_math_answer_right"] += 1
+    return {"shapes": {k: dict(v) for k, v in per.items()}, "only_math_verify_right": worse}
+
+
+def print_shapes(result: dict[str, Any], misses: int = 0) -> None:
+    print("(d) agreement per answer shape, real model outputs to competition problems")
+    print(f"    {'shape':<17}{'n':>6}{'correct':>9}{'math_answer':>13}{'math-verify':>13}"
+          f"{'only ma':>9}{'only mv':>9}{'errors':>8}")
+    total: dict[str, int] = defaultdict(int)
+    for name in SHAPES:
+        r = result["shapes"][name]
+        for k, v in r.items():
+            total[k] += v
+    for name, r in [*result["shapes"].items(), ("ALL", total)]:
+        n = r.get("n", 0)
+        if not n:
+            print(f"    {name:<17}{0:>6}   (no real labelled outputs of this shape)")
+            continue
+        ma, mv = r.get("math_answer_right", 0) / n, r.get("math_verify_right", 0) / n
+        print(f"    {name:<17}{n:>6}{r.get('labelled_correct', 0):>9}{ma:>12.1%} {mv:>12.1%}"
+              f"{r.get('only_math_answer_right', 0):>9}{r.get('only_math_verify_right', 0):>9}"
+              f"{r.get('math_answer_errors', 0):>8}")
+    for m in result["only_math_verify_right"][:misses]:
+        print(f"    - [{m['shape']}] gold {m['gold']!r} truth={m['truth']} {m['status']} "
+              f"{m['reason']!r}: {m['completion'][-120:]!r}")
 
 
 def stricter_rules(pairs: list[Pair]) -> list[dict[str, Any]]:
@@ -255,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=4096, help="long solutions to time")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--misses", type=int, default=0, help="print this many misses")
+    parser.add_argument("--shapes", action="store_true",
+                        help="only the agreement per answer shape on the real competition "
+                        "outputs of the sources (no speed runs)")
     parser.add_argument("--baseline", metavar="GIT_REF",
                         help="also time math_answer as it was at this commit on the short "
                         "numeric answers (in-process, CPU time)")
@@ -266,6 +327,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--source {spec!r}: expected OWNER/NAME=PATH")
         copies[repo] = Path(path)
     pairs = own_pairs() + (build(copies) if copies else [])
+    if args.shapes:
+        result = by_shape(pairs)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_shapes(result, args.misses)
+        return 0
     agree = agreement(pairs)
     stricter = stricter_rules(pairs)
     long = solutions(args.n, seed=1)

@@ -31,6 +31,7 @@ class Pair:
     completion: str
     truth: bool
     model_output: bool
+    prompt: str = ""
 
 
 class SourceError(Exception):
@@ -86,6 +87,10 @@ def build(copies: dict[str, Path]) -> list[Pair]:
             pairs += _mr_gsm8k(repo, path, data)
         elif path.startswith("tests/"):
             pairs += _math_verify_cases(repo, path, data)
+        elif path.endswith("HardVerify-Math.json"):
+            pairs += _hardverify(repo, data)
+        elif path.endswith("math_result.json"):
+            pairs += _mmlu_pro(repo, data)
     return _dedupe(pairs)
 
 
@@ -194,3 +199,71 @@ def categorise(gold: str, pred: str, test: str) -> str:
     if len(pred) > 200 or re.search(r"[Aa]nswer", pred):
         return "answers in prose / long solutions"
     return "LaTeX expressions and numbers"
+
+
+def _hardverify(repo: str, data: bytes) -> Iterator[Pair]:
+    """TinyV's HardVerify-Math: per problem, a correct answer rule-based verifiers miss
+    and a wrong one, both boxed as the model wrote them, the problem as the prompt."""
+    for row in json.loads(data):
+        gold = row["ground_truth"]
+        for key, truth in (("fn_output", True), ("tn_output", False)):
+            answer = str(row[key]).strip()
+            yield Pair(f"{repo} HardVerify-Math {row['source']}", f"HardVerify-Math: {shape(gold)}",
+                       gold, f"The final answer is $\\boxed{{{answer}}}$", truth, True,
+                       row.get("question", ""))
+
+
+def _mmlu_pro(repo: str, data: bytes) -> Iterator[Pair]:
+    """MMLU-Pro's recorded GPT-4o answers: the prompt lists the options (``A. ...``
+    lines, as MMLU-Pro writes them), the label is MMLU-Pro's own reading; rows it could
+    not read are left out."""
+    for row in json.loads(data):
+        if row.get("pred") is None:
+            continue
+        options = ast.literal_eval(row["options"]) if isinstance(row["options"], str) \
+            else row["options"]
+        listed = "\n".join(f"{'ABCDEFGHIJ'[i]}. {o}" for i, o in enumerate(options[:10]))
+        yield Pair(f"{repo} gpt4o math", "MMLU-Pro math, GPT-4o (ten options)",
+                   row["answer"], row["response"], row["pred"] == row["answer"], True,
+                   f"Question: {row['question']}\nOptions:\n{listed}")
+
+
+_CHOICE_GOLD = re.compile(r"\s*\(?([A-J])\)?\s*")
+_TEXT_WORDS = re.compile(r"\\(?:text|mbox|textbf|mathrm)\s*\{[^{}]*[A-Za-z]{3,}[^{}]*\}")
+
+
+def shape(gold: str) -> str:
+    """The shape of a gold answer, in the categories of issue 21: integer, decimal,
+    fraction, radical, expression, equation, interval, set, tuple, matrix, multiple
+    choice, text."""
+    g = gold.strip().strip("$").strip()
+    g = re.sub(r"^\\boxed\s*\{(.*)\}$", r"\1", g).strip()
+    bare = re.sub(r"\\(?:text|mbox|mathrm)\s*\{\s*\}|\\[,;!]|\\quad|\s", "", g)
+    if _CHOICE_GOLD.fullmatch(g) or re.fullmatch(r"\\text(?:bf)?\{\(?[A-J]\)?\}", bare):
+        return "multiple choice"
+    if re.search(r"pmatrix|bmatrix|\\begin\{array\}|\[[^\[\]]*;[^\[\]]*\]", g):
+        return "matrix"
+    number = re.sub(r"\\(?:text|mbox|mathrm)\s*\{[^{}]*\}|\^\{?\\circ\}?|\\%", "", bare)
+    if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+|-?\d+", number):
+        return "integer"
+    if re.fullmatch(r"-?\d*\.\d+%?|-?\d+%", number):
+        return "decimal"
+    if re.search(r"[A-Za-z]{3,}\s+[A-Za-z]{2,}", re.sub(r"\\[A-Za-z]+", " ", g)) or (
+            _TEXT_WORDS.search(g) and not re.search(r"\d", g)) or re.fullmatch(
+            r"[A-Za-z]{2,}", bare):
+        return "text"
+    half_open = re.fullmatch(r"[(\[][^,()\[\]]+,[^,()\[\]]+[)\]]", bare) is not None \
+        and bare[0] + bare[-1] in ("(]", "[)", "[]")
+    if re.search(r"\\cup|\\infty|\\cap|<|>|\\[lg]eq?(?![a-z])", g) or half_open:
+        return "interval"
+    if "\\{" in g:
+        return "set"
+    if "," in bare:
+        return "tuple"
+    if "=" in g:
+        return "equation"
+    if re.search(r"\\sqrt|√", g):
+        return "radical"
+    if re.fullmatch(r"-?(?:\\[dt]?frac\{-?\d+\}\{\d+\}|\d+/\d+)", bare):
+        return "fraction"
+    return "expression"

@@ -27,6 +27,7 @@ from rewardkit.builtin._answers import (
     after_reasoning,
     boxed,
     extract,
+    hedged,
     read_number,
     reference_text,
     tag_blocks,
@@ -213,6 +214,9 @@ _LONE_LETTER = re.compile(r"(?<![A-Za-z\\'-])([A-J])(?![A-Za-z'-])")
 _PRONOUN = re.compile(r"I\s+[a-z]")
 #: the longest answer in which a letter standing alone names an option
 _SHORT = 30
+#: a statement of the chosen letter anywhere in the output: ``the answer is (C)``,
+#: ``Answer: C``
+_ANSWER_IS = re.compile(r"(?i:answer\s*(?:is|:)|answer\s+is\s*:)\s*\**\s*\(?([A-J])\b(?![-'])")
 #: another option joined to the first: ``B or C``, ``B, C``, ``B and C``, ``B/C``
 _JOINED = re.compile(r"(?:\bor\b|\band\b|,|/|&|\\lor|\\vee)\s*(?:option\s+)?\(?([A-J])\)?"
                      r"(?![A-Za-z])")
@@ -228,6 +232,10 @@ def grade_choice(text: str, options: Mapping[str, str], answer_tag: str = "answe
         if len(letters) > 1:
             return Choice(None, "several different final answers", statements[-1], "boxed"
                           if boxes else "answer_tag")
+    stated = {m.group(1) for m in _ANSWER_IS.finditer(text[-8000:])}
+    if len(stated) > 1:  # "The answer is C. ... Thus, the answer is (E)."
+        return Choice(None, "several different final answers", ", ".join(sorted(stated)),
+                      "closing")
     found = extract(text, ("answer_tag", "boxed", "closing", "bare"), answer_tag)
     if found is not None:
         answer, via = found.answer, found.how
@@ -235,7 +243,32 @@ def grade_choice(text: str, options: Mapping[str, str], answer_tag: str = "answe
         lines = [line for line in text[-4000:].splitlines() if line.strip()]
         answer, via = (lines[-1].strip() if lines else ""), "last_line"
     chosen = _choose(answer, options)
-    return Choice(chosen.letter, chosen.reason, answer, via)
+    if chosen.letter is None:
+        return Choice(None, chosen.reason, answer, via)
+    for statement in statements:  # a box before "The answer is (D)" may not name another
+        if _competes(statement, chosen.letter, options):
+            return Choice(None, "several different final answers", answer, via)
+    if via in ("bare", "last_line") and len(prompt_options(text)) > 1:
+        return Choice(None, "the output lists the options", answer, via)  # an echoed prompt
+    return Choice(chosen.letter, "", answer, via)
+
+
+def _competes(statement: str, letter: str, options: Mapping[str, str]) -> bool:
+    """Whether another final statement (a box, an answer block) names another option,
+    several, or, where the options are known, a list or hedge of values none of them is
+    (``\\boxed{A, B, C, D}``, ``\\boxed{164 or 165}`` before ``The answer is (D)``). A
+    value in another form than its option's (``\\boxed{x^2/8}``) does not compete."""
+    other = _choose(statement, options)
+    if other.letter is not None:
+        return other.letter != letter
+    if other.reason == "several options named":
+        return True
+    return bool(options) and (hedged(statement) or _LIST.search(statement) is not None
+                              or len(prompt_options(statement)) > 1)
+
+
+#: a list of values in one answer
+_LIST = re.compile(r"[,;]|\\(?:quad|qquad)")
 
 
 def _all_boxes(text: str) -> list[str]:

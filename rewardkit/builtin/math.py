@@ -584,6 +584,10 @@ _TRAILING_PHRASE = re.compile(
     r"(?:\}[^=,;\d\\{}]*)?$")
 _ENGLISH_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
+#: a unit in words after a number (``40 \text{ chocolate candies}``): in a list of
+#: quantities math-verify drops the units and reads the first value alone
+_UNIT_AFTER_NUMBER = re.compile(
+    r"(\d)\s*(?:\\[ ,;!]\s*)*\\(?:text|mbox|mathrm)\s*\{[^{}\d\\]*\}")
 
 
 #: the longest answer _cas_form rewrites
@@ -594,7 +598,8 @@ def _cas_form(answer: str) -> str:
     """An answer rewritten into the LaTeX math-verify reads, where it writes a value in a
     form math-verify misreads: the root sign ``√2`` (read as nothing, so ``4√2`` was 4),
     a MATLAB-style matrix (read as one flat tuple), a formula followed by a phrase that
-    qualifies it (read as its last number). Anything else, and anything longer than an
+    qualifies it (read as its last number), a list of quantities with units in words
+    (read as its first value: the units are dropped). Anything else, and anything longer than an
     answer (the patterns would backtrack), is returned as it is."""
     if len(answer) > _MAX_REWRITTEN:
         return answer
@@ -607,6 +612,10 @@ def _cas_form(answer: str) -> str:
         if len({len(row) for row in rows}) == 1 and all(all(row) for row in rows):
             return ("\\begin{pmatrix}" + " \\\\ ".join(" & ".join(row) for row in rows)
                     + "\\end{pmatrix}")
+    if "," in answer and "\\" in answer:  # a list of quantities: math-verify reads one
+        units = _UNIT_AFTER_NUMBER.sub(r"\1", answer)
+        if units != answer and not _LATEX_TEXT.search(units):
+            answer = units
     phrase = _TRAILING_PHRASE.search(answer)
     if phrase and phrase.start() > 0:
         head = answer[: phrase.start()].strip()
