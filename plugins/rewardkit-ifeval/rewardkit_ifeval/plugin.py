@@ -1,0 +1,17 @@
+"""rewardkit plugin entry point of ``rewardkit-ifeval``: registers ``instruction_following``.
+
+The checkers (and their ~2 s import) load on the first score, not here, so listing or
+validating a config stays fast."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rewardkit import hookimpl
+from rewardkit_ifeval.reward import InstructionFollowing
+
+
+@hookimpl
+def register_rewards(register: Callable[[type[Any]], Any]) -> None:
+    register(InstructionFollowing)

@@ -1,0 +1,175 @@
+"""``instruction_following``: the IFEval / IFBench instructions of each row, checked.
+
+A row names its instructions as the public datasets ship them: ``instruction_id_list``
+(``["punctuation:no_comma", "length_constraints:number_words"]``) and ``kwargs``, one
+mapping per instruction (``[{}, {"relation": "at least", "num_words": 300}]``; keys
+whose value is null are ignored, as the datasets fill every key of every instruction).
+Each instruction is checked as Google's reference evaluation checks it, in strict mode
+(the response as written) or loose mode (also without ``*`` and without its first or
+last line); the value is 1 when every instruction is followed (``credit: all``, the
+benchmark's prompt-level accuracy) or the fraction followed (``credit: fraction``).
+
+What the checks cannot see, the reward refuses before them (docs/plugins/ifeval.md):
+an answer with no visible text (zero-width characters only pass Google's blank test),
+and an answer that is the prompt echoed back or shorter than ``min_words`` visible words
+once the echo is taken out (a bare ``ok`` follows "no commas" and "all lowercase" alike).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, visible_length
+from rewardkit_ifeval.checkers import MissingData, UnknownInstruction, evaluate
+
+#: instruction types whose honest answer may be a few words: the word floor yields to them
+SHORT_ANSWER_TYPES = frozenset({
+    "detectable_format:constrained_response",
+    "length_constraints:number_words",
+    "count:word_count_range",
+    "custom:character_reverse",
+    "custom:word_reverse",
+})
+_WORD = re.compile(r"\w+")
+
+
+class InstructionParams(Params):
+    """Parameters of instruction_following."""
+
+    mode: Literal["strict", "loose"] = Field(
+        "strict", description="strict: the response as written; loose: an instruction is "
+        "also followed by the response without '*' or without its first/last line "
+        "(Google's loose accuracy)")
+    credit: Literal["all", "fraction"] = Field(
+        "all", description="all: 1 when every instruction is followed, else 0 (prompt-level "
+        "accuracy); fraction: the share of the row's instructions followed")
+    instructions_column: str = Field(
+        "instruction_id_list", description="metadata column holding the instruction ids")
+    kwargs_column: str = Field(
+        "kwargs", description="metadata column holding one kwargs mapping per instruction "
+        "(a list, or its JSON text)")
+    reasoning_tag: str | None = Field(
+        None, description="name of the reasoning tag of a reasoning model (e.g. 'think'): "
+        "check only what follows the last closing </tag>, and pay 0 when it never closes")
+    min_words: int = Field(
+        5, ge=0, description="fewest visible words an answer needs once any copy of the "
+        "prompt is taken out; rows with an instruction that allows a shorter answer "
+        "(constrained response, a word-count cap, reversals) need only one. 0 checks the "
+        "instructions alone, as the reference evaluation does")
+
+
+class InstructionFollowing(Reward):
+    """The response follows the row's IFEval / IFBench instructions.
+
+    Details: ``followed`` ([id, bool] per instruction, in the row's order) and
+    ``followed_count``. Status
+    error for a row without instruction ids, an unknown id, kwargs an instruction does not
+    take, or an IFBench type whose NLTK data is not installed (never downloaded).
+    Example: ``instruction_id_list: ["punctuation:no_comma"]`` and a reply without a comma
+    -> 1.0; with one -> 0.0.
+    """
+
+    name: ClassVar[str] = "instruction_following"
+    Params: ClassVar[type[Params]] = InstructionParams
+    mode: ClassVar[ExecutionMode] = ExecutionMode.PROCESS
+    timeout: ClassVar[float | None] = 30.0
+
+    def score(self, sample: Sample) -> Score:
+        params: InstructionParams = self.params  # type: ignore[assignment]
+        row = _row_instructions(sample, params)
+        if isinstance(row, Score):
+            return row
+        ids, kwargs = row
+        text = _checked_text(sample.text, params.reasoning_tag)
+        if text is None:
+            return Score.ok(0.0, "the reasoning never closes")
+        prompt = prompt_text(sample.prompt)
+        refused = _off_task(text, prompt, ids, params.min_words)
+        if refused:
+            return Score.ok(0.0, refused)
+        try:
+            verdicts = evaluate(text, ids, kwargs, prompt, loose=params.mode == "loose")
+        except UnknownInstruction as exc:
+            return Score.error(f"unknown instruction id {exc.args[0]!r} (neither IFEval's "
+                               "nor IFBench's registry has it)")
+        except MissingData as exc:
+            return Score.error(f"an instruction needs NLTK data that is not installed "
+                               f"(rewardkit never downloads it): {exc}")
+        except (TypeError, ValueError) as exc:
+            return Score.error(f"the row's kwargs do not fit its instructions: {exc}")
+        done = sum(v.followed for v in verdicts)
+        value = done / len(verdicts) if params.credit == "fraction" else float(
+            done == len(verdicts))
+        return Score.ok(value, followed=[[v.instruction_id, v.followed] for v in verdicts],
+                        followed_count=done)
+
+
+def prompt_text(prompt: Any) -> str:
+    """The prompt's text: the string, or the last user turn of a chat prompt."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list):
+        users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
+        if users:
+            content = users[-1].get("content", "")
+            return content if isinstance(content, str) else str(content)
+    return "" if prompt is None else str(prompt)
+
+
+def _row_instructions(sample: Sample, params: InstructionParams
+                      ) -> tuple[list[str], list[Mapping[str, Any] | None]] | Score:
+    ids = _as_list(sample.metadata.get(params.instructions_column))
+    if not ids or not all(isinstance(i, str) for i in ids):
+        return Score.error(f"the sample has no instruction ids (a list of strings in the "
+                           f"{params.instructions_column!r} column)")
+    raw = sample.metadata.get(params.kwargs_column)
+    kwargs = _as_list(raw) if raw is not None else [{} for _ in ids]
+    if kwargs is None or len(kwargs) != len(ids) or not all(
+            k is None or isinstance(k, Mapping) for k in kwargs):
+        return Score.error(f"the {params.kwargs_column!r} column must be one mapping per "
+                           f"instruction ({len(ids)} of them)")
+    return ids, kwargs
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    return None
+
+
+def _checked_text(text: str, reasoning_tag: str | None) -> str | None:
+    if reasoning_tag is None:
+        return text
+    closer = f"</{reasoning_tag}>"
+    at = text.rfind(closer)
+    return None if at < 0 else text[at + len(closer):].lstrip("\n")
+
+
+def _off_task(text: str, prompt: str, ids: Sequence[str], min_words: int) -> str:
+    """Why the answer is refused before any check ('' when it is not). Words are compared
+    as lowercase word sequences, so an echo with its spacing, case or markup changed, or
+    invisible characters put between its words, is still an echo."""
+    if not visible_length(text):
+        return "no visible text"
+    if min_words == 0:
+        return ""
+    words = " ".join(_WORD.findall(text.lower()))
+    echo = " ".join(_WORD.findall(prompt.lower()))
+    rest = words.replace(echo, " ") if echo else words
+    count = len(rest.split())
+    needed = 1 if any(i in SHORT_ANSWER_TYPES for i in ids) else min_words
+    if count < needed:
+        if rest != words:
+            return "the prompt echoed, with too little besides"
+        return f"{count} words: fewer than {needed}"
+    return ""
