@@ -162,7 +162,7 @@ def needs_prompt_identity(config: RewardConfig) -> list[str]:
     if config.aggregate == "normalize_then_sum":
         reasons.append("aggregate: normalize_then_sum normalises within each prompt's group")
     if config.on_error == "null":
-        reasons.append("on_error: null masks a failed row with its group's mean")
+        reasons.append("on_error: null gives a failed row its group's mean")
     for name, component in config.rewards.items():
         if get_reward(component.reward).group:
             reasons.append(f"rewards.{name} is a per-group reward")

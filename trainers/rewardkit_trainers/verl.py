@@ -28,7 +28,7 @@ default 0) in its component's key and sets ``<component>_failed`` to 1; those ke
 metrics. The ``score`` that trains is the total of the components that graded
 (``on_error: ignore``, as on the other backends), and the fallback only when none did.
 verl scores responses one by one, so what needs a whole group (per-group rewards,
-``normalize_then_sum``, ``on_error: null``, which masks a failed row with its group's
+``normalize_then_sum``, ``on_error: null``, which gives a failed row its group's
 mean) is refused with a config error
 (:func:`rewardkit_trainers.fidelity.check`) at export, at ``rewardkit train`` and when
 the reward is first loaded.
