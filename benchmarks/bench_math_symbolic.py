@@ -8,10 +8,12 @@ whose references are competition answers of nine shapes (integer, fraction, radi
 expression, equation, interval, set, tuple, matrix; the same number of problems each),
 ``--group`` completions each. A group draws 2-4 distinct answers (the reference as
 written, the same value written differently, wrong values, now and then a decimal
-approximation) and its completions repeat them, as sampled completions do; each
-completion is a few lines of reasoning ending in ``\\boxed{...}`` (or "The final answer
-is $\\boxed{...}$"). Every completion is labelled: the reference or an equivalent form
-is right, anything else (the approximations included) is wrong.
+approximation) and its completions repeat them, as sampled completions do (some
+references, such as ``2\\sin x`` or ``e^{2}``, lie outside math_answer's exact fast path
+and go to math-verify); each completion is a few lines of reasoning ending in
+``\\boxed{...}`` (or "The final answer is $\\boxed{...}$"). Every completion is
+labelled: the reference or an equivalent form is right, anything else (the
+approximations included) is wrong.
 
 Timed in one run, on the same rows: math_answer with its defaults through a RewardSet
 (its declared process mode: the default worker pool, IPC included), and math-verify's
@@ -71,6 +73,10 @@ BANK: dict[str, list[tuple[str, list[str], list[str], list[str]]]] = {
         ("\\frac{x+1}{2}", ["\\frac{1}{2}x+\\frac{1}{2}", "(x+1)/2"], ["x+\\frac{1}{2}",
          "\\frac{x-1}{2}"], []),
         ("8+\\pi", ["\\pi+8"], ["8\\pi", "8-\\pi"], []),
+        # outside the exact language (functions, e, cube roots): math-verify grades them
+        ("2\\sin x", ["2 \\sin(x)", "\\sin x + \\sin x"], ["\\sin 2x", "2\\cos x"], []),
+        ("e^{2}", ["e^2"], ["2e", "e^{3}"], ["7.389"]),
+        ("\\sqrt[3]{4}", ["2^{2/3}"], ["\\sqrt{4}", "\\sqrt[3]{2}"], ["1.587"]),
     ],
     "equation": [
         ("y = -5x - 3", ["y=-3-5x", "y = -(5x+3)"], ["y = 5x - 3", "y = -5x + 3"], []),
@@ -108,6 +114,8 @@ BANK: dict[str, list[tuple[str, list[str], list[str], list[str]]]] = {
     ],
 }
 SHAPES = list(BANK)
+#: pairs outside the bank that bring a fresh worker's math-verify up to speed
+WARM_UP = [("\\cos(x)", "\\sin(x)"), ("\\log(y)", "\\log(y)"), ("e^{y}", "e^{3y}")]
 
 _STEPS = [
     "First, we simplify the given condition and collect like terms.",
@@ -182,14 +190,16 @@ def _empty_caches() -> None:
 
 def _fresh_reward_set() -> RewardSet:
     """A RewardSet with math_answer's defaults on fresh workers (empty caches), started
-    and warmed up on one unrelated pair that math-verify grades (its imports and regexes
-    are ready in every worker, as in a training run past its first step)."""
+    and warmed up on pairs outside the batch that math-verify grades (its imports,
+    regexes and sympy's simplify are ready in every worker, as in a training run past its
+    first step)."""
     from rewardkit.process_pool import shared_pool
 
     shared_pool().close()
     _empty_caches()
     rs = RewardSet.from_dict({"rewards": {"math": {"reward": "math_answer"}}})
-    rs.score([Sample(completion="\\boxed{\\sin(x)}", reference="\\sin(x)")] * 64)
+    rs.score([Sample(completion=f"\\boxed{{{answer}}}", reference=gold)
+              for gold, answer in WARM_UP for _ in range(16)])
     return rs
 
 
