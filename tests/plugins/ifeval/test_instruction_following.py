@@ -1,0 +1,98 @@
+"""instruction_following (rewardkit-ifeval): modes, credit, details, and offline data.
+
+The golden cases (tests/cases/ifeval) hold the verdicts on answers; these tests hold what
+the cases cannot: the parameters' effect on one answer, the per-instruction details,
+that no NLTK data is fetched, and that a random fallback of a checker is the same on
+every run. Agreement with Google's reference is benchmarks/bench_ifeval.py's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rewardkit import Sample, get_reward
+
+pytest.importorskip("rewardkit_ifeval")
+
+PROMPT = "Write a short product blurb for a lamp, with no commas, in lowercase."
+ROW = {"instruction_id_list": ["punctuation:no_comma", "change_case:english_lowercase",
+                               "detectable_format:title"],
+       "kwargs": [{}, {}, {}]}
+
+
+def score(completion: str, **params):
+    reward = get_reward("instruction_following")(params)
+    return reward.score(Sample.from_dict({"prompt": PROMPT, "completion": completion, **ROW}))
+
+
+def test_all_or_nothing_pays_only_when_every_instruction_is_followed():
+    result = score("<<glow>>\na warm little lamp for long winter evenings at home")
+    assert result.value == 1.0
+    assert score("a warm little lamp for long winter evenings at home").value == 0.0
+
+
+def test_fraction_credit_is_the_share_followed_and_details_say_which():
+    result = score("a warm little lamp for long winter evenings at home", credit="fraction")
+    assert result.value == pytest.approx(2 / 3)
+    assert result.details["followed"] == [["punctuation:no_comma", True],
+                                          ["change_case:english_lowercase", True],
+                                          ["detectable_format:title", False]]
+    assert result.details["followed_count"] == 2
+
+
+def test_loose_mode_forgives_a_first_line_and_markdown_stars():
+    text = "Sure, here it is:\n<<glow>>\na **warm** little lamp for long winter evenings"
+    assert score(text).value == 0.0
+    assert score(text, mode="loose").value == 1.0
+
+
+def test_reasoning_is_left_out_and_an_unclosed_one_pays_nothing():
+    answer = "<<glow>>\na warm little lamp for long winter evenings at home"
+    assert score("<think>Hmm, OK, no commas.</think>" + answer, reasoning_tag="think").value == 1.0
+    assert score("<think>Hmm, OK, no commas. " + answer, reasoning_tag="think").value == 0.0
+
+
+def test_a_random_fallback_is_the_same_on_every_run():
+    # letter "!" is not a letter a-z: the checker draws one at random, as Google's does
+    row = {"instruction_id_list": ["keywords:letter_frequency"],
+           "kwargs": [{"letter": "!", "let_frequency": 6, "let_relation": "at least"}]}
+    text = "Introducing the lamp of the year! Bright! Warm! Cheap! Quiet! Yours!"
+    code = ("from rewardkit import Sample, get_reward\n"
+            f"s = Sample.from_dict({{'prompt': 'p', 'completion': {text!r}, **{row!r}}})\n"
+            "print(get_reward('instruction_following')({}).score(s).value)")
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)}
+    assert len(runs) == 1
+
+
+def test_sentences_are_counted_without_nltk_data_or_a_download(tmp_path):
+    # an empty NLTK_DATA and no network: sentence counting (Punkt) and word_tokenize work
+    code = ("import socket\n"
+            "def refuse(*a, **k): raise OSError('no network in this test')\n"
+            "socket.socket.connect = refuse\n"
+            "from rewardkit import Sample, get_reward\n"
+            "row = {'instruction_id_list': ['length_constraints:number_sentences',"
+            " 'change_case:capital_word_frequency'], 'kwargs': [{'relation': 'less than',"
+            " 'num_sentences': 3}, {'capital_relation': 'at least', 'capital_frequency': 1}]}\n"
+            "s = Sample.from_dict({'prompt': 'p', 'completion': 'Dr. Smith met the NASA team."
+            " They talked for an hour about the launch.', **row})\n"
+            "print(get_reward('instruction_following')({}).score(s))\n")
+    env = {"PATH": "/usr/bin:/bin", "NLTK_DATA": str(tmp_path), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert "value=1.0" in out, out
+
+
+def test_an_ifbench_type_without_its_nltk_data_is_an_error_not_a_download(tmp_path):
+    code = ("from rewardkit import Sample, get_reward\n"
+            "s = Sample.from_dict({'prompt': 'p', 'completion': 'Go to the shop and buy"
+            " some bread for the two of us today.', 'instruction_id_list':"
+            " ['ratio:stop_words'], 'kwargs': [{'percentage': 50}]})\n"
+            "r = get_reward('instruction_following')({}).score(s)\n"
+            "print(r.status, r.reason)\n")
+    env = {"PATH": "/usr/bin:/bin", "NLTK_DATA": str(tmp_path), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert out.startswith("error") and "NLTK data" in out, out
