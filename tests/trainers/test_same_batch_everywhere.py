@@ -179,21 +179,26 @@ def test_every_backend_trains_the_same_step_at_1_4_and_16_gpus(tmp_path: Path):
     print("\n" + render(rows))
 
 
-def test_the_accelerate_launch_matches_its_grpo_config(tmp_path: Path):
-    """The launched TRL processes compute their batch from WORLD_SIZE: the file they read
-    (rewardkit-train.json) with the launcher's process count gives the dry run's batch."""
+def test_the_accelerate_launch_matches_its_grpo_config(tmp_path: Path, monkeypatch):
+    """A launched TRL process prepares its GRPOConfig from the file it is given
+    (rewardkit-train.json) and the launcher's WORLD_SIZE: the batch of the dry run."""
     from rewardkit_trainers.config import TrainConfig
-    from rewardkit_trainers.trl_train import grpo_kwargs
+    from rewardkit_trainers.trl_train import prepare
 
-    described = dry_run(write_config(tmp_path), "trl", 4, tmp_path)
+    from rewardkit.config import load_config
+
+    config = write_config(tmp_path)
+    described = dry_run(config, "trl", 4, tmp_path)
     files = described["commands"][-1]["files"]
     (train_json,) = [t for p, t in files.items() if p.endswith("rewardkit-train.json")]
-    train = TrainConfig.model_validate_json(train_json)
-    kwargs, _ = grpo_kwargs(train, tmp_path, {}, gpu=True, processes=4)
-    assert kwargs["per_device_train_batch_size"] == 16
-    assert kwargs == {**kwargs, **{k: described["grpo_config"][k] for k in kwargs
-                                   if k in ("per_device_train_batch_size",
-                                            "gradient_accumulation_steps", "num_generations")}}
+    assert described["commands"][-1]["argv"][4:6] == ["--num_processes", "4"]
+    monkeypatch.setenv("WORLD_SIZE", "4")  # what accelerate sets in each process
+    prep = prepare(load_config(config), TrainConfig.model_validate_json(train_json), config,
+                   tmp_path / "launched", gpu=True)
+    keys = ("per_device_train_batch_size", "gradient_accumulation_steps", "num_generations")
+    launched = {k: prep["kwargs"][k] for k in keys}
+    assert launched == {k: described["grpo_config"][k] for k in keys}
+    assert launched == dict(zip(keys, (16, 2, 8), strict=True))
 
 
 def test_trl_own_grpo_config_generates_one_batch_per_step(tmp_path: Path):
