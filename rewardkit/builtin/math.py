@@ -200,7 +200,8 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     if type(gold) is PlainNumber:
         if found is None:
             return Score.ok(params.wrong, "no answer found")
-        return _plain_verdict(gold, found, params, prompt)
+        return _plain_verdict(gold, found, params, prompt,
+                              reference if type(reference) is str else "")
     assert type(gold) is _WordAnswer
     words = found.answer if found else _last_words(text)
     if words is None:
@@ -231,12 +232,14 @@ _PERCENT_ASKED = re.compile(r"percent|per\s+cent|%|pct", re.IGNORECASE)
 
 
 def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
-                   prompt: str = "") -> Score | None:
+                   prompt: str = "", gold_text: str = "") -> Score | None:
     """A plain-number gold against the answer the output commits to: one value, or a
     reason it commits to none (then wrong), or None when the answer is mathematics for
     math-verify. Another final statement with another value is a hedge: wrong. A percent
     answer matches the gold's number (``25%`` for 25) only where the prompt asks for a
-    percentage or is not known; elsewhere the percent is part of its value."""
+    percentage or is not known; elsewhere the percent is part of its value. A gold
+    written as a decimal (``gold_text``) is that value rounded: an exact answer, or one
+    with more decimal places, that rounds to it is right (``\\frac{1587}{52}`` for 30.52)."""
     pred = read_answer(found.answer, params.decimal_comma, prose=params.symbolic)
     if isinstance(pred, str):
         return Score.ok(params.wrong, pred, via=found.how, extracted=found.answer[:200])
@@ -255,7 +258,33 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
     if pred.percent and not gold.percent and prompt and not _PERCENT_ASKED.search(prompt):
         pred = PlainNumber(Fraction(pred.value) / 100)  # "18%" for a count is 0.18
     same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
+    if not same and gold_text and params.rel_tol is None:
+        same = _rounds_to(gold_text, gold, pred, found.answer)
     return _ok_score(float(params.score if same else params.wrong), found.how, found.answer)
+
+
+#: a gold written as a decimal of two places or more, a rounded value (``30.52``,
+#: ``$12.55``, ``6.67\%``; ``0.3`` and ``2.5`` are as often exact)
+_DECIMAL_GOLD = re.compile(r"\s*\$?\s*(?:\\\$)?\$?[-+]?\d{1,15}\.(\d{2,6})\s*(?:\\?%)?\s*\$?\s*")
+_DECIMAL_PLACES = re.compile(r"\d\.(\d+)")
+
+
+def _rounds_to(gold_text: str, gold: PlainNumber, pred: PlainNumber, answer: str) -> bool:
+    """Whether ``pred`` rounds to a gold written with k decimal places: ``pred`` is exact
+    (``\\frac{1587}{52}``) or has more places than k, and lies within half a unit of the
+    gold's last place. A less precise answer (``30.5`` for 30.52) is not rounded up to it."""
+    m = _DECIMAL_GOLD.fullmatch(gold_text)
+    if m is None:
+        return False
+    places = len(m.group(1))
+    written = _DECIMAL_PLACES.findall(answer)
+    if written and max(len(w) for w in written) <= places:
+        return False
+    half: Fraction = Fraction(1, 2 * 10**places)
+    golds = [(Fraction(gold.value), half)]
+    if gold.percent:  # 6.67% is 0.0667 too, to a hundredth of the place
+        golds.append((Fraction(gold.value) / 100, half / 100))
+    return any(abs(Fraction(p) - g) <= tol for g, tol in golds for p in pred.candidates())
 
 
 def _prompt_text(sample: Sample) -> str:
