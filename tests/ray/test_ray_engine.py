@@ -339,9 +339,23 @@ def test_the_final_summary_is_built_in_flat_memory(tmp_path: Path) -> None:
     assert large < 1.3 * small, f"{small / 1e6:.2f} MB at 20k rows, {large / 1e6:.2f} at 100k"
 
 
+@pytest.fixture
+def engine_rewards() -> None:
+    """The plugin's rewards known to this process too: the nodes find them through its
+    entry point (their PYTHONPATH has this folder), but this process's registry may have
+    loaded its plugins before conftest put the folder on ``sys.path``."""
+    from ray_engine_rewards import inline_exit, inline_pid
+
+    from rewardkit import registry
+
+    for cls in (inline_exit, inline_pid):
+        if cls.name not in registry.names():
+            registry.register(cls, "rewardkit-ray-engine-test")
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_a_row_that_kills_its_scoring_process_is_reported_and_the_run_ends(
-        ray_cluster: object, tmp_path: Path, fmt: str) -> None:
+        ray_cluster: object, engine_rewards: None, tmp_path: Path, fmt: str) -> None:
     # an inline reward runs in the scoring actor: os._exit on one row killed the actor,
     # Ray Data restarted it and sent the same shard again, forever
     (tmp_path / "config.yaml").write_text(
@@ -467,7 +481,7 @@ def test_each_parquet_row_group_is_read_once_whatever_the_shards(tmp_path: Path)
 
 
 def test_a_parquet_file_of_one_row_group_is_scored_as_locally(
-        ray_cluster: object, tmp_path: Path) -> None:
+        ray_cluster: object, engine_rewards: None, tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
