@@ -12,7 +12,10 @@ text, into exact values of a small language and compares them exactly:
   distinct squarefree integers are linearly independent over Q, and pi is
   transcendental), so no tolerance is involved anywhere;
 - tuples and intervals ``(a, b)``, ``[a, b)``, ``(-\\infty, 3]``, sets ``\\{a, b\\}``,
-  matrices (``pmatrix``, ``bmatrix``), and equations (paid when both sides match).
+  matrices (``pmatrix``, ``bmatrix``), and equations: equal when proportional, different
+  when both are linear, or when a point solving one (found exactly in Q(sqrt)) does not
+  solve the other; a decimal answer far from an exact gold (``4.47`` for ``2\\sqrt{5}``) is
+  wrong, one close to it is math-verify's to round.
 
 Anything outside that language (decimals, percents, functions, ``\\pm``, subscripts,
 words, unions, bare lists, a tuple against a set, ...) goes to math-verify, but with the
@@ -115,7 +118,14 @@ def _mono_mul(m: Monomial, n: Monomial) -> Monomial:
     return tuple(sorted((v, e) for v, e in exps.items() if e))
 
 
+#: the most terms a product may have (``(x+y+z)^{24}`` has 325); past it, math-verify
+#: decides (under the worker's timeout)
+_MAX_TERMS = 512
+
+
 def _mul(a: Poly, b: Poly) -> Poly:
+    if len(a) * len(b) > _MAX_TERMS * 8:
+        raise _Unsupported
     out: Poly = {}
     for (m, r), c in a.items():
         for (n, s), d in b.items():
@@ -126,6 +136,8 @@ def _mul(a: Poly, b: Poly) -> Poly:
                 out[key] = v
             else:
                 out.pop(key, None)
+    if len(out) > _MAX_TERMS:
+        raise _Unsupported
     return out
 
 

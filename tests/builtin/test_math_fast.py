@@ -131,6 +131,7 @@ def test_costly_answers_are_refused_not_computed() -> None:
     # past the exact language's bounds (a degree-40 power): math-verify decides
     assert _math_fast.exact_value("(x+1)^{40}") is None
     assert _math_fast.exact_value("\\sqrt{123456789012}") is None
+    assert _math_fast.exact_value("(x+y+z)^{24}" * 5) is None  # too many terms
 
 
 @pytest.mark.parametrize("text", ["2e", "x_1", "\\sin x", "1,000", "3 \\pm 1", "ab",
