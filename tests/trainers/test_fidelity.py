@@ -90,8 +90,9 @@ def test_train_dry_run_lists_the_warnings(tmp_path: Path, capsys):
     assert cli_run("train", [str(CONFIGS / "staged.yaml"), "--dry-run", "--json",
                              "--output-dir", str(tmp_path)]) == 0
     description = json.loads(capsys.readouterr().out)
-    schedule, off, dropout = description["warnings"]  # the LoRA's default dropout: 0 on EasyR1
-    assert dropout.startswith("train.lora.dropout: not honoured on easyr1")
+    schedule, off, *keys = description["warnings"]
+    # then the train keys EasyR1 cannot honour (the LoRA's dropout, bf16: false)
+    assert [k.split(":")[0] for k in keys] == ["train.lora.dropout", "train.bf16"]
     assert schedule.startswith("rewards.tags.weight follows a schedule")
     # job 0 runs steps 0..1 pinned to step 0 (tags weight 0); job 1 is pinned to 2 (0.5)
     assert off.startswith("job 0 is pinned to step 0, where rewards.tags.weight is 0: "

@@ -35,7 +35,7 @@ def write_config(tmp_path: Path, **train: Any) -> Path:
         "dataset": {"train": str(ROOT / "examples" / "data" / "gsm8k-rlvr.jsonl")},
         "learning_rate": 1.84e-4, "lr_scheduler": "cosine", "batch_size": 16,
         "num_generations": 8, "gradient_accumulation_steps": 2, "max_prompt_length": 1024,
-        "max_completion_length": 512, "max_steps": 10, "deepspeed": "zero3",
+        "max_completion_length": 512, "max_steps": 10, "deepspeed": "zero3", "bf16": True,
         "vllm": {"enabled": True}, **train}
     config = tmp_path / "batch.yaml"
     config.write_text(yaml.safe_dump({
@@ -225,8 +225,11 @@ def test_a_batch_that_does_not_split_over_the_gpus_is_refused(tmp_path: Path, ba
 
 def test_keys_fsdp_backends_cannot_honour_are_warnings_or_errors(tmp_path: Path):
     for backend in ("easyr1", "verl"):
-        config = write_config(tmp_path, deepspeed="none", logging_steps=5)
+        config = write_config(tmp_path, deepspeed="none", logging_steps=5, bf16=False,
+                              max_steps=None, epochs=1.5)
         warnings = dry_run(config, backend, 4, tmp_path)["warnings"]
+        assert any(w.startswith("train.bf16") for w in warnings)
+        assert any(w.startswith("train.epochs") for w in warnings)
         assert any(w.startswith("train.deepspeed: none") and "zero2" in w for w in warnings)
         assert any(w.startswith("train.logging_steps") for w in warnings)
         with pytest.raises(ConfigError) as err:

@@ -365,6 +365,16 @@ _UNHONOURED: dict[tuple[str, str], tuple[Any, str]] = {
                                  "EasyR1 always generates with vLLM"),
     ("verl", "vllm.enabled"): (lambda t: t.vllm.enabled is not False,
                                "verl generates with vLLM (actor_rollout_ref.rollout.name)"),
+    ("easyr1", "bf16"): (lambda t: t.bf16, "EasyR1's FSDP computes in bfloat16 "
+                         "(fsdp.mp_param_dtype); set bf16: true to train the same everywhere"),
+    ("verl", "bf16"): (lambda t: t.bf16, "verl's FSDP computes in bfloat16 "
+                       "(fsdp_config.dtype); set bf16: true to train the same everywhere"),
+    ("easyr1", "epochs"): (lambda t: t.max_steps is not None or float(t.epochs).is_integer(),
+                           "EasyR1 runs whole epochs (trainer.total_epochs is rounded); "
+                           "set max_steps for a part of one"),
+    ("verl", "epochs"): (lambda t: t.max_steps is not None or float(t.epochs).is_integer(),
+                         "verl runs whole epochs (trainer.total_epochs is rounded); set "
+                         "max_steps for a part of one"),
     ("easyr1", "vllm.mode"): (lambda t: t.vllm.mode == "colocate",
                               "EasyR1 runs vLLM colocated with the actor"),
     ("verl", "vllm.mode"): (lambda t: t.vllm.mode == "colocate",
