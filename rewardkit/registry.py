@@ -48,6 +48,7 @@ DEFAULT_PLUGINS = (
     "rewardkit.builtin.format",
     "rewardkit.builtin.math",
     "rewardkit.builtin.choice",
+    "rewardkit.builtin.qa",
     "rewardkit.builtin.content",
     "rewardkit.builtin.length_scaled",
 )

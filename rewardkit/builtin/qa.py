@@ -1,0 +1,164 @@
+"""Built-in QA reward (registered as a default plugin).
+
+``qa_match``
+    the answer matches one of the acceptable answers, by exact match or token F1 after
+    the SQuAD normalisation (lowercase, ASCII punctuation and the articles a/an/the
+    removed, whitespace collapsed), the best over the acceptable answers: the numbers of
+    the official SQuAD v1.1 evaluation script, answer by answer.
+
+The answer is read from the last answer block, else a closing line (``Answer: ...``,
+``The answer is ...``), else the last non-empty line. Two cheap outputs the metric alone
+pays are refused: alternatives joined by ``or`` (``Paris or Lyon``: F1 0.5 without
+committing) and, for F1, an answer longer than the longest acceptable one by more than
+``max_extra_tokens`` tokens (the passage pasted whole keeps recall 1 and a little
+precision). Bounded, linear work on any input: inline.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import Field
+
+from rewardkit.authoring import Params, Reward, reward
+from rewardkit.builtin._answers import after_reasoning, closing_answer, strip_lead_in, tag_blocks
+from rewardkit.hookspecs import hookimpl
+from rewardkit.types import Sample, Score
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = frozenset(string.punctuation)
+#: alternatives offered instead of one answer: "Paris or Lyon", "Paris / Lyon"
+_OR = re.compile(r"\s(?:or|and/or)\s|\s/\s", re.IGNORECASE)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD v1.1's normalisation: lowercase, drop ASCII punctuation, drop the articles
+    a/an/the, collapse whitespace.
+
+    >>> normalize_answer("The  Eiffel Tower!")
+    'eiffel tower'
+    """
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    """1.0 when the normalised texts are equal (SQuAD v1.1's exact_match_score)."""
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """SQuAD v1.1's f1_score: the harmonic mean of token precision and recall of the
+    normalised texts (0 when they share no token, so two empty texts score 0).
+
+    >>> round(token_f1("Denver Broncos", "Broncos"), 4)
+    0.6667
+    """
+    predicted, wanted = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    same = sum((Counter(predicted) & Counter(wanted)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(wanted)
+    return 2 * precision * recall / (precision + recall)
+
+
+class QAParams(Params):
+    """Parameters of qa_match."""
+
+    metric: Literal["exact_match", "f1"] = Field(
+        "exact_match", description="exact_match: 1 when the normalised answer equals an "
+        "acceptable one; f1: the best token F1 over the acceptable answers")
+    answer_tag: str = Field("answer", description="name of the answer tag")
+    reasoning_tag: str | None = Field(
+        None, description="name of the reasoning tag of a reasoning model (e.g. 'think'): "
+        "read only what follows the last closing </tag>, and pay `wrong` when the "
+        "reasoning never closes")
+    max_extra_tokens: int | None = Field(
+        3, ge=0, description="f1 only: an answer with more tokens than the longest "
+        "acceptable answer plus this pays `wrong` (padding keeps recall at 1); None: no "
+        "cap, the official metric")
+    score: float = Field(1.0, description="value of a full match; F1 is scaled by it")
+    wrong: float = Field(0.0, description="value of no match, a hedge or no answer")
+
+
+@reward(params=QAParams)
+def qa_match(sample: Sample, params: QAParams) -> Score:
+    """The answer matches an acceptable answer (SQuAD exact match or token F1).
+
+    The reference is one answer, a list of acceptable answers, or a SQuAD ``answers``
+    mapping (``{"text": [...]}``). The answer is the last answer block, else a closing
+    line, else the last non-empty line. Answer blocks that differ, or alternatives joined
+    by ``or`` (``Paris or Lyon``, unless an acceptable answer has them): ``wrong``.
+    Details: ``extracted`` and ``matched`` (the acceptable answer scored best). Status
+    error when there is no acceptable answer.
+    Example: ``Answer: the Eiffel Tower.`` with reference ``["Eiffel Tower"]`` -> 1.0.
+    """
+    golds = acceptable_answers(sample.reference)
+    if not golds:
+        return Score.error("sample has no acceptable answer (a string, a list of strings "
+                           "or a mapping with 'text')")
+    text = sample.text
+    if params.reasoning_tag:
+        after = after_reasoning(text, params.reasoning_tag)
+        if after is None:
+            return Score.ok(params.wrong, "the reasoning never closes")
+        text = after
+    blocks = [b.strip() for b in tag_blocks(text, params.answer_tag)]
+    if len({normalize_answer(b) for b in blocks}) > 1:
+        return Score.ok(params.wrong, "several different answer blocks")
+    answer = strip_lead_in(blocks[-1] if blocks else _unblocked_answer(text)).strip()
+    if not normalize_answer(answer):
+        return Score.ok(params.wrong, "no answer", extracted=answer[:200])
+    if _OR.search(answer) and not any(_OR.search(g) for g in golds):
+        return Score.ok(params.wrong, "alternatives offered instead of one answer",
+                        extracted=answer[:200])
+    if params.metric == "exact_match":
+        best = max(golds, key=lambda g: exact_match(answer, g))
+        value = exact_match(answer, best)
+    else:
+        longest = max(len(normalize_answer(g).split()) for g in golds)
+        tokens = len(normalize_answer(answer).split())
+        if params.max_extra_tokens is not None and tokens > longest + params.max_extra_tokens:
+            return Score.ok(params.wrong, f"{tokens} tokens, the longest acceptable answer "
+                            f"{longest}: padding", extracted=answer[:200])
+        best = max(golds, key=lambda g: token_f1(answer, g))
+        value = token_f1(answer, best)
+    return Score.ok(params.wrong + value * (params.score - params.wrong),
+                    extracted=answer[:200], matched=best[:200])
+
+
+def acceptable_answers(reference: Any) -> list[str]:
+    """The acceptable answers of a reference: a string, a list of them, or a SQuAD
+    ``answers`` mapping (``{"text": [...], "answer_start": [...]}``)."""
+    if isinstance(reference, Mapping):
+        for key in ("text", "answers", "aliases", "answer"):
+            if key in reference:
+                return acceptable_answers(reference[key])
+        return []
+    if isinstance(reference, str):
+        return [reference] if reference.strip() else []
+    if isinstance(reference, bool) or reference is None:
+        return []
+    if isinstance(reference, int | float):
+        return [str(reference)]
+    if isinstance(reference, Sequence):
+        return [a for item in reference for a in acceptable_answers(item)]
+    return []
+
+
+def _unblocked_answer(text: str) -> str:
+    """A closing line's answer, else the last non-empty line."""
+    closing = closing_answer(text)
+    if closing:
+        return closing
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+@hookimpl
+def register_rewards(register: Callable[[type[Reward]], None]) -> None:
+    register(qa_match)
