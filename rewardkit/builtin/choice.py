@@ -206,7 +206,8 @@ _LEADING_LETTER = re.compile(r"\s*(?:(?i:option|choice)\s*)?[(\[]?([A-J])(?:([)\
 #: a letter named as a choice: ``(B)``, ``option B``, ``answer is B``; a letter standing
 #: alone counts in a short answer only (``A quick check`` is not option A)
 _NAMED_LETTER = re.compile(
-    r"\(([A-J])\)|(?i:option|choice|answer(?:\s+is)?|choose|pick|select)\s*:?\s*\(?([A-J])\b"
+    r"\(([A-J])\)|(?i:option|choice|answer(?:\s+is)?|choose|pick|select)[ \t]{0,3}:?[ \t]{0,3}"
+    r"\(?([A-J])\b"
     r"(?![-'])|(?<![A-Za-z\\'-])([A-J])(?![A-Za-z'-])")
 #: a letter standing alone: after a leading letter, another option named
 _LONE_LETTER = re.compile(r"(?<![A-Za-z\\'-])([A-J])(?![A-Za-z'-])")
@@ -216,7 +217,8 @@ _PRONOUN = re.compile(r"I\s+[a-z]")
 _SHORT = 30
 #: a statement of the chosen letter anywhere in the output: ``the answer is (C)``,
 #: ``Answer: C``
-_ANSWER_IS = re.compile(r"(?i:answer\s*(?:is|:)|answer\s+is\s*:)\s*\**\s*\(?([A-J])\b(?![-'])")
+_ANSWER_IS = re.compile(r"(?i:answer)[ \t]{0,3}(?i:is[ \t]{0,3}:?|:)[ \t]{0,3}\**[ \t]{0,3}"
+                        r"\(?([A-J])\b(?![-'])")  # bounded gaps: linear on any text
 #: another option joined to the first: ``B or C``, ``B, C``, ``B and C``, ``B/C``
 _JOINED = re.compile(r"(?:\bor\b|\band\b|,|/|&|\\lor|\\vee)\s*(?:option\s+)?\(?([A-J])\)?"
                      r"(?![A-Za-z])")
