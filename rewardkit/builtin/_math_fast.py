@@ -6,10 +6,10 @@ every completion again (milliseconds each); this module reads both, once per dis
 text, into exact values of a small language and compares them exactly:
 
 - numbers of Q(sqrt): integers, fractions, square roots and their sums and products
-  (``\\frac{1+\\sqrt{5}}{2}``, ``3\\sqrt{2}``, ``2^{1009}``), with ``\\pi`` and one-letter
-  variables as indeterminates (polynomials such as ``2x^2+x-1``, ``\\frac{x}{2}``);
+  (``\\frac{1+\\sqrt{5}}{2}``, ``3\\sqrt{2}``, ``2^{1009}``), with ``\\pi`` or ``e`` and
+  one-letter variables as indeterminates (polynomials such as ``2x^2+x-1``, ``\\frac{x}{2}``);
   two such values are equal exactly when their canonical forms are (square roots of
-  distinct squarefree integers are linearly independent over Q, and pi is
+  distinct squarefree integers are linearly independent over Q, and pi and e are
   transcendental), so no tolerance is involved anywhere;
 - tuples and intervals ``(a, b)``, ``[a, b)``, ``(-\\infty, 3]``, sets ``\\{a, b\\}``,
   matrices (``pmatrix``, ``bmatrix``), and equations: equal when proportional, different
@@ -66,7 +66,11 @@ _COMMANDS = {"\\frac", "\\dfrac", "\\tfrac", "\\sqrt", "\\cdot", "\\times", "\\p
              "\\infty", "\\{", "\\}"}
 _MATRIX_ENVS = {"pmatrix", "bmatrix"}
 #: letters that math-verify reads as constants, not variables
-_CONSTANT_LETTERS = {"e", "i", "E", "I"}
+_CONSTANT_LETTERS = {"i", "E", "I"}
+#: the transcendental constants, read as indeterminates (each is transcendental over the
+#: algebraic numbers, so a polynomial identity in one of them is an identity of numbers;
+#: whether pi and e are algebraically independent is unknown, so never both at once)
+_CONSTANTS = {"π": 3.141592653589793, "e": 2.718281828459045}
 
 
 def _tokens(text: str) -> list[str]:
@@ -294,7 +298,7 @@ class _Parser:
         self.take()
         if token.isdigit():
             return _const(int(token))
-        if token.isalpha():
+        if token.isalpha():  # a variable, or e
             return {(((token, 1),), 1): Fraction(1)}
         if token == "\\pi":
             return {((("π", 1),), 1): Fraction(1)}
@@ -446,7 +450,7 @@ def _linear(f: Poly) -> bool:
     them in the coefficients; pi counts towards the degree, so x*pi is not linear)."""
     monomials = [m for (m, _) in f]
     return all(sum(e for _, e in m) <= 1 and all(e >= 0 for _, e in m) for m in monomials) \
-        and any(v != "π" for m in monomials for v, _ in m)
+        and any(v not in _CONSTANTS for m in monomials for v, _ in m)
 
 
 #: the values tried for the other variables when looking for a point of a zero set
@@ -458,7 +462,7 @@ def _point_apart(g: Poly, f: Poly) -> bool:
     different solutions), found exactly: the other variables set to small rationals, ``g``
     solved for a variable of degree one or two in it (a root in Q(sqrt)), ``f`` evaluated
     there. Only for rational coefficients without pi; False when no such point is found."""
-    if any(r != 1 or any(v == "π" for v, _ in m) for (m, r) in (*g, *f)):
+    if any(r != 1 or any(v in _CONSTANTS for v, _ in m) for (m, r) in (*g, *f)):
         return False
     variables = sorted({v for (m, _) in g for v, _ in m})
     everywhere = sorted({v for (m, _) in (*g, *f) for v, _ in m})
@@ -533,14 +537,15 @@ def _compare(gold: str, answer: str) -> bool | None:
     """The exact verdict for one (reference, answer) pair, cached: a worker grades each
     distinct answer of a batch once."""
     g = exact_value(gold)
-    if g is None:
-        return None
+    if g is None or ("\\pi" in gold + answer and _EULER.search(gold + " " + answer)):
+        return None  # pi and e together: math-verify decides
     p = exact_value(answer)
     if p is None:
         return _decimal_differs(g, answer)
     return same(g, p)
 
 
+_EULER = re.compile(r"(?<![\\A-Za-z])e(?![A-Za-z])")
 _DECIMAL = re.compile(r"\s*\$?\s*(-?\d{1,9}\.\d{1,12})\s*\$?\s*\.?\s*")
 #: math-verify compares a decimal with an exact number after rounding both to 6 places:
 #: farther apart than this, it cannot call them equal
@@ -556,12 +561,14 @@ def _decimal_differs(gold: Any, answer: str) -> bool | None:
         return None
     total = 0.0
     for (monomial, radicand), c in gold[1]:
-        if any(v != "π" for v, _ in monomial):
+        if any(v not in _CONSTANTS for v, _ in monomial):
             return None  # a variable against a number: math-verify decides
-        pi_power = sum(e for _, e in monomial)
-        if abs(pi_power) > 8 or abs(c) > 10**9:
+        if sum(abs(e) for _, e in monomial) > 8 or abs(c) > 10**9:
             return None
-        total += float(c) * radicand ** 0.5 * 3.141592653589793 ** pi_power
+        value = float(c) * radicand ** 0.5
+        for v, e in monomial:
+            value *= _CONSTANTS[v] ** e
+        total += value
     if abs(total) > 10**9:
         return None
     return False if abs(total - float(m.group(1))) > _DECIMAL_MARGIN else None

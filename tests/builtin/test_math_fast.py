@@ -49,6 +49,9 @@ PAIRS = [
      "\\begin{pmatrix}1&2\\\\3&2+2\\end{pmatrix}", True),
     ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
      "\\begin{pmatrix} 1 & 3 \\\\ 2 & 4 \\end{pmatrix}", False),
+    ("e^{2}", "e^2", True),
+    ("e^{2}", "2e", False),
+    ("e^{2}", "7.389", False),
     ("\\sin(x)", "\\sin(x)", True),  # outside the exact language: math-verify, once
 ]
 
@@ -134,7 +137,7 @@ def test_costly_answers_are_refused_not_computed() -> None:
     assert _math_fast.exact_value("(x+y+z)^{24}" * 5) is None  # too many terms
 
 
-@pytest.mark.parametrize("text", ["2e", "x_1", "\\sin x", "1,000", "3 \\pm 1", "ab",
+@pytest.mark.parametrize("text", ["ex", "x_1", "\\sin x", "1,000", "3 \\pm 1", "ab",
                                   "\\sqrt[3]{2}", "50\\%", "(1, 2) \\cup (3, 4)", ""])
 def test_outside_the_exact_language_is_left_to_math_verify(text: str) -> None:
     assert _math_fast.exact_value(text) is None
