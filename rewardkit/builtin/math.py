@@ -626,6 +626,7 @@ _MAX_REWRITTEN = 1000
 def _cas_form(answer: str) -> str:
     """An answer rewritten into the LaTeX math-verify reads, where it writes a value in a
     form math-verify misreads: the root sign ``√2`` (read as nothing, so ``4√2`` was 4),
+    ``∞``, ``∪`` and ``∩`` (``(-∞, -3) ∪ (3, +∞)`` was not an interval),
     a MATLAB-style matrix (read as one flat tuple), a formula followed by a phrase that
     qualifies it (read as its last number), a list of quantities with units in words
     (read as its first value: the units are dropped). Anything else, and anything longer than an
@@ -635,6 +636,8 @@ def _cas_form(answer: str) -> str:
     if "√" in answer:
         answer = _ROOT_SIGN.sub(
             lambda m: "\\sqrt{" + next(g for g in m.groups() if g is not None) + "}", answer)
+    if "∞" in answer or "∪" in answer or "∩" in answer:  # read as nothing, like √
+        answer = answer.replace("∞", "\\infty ").replace("∪", " \\cup ").replace("∩", " \\cap ")
     matrix = _MATLAB_MATRIX.fullmatch(answer)
     if matrix:
         rows = [[cell.strip() for cell in row.split(",")] for row in matrix.group(1).split(";")]
