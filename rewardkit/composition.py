@@ -24,6 +24,7 @@ from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, changes_with_step, weight_at
 from rewardkit.score_result import ScoreResult
+from rewardkit.trajectory import MASKED, settle_component
 from rewardkit.types import ExecutionMode, Sample, Score, Status, group_key
 
 NORMALIZE_EPS = 1e-4
@@ -190,6 +191,9 @@ class RewardSet:
             else:
                 run_reward(stage.reward, comp.mode, batch, indices, comp_groups,
                            comp.timeout, out, self.config.workers)
+            cfg = comp.config
+            if out.scores or cfg.on_truncated != "keep":  # per-turn values live in details
+                settle_component(out, batch, cfg.on_truncated, cfg.turns, cfg.gamma)
             outcomes[name] = out
         weights = {name: self.components[name].weight_at(step) for name in chosen}
         if self.config.aggregate == "normalize_then_sum":
@@ -281,6 +285,7 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
         total = 0.0
         scored = False
         failed = False
+        masked = False
         for name in weighted:
             v = used[name][i]
             if v is not None:
@@ -290,7 +295,9 @@ def _aggregate(n: int, used: Mapping[str, list[float | None]], outcomes: Mapping
             s = outcomes[name].scores.get(i)
             if s is not None and s.status in (Status.ERROR, Status.TIMEOUT):
                 failed = True
-        totals.append(None if (failed and null_on_error) or not scored else total)
+            elif s is not None and s.details and s.details.get(MASKED):
+                masked = True  # on_truncated: mask drops the sample, whatever on_error says
+        totals.append(None if (failed and null_on_error) or masked or not scored else total)
     return totals
 
 

@@ -131,6 +131,22 @@ class Component(ConfigModel):
     mode: ExecutionMode | None = Field(
         None, description="override the reward's declared execution mode"
     )
+    on_truncated: Literal["keep", "zero", "mask"] = Field(
+        "keep",
+        description="on a truncated sample (finish_reason length, or a truncated column): "
+        "keep the score, zero it (status ok, value 0), or mask it (status skipped and the "
+        "sample's total null, so trainers drop it); a sample that says neither is an error "
+        "unless keep",
+    )
+    turns: Literal["last", "sum", "mean", "discounted"] = Field(
+        "last",
+        description="how a per-turn reward's values (one per assistant turn) become the "
+        "value that trains: the last turn's, their sum, their mean, or the discounted return "
+        "sum(gamma^t * value_t) from the first turn",
+    )
+    gamma: float = Field(
+        1.0, ge=0.0, le=1.0, description="discount per turn for turns: discounted"
+    )
 
     _weight_not_text = field_validator("weight", mode="before")(
         lambda value: weight_not_text(value))

@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from rewardkit.execution import Outcome
+from rewardkit.trajectory import TURN_VALUES
 from rewardkit.types import Sample, Score, Status
 
 
@@ -129,6 +130,9 @@ class ScoreResult:
                 "latency_ms_p50": percentile(out.latencies, 50) * 1000,
                 "latency_ms_p95": percentile(out.latencies, 95) * 1000,
             }
+            per_turn = _per_turn(out)
+            if per_turn:
+                comps[name]["turns"] = per_turn
         totals = [t for t in self.totals if t is not None]
         return {"step": self.step, "samples": n, "components": comps,
                 "total": {**_stats(totals), "null": n - len(totals)}}
@@ -140,6 +144,8 @@ class ScoreResult:
             for key in ("mean", "std", "min", "max", "contribution", "error_rate",
                         "timeout_rate", "skip_rate", "latency_ms_p50", "latency_ms_p95"):
                 flat[f"{prefix}/{name}/{key}"] = float(m[key])
+            for turn, stats in m.get("turns", {}).items():
+                flat[f"{prefix}/{name}/turn_{turn}/mean"] = float(stats["mean"])
         total = self.metrics["total"]
         for key in ("mean", "std", "min", "max"):
             flat[f"{prefix}/total/{key}"] = float(total[key])
@@ -147,6 +153,19 @@ class ScoreResult:
 
     def to_rows(self) -> list[dict[str, Any]]:
         return [self[i].to_dict() for i in range(len(self))]
+
+
+def _per_turn(out: Outcome) -> dict[str, dict[str, float]]:
+    """Per assistant-turn index, the mean and count of a per-turn reward's values
+    (:data:`rewardkit.trajectory.TURN_VALUES`); empty for a reward that gives none."""
+    by_turn: dict[int, list[float]] = {}
+    for score in out.scores.values():
+        vals = score.details.get(TURN_VALUES) if score.details else None
+        if isinstance(vals, list):
+            for t, v in enumerate(vals):
+                by_turn.setdefault(t, []).append(float(v))
+    return {str(t): {"mean": math.fsum(v) / len(v), "count": float(len(v))}
+            for t, v in sorted(by_turn.items())}
 
 
 def _stats(vals: Sequence[float]) -> dict[str, float]:

@@ -77,11 +77,18 @@ class Score:
 def completion_text(completion: Any) -> str:
     """The text of a completion, whether it is a string or a list of chat messages.
 
-    For chat messages the content of the assistant turns is joined (all turns when
-    none is marked as assistant); multimodal content parts contribute their text parts.
+    For chat messages it is the final assistant message's content: in a multi-turn,
+    tool-using trajectory that is the final answer, the earlier turns and tool results
+    are not (:mod:`rewardkit.trajectory` reads those); with no message marked as
+    assistant, every message's content joined. Multimodal content parts contribute
+    their text parts.
 
     >>> completion_text([{"role": "assistant", "content": "4"}])
     '4'
+    >>> completion_text([{"role": "assistant", "content": "", "tool_calls": []},
+    ...                  {"role": "tool", "content": "4"},
+    ...                  {"role": "assistant", "content": "It is 4."}])
+    'It is 4.'
     """
     if isinstance(completion, str):
         return completion
@@ -93,8 +100,10 @@ def completion_text(completion: Any) -> str:
         messages = [m for m in completion if isinstance(m, Mapping)]
         if len(messages) != len(completion):
             return "".join(str(part) for part in completion)
-        chosen = [m for m in messages if m.get("role") == "assistant"] or messages
-        return "\n".join(_content_text(m.get("content", "")) for m in chosen)
+        assistant = [m for m in messages if m.get("role") == "assistant"]
+        if assistant:
+            return _content_text(assistant[-1].get("content", ""))
+        return "\n".join(_content_text(m.get("content", "")) for m in messages)
     return str(completion)
 
 
@@ -122,6 +131,10 @@ class Sample:
     ``group`` identifies the prompt the completion answers (a trainer's prompt id, a
     ``group`` column); per-group rewards and group normalisation see all completions of
     one :func:`group_key`.
+
+    A multi-turn sample's completion is its chat messages (assistant ``tool_calls``, tool
+    results); the ``tools`` offered, the ``finish_reason`` and a ``truncated`` flag are
+    metadata columns; :meth:`rewardkit.trajectory.Trajectory.of` reads them all.
     """
 
     prompt: Any = ""

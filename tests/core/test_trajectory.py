@@ -1,0 +1,169 @@
+"""Trajectories in the core: messages read as turns, calls and results; bad shapes as a
+problem, not a traceback; per-turn values reduced as configured; truncated samples zeroed
+or masked per component."""
+
+from __future__ import annotations
+
+import pytest
+
+from rewardkit import RewardSet, Sample, Score, Status, completion_text, registry, reward
+from rewardkit.trajectory import Trajectory, reduce_turns, sample_truncated, turn_score
+
+
+def call(name: str, arguments: object, call_id: str = "c1") -> dict:
+    return {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": arguments}}
+
+
+def tool_sample(**metadata: object) -> Sample:
+    return Sample(prompt=[{"role": "user", "content": "2+2?"}], completion=[
+        {"role": "assistant", "content": "let me add",
+         "tool_calls": [call("add", '{"a": 2, "b": 2}')]},
+        {"role": "tool", "tool_call_id": "c1", "content": "4"},
+        {"role": "assistant", "content": "It is 4."},
+    ], metadata=dict(metadata))
+
+
+def test_final_answer_is_the_last_assistant_message_and_is_the_scored_text() -> None:
+    sample = tool_sample()
+    assert sample.text == "It is 4."
+    assert Trajectory.of(sample).final_answer == completion_text(sample.completion)
+
+
+def test_turns_calls_and_results_are_read_once() -> None:
+    t = Trajectory.of(tool_sample())
+    assert [turn.content for turn in t.turns] == ["let me add", "It is 4."]
+    (only,) = t.calls
+    assert (only.name, only.arguments, only.turn, only.id) == ("add", {"a": 2, "b": 2}, 0, "c1")
+    assert only.result is not None and only.result.content == "4" and not only.result.error
+    assert t.problem is None
+
+
+def test_dict_arguments_and_results_without_ids_are_matched_in_order() -> None:
+    sample = Sample(completion=[
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"function": {"name": "a", "arguments": {"x": 1}}},
+            {"function": {"name": "b", "arguments": {}}}]},
+        {"role": "tool", "name": "b", "content": "B"},
+        {"role": "tool", "content": "A"},
+    ])
+    calls = Trajectory.of(sample).calls
+    assert [(c.name, c.result.content if c.result else None) for c in calls] == [
+        ("a", "A"), ("b", "B")]
+
+
+def test_arguments_that_are_not_json_are_the_calls_error() -> None:
+    t = Trajectory.of(Sample(completion=[
+        {"role": "assistant", "content": "", "tool_calls": [call("add", "{a: 2")]}]))
+    assert t.calls[0].arguments is None
+    assert "not JSON" in (t.calls[0].error or "")
+    assert t.problem is None
+
+
+@pytest.mark.parametrize(("messages", "needle"), [
+    ([{"role": "wizard", "content": "x"}], "unknown role 'wizard'"),
+    ([{"role": "tool", "tool_call_id": "zz", "content": "4"},
+      {"role": "assistant", "content": "4"}], "answers no call"),
+    (["plain text in a list of messages", {"role": "assistant", "content": "4"}],
+     "not a mapping"),
+])
+def test_bad_shapes_are_a_problem_not_a_traceback(messages: list, needle: str) -> None:
+    assert needle in (Trajectory.of(Sample(completion=messages)).problem or "")
+
+
+def test_tool_errors_and_timeouts_are_read_from_the_result() -> None:
+    sample = Sample(completion=[
+        {"role": "assistant", "content": "", "tool_calls": [call("a", "{}", "1"),
+                                                           call("b", "{}", "2"),
+                                                           call("c", "{}", "3")]},
+        {"role": "tool", "tool_call_id": "1", "content": '{"error": "division by zero"}'},
+        {"role": "tool", "tool_call_id": "2", "content": "", "status": "timeout"},
+        {"role": "tool", "tool_call_id": "3", "content": '{"error": "none", "value": 1}'},
+    ])
+    results = [c.result for c in Trajectory.of(sample).calls]
+    assert [(r.error, r.timed_out) for r in results if r] == [
+        (True, False), (True, True), (False, False)]
+
+
+def test_tools_column_may_be_json_text_and_bad_tools_are_a_problem() -> None:
+    tools = '[{"type": "function", "function": {"name": "add", "parameters": {}}}]'
+    t = Trajectory.of(tool_sample(tools=tools))
+    assert t.tool_schema("add") == {"name": "add", "parameters": {}}
+    assert Trajectory.of(tool_sample()).tools is None
+    assert "not a list" in (Trajectory.of(tool_sample(tools=5)).problem or "")
+
+
+@pytest.mark.parametrize(("metadata", "expected"), [
+    ({"finish_reason": "length"}, True), ({"finish_reason": "stop"}, False),
+    ({"finish_reason": "tool_calls"}, False), ({"truncated": True, "finish_reason": "stop"}, True),
+    ({}, None),
+])
+def test_truncation_from_the_flag_or_the_finish_reason(metadata: dict, expected: object) -> None:
+    assert sample_truncated(tool_sample(**metadata)) is expected
+
+
+@pytest.mark.parametrize(("how", "gamma", "expected"), [
+    ("last", 1.0, 1.0), ("sum", 1.0, 2.0), ("mean", 1.0, 2 / 3), ("discounted", 0.5, 1.25)])
+def test_reduce_turns(how: str, gamma: float, expected: float) -> None:
+    assert reduce_turns([1.0, 0.0, 1.0], how, gamma) == pytest.approx(expected)
+
+
+def test_turn_score_without_turns_is_an_error() -> None:
+    assert turn_score([]).status is Status.ERROR
+
+
+@reward(name="test_each_turn_has_text")
+def each_turn_has_text(sample: Sample) -> Score:
+    return turn_score([1.0 if t.content else 0.0 for t in Trajectory.of(sample).turns])
+
+
+@pytest.fixture
+def per_turn_reward():
+    if "test_each_turn_has_text" not in registry.names():
+        registry.register(each_turn_has_text)
+    yield
+    registry.unregister("test_each_turn_has_text")
+
+
+@pytest.mark.usefixtures("per_turn_reward")
+@pytest.mark.parametrize(("turns", "expected"), [
+    ({}, 1.0), ({"turns": "sum"}, 2.0), ({"turns": "mean"}, 1.0),
+    ({"turns": "discounted", "gamma": 0.5}, 1.5)])
+def test_config_chooses_how_turn_values_reach_the_trainer(turns: dict, expected: float) -> None:
+    rs = RewardSet.from_dict({"rewards": {"t": {"reward": "test_each_turn_has_text", **turns}}})
+    result = rs.score([tool_sample()])
+    assert result.totals == [pytest.approx(expected)]
+    assert result.scores("t")[0].details["turn_values"] == [1.0, 1.0]
+    assert result.metrics["components"]["t"]["turns"] == {
+        "0": {"mean": 1.0, "count": 1.0}, "1": {"mean": 1.0, "count": 1.0}}
+    assert result.flat_metrics()["rewards/t/turn_1/mean"] == 1.0
+
+
+def config(on_truncated: str) -> dict:
+    return {"rewards": {"fmt": {"reward": "answer_is_number", "on_truncated": on_truncated},
+                        "other": {"reward": "answer_is_number", "weight": 0.5}}}
+
+
+def answer(finish_reason: str | None) -> dict:
+    row = {"prompt": "2+2?", "completion": "<answer>4</answer>"}
+    return row if finish_reason is None else {**row, "finish_reason": finish_reason}
+
+
+def test_on_truncated_zero_zeroes_only_truncated_samples() -> None:
+    result = RewardSet.from_dict(config("zero")).score([answer("stop"), answer("length")])
+    assert result.values("fmt") == [1.0, 0.0]
+    assert result.totals == [1.5, 0.5]
+
+
+def test_on_truncated_mask_drops_the_sample_whatever_on_error_says() -> None:
+    cfg = {**config("mask"), "on_error": "ignore"}
+    result = RewardSet.from_dict(cfg).score([answer("stop"), answer("length")])
+    assert result.totals == [1.5, None]
+    assert result.scores("fmt")[1].status is Status.SKIPPED
+
+
+def test_on_truncated_without_a_finish_reason_is_an_error_not_a_guess() -> None:
+    result = RewardSet.from_dict(config("zero")).score([answer(None)])
+    score = result.scores("fmt")[0]
+    assert score.status is Status.ERROR and "finish_reason" in score.reason
+    assert RewardSet.from_dict(config("keep")).score([answer(None)]).totals == [1.5]
