@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardkit import RewardSet
-from rewardkit.process_pool import usable_cores
+from rewardkit.execution.pool import usable_cores
 
 TIMEOUT_S = 3.0
 TARGET = 6.0

@@ -193,7 +193,7 @@ def _fresh_reward_set() -> RewardSet:
     and warmed up on pairs outside the batch that math-verify grades (its imports,
     regexes and sympy's simplify are ready in every worker, as in a training run past its
     first step)."""
-    from rewardkit.process_pool import shared_pool
+    from rewardkit.execution.pool import shared_pool
 
     shared_pool().close()
     _empty_caches()

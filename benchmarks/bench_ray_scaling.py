@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 from bench_rewards import CPU_BOUND  # noqa: E402
 
 from rewardkit import RewardSet, Sample, registry  # noqa: E402
-from rewardkit.process_pool import usable_cores  # noqa: E402
+from rewardkit.execution.pool import usable_cores  # noqa: E402
 
 OBJECT_STORE = 80 * 1024 * 1024
 
@@ -35,7 +35,7 @@ def rate_on_cluster(nodes: int, samples: list[Sample]) -> float:
     import ray
     from ray.cluster_utils import Cluster
 
-    from rewardkit import ray_executor
+    from rewardkit.execution import ray as ray_executor
 
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "object_store_memory": OBJECT_STORE, "include_dashboard": False})

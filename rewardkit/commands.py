@@ -319,8 +319,8 @@ def _strict_exit(args: argparse.Namespace, summary: dict[str, Any]) -> int:
 
 def _score_locally(args: argparse.Namespace, rs: Any, samples_path: Path,
                    out_path: Path) -> dict[str, Any]:
-    from rewardkit.ray_executor import RayUnavailableError
-    from rewardkit.scoring_file import score_jsonl
+    from rewardkit.execution.ray_cluster import RayUnavailableError
+    from rewardkit.scoring.jsonl import score_jsonl
 
     started = time.perf_counter()
     with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(),
@@ -340,8 +340,8 @@ def _score_locally(args: argparse.Namespace, rs: Any, samples_path: Path,
 
 def _score_on_ray(args: argparse.Namespace, config: Any, samples_path: Path) -> int:
     """``score --engine ray``: progress as a bar on a terminal, else plain lines."""
-    from rewardkit.ray_executor import RayUnavailableError
-    from rewardkit.ray_scoring import ResumeError, score_with_ray
+    from rewardkit.execution.ray_cluster import RayUnavailableError
+    from rewardkit.scoring.ray import ResumeError, score_with_ray
 
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")

@@ -209,7 +209,7 @@ class RewardSet:
         """The Ray executor when the config asks for it and this component goes there."""
         if self.config.executor == "local":
             return None
-        from rewardkit.ray_executor import ray_wanted, shared_executor, uses_ray
+        from rewardkit.execution.ray import ray_wanted, shared_executor, uses_ray
 
         if not ray_wanted(self.config.executor) or not uses_ray(reward, mode):
             return None

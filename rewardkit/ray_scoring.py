@@ -446,9 +446,9 @@ def score_with_ray(config: RewardConfig, src: Path, dst: Path, step: int = 0,
     """Score ``src`` (JSONL or parquet) into ``dst`` (JSONL) on Ray Data. The output-path
     rules (:func:`check_paths`) and the lock on ``dst`` are the local engine's, checked
     before anything is scored."""
-    from rewardkit.ray_executor import _import_ray
+    from rewardkit.execution.ray_cluster import import_ray
 
-    ray = _import_ray()
+    ray = import_ray()
     fmt = input_format(src)
     check_paths(src, dst)
     for own in (dst.with_name(dst.name + ".partial"), dst.with_name(dst.name + ".progress")):
@@ -527,7 +527,7 @@ def _score_into(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str, 
 
     if pending:
         if not ray.is_initialized():
-            from rewardkit.ray_auth import init_ray  # the auth mode decided, not Ray's guess
+            from rewardkit.execution.ray_cluster import init_ray  # the auth mode decided, not Ray's guess
 
             init_ray(address)
         ctx = ray.data.DataContext.get_current()

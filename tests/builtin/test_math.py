@@ -261,7 +261,7 @@ def test_a_worked_solution_as_reference_is_graded_by_its_boxed_answer() -> None:
 
 # -- the quick verdict: numeric samples never reach a worker -----------------------------
 def test_numeric_verdicts_are_reached_without_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rewardkit import execution
+    from rewardkit.execution import local as execution
 
     sent: list[int] = []
     real = execution.run_process

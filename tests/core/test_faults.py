@@ -174,7 +174,7 @@ def test_worker_killed_while_idle_is_replaced_without_blaming_a_sample():
     import os
     import signal
 
-    from rewardkit.process_pool import shared_pool
+    from rewardkit.execution.pool import shared_pool
 
     rs = RewardSet.from_dict({"rewards": {"d": {"reward": "dies"}}})
     rs.score([{"completion": "warm"}])

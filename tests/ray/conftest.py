@@ -44,7 +44,7 @@ def ray_cluster() -> Iterator[object]:
     try:
         yield cluster
     finally:
-        from rewardkit import ray_executor
+        from rewardkit.execution import ray as ray_executor
 
         ray_executor._close_executors()
         ray.shutdown()

@@ -3,7 +3,7 @@
 Ray 2.60 turns token authentication on for a new local ``ray.init()`` cluster and writes
 ``~/.ray/auth_token``; from then on any ``ray start`` on the machine turns it on too. The
 local Ray engine (``rewardkit score --engine ray``) and the Ray executor (``executor:
-ray``) start their local cluster with the mode :mod:`rewardkit.ray_auth` decides:
+ray``) start their local cluster with the mode :mod:`rewardkit.execution.ray_cluster` decides:
 ``RAY_AUTH_MODE`` from the environment, else ``disabled``, with and without a token
 file in the home folder. Each run is a fresh process with a temporary home and Ray temp
 folder, so nothing is written to the real home and no other cluster on the machine is
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rewardkit.ray_auth import AUTH_MODE_ENV, with_auth_mode
+from rewardkit.execution.ray_cluster import AUTH_MODE_ENV, with_auth_mode
 
 TOKEN = "0123456789abcdef" * 2
 REAL_TOKEN = Path.home() / ".ray" / "auth_token"

@@ -12,9 +12,10 @@ import pytest
 import ray
 from ray_rewards import ALL
 
-from rewardkit import RewardSet, ray_executor, registry
+from rewardkit import RewardSet, registry
 from rewardkit.config import RaySettings
-from rewardkit.ray_executor import MAX_CHUNK, ray_wanted, shared_executor
+from rewardkit.execution import ray as ray_executor
+from rewardkit.execution.ray import MAX_CHUNK, ray_wanted, shared_executor
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rewardkit.ray_auth import AUTH_MODE_ENV, with_auth_mode
+from rewardkit.execution.ray_cluster import AUTH_MODE_ENV, with_auth_mode
 
 from rewardkit_trainers.runner import stop_group, wait_ready
 from rewardkit_trainers.sagemaker import ray_cluster

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from rewardkit.authoring import FunctionReward, Reward
-from rewardkit.process_pool import pickle_reward, shared_pool
+from rewardkit.execution.pool import pickle_reward, shared_pool
 from rewardkit.types import MAX_ABS_VALUE, ExecutionMode, Sample, Score, coerce_value
 
 _MAX = MAX_ABS_VALUE

@@ -1,7 +1,7 @@
-"""Entry point of a process-mode worker: ``python -m rewardkit._pool_child FD PARENT AREA``.
+"""Entry point of a process-mode worker: ``python -m rewardkit.execution.worker FD PARENT AREA``.
 
 Receives ``("run", call, chunk, key, reward_blob | None, group, slot, items)``
-(pickled, one message per chunk; ``items`` as :func:`~rewardkit.process_pool.encode_items`
+(pickled, one message per chunk; ``items`` as :func:`~rewardkit.execution.pool.encode_items`
 writes them). For each item in turn it records in the shared memory ``AREA`` when the
 item started, and when it is done its value (a plain ``ok`` float) or that its answer
 went in a message, then the count of items done: the parent reads there which item is
@@ -27,8 +27,8 @@ import types
 from multiprocessing.connection import Connection
 from typing import Any
 
-from rewardkit.execution import exception_score, group_scores
-from rewardkit.process_pool import (
+from rewardkit.execution.local import exception_score, group_scores
+from rewardkit.execution.pool import (
     AREA_BYTES,
     HEADER_BYTES,
     LOADING_MAIN_ENV,
@@ -127,7 +127,7 @@ def _watch_parent(parent: int) -> None:
 
 
 def decode_items(encoded: Any) -> list[Any]:
-    """The items :func:`~rewardkit.process_pool.encode_items` encoded."""
+    """The items :func:`~rewardkit.execution.pool.encode_items` encoded."""
     kind = encoded[0]
     if kind == "groups":
         flat = decode_items(encoded[2])

@@ -1,6 +1,6 @@
 """Process-mode execution: a reusable pool of worker processes with hard timeouts.
 
-Each worker is a fresh interpreter (``python -m rewardkit._pool_child``) talking over a
+Each worker is a fresh interpreter (``python -m rewardkit.execution.worker``) talking over a
 pipe, with a small shared memory area (an anonymous file both map). Work is sent in
 chunks, one pickled message each (samples as columns: no object per sample to pickle),
 and a worker holds two chunks at a time so it never waits for the parent between
@@ -442,7 +442,7 @@ class WorkerPool:
         output, output_w = os.pipe()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "rewardkit._pool_child", str(fd), str(os.getpid()),
+                [sys.executable, "-m", "rewardkit.execution.worker", str(fd), str(os.getpid()),
                  str(area.fd)],
                 pass_fds=(fd, area.fd),
                 env=env,

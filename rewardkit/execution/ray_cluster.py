@@ -1,4 +1,5 @@
-"""Ray's authentication mode, decided once for every Ray process rewardkit starts or joins.
+"""Joining or starting a Ray cluster: Ray imported on demand, and its authentication mode
+decided once for every Ray process rewardkit starts or joins.
 
 Ray 2.60 decides alone when ``RAY_AUTH_MODE`` is unset: a new local ``ray.init()``
 cluster turns token authentication on and writes ``~/.ray/auth_token``, and from then on
@@ -11,18 +12,34 @@ mode the environment sets is kept (``RAY_AUTH_MODE=token`` with ``RAY_AUTH_TOKEN
 home folder holds. Used by the local Ray engine (``rewardkit score --engine ray``), the
 Ray executor (``executor: ray``) and the SageMaker multi-node bootstrap.
 
-Ray is imported only by :func:`init_ray`: the decision itself works where Ray is absent.
+Ray is imported only by :func:`import_ray` and :func:`init_ray`: the decision itself
+works where Ray is absent.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 #: the variable Ray reads its authentication mode from (``disabled`` or ``token``)
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
 #: the mode when the environment sets none
 DEFAULT_AUTH_MODE = "disabled"
+
+
+class RayUnavailableError(RuntimeError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+def import_ray() -> Any:
+    """The ``ray`` module; :class:`RayUnavailableError` with the install line when absent."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailableError(
+            "executor: ray needs Ray: pip install 'rewardkit[ray]'") from exc
+    return ray
 
 
 def with_auth_mode(env: Mapping[str, str]) -> dict[str, str]:

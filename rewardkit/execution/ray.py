@@ -14,7 +14,7 @@ locally. On top of that the driver:
   pool, a worker's clock starts when it is ready: at the deadline the driver asks the
   actor (in a concurrency group of its own, so it answers while it scores) how many
   workers its pool replaced during the chunk, and gives each the pool's load allowance
-  (:data:`~rewardkit.process_pool.LOAD_TIMEOUT`) before killing anything. A replacement
+  (:data:`~rewardkit.execution.pool.LOAD_TIMEOUT`) before killing anything. A replacement
   worker importing a slow reward module costs no good row; an actor that cannot answer
   (stopped, lost) is killed as before;
 * treats a dead actor (its process or node lost) like a dead worker process: the chunk it
@@ -23,7 +23,8 @@ locally. On top of that the driver:
   is not tried.
 
 Ray is imported only when this executor is used (``pip install 'rewardkit[ray]'``); it
-joins or starts a cluster under the authentication mode :mod:`rewardkit.ray_auth` decides.
+joins or starts a cluster through :mod:`rewardkit.execution.ray_cluster` (the
+authentication mode decided there, not by Ray).
 """
 
 from __future__ import annotations
@@ -44,9 +45,9 @@ from typing import Any
 
 from rewardkit.authoring import Reward
 from rewardkit.config import RaySettings
-from rewardkit.execution import Outcome, run_reward
-from rewardkit.process_pool import LOAD_TIMEOUT, shared_pool
-from rewardkit.ray_auth import init_ray
+from rewardkit.execution.local import Outcome, run_reward
+from rewardkit.execution.pool import LOAD_TIMEOUT, shared_pool
+from rewardkit.execution.ray_cluster import RayUnavailableError, import_ray, init_ray
 from rewardkit.types import ExecutionMode, Sample, Score
 
 #: actor deaths or kills with no answer between them after which the rest of a call's
@@ -63,19 +64,6 @@ PROBE_GROUP = "probe"
 
 #: what a chunk answers per sample: the value, and the Score when it is not a plain ok
 Answer = tuple[float | None, Score | None]
-
-
-class RayUnavailableError(RuntimeError):
-    """Ray is not installed, or the cluster cannot be reached."""
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise RayUnavailableError(
-            "executor: ray needs Ray: pip install 'rewardkit[ray]'") from exc
-    return ray
 
 
 def ray_wanted(executor: str) -> bool:
@@ -189,7 +177,7 @@ class RayExecutor:
 
     def __init__(self, settings: RaySettings) -> None:
         self.settings = settings
-        self._ray = _import_ray()
+        self._ray = import_ray()
         self._lock = threading.Lock()
         if not self._ray.is_initialized():
             try:
@@ -236,7 +224,7 @@ class RayExecutor:
     def run(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
             indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
             timeout: float, out: Outcome) -> None:
-        """Score like :func:`rewardkit.execution.run_reward`, on the cluster."""
+        """Score like :func:`rewardkit.execution.local.run_reward`, on the cluster."""
         try:
             blob = pickle.dumps(reward, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:
