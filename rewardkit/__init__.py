@@ -8,8 +8,8 @@ from rewardkit.config import ConfigError, RewardConfig, load_config, parse_confi
 from rewardkit.hookspecs import EXIT_FAIL, EXIT_OK, EXIT_USAGE, Subcommands, UsageError, hookimpl
 from rewardkit.registry import RegistryError, UnknownRewardError, get_reward
 from rewardkit.score_result import SampleScores, ScoreResult
+from rewardkit.text.visible import visible_length, visible_text
 from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text
-from rewardkit.visible import visible_length, visible_text
 
 __version__ = "0.1.0"
 

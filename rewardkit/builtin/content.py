@@ -12,7 +12,7 @@
 
 All are inline and linear in the length of the output. Lengths in real tokens come
 from the trainer's ``completion_ids`` or a named local tokenizer (see
-:mod:`rewardkit.lengths`).
+:mod:`rewardkit.text.lengths`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,14 @@ from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import tag_block
 from rewardkit.builtin._segmentation import SegmenterMissing, chinese_words
 from rewardkit.hookspecs import hookimpl
-from rewardkit.lengths import LengthError, LengthParams, completion_length, completion_token_ids
+from rewardkit.text.lengths import (
+    LengthError,
+    LengthParams,
+    completion_length,
+    completion_token_ids,
+)
+from rewardkit.text.visible import visible_text
 from rewardkit.types import Sample, Score
-from rewardkit.visible import visible_text
 
 
 class OverlongParams(LengthParams):
@@ -110,7 +115,7 @@ _PIECE_CHARS = 8
 
 def _words(text: str) -> list[str]:
     """The visible words of ``text``: whitespace-separated, invisible characters left out
-    (:func:`rewardkit.visible.visible_text`), so ``the\u200banswer`` is one word and a
+    (:func:`rewardkit.text.visible.visible_text`), so ``the\u200banswer`` is one word and a
     word of nothing visible is none. A word longer than ``_LONG_WORD_CHARS`` is read as
     consecutive pieces of ``_PIECE_CHARS`` characters: a loop written without spaces
     (``hahaha...``, ``the\u200banswer\u200bis...``, an unspaced Chinese loop) repeats

@@ -15,7 +15,7 @@ TRL GSM8K recipe and the ``<think>/<answer>`` layout of R1-style prompts are con
                      something in it
 ==================== =================================================================
 
-Content means visible characters (:func:`rewardkit.visible.visible_length`): a block of
+Content means visible characters (:func:`rewardkit.text.visible.visible_length`): a block of
 zero-width spaces is empty. All are inline (pure, linear-time on any input).
 """
 
@@ -31,8 +31,8 @@ from pydantic import Field, field_validator
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import tag_block
 from rewardkit.hookspecs import hookimpl
+from rewardkit.text.visible import visible_length, visible_text
 from rewardkit.types import Sample, Score
-from rewardkit.visible import visible_length, visible_text
 
 
 class TagParams(Params):

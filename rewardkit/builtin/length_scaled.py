@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rewardkit.authoring import Reward, reward
 from rewardkit.hookspecs import hookimpl
-from rewardkit.lengths import LengthError, LengthParams, completion_length
+from rewardkit.text.lengths import LengthError, LengthParams, completion_length
 from rewardkit.types import ExecutionMode, Sample, Score, Status, coerce_value
 
 

@@ -53,7 +53,7 @@ from typing import Any
 from rewardkit.report.analysis import group_of, value_of
 from rewardkit.report.hacking import REPEAT_SHARE, completion_text, long_cut, repetition
 from rewardkit.score_result import percentile
-from rewardkit.visible import visible_text
+from rewardkit.text.visible import visible_text
 
 TREND_WINDOW = 40
 MIN_STEPS = 10

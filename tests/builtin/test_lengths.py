@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rewardkit import RewardSet, Sample, get_reward
-from rewardkit.lengths import LengthError, completion_length, load_tokenizer
+from rewardkit.text.lengths import LengthError, completion_length, load_tokenizer
 
 pytest.importorskip("transformers")
 

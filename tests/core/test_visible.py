@@ -1,4 +1,4 @@
-"""rewardkit.visible: the one definition of "content" that every non-empty rule uses."""
+"""rewardkit.text.visible: the one definition of "content" that every non-empty rule uses."""
 
 from __future__ import annotations
 

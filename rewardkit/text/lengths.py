@@ -42,8 +42,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rewardkit.authoring import Params
+from rewardkit.text.visible import visible_text
 from rewardkit.types import Sample
-from rewardkit.visible import visible_text
 
 LengthUnit = Literal["chars", "words", "tokens"]
 
