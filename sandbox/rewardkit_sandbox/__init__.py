@@ -8,13 +8,14 @@
 (<Status.OK: 'ok'>, 1)
 """
 
-from rewardkit_sandbox.layers import Layer, LayerReport, detect_layers
+from rewardkit_sandbox.layers import Layer, LayerReport
 from rewardkit_sandbox.limits import SandboxLimits
 from rewardkit_sandbox.pool import (
     DEFAULT_PRELOAD,
     SandboxPool,
     SandboxTask,
     SandboxUnavailableError,
+    detect_layers,
 )
 from rewardkit_sandbox.result import SandboxResult, Status, TestResult
 from rewardkit_sandbox.runners import PythonRunner, Runner, SandboxFusionRunner

@@ -16,9 +16,10 @@ zygote holds, and pays (in copy-on-write faults) for every page it touches.  No
 ``threading`` or ``random``: their at-fork hooks would run in every child.
 
 This module serves tasks (fork, feed, drain, supervise, report); the zygote's other jobs
-live beside it: :mod:`._zygote_mounts` (namespaces and mounts), :mod:`._zygote_probes`
-(layer probes), :mod:`._zygote_workdir` (work directories) and :mod:`._zygote_reaping`
-(kill and reap).
+live beside it: :mod:`._zygote_supervision` (serving a running task: stdin, outputs,
+wall time), :mod:`._zygote_tests` (test mode), :mod:`._zygote_mounts` (namespaces and
+mounts), :mod:`._zygote_probes` (layer probes), :mod:`._zygote_workdir` (work
+directories) and :mod:`._zygote_reaping` (kill and reap).
 """
 
 from __future__ import annotations
@@ -29,10 +30,8 @@ import gc
 import json
 import os
 import resource
-import select
 import signal
 import sys
-import time
 
 from rewardkit_sandbox import _calls
 from rewardkit_sandbox import _confinement as confinement
@@ -41,75 +40,34 @@ from rewardkit_sandbox._protocol import Channel
 from rewardkit_sandbox._zygote_judge import JudgeProcess
 from rewardkit_sandbox._zygote_mounts import NamespacesAndMounts
 from rewardkit_sandbox._zygote_probes import LayerProbes, layer
+from rewardkit_sandbox._zygote_supervision import (
+    REPORT_LIMIT_BYTES,
+    Stuck,
+    Task,
+    TaskSupervision,
+    feed,
+    pipes,
+    read_rest,
+)
+from rewardkit_sandbox._zygote_tests import TestRunning
 from rewardkit_sandbox._zygote_workdir import WorkDirectories, _shared_temp_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per task
     from typing import Any, NoReturn
 
-_REPORT_LIMIT_BYTES = 4 * 1024 * 1024
-_KILL_GRACE_S = 5.0
-_GONE_GRACE_S = 0.5
-_READ_CHUNK = 65536
 _GC_EVERY_OBJECTS = 20000
 _CHILD_FDS = 6  # a candidate's 0-5: stdio, report, its link to the judge
 
 
-class _Output:
-    """Keeps up to ``cap`` bytes of one output stream; ``truncated`` once more was written."""
-
-    __slots__ = ("cap", "data", "truncated")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.data = bytearray()
-        self.truncated = False
-
-    def add(self, chunk: bytes) -> bool:
-        """Keep what fits; True once more than the cap was written."""
-        room = self.cap - len(self.data)
-        if len(chunk) > room:
-            if room > 0:
-                self.data += chunk[:room]
-            self.truncated = True
-        else:
-            self.data += chunk
-        return self.truncated
-
-
-class _Task:
-    """What the zygote keeps about the task it serves: outputs, stdin still to feed, its
-    deadline, and why (if) it was stopped."""
-
-    __slots__ = (
-        "deadline",
-        "kill_reason",
-        "open_outputs",
-        "outputs",
-        "pending",
-        "pool_gone",
-        "stderr",
-        "stdin_fd",
-        "stdout",
-    )
-
-    def __init__(self, limits: dict[str, Any]) -> None:
-        self.deadline = time.monotonic() + float(limits["wall_time_s"])
-        self.stdout = _Output(int(limits["stdout_bytes"]))
-        self.stderr = _Output(int(limits["stderr_bytes"]))
-        self.outputs: dict[int, _Output] = {}
-        self.open_outputs: list[int] = []  # read ends that have not reached EOF
-        self.stdin_fd = -1
-        self.pending = memoryview(b"")
-        self.kill_reason: str | None = None
-        self.pool_gone = False
-
-
-class _Stuck(Exception):
-    """A process of the task outlived its SIGKILL: the zygote reports it and exits."""
-
-
-class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
+class Zygote(
+    TestRunning,
+    TaskSupervision,
+    JudgeProcess,
+    NamespacesAndMounts,
+    LayerProbes,
+    WorkDirectories,
+):
     """One slot's zygote; ``serve`` handles requests until the socket closes."""
 
     def __init__(self, config: dict[str, Any], channel: Channel) -> None:
@@ -275,14 +233,14 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
     def _run_task(self, request: dict[str, Any], stdin: bytes, tests_fd: int) -> dict[str, Any]:
         reply: dict[str, Any] = {"event": "finished"}
         limits = request["limits"]
-        task = _Task(limits)
+        task = Task(limits)
         try:
             workdir = self._make_workdir()
         except OSError as error:
             reply["infra_error"] = f"could not create the work directory: {error}"
             return reply
         try:
-            stdout_read, stdout_write, stderr_read, stderr_write = _pipes(2)
+            stdout_read, stdout_write, stderr_read, stderr_write = pipes(2)
         except OSError as error:
             self._clean_files(workdir)
             reply["infra_error"] = f"could not create the task's pipes: {error}"
@@ -295,7 +253,7 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
                 self._run_program(request, stdin, task, writers, workdir, reply)
             else:
                 self._run_tests(request, task, writers, workdir, reply, tests_fd)
-        except _Stuck as stuck:
+        except Stuck as stuck:
             reply["infra_error"] = str(stuck)
             reply["fatal"] = True
         finally:
@@ -316,16 +274,6 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
         reply["stdout"] = bytes(task.stdout.data)
         reply["stderr"] = bytes(task.stderr.data)
         return reply
-
-    def _end_task(self, task: _Task, reply: dict[str, Any]) -> None:
-        """Kill and reap what is left of the task, then read what it left in the pipes."""
-        if not self._sweep(time.monotonic() + _KILL_GRACE_S):
-            reply["infra_error"] = "processes of the task survived SIGKILL"
-            reply["fatal"] = True
-        # Every writer is dead now: what is left in the pipes is all there is.
-        for fd in task.open_outputs:
-            output = task.outputs[fd]
-            output.add(_read_rest(fd, output.cap + 1))
 
     def _fork_task_child(
         self,
@@ -351,7 +299,7 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
         self,
         request: dict[str, Any],
         stdin: bytes,
-        task: _Task,
+        task: Task,
         writers: list[int],
         workdir: str,
         reply: dict[str, Any],
@@ -365,7 +313,7 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
         pending = memoryview(stdin)
         if pending:  # most of it fits in the pipe before the child even starts
             os.set_blocking(stdin_write, False)
-            pending = _feed(stdin_write, pending)
+            pending = feed(stdin_write, pending)
         if not pending:
             os.close(stdin_write)
             stdin_write = -1
@@ -383,139 +331,10 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
         _exit_status(status, usage, reply)
         self._parse_report(report, reply)
 
-    def _run_tests(
-        self,
-        request: dict[str, Any],
-        task: _Task,
-        writers: list[int],
-        workdir: str,
-        reply: dict[str, Any],
-        tests_fd: int,
-    ) -> None:
-        """Each test in a candidate child and the slot's judge, judged here from outside.
-
-        A test ends at its own ``test_timeout_s`` (its candidate and the judge alone are
-        killed; the next test runs), the task at its wall time or output cap (every
-        process of it, and the judge if it is busy).
-        """
-        timeout_s = float(request.get("test_timeout_s") or request["limits"]["wall_time_s"])
-        stop_early = bool(request.get("stop_on_first_failure"))
-        records: list[dict[str, Any]] = []
-        cpu_time_s, max_rss_kib = 0.0, 0
-        for index in range(len(request["test_spans"])):
-            started = time.monotonic()
-            ran = self._run_test(request, task, writers, workdir, index, tests_fd, timeout_s)
-            if isinstance(ran, str):
-                reply["infra_error"] = ran
-                return
-            verdict, timed_out, status, usage, report = ran
-            cpu_time_s += usage.ru_utime + usage.ru_stime
-            max_rss_kib = max(max_rss_kib, usage.ru_maxrss)
-            reply["cpu_time_s"] = round(cpu_time_s, 6)
-            reply["max_rss_kib"] = max_rss_kib
-            if task.kill_reason is not None:  # the whole task was stopped
-                reply["signal"] = signal.SIGKILL
-                break
-            setup = report.partition(b"\n")[0]
-            if setup + b"\n" != harness.SETUP_DONE_RECORD:
-                if setup.startswith(b'{"setup_error"'):
-                    reply["infra_error"] = "task setup failed: " + setup.decode(errors="replace")
-                    return
-                if index == 0:  # no candidate code of this task has run yet
-                    reply["setup_incomplete"] = True
-                    return
-            outcome = harness.test_outcome(verdict, status, timeout_s if timed_out else None)
-            outcome["index"] = index
-            outcome["wall_time_s"] = round(time.monotonic() - started, 6)
-            records.append(outcome)
-            if outcome["status"] != "ok" and stop_early:
-                break
-        if "signal" not in reply:  # every test ran (or the rest were skipped)
-            reply["exit_code"] = 0
-        reply["tests"] = records
-
-    def _run_test(
-        self,
-        request: dict[str, Any],
-        task: _Task,
-        writers: list[int],
-        workdir: str,
-        index: int,
-        tests_fd: int,
-        timeout_s: float,
-    ) -> tuple[dict[str, Any] | int | None, bool, int | None, Any, bytes] | str:
-        """Fork test ``index``'s candidate, hand the test and the candidate's link to the
-        judge, serve the task until the judge's verdict (or the test's time is up), then
-        kill the candidate.
-
-        Returns the verdict (:func:`harness.test_outcome`), whether the test timed out,
-        and the candidate's wait status (None: it was still running), resource use and
-        report; or why the test could not be started.
-        """
-        problem = self._judge_ready(request)
-        if problem is not None:
-            return problem
-        try:
-            opened = _pipes(3)  # what is still open: closed at the end
-        except OSError as error:
-            return f"could not create the test's pipes: {error}"
-        to_candidate_r, to_candidate_w, to_judge_r, to_judge_w, report_r, report_w = opened
-        started = time.monotonic()
-        verdict: dict[str, Any] | int | None = None
-        try:
-            try:
-                pid = self._fork_task_child(
-                    request,
-                    (self.devnull, *writers, report_w, to_candidate_r, to_judge_w),
-                    workdir,
-                    "candidate",
-                )
-            except OSError as error:
-                return f"fork failed: {error}"
-            for fd in (report_w, to_candidate_r, to_judge_w):
-                os.close(fd)
-                opened.remove(fd)
-            span = request["test_spans"][index]
-            handed = self._judge_test(tests_fd, span, index, (to_judge_r, to_candidate_w))
-            for fd in (to_judge_r, to_candidate_w):
-                os.close(fd)
-                opened.remove(fd)
-            timed_out = False
-            if handed:
-                ready = self._watch(task, pid, started + timeout_s, self.judge_verdicts)
-                timed_out = not ready
-                verdict = self._stop_judge() if timed_out else self._judge_verdict()
-            else:
-                verdict = self._stop_judge()
-            if isinstance(verdict, dict) and verdict.get("candidate_gone"):
-                # it closed the link: give it a moment to be seen exiting, for the reason
-                candidate_ended = self._watch(task, pid, time.monotonic() + _GONE_GRACE_S)
-            else:
-                candidate_ended = self._exited(pid)
-            for kill in (os.killpg, os.kill):
-                with contextlib.suppress(OSError):
-                    kill(pid, signal.SIGKILL)
-            if not self._watch(task, pid, time.monotonic() + _KILL_GRACE_S):
-                raise _Stuck("a test's candidate did not die after SIGKILL")
-            _, status, usage = os.wait4(pid, 0)
-            report = _read_rest(report_r, _REPORT_LIMIT_BYTES)
-        finally:
-            for fd in opened:
-                os.close(fd)
-        return verdict, timed_out, status if candidate_ended else None, usage, report
-
-    @staticmethod
-    def _exited(pid: int) -> bool:
-        """Whether child ``pid`` has exited (without reaping it)."""
-        try:
-            return bool(os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT))
-        except ChildProcessError:
-            return True
-
     def _run_child(
         self,
         request: dict[str, Any],
-        task: _Task,
+        task: Task,
         stdio: tuple[int, ...],
         workdir: str,
     ) -> tuple[int, Any, bytes] | str:
@@ -540,74 +359,10 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
             _, status, usage = os.wait4(pid, 0)
             # Read once the child is gone (its few records fit in the pipe: a program that
             # fills it with more only blocks itself).
-            report = _read_rest(report_read, _REPORT_LIMIT_BYTES)
+            report = read_rest(report_read, REPORT_LIMIT_BYTES)
         finally:
             os.close(report_read)
         return status, usage, report
-
-    def _watch(
-        self, task: _Task, pid: int, until: float | None, ready_fd: int = -1
-    ) -> bool:
-        """Serve the task while ``pid`` runs: its stdin and outputs, the pool's messages,
-        the task's wall time.  True once ``pid`` exited (or, given, ``ready_fd`` is
-        readable); False when ``until`` (a test's own limit) passed first.  ``_Stuck``
-        when it outlives its SIGKILL."""
-        pidfd = os.pidfd_open(pid) if ready_fd < 0 else ready_fd
-        readers: list[int] = [pidfd, *task.open_outputs]
-        if not task.pool_gone:
-            readers.append(self.channel.fd)
-        writers: list[int] = [task.stdin_fd] if task.stdin_fd >= 0 else []
-        try:
-            while True:
-                now = time.monotonic()
-                if task.deadline <= now:
-                    if task.kill_reason is not None:  # killed, yet not dead within the grace
-                        raise _Stuck("task did not die after SIGKILL")
-                    self._stop(task, pid, "timeout")
-                    continue
-                limit = task.deadline
-                if until is not None and task.kill_reason is None:
-                    if until <= now:
-                        return False
-                    limit = min(limit, until)
-                ready, writable, _ = select.select(readers, writers, [], limit - now)
-                for fd in ready:
-                    if fd == pidfd:
-                        continue
-                    if fd in task.outputs:
-                        chunk = os.read(fd, _READ_CHUNK)
-                        if not chunk:
-                            readers.remove(fd)
-                            task.open_outputs.remove(fd)
-                        elif task.outputs[fd].add(chunk):
-                            self._stop(task, pid, "output_limit")
-                    elif fd == self.channel.fd:
-                        message = self.channel.receive()
-                        if message is None:
-                            task.pool_gone = True
-                            readers.remove(self.channel.fd)
-                            self._stop(task, pid, "pool closed")
-                        elif message.get("op") == "kill":
-                            self._stop(task, pid, str(message.get("reason", "killed")))
-                if writable:
-                    task.pending = _feed(task.stdin_fd, task.pending)
-                    if not task.pending:  # all fed (or the reader is gone): EOF for the program
-                        writers.clear()
-                        os.close(task.stdin_fd)
-                        task.stdin_fd = -1
-                if pidfd in ready:
-                    return True
-        finally:
-            if ready_fd < 0:
-                os.close(pidfd)
-
-    def _stop(self, task: _Task, pid: int, reason: str) -> None:
-        """End the whole task (once): kill every process of it, then allow a grace."""
-        if task.kill_reason is None:
-            task.kill_reason = reason
-            self._signal_judge()
-            self._kill_task(pid)
-            task.deadline = time.monotonic() + _KILL_GRACE_S
 
     @staticmethod
     def _parse_report(report: bytes, reply: dict[str, Any]) -> None:
@@ -683,32 +438,6 @@ class Zygote(JudgeProcess, NamespacesAndMounts, LayerProbes, WorkDirectories):
 
 
 
-def _pipes(count: int) -> list[int]:
-    """``count`` pipes as one list (read, write, read, write, ...); on an ``OSError`` the
-    ones already made are closed before it propagates."""
-    opened: list[int] = []
-    try:
-        for _ in range(count):
-            opened += os.pipe()
-    except OSError:
-        for fd in opened:
-            os.close(fd)
-        raise
-    return opened
-
-
-def _feed(fd: int, pending: memoryview) -> memoryview:
-    """Write what the (non-blocking) pipe takes; empty once done or the reader is gone."""
-    try:
-        while pending:
-            pending = pending[os.write(fd, pending[:_READ_CHUNK]) :]
-    except BlockingIOError:
-        return pending
-    except OSError:  # the program closed stdin or exited
-        return pending[:0]
-    return pending
-
-
 def _exit_status(status: int, usage: Any, reply: dict[str, Any]) -> None:
     """The program child's exit (code or signal) and resource use, into the reply."""
     reply["cpu_time_s"] = round(usage.ru_utime + usage.ru_stime, 6)
@@ -717,22 +446,6 @@ def _exit_status(status: int, usage: Any, reply: dict[str, Any]) -> None:
         reply["signal"] = os.WTERMSIG(status)
     else:
         reply["exit_code"] = os.WEXITSTATUS(status)
-
-
-def _read_rest(fd: int, limit: int) -> bytes:
-    """Read what a pipe holds now, without blocking, up to ``limit`` bytes.
-
-    Asks ``select`` before each read: an empty pipe (the usual case) costs one call,
-    and a writer still alive somewhere (a daemon of a test) can neither make it wait
-    nor, by refilling the pipe, keep it reading: it stops at ``limit``.
-    """
-    rest = bytearray()
-    while len(rest) < limit and select.select([fd], (), (), 0)[0]:
-        chunk = os.read(fd, min(_READ_CHUNK, limit - len(rest)))
-        if not chunk:
-            break
-        rest += chunk
-    return bytes(rest)
 
 
 def _task_stdio() -> tuple[Any, Any, Any]:

@@ -1,4 +1,7 @@
-"""The isolation layers, what each guards, and which ones a running zygote has."""
+"""The isolation layers, what each guards, and which ones a running zygote has.
+
+``detect_layers`` (which starts a zygote to ask) lives with the pool, in :mod:`.pool`.
+"""
 
 from __future__ import annotations
 
@@ -100,11 +103,3 @@ class LayerReport:
         verdict = "usable" if not self.missing_required else "NOT usable"
         lines.append(f"\n{len(self.missing)} layer(s) missing; sandbox {verdict}.")
         return "\n".join(lines)
-
-
-def detect_layers() -> LayerReport:
-    """Start one zygote, ask which layers it has, and stop it."""
-    from rewardkit_sandbox.pool import SandboxPool
-
-    with SandboxPool(size=1, require_layers=()) as pool:
-        return pool.layers

@@ -479,3 +479,9 @@ class SandboxPool:
             finished.get("stderr") or b"",
             wall_time_s,
         )
+
+
+def detect_layers() -> LayerReport:
+    """Start one zygote, ask which layers it has, and stop it."""
+    with SandboxPool(size=1, require_layers=()) as pool:
+        return pool.layers

@@ -31,7 +31,6 @@ PACKAGE_PREFIXES = ("rewardkit",)  # rewardkit, rewardkit_trainers, rewardkit_sa
 #: cycles not fixed yet (issue 22 item 3), each the set of modules of one component
 KNOWN: dict[str, frozenset[str]] = {
     "math-fast-path": frozenset({"rewardkit.builtin.math", "rewardkit.builtin._math_fast"}),
-    "sandbox-layers-pool": frozenset({"rewardkit_sandbox.layers", "rewardkit_sandbox.pool"}),
     "trainers-cli-sagemaker-cli": frozenset({"rewardkit_trainers.cli",
                                              "rewardkit_trainers.sagemaker.cli"}),
     "trainers-runner": frozenset({
