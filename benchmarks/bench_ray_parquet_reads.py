@@ -33,7 +33,7 @@ def main() -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rewardkit.ray_scoring import _read_parquet_rows, parquet_reads, plan_shards, read_unit
+    from rewardkit.scoring.shards import _read_parquet_rows, parquet_reads, plan_shards, read_unit
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=400_000)

@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rewardkit.cases import CaseFileError
     from rewardkit.config import ConfigError
     from rewardkit.registry import RegistryError
-    from rewardkit.scoring_file import ScoringFileError
+    from rewardkit.scoring.output import ScoringFileError
 
     try:
         parser = build_parser()

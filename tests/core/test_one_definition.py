@@ -11,7 +11,7 @@ import pytest
 from rewardkit import RewardSet, Sample
 from rewardkit.report.analysis import read_scored, summarise
 from rewardkit.report.hacking import completion_text as report_text
-from rewardkit.scoring_file import score_jsonl
+from rewardkit.scoring.jsonl import score_jsonl
 from rewardkit.types import group_key
 
 NUMBER, WORD = "<answer>4</answer>", "<answer>four</answer>"

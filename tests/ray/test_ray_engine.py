@@ -256,12 +256,12 @@ def test_the_output_path_rules_of_the_local_engine_hold_before_anything_is_score
 def test_a_damaged_manifest_or_partial_is_refused_naming_the_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
     from rewardkit.config import load_config
-    from rewardkit.ray_scoring import _fingerprint
+    from rewardkit.scoring.manifest import fingerprint
 
     src = write_inputs(tmp_path, prompts=3)
     config = tmp_path / "config.yaml"
     out = tmp_path / "ray.jsonl"
-    header = json.dumps(_fingerprint(load_config(config), src, 4, 0))
+    header = json.dumps(fingerprint(load_config(config), src, 4, 0))
     partial = tmp_path / "ray.jsonl.partial"
     partial.write_bytes(b"x" * 10)
     entry = {"shard": 0, "rows": 4, "end_offset": 1000, "bad": [], "latencies": {}}
@@ -308,7 +308,7 @@ def test_the_final_summary_is_built_in_flat_memory(tmp_path: Path) -> None:
     import tracemalloc
 
     from rewardkit.config import RewardConfig
-    from rewardkit.ray_scoring import summarize
+    from rewardkit.scoring.ray import summarize
 
     config = RewardConfig.model_validate({"rewards": {
         "a": {"reward": "soft_format"}, "b": {"reward": "strict_format"}}})
@@ -421,7 +421,7 @@ def test_a_line_over_the_byte_cap_is_reported_as_by_the_local_engine(
 def test_no_line_over_the_byte_cap_is_read_whole(tmp_path: Path) -> None:
     import tracemalloc
 
-    from rewardkit.ray_scoring import plan_shards, read_shard
+    from rewardkit.scoring.shards import plan_shards, read_shard
 
     src = tmp_path / "long.jsonl"
     with src.open("w") as fh:
@@ -450,7 +450,7 @@ def test_each_parquet_row_group_is_read_once_whatever_the_shards(tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rewardkit.ray_scoring import parquet_reads, plan_shards, read_unit
+    from rewardkit.scoring.shards import parquet_reads, plan_shards, read_unit
 
     rng = random.Random(3)
     rows = [{"id": i, "prompt": f"q{i // 2}", "completion": "".join(
