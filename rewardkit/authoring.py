@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict
@@ -349,3 +349,31 @@ async def _async_score(self: FunctionReward, sample: Sample) -> Any:
 async def _async_score_group(self: FunctionReward, samples: Sequence[Sample]) -> Any:
     fn = type(self).fn
     return await (fn(samples, self.params) if self.takes_params else fn(samples))
+
+
+def whole_group_needs(aggregate: str,
+                      rewards: Mapping[str, type[Reward]]) -> list[tuple[str, str]]:
+    """``(config key, why)`` for each setting under which a response cannot be scored
+    without the other responses to its prompt (its group): ``aggregate:
+    normalize_then_sum`` standardises each component within the group, and a group
+    reward (``group = True``) scores the group at once. ``rewards`` maps component names
+    to their reward classes. Empty: every response can be scored alone.
+
+    The one definition: ``rewardkit score`` reads whole groups when it is not empty, and
+    the trainer adapters refuse or gather by it.
+
+    >>> @reward(group=True)
+    ... def spread(samples):
+    ...     return [0.0 for _ in samples]
+    >>> whole_group_needs("weighted_sum", {"s": spread})
+    [('rewards.s.reward', 'spread is a per-group reward')]
+    >>> whole_group_needs("weighted_sum", {})
+    []
+    """
+    needs = []
+    if aggregate == "normalize_then_sum":
+        needs.append(("aggregate", "normalize_then_sum standardises each component within "
+                                   "a prompt's group"))
+    needs += [(f"rewards.{name}.reward", f"{cls.name} is a per-group reward")
+              for name, cls in rewards.items() if cls.group]
+    return needs

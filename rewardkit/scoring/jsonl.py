@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from rewardkit.authoring import whole_group_needs
 from rewardkit.composition import RewardSet, group_key
 from rewardkit.score_result import ScoreResult
 from rewardkit.scoring.metrics import RunningMetrics
@@ -75,8 +76,8 @@ class _Output:
 
 
 def _needs_whole_groups(rs: RewardSet) -> bool:
-    return rs.config.aggregate == "normalize_then_sum" or any(
-        c.reward_class.group for c in rs.components.values())
+    return bool(whole_group_needs(rs.config.aggregate, {
+        name: c.reward_class for name, c in rs.components.items()}))
 
 
 def _key_digest(row: dict[str, Any]) -> bytes:

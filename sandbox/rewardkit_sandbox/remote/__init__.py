@@ -1,0 +1,15 @@
+"""Remote runners: programs run by a provider's HTTP API instead of the local pool.
+
+``PistonRunner``, ``Judge0Runner`` and ``E2BRunner`` (and ``SandboxFusionRunner`` in
+``rewardkit_sandbox.runners``) share ``RemoteRunner``: one node-wide
+``ExecutionBudget`` slot per run, one deadline per request, ``Retry-After`` honoured,
+and every failure of the provider a ``Status.SANDBOX_ERROR`` with a reason.
+"""
+
+from rewardkit_sandbox.remote.base import RemoteRunner
+from rewardkit_sandbox.remote.e2b import E2BRunner
+from rewardkit_sandbox.remote.http import HttpClient, RemoteError
+from rewardkit_sandbox.remote.judge0 import Judge0Runner
+from rewardkit_sandbox.remote.piston import PistonRunner
+
+__all__ = ["E2BRunner", "HttpClient", "Judge0Runner", "PistonRunner", "RemoteError", "RemoteRunner"]

@@ -1,0 +1,219 @@
+"""What every remote runner shares: tests one request each, the budget, caps, verdicts.
+
+A provider client only says how one program run (with a stdin) becomes requests and how
+its answer reads (``_run_once``); ``RemoteRunner`` does the rest the same way for all of
+them: a run holds one slot of the node's ``ExecutionBudget`` (and a request token) for
+its requests, assert-style tests run as program + test, one run each, and the answer is
+read into the ``Status`` vocabulary with output capped.  The queueing time is in
+``SandboxResult.metadata["queued_s"]``, retries in ``["retries"]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rewardkit_sandbox.budget import BudgetWaitTimeout, ExecutionBudget, Ticket
+from rewardkit_sandbox.remote.http import HttpClient, RemoteError, RequestLog
+from rewardkit_sandbox.result import SandboxResult, Status, TestResult
+
+
+class RemoteRunner:
+    """Base of the remote runners (see the module docstring); not used on its own."""
+
+    #: the provider's name, in metadata and errors
+    provider: str = "remote"
+    language: str
+
+    def __init__(
+        self,
+        *,
+        language: str,
+        run_timeout_s: float,
+        request_timeout_s: float | None,
+        stop_on_first_failure: bool,
+        output_cap_bytes: int,
+        budget: ExecutionBudget | None,
+        max_wait_s: float | None,
+        http: HttpClient,
+    ) -> None:
+        self.language = language
+        self.run_timeout_s = run_timeout_s
+        self.request_timeout_s = request_timeout_s or run_timeout_s + 30.0
+        self.stop_on_first_failure = stop_on_first_failure
+        self.output_cap_bytes = output_cap_bytes
+        self.budget = budget
+        self.max_wait_s = max_wait_s
+        self.http = http
+
+    def run(
+        self, code: str, *, stdin: str | None = None, tests: Sequence[str] | None = None
+    ) -> SandboxResult:
+        """Run ``code`` on ``stdin``, or once per test as program + test."""
+        if tests is None:
+            return self._budgeted(code, stdin)
+        started = time.monotonic()
+        results: list[TestResult] = []
+        outcomes: list[SandboxResult] = []
+        for index, test in enumerate(tests):
+            outcome = self._budgeted(self.with_test(code, test), None)
+            outcomes.append(outcome)
+            error = None if outcome.ok else (outcome.error or _last_line(outcome.stderr))
+            results.append(TestResult(index, outcome.status, error, outcome.wall_time_s))
+            if outcome.status is Status.SANDBOX_ERROR:
+                break
+            if not outcome.ok and self.stop_on_first_failure:
+                break
+        results += [TestResult(index, None) for index in range(len(results), len(tests))]
+        return _combined(outcomes, tuple(results), started)
+
+    def with_test(self, code: str, test: str) -> str:
+        """The program one test runs: the candidate's code, then the test."""
+        return f"{code}\n\n{test}\n"
+
+    def _budgeted(self, code: str, stdin: str | None) -> SandboxResult:
+        started = time.monotonic()
+        log = RequestLog()
+        if self.budget is None:
+            return self._attempt(code, stdin, None, log, started)
+        try:
+            with self.budget.acquire(max_wait_s=self.max_wait_s) as ticket:
+                return self._attempt(code, stdin, ticket, log, started)
+        except BudgetWaitTimeout as error:
+            return self.sandbox_error(str(error), started, queued_s=time.monotonic() - started)
+
+    def _attempt(
+        self,
+        code: str,
+        stdin: str | None,
+        ticket: Ticket | None,
+        log: RequestLog,
+        started: float,
+    ) -> SandboxResult:
+        try:
+            result = self._run_once(code, stdin, ticket, log)
+        except RemoteError as error:
+            result = self.sandbox_error(str(error), started)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            result = self.sandbox_error(f"unexpected {self.provider} answer: {error!r}", started)
+        queued = ticket.queued_s if ticket is not None else 0.0
+        metadata = {
+            **result.metadata,
+            "provider": self.provider,
+            "queued_s": round(queued, 6),
+            "retries": log.retries,
+            "retry_wait_s": round(log.retry_wait_s, 3),
+        }
+        return dataclasses.replace(result, metadata=metadata)
+
+    def _run_once(
+        self, code: str, stdin: str | None, ticket: Ticket | None, log: RequestLog
+    ) -> SandboxResult:
+        raise NotImplementedError
+
+    # -- reading answers ------------------------------------------------------------
+
+    def cap(self, text: Any) -> tuple[str, bool]:
+        """``text`` cut to the output cap, and whether it was cut."""
+        raw = str(text or "").encode()
+        if len(raw) <= self.output_cap_bytes:
+            return raw.decode(errors="replace"), False
+        return raw[: self.output_cap_bytes].decode(errors="ignore"), True
+
+    def verdict(
+        self,
+        started: float,
+        *,
+        exit_code: int | None,
+        stdout: Any = "",
+        stderr: Any = "",
+        signal: int | None = None,
+        timed_out: bool = False,
+        out_of_memory: bool = False,
+        output_limited: bool = False,
+        cpu_time_s: float = 0.0,
+        metadata: dict[str, object] | None = None,
+    ) -> SandboxResult:
+        """A finished run read into a ``Status`` (timeout, memory, crash, exit code, caps)."""
+        out, out_cut = self.cap(stdout)
+        err, err_cut = self.cap(stderr)
+        if timed_out:
+            status, error = Status.TIMEOUT, f"run_timeout of {self.run_timeout_s:g}s exceeded"
+        elif out_of_memory or "MemoryError" in err:
+            status, error = Status.MEMORY, "memory limit exceeded"
+        elif signal is not None:
+            status, error = Status.CRASHED, f"killed by signal {signal}"
+        elif exit_code == 0:
+            status, error = Status.OK, None
+        else:
+            status, error = Status.FAILED, f"exited with code {exit_code}"
+        if out_cut or err_cut or output_limited:
+            status, error = Status.OUTPUT_LIMIT, "output exceeded its cap"
+        return SandboxResult(
+            status=status,
+            exit_code=exit_code,
+            signal=signal,
+            stdout=out,
+            stderr=err,
+            stdout_truncated=out_cut,
+            stderr_truncated=err_cut,
+            wall_time_s=round(time.monotonic() - started, 6),
+            cpu_time_s=cpu_time_s,
+            error=error,
+            metadata=metadata or {},
+        )
+
+    def compile_failure(
+        self, started: float, output: Any, exit_code: int | None = None
+    ) -> SandboxResult:
+        """The program did not compile: a wrong answer, with the compiler's (capped) words."""
+        err, cut = self.cap(output)
+        return SandboxResult(
+            Status.FAILED,
+            exit_code=exit_code,
+            stderr=err,
+            stderr_truncated=cut,
+            wall_time_s=round(time.monotonic() - started, 6),
+            error=f"compilation failed: {_last_line(err) or 'no compiler output'}",
+            metadata={"stage": "compile"},
+        )
+
+    def sandbox_error(self, message: str, started: float, **metadata: object) -> SandboxResult:
+        """The provider, not the program, failed: never to be scored as a wrong answer."""
+        return SandboxResult(
+            Status.SANDBOX_ERROR,
+            error=message,
+            wall_time_s=round(time.monotonic() - started, 6),
+            metadata=dict(metadata),
+        )
+
+
+def _combined(
+    outcomes: list[SandboxResult], results: tuple[TestResult, ...], started: float
+) -> SandboxResult:
+    """One result for a test run: the first bad outcome's verdict, every output joined."""
+    first_bad = next((o for o in outcomes if not o.ok), None)
+    summary = first_bad or (outcomes[-1] if outcomes else SandboxResult(Status.OK))
+    queued = sum(float(o.metadata.get("queued_s", 0.0)) for o in outcomes)  # type: ignore[arg-type]
+    retries = sum(int(o.metadata.get("retries", 0)) for o in outcomes)  # type: ignore[call-overload]
+    return SandboxResult(
+        status=summary.status,
+        exit_code=summary.exit_code,
+        signal=summary.signal,
+        stdout="".join(o.stdout for o in outcomes),
+        stderr="".join(o.stderr for o in outcomes),
+        stdout_truncated=any(o.stdout_truncated for o in outcomes),
+        stderr_truncated=any(o.stderr_truncated for o in outcomes),
+        wall_time_s=round(time.monotonic() - started, 6),
+        cpu_time_s=sum(o.cpu_time_s for o in outcomes),
+        tests=results,
+        error=summary.error if first_bad else None,
+        metadata={**summary.metadata, "queued_s": round(queued, 6), "retries": retries},
+    )
+
+
+def _last_line(text: str) -> str | None:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:1000] if lines else None
