@@ -43,6 +43,7 @@ _BUCKET = struct.Struct("<ddd")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _POLL_MIN_S = 0.001
 _POLL_MAX_S = 0.02
+_POLL_TURN_S = 0.005  # the turnstile's holder: the one process polling the slots
 
 
 class BudgetWaitTimeout(TimeoutError):
@@ -137,25 +138,56 @@ class ExecutionBudget:
             self._local.release()
 
     def _claim(self, deadline: float | None, max_wait_s: float | None) -> int:
+        """A free slot, claimed in turn: waiters queue on the turnstile lock and only its
+        holder polls the slots, so a process that just let a slot go cannot take it
+        straight back ahead of one that has been waiting."""
+        turnstile = os.open(
+            os.path.join(self.directory, "turnstile.lock"), os.O_RDWR | os.O_CREAT, 0o600
+        )
+        try:
+            self._enter(turnstile, deadline, max_wait_s)
+            pause = _POLL_MIN_S
+            while True:
+                slot = self._try_slots()
+                if slot is not None:
+                    return slot
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise BudgetWaitTimeout(self._busy(max_wait_s))
+                time.sleep(pause)
+                pause = min(pause * 2, _POLL_TURN_S)
+        finally:
+            os.close(turnstile)  # lets the next waiter in
+
+    def _enter(self, turnstile: int, deadline: float | None, max_wait_s: float | None) -> None:
+        if deadline is None:
+            fcntl.flock(turnstile, fcntl.LOCK_EX)
+            return
         pause = _POLL_MIN_S
         while True:
-            with self._lock:
-                self._reopen_if_forked()
-                start = random.randrange(self.slots)
-                for offset in range(self.slots):
-                    slot = (start + offset) % self.slots
-                    if self._held[slot]:
-                        continue
-                    try:
-                        fcntl.flock(self._fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue
-                    self._held[slot] = True
-                    return slot
-            if deadline is not None and time.monotonic() >= deadline:
-                raise BudgetWaitTimeout(self._busy(max_wait_s))
+            try:
+                fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise BudgetWaitTimeout(self._busy(max_wait_s)) from None
             time.sleep(pause * random.uniform(0.5, 1.5))
             pause = min(pause * 2, _POLL_MAX_S)
+
+    def _try_slots(self) -> int | None:
+        with self._lock:
+            self._reopen_if_forked()
+            start = random.randrange(self.slots)
+            for offset in range(self.slots):
+                slot = (start + offset) % self.slots
+                if self._held[slot]:
+                    continue
+                try:
+                    fcntl.flock(self._fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                self._held[slot] = True
+                return slot
+        return None
 
     def _release(self, slot: int) -> None:
         with self._lock:
