@@ -27,18 +27,17 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar, Literal
-from urllib.parse import urlparse
 
 from pydantic import Field, model_validator
 from rewardkit_sandbox import (
     PythonRunner,
     Runner,
-    SandboxFusionRunner,
     SandboxLimits,
     SandboxResult,
     SandboxUnavailableError,
     Status,
 )
+from rewardkit_sandbox.remote.factory import build_remote_runner, check_remote_settings
 
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score
 from rewardkit_code.extraction import ExtractMode, extract_code
@@ -101,32 +100,49 @@ class CodeExecutionParams(Params):
         description="stdout comparison: exact; rstrip: trailing whitespace of each line and "
         "trailing blank lines ignored; whitespace: the whitespace-separated tokens",
     )
-    runner: Literal["local", "sandboxfusion"] = Field(
-        "local", description="local: this machine's SandboxPool; sandboxfusion: a server"
+    runner: Literal["local", "sandboxfusion", "piston", "judge0", "e2b"] = Field(
+        "local",
+        description="local: this machine's SandboxPool; sandboxfusion, piston, judge0, e2b: "
+        "that service's HTTP API (see docs/plugins/code.md, Runners)",
     )
     endpoint: str | None = Field(
-        None, description="SandboxFusion base URL (runner: sandboxfusion), e.g. http://host:8080"
+        None,
+        description="the remote runner's base URL: sandboxfusion http://host:8080, piston "
+        "http://host:2000/api/v2, judge0 http://host:2358, e2b (default) https://api.e2b.app",
     )
     concurrency: int | None = Field(
         None,
         ge=1,
-        description="programs run at once: sandbox slots (local, default: CPU count) or "
-        f"requests in flight (sandboxfusion, default {_REMOTE_CONCURRENCY})",
+        description="programs run at once: sandbox slots (local, default: CPU count) or, "
+        "for a remote runner, runs in flight on this node, shared by every process and "
+        f"rank that uses the same endpoint (default {_REMOTE_CONCURRENCY})",
+    )
+    requests_per_s: float | None = Field(
+        None,
+        gt=0,
+        description="remote runners: at most this many requests a second from this node "
+        "(every process together); null: no rate limit",
+    )
+    api_key_env: str | None = Field(
+        None,
+        description="remote runners: the environment variable holding the API key (e2b: "
+        "E2B_API_KEY by default); never the key itself",
+    )
+    runner_options: dict[str, str | int | float] = Field(
+        default_factory=dict,
+        description="remote runners: provider options (piston: version, compile_timeout_s; "
+        "judge0: language_id; e2b: template, sandbox_url, domain; all: request_timeout_s, "
+        "max_retry_wait_s, max_wait_s, api_key_header)",
     )
 
     @model_validator(mode="after")
     def _consistent(self) -> CodeExecutionParams:
-        if self.runner == "sandboxfusion":
-            url = urlparse(self.endpoint or "")
-            if url.scheme not in ("http", "https") or not url.netloc:
-                raise ValueError(
-                    "runner sandboxfusion needs endpoint: the server's http(s) URL "
-                    f"(got {self.endpoint!r})"
-                )
+        if self.runner != "local":
+            check_remote_settings(self.runner, self.endpoint, self.language, self.runner_options)
         elif self.language.lower() != "python":
             raise ValueError(
                 f"the local runner runs python only (language {self.language!r}); "
-                "use runner: sandboxfusion for other languages"
+                "use a remote runner (sandboxfusion, piston, judge0, e2b) for other languages"
             )
         if self.mode == "partial":
             if self.language.lower() != "python":
@@ -143,6 +159,13 @@ class _Tally:
     passed: int = 0
     failure: str | None = None
     error: str | None = None  # infrastructure failure: the score is an error
+    queued_s: float = 0.0  # waited for the node's execution budget (remote runners)
+
+    def count(self, result: SandboxResult) -> None:
+        """Add ``result``'s wait for a budget slot (and request tokens) to the tally."""
+        queued = result.metadata.get("queued_s")
+        if isinstance(queued, (int, float)):
+            self.queued_s += queued
 
 
 class CodeExecution(Reward):
@@ -193,6 +216,8 @@ class CodeExecution(Reward):
             runner = self._runner(0)
         except SandboxUnavailableError as error:
             return Score.error(f"sandbox unavailable: {error}")
+        except ValueError as error:  # a remote runner's missing API key
+            return Score.error(str(error))
         first_case: SandboxResult | None = None
         stage_value = 0.0
         if params.mode == "partial":
@@ -217,7 +242,7 @@ class CodeExecution(Reward):
 
     def _executor(self) -> ThreadPoolExecutor:
         params = self.params
-        if params.runner == "sandboxfusion":
+        if params.runner != "local":
             threads = params.concurrency or _REMOTE_CONCURRENCY
             return shared_executor("rewardkit-code-remote", threads)
         return shared_executor("rewardkit-code-sandbox", params.concurrency or default_slots())
@@ -226,14 +251,18 @@ class CodeExecution(Reward):
         """A runner whose wall limit fits ``n_tests`` tests (0: one program run)."""
         params = self.params
         stop_early = params.mode == "binary"
-        if params.runner == "sandboxfusion":
-            assert params.endpoint is not None
-            return SandboxFusionRunner(
-                params.endpoint,
+        if params.runner != "local":
+            return build_remote_runner(
+                params.runner,
+                endpoint=params.endpoint,
                 language=params.language,
                 run_timeout_s=params.timeout_s,
                 memory_limit_mb=params.memory_mb,
                 stop_on_first_failure=stop_early,
+                slots=params.concurrency or _REMOTE_CONCURRENCY,
+                requests_per_s=params.requests_per_s,
+                api_key_env=params.api_key_env,
+                options=params.runner_options,
             )
         wall = params.timeout_s if n_tests == 0 else params.timeout_s * n_tests
         limits = _limits(
@@ -269,6 +298,7 @@ class CodeExecution(Reward):
         for start in range(0, len(tests), self.params.batch_size or len(tests)):
             batch = list(tests[start : start + (self.params.batch_size or len(tests))])
             result = self._runner(len(batch)).run(code, tests=batch)
+            tally.count(result)
             if result.status is Status.SANDBOX_ERROR:
                 tally.error = f"sandbox error: {result.error}"
                 return tally
@@ -304,6 +334,7 @@ class CodeExecution(Reward):
                     result = first
                 else:
                     result = runner.run(code, stdin=case.stdin)
+                tally.count(result)
                 if result.status is Status.SANDBOX_ERROR:
                     tally.error = f"sandbox error: {result.error}"
                     return tally
@@ -341,6 +372,9 @@ class CodeExecution(Reward):
             reason = f"all {total} {kind} passed"
         else:
             reason = f"{tally.passed}/{total} {kind} passed; {tally.failure}"
+        if params.runner != "local":  # the queueing metric of the node's budget
+            queued = round(tally.queued_s, 4)
+            return Score.ok(value, reason, passed=tally.passed, total=total, queued_s=queued)
         return Score.ok(value, reason, passed=tally.passed, total=total)
 
 

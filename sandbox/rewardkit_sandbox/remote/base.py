@@ -60,7 +60,10 @@ class RemoteRunner:
         for index, test in enumerate(tests):
             outcome = self._budgeted(self.with_test(code, test), None)
             outcomes.append(outcome)
-            error = None if outcome.ok else (outcome.error or _last_line(outcome.stderr))
+            error = None
+            if not outcome.ok:  # a failing test: its exception's line says more than "exit 1"
+                failed = outcome.status is Status.FAILED
+                error = (_last_line(outcome.stderr) if failed else None) or outcome.error
             results.append(TestResult(index, outcome.status, error, outcome.wall_time_s))
             if outcome.status is Status.SANDBOX_ERROR:
                 break

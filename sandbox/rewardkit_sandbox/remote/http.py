@@ -158,7 +158,6 @@ class HttpClient:
             watchdog.cancel()
             connection.close()
 
-
     def _body(self, response: http.client.HTTPResponse) -> bytes:
         """The whole body, at most ``max_answer_bytes``; one cut short of its
         Content-Length (the server closed early) is a broken answer, not a short one."""

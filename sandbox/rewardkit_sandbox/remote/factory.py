@@ -1,0 +1,110 @@
+"""A remote runner from a reward's settings: which provider, its options, its budget.
+
+Rewards name a runner (``sandboxfusion``, ``piston``, ``judge0``, ``e2b``) and give an
+endpoint, a language, limits and a dict of provider options; ``check_remote_settings``
+says at config time what is wrong with them, ``build_remote_runner`` makes the client,
+under the node's ``ExecutionBudget`` for that provider and endpoint.  (Not imported by
+``rewardkit_sandbox.remote`` itself: it needs ``runners``, which needs ``remote``.)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from rewardkit_sandbox.budget import node_budget
+from rewardkit_sandbox.remote.base import RemoteRunner
+from rewardkit_sandbox.remote.e2b import COMMANDS as E2B_LANGUAGES
+from rewardkit_sandbox.remote.e2b import E2BRunner
+from rewardkit_sandbox.remote.judge0 import Judge0Runner
+from rewardkit_sandbox.remote.piston import PistonRunner
+from rewardkit_sandbox.runners import SandboxFusionRunner
+
+#: options every remote runner takes
+_COMMON = {"request_timeout_s", "max_retry_wait_s", "max_wait_s", "api_key_header"}
+#: per runner: the options it takes beyond the common ones, and its default endpoint
+REMOTE_RUNNERS: dict[str, tuple[frozenset[str], str | None]] = {
+    "sandboxfusion": (frozenset(), None),
+    "piston": (frozenset({"version", "compile_timeout_s"}), None),
+    "judge0": (frozenset({"language_id"}), None),
+    "e2b": (frozenset({"template", "sandbox_url", "domain"}), "https://api.e2b.app"),
+}
+#: the header an API key goes in, unless ``api_key_header`` says otherwise
+_KEY_HEADERS = {
+    "sandboxfusion": "Authorization",
+    "piston": "Authorization",
+    "judge0": "X-Auth-Token",
+    "e2b": "X-API-Key",
+}
+
+
+def check_remote_settings(
+    runner: str, endpoint: str | None, language: str, options: Mapping[str, Any]
+) -> None:
+    """``ValueError`` (for people) when these settings cannot make a ``runner``."""
+    if runner not in REMOTE_RUNNERS:
+        raise ValueError(f"unknown remote runner {runner!r} (one of {', '.join(REMOTE_RUNNERS)})")
+    extra, default = REMOTE_RUNNERS[runner]
+    url = urlsplit(endpoint or default or "")
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise ValueError(
+            f"runner {runner} needs endpoint: the server's http(s) URL (got {endpoint!r})"
+        )
+    unknown = sorted(set(options) - _COMMON - extra)
+    if unknown:
+        allowed = ", ".join(sorted(_COMMON | extra))
+        raise ValueError(f"runner {runner} has no option {', '.join(unknown)} (it takes {allowed})")
+    if runner == "e2b" and language.lower() not in E2B_LANGUAGES:
+        raise ValueError(f"the e2b runner runs {', '.join(E2B_LANGUAGES)}; not {language!r}")
+
+
+def build_remote_runner(
+    runner: str,
+    *,
+    endpoint: str | None,
+    language: str,
+    run_timeout_s: float,
+    memory_limit_mb: int | None,
+    stop_on_first_failure: bool,
+    slots: int,
+    requests_per_s: float | None,
+    api_key_env: str | None,
+    options: Mapping[str, Any],
+) -> RemoteRunner:
+    """The client for ``runner``, sharing the node-wide budget of its endpoint.
+
+    Raises ``ValueError`` when ``api_key_env`` names an unset variable (E2B: always
+    needs one, ``E2B_API_KEY`` by default).
+    """
+    check_remote_settings(runner, endpoint, language, options)
+    base = (endpoint or REMOTE_RUNNERS[runner][1] or "").rstrip("/")
+    options = dict(options)
+    key_header = str(options.pop("api_key_header", _KEY_HEADERS[runner]))
+    key_name = api_key_env or ("E2B_API_KEY" if runner == "e2b" else None)
+    key = os.environ.get(key_name) if key_name else None
+    if key_name and not key:
+        raise ValueError(f"runner {runner} needs an API key in ${key_name} (it is not set)")
+    host = re.sub(r"[^A-Za-z0-9_.-]", "_", urlsplit(base).netloc)
+    common: dict[str, Any] = {
+        "language": language,
+        "run_timeout_s": run_timeout_s,
+        "memory_limit_mb": memory_limit_mb,
+        "stop_on_first_failure": stop_on_first_failure,
+        "budget": node_budget(f"{runner}-{host}", slots=slots, rate_per_s=requests_per_s),
+        **options,
+    }
+    if runner == "e2b":
+        assert key is not None
+        return E2BRunner(key, api_url=base, **common)
+    headers = {}
+    if key:
+        bearer = key_header.lower() == "authorization" and " " not in key
+        headers[key_header] = f"Bearer {key}" if bearer else key
+    if runner == "piston":
+        return PistonRunner(base, headers=headers, **common)
+    if runner == "judge0":
+        return Judge0Runner(base, headers=headers, **common)
+    return SandboxFusionRunner(base, headers=headers, **common)
