@@ -153,6 +153,46 @@ class Trajectory:
         return cls(tuple(turns), tools, finish_reason, truncated, sample.text, problem)
 
 
+def render_messages(messages: Any) -> str:
+    """A conversation as text for people (the report's sample view): one line per
+    message, ``role:`` then its text, each tool call as ``-> name(arguments)`` and each
+    tool result as ``<- [call id] text``; "" for a plain-text completion.
+
+    >>> print(render_messages([{"role": "assistant", "content": "", "tool_calls": [
+    ...     {"id": "c1", "function": {"name": "add", "arguments": '{"a": 2}'}}]},
+    ...     {"role": "tool", "tool_call_id": "c1", "content": "4"},
+    ...     {"role": "assistant", "content": "4"}]))
+    assistant: -> add({"a": 2})
+    tool: <- [c1] 4
+    assistant: 4
+    """
+    if not isinstance(messages, list | tuple):
+        return ""
+    lines = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            lines.append(f"?: {message!r}")
+            continue
+        role = str(message.get("role", "?"))
+        parts = [_text(message.get("content"))] if message.get("content") else []
+        for raw in _raw_calls(message) if role == "assistant" else ():
+            function = raw.get("function") if isinstance(raw, Mapping) else None
+            function = function if isinstance(function, Mapping) else raw
+            if isinstance(function, Mapping):
+                args = function.get("arguments", {})
+                text = args if isinstance(args, str) else json.dumps(args, default=str)
+                parts.append(f"-> {function.get('name', '?')}({text})")
+            else:
+                parts.append(f"-> {raw!r}")
+        if role in ("tool", "function"):
+            result = _result_of(message)
+            mark = " (timeout)" if result.timed_out else " (error)" if result.error else ""
+            parts = [f"<- [{message.get('tool_call_id') or message.get('name') or '?'}]"
+                     f"{mark} {result.content}"]
+        lines.append(f"{role}: " + "\n    ".join(parts))
+    return "\n".join(lines)
+
+
 def sample_truncated(sample: Sample) -> bool | None:
     """Whether the generation was cut off: the ``truncated`` column when given, else a
     ``finish_reason`` of ``length``; None when the sample says neither."""

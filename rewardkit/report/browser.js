@@ -32,7 +32,7 @@
     }
     if (f.flag && row.f.indexOf(f.flag) < 0) { return false; }
     if (f.text) {
-      var hay = (row.p + "\n" + row.c).toLowerCase();
+      var hay = (row.p + "\n" + row.c + "\n" + (row.tr || "")).toLowerCase();
       if (hay.indexOf(f.text) < 0) { return false; }
     }
     return true;
@@ -98,7 +98,7 @@
     box.textContent = "";
     box.hidden = false;
     box.appendChild(el("h3", "Sample " + r.i + " · total " + num(r.t)));
-    [["prompt", r.p], ["completion", r.c], ["reference", r.ref], ["metadata", r.m]]
+    [["prompt", r.p], ["completion", r.c], ["trajectory", r.tr], ["reference", r.ref], ["metadata", r.m]]
       .forEach(function (pair) {
         if (!pair[1]) { return; }
         box.appendChild(el("h4", pair[0]));

@@ -27,6 +27,7 @@ from rewardkit.schedules import (
     WarmupSchedule,
 )
 from rewardkit.score_result import percentile
+from rewardkit.trajectory import render_messages
 
 #: rows embedded in the sample browser (flagged rows first); the figures use all rows
 MAX_BROWSER_ROWS = 5000
@@ -398,6 +399,7 @@ def _browser(rows: Sequence[Mapping[str, Any]], flags: Sequence[list[str]]) -> s
         data.append({"i": i, "t": total_of(row), "p": _clip(_as_text(row.get("prompt"))),
                      "c": _clip(completion_text(row)), "ref": _clip(_as_text(row.get("reference"))),
                      "m": _clip(_as_text(meta)) if meta else "", "len": len(completion_text(row)),
+                     "tr": _clip(render_messages(row.get("completion"))),
                      "comp": comps, "f": flags[i]})
     note = "" if len(order) == len(rows) else (
         f"<p class='warn'>The browser holds {len(order)} of {len(rows)} samples (flagged "

@@ -167,3 +167,23 @@ def test_on_truncated_without_a_finish_reason_is_an_error_not_a_guess() -> None:
     score = result.scores("fmt")[0]
     assert score.status is Status.ERROR and "finish_reason" in score.reason
     assert RewardSet.from_dict(config("keep")).score([answer(None)]).totals == [1.5]
+
+
+def test_the_report_shows_a_scored_trajectory_turn_by_turn(tmp_path) -> None:
+    import json
+
+    from rewardkit.report import write_report
+
+    sample = tool_sample(finish_reason="stop")
+    sample.completion.insert(2, {"role": "tool", "tool_call_id": "zz", "status": "timeout",
+                                 "content": ""})
+    row = {"prompt": sample.prompt, "completion": sample.completion, "reward": 1.0,
+           "components": {"t": {"value": 1.0, "status": "ok"}}}
+    (tmp_path / "scored.jsonl").write_text(json.dumps(row), encoding="utf-8")
+    write_report(tmp_path / "scored.jsonl", tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    data = json.loads(page.split("id='sample-data'>")[1].split("</script>")[0])
+    assert data["rows"][0]["tr"].splitlines() == [
+        'assistant: let me add', '    -> add({"a": 2, "b": 2})', "tool: <- [c1] 4",
+        "tool: <- [zz] (timeout) ", "assistant: It is 4."]
+    assert data["rows"][0]["c"] == "It is 4."  # the scored text: the final answer
