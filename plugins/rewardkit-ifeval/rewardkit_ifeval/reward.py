@@ -27,13 +27,17 @@ from pydantic import Field
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score, visible_length
 from rewardkit_ifeval.checkers import MissingData, UnknownInstruction, evaluate
 
-#: instruction types whose honest answer may be a few words: the word floor yields to them
+#: instruction types whose honest answer may be a few words (one option, a copied span, a
+#: reversal, a word-count cap): the word floor yields to them
 SHORT_ANSWER_TYPES = frozenset({
     "detectable_format:constrained_response",
     "length_constraints:number_words",
     "count:word_count_range",
     "custom:character_reverse",
     "custom:word_reverse",
+    "format:options",
+    "repeat:repeat_simple",
+    "repeat:repeat_span",
 })
 _WORD = re.compile(r"\w+")
 
