@@ -9,6 +9,7 @@ from rewardkit.hookspecs import EXIT_FAIL, EXIT_OK, EXIT_USAGE, Subcommands, Usa
 from rewardkit.registry import RegistryError, UnknownRewardError, get_reward
 from rewardkit.score_result import SampleScores, ScoreResult
 from rewardkit.text.visible import visible_length, visible_text
+from rewardkit.trajectory import ToolCall, ToolResult, Trajectory, Turn, turn_score
 from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text
 
 __version__ = "0.1.0"
@@ -31,6 +32,10 @@ __all__ = [
     "ScoreResult",
     "Status",
     "Subcommands",
+    "ToolCall",
+    "ToolResult",
+    "Trajectory",
+    "Turn",
     "UnknownRewardError",
     "UsageError",
     "__version__",
@@ -41,6 +46,7 @@ __all__ = [
     "parse_config",
     "registry",
     "reward",
+    "turn_score",
     "visible_length",
     "visible_text",
 ]
