@@ -254,7 +254,7 @@ def _weight_text(row: dict[str, Any], step: int) -> str:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     if args.markdown:
-        from rewardkit.config_reference import render_markdown
+        from rewardkit.config.reference import render_markdown
 
         print(render_markdown(), end="")
         return EXIT_OK
@@ -431,9 +431,9 @@ def _jsonable(obj: Any) -> Any:
 
 # -- test -------------------------------------------------------------------------------
 def cmd_test(args: argparse.Namespace) -> int:
-    from rewardkit.cases import CaseFileError, find_case_files, load_cases
-    from rewardkit.exploits import ExploitReport, Outcome, run_exploits
-    from rewardkit.probes import run_probes
+    from rewardkit.testing.cases import CaseFileError, find_case_files, load_cases
+    from rewardkit.testing.exploits import ExploitReport, Outcome, run_exploits
+    from rewardkit.testing.probes import run_probes
 
     files = find_case_files(args.paths)
     if not files:

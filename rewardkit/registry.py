@@ -208,7 +208,7 @@ class Registry:
             raise RegistryError(f"{dist}: config section {name!r} is not a free top-level "
                                 "key (a section name is an identifier)")
         # a name the core config uses is refused where the config model is built
-        # (rewardkit.config.config_model): the config knows its keys, the registry not
+        # (rewardkit.config.sections.config_model): the config knows its keys, the registry not
         existing = self._sections.get(name)
         if existing is not None and existing.model is not model:
             raise RegistryError(

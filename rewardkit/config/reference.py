@@ -12,7 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rewardkit.config import Component, Limits, RaySettings, RewardConfig, Stage
+from rewardkit.config.models import Component, Limits, RaySettings, RewardConfig, Stage
+from rewardkit.config.sections import config_model
+from rewardkit.registry import registry
 from rewardkit.schedules import (
     ConstantSchedule,
     CosineSchedule,
@@ -91,8 +93,6 @@ def _models_in(annotation: Any, path: str) -> Iterator[tuple[str, type[BaseModel
 
 def _plugin_sections() -> list[tuple[str, type[BaseModel]]]:
     """Sections registered by installed plugins, each followed by its nested models."""
-    from rewardkit.registry import registry
-
     out: list[tuple[str, type[BaseModel]]] = []
     for section in registry.config_sections():
         out.append((f"`{section.name}`: {section.description} ({section.distribution})",
@@ -111,8 +111,6 @@ def render_markdown() -> str:
         "`rewardkit schema` prints the JSON Schema for editors.",
         "",
     ]
-    from rewardkit.config import config_model
-
     top = [("Top level", config_model())]  # with the keys of the plugins' sections
     for title, model in [*top, *_SECTIONS[1:], *_plugin_sections()]:
         lines += [f"## {title}", "", inspect.cleandoc(model.__doc__ or ""), "",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.config_reference import render_markdown
+from rewardkit.config.reference import render_markdown
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -92,7 +92,7 @@ def test_yaml_snippet_in_docs_loads(where: str, text: str, tmp_path: Path):
     import yaml
 
     from rewardkit import parse_config
-    from rewardkit.cases import load_cases
+    from rewardkit.testing.cases import load_cases
 
     data = yaml.safe_load(text)
     assert isinstance(data, dict), f"{where}: not a mapping"
