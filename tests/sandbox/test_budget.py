@@ -164,3 +164,17 @@ def test_bad_settings_are_refused_with_a_reason(tmp_path: Path) -> None:
         ExecutionBudget("x", slots=0, directory=str(tmp_path))
     with pytest.raises(ValueError, match="rate_per_s"):
         ExecutionBudget("x", slots=1, rate_per_s=0, directory=str(tmp_path))
+
+
+def test_the_scale_page_snippet_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    page = (Path(__file__).parents[2] / "docs" / "scale.md").read_text()
+    section = page.split("## One execution budget per node", 1)[1].split("\n## ", 1)[0]
+    (snippet,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    monkeypatch.setenv("RK_BUDGET_DIR", str(tmp_path))
+    exec(compile(snippet, "docs/scale.md", "exec"), {})
+    assert float(capsys.readouterr().out) < 1.0
+    assert (tmp_path / "my-runner" / "slot-7.lock").exists()

@@ -199,8 +199,8 @@ def _combined(
     """One result for a test run: the first bad outcome's verdict, every output joined."""
     first_bad = next((o for o in outcomes if not o.ok), None)
     summary = first_bad or (outcomes[-1] if outcomes else SandboxResult(Status.OK))
-    queued = sum(float(o.metadata.get("queued_s", 0.0)) for o in outcomes)  # type: ignore[arg-type]
-    retries = sum(int(o.metadata.get("retries", 0)) for o in outcomes)  # type: ignore[call-overload]
+    queued = sum(_number(o.metadata.get("queued_s")) for o in outcomes)
+    retries = int(sum(_number(o.metadata.get("retries")) for o in outcomes))
     return SandboxResult(
         status=summary.status,
         exit_code=summary.exit_code,
@@ -215,6 +215,10 @@ def _combined(
         error=summary.error if first_bad else None,
         metadata={**summary.metadata, "queued_s": round(queued, 6), "retries": retries},
     )
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 def _last_line(text: str) -> str | None:
