@@ -81,7 +81,8 @@ class InstructionFollowing(Reward):
     name: ClassVar[str] = "instruction_following"
     Params: ClassVar[type[Params]] = InstructionParams
     mode: ClassVar[ExecutionMode] = ExecutionMode.PROCESS
-    timeout: ClassVar[float | None] = 30.0
+    #: the first score in a worker imports the checkers (2 s quiet, 10 s on a loaded machine)
+    timeout: ClassVar[float | None] = 60.0
 
     def score(self, sample: Sample) -> Score:
         params: InstructionParams = self.params  # type: ignore[assignment]
