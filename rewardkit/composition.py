@@ -20,12 +20,12 @@ from typing import Any, cast
 
 from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
-from rewardkit.execution import DEFAULT_TIMEOUT, Outcome, run_reward
+from rewardkit.execution import Outcome, mode_for, run_component
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, changes_with_step, weight_at
 from rewardkit.score_result import ScoreResult
 from rewardkit.trajectory import MASKED, settle_component
-from rewardkit.types import ExecutionMode, Sample, Score, Status, group_key
+from rewardkit.types import Sample, Score, Status, group_key
 
 NORMALIZE_EPS = 1e-4
 """Added to a group's standard deviation under ``normalize_then_sum``: a group whose
@@ -56,10 +56,7 @@ class ScheduledComponent:
         else:
             stages.append(_Stage(None, cls(config.params), config.weight))
         self.stages = stages
-        mode = config.mode or cls.mode
-        if mode is ExecutionMode.INLINE and config.timeout is not None:
-            mode = ExecutionMode.PROCESS  # a hard timeout needs a process to kill
-        self.mode = ExecutionMode(mode)
+        self.mode = mode_for(config.mode or cls.mode, config.timeout)
         self.timeout = config.timeout
         self.when = config.when
 
@@ -184,13 +181,8 @@ class RewardSet:
                 comp_groups = [g if allowed is None else [i for i in g if i in allowed]
                                for g in groups]
                 comp_groups = [g for g in comp_groups if g]
-            ray = self._ray_executor(stage.reward, comp.mode)
-            if ray is not None:
-                limit = comp.timeout or stage.reward.timeout or DEFAULT_TIMEOUT
-                ray.run(stage.reward, comp.mode, batch, indices, comp_groups, limit, out)
-            else:
-                run_reward(stage.reward, comp.mode, batch, indices, comp_groups,
-                           comp.timeout, out, self.config.workers)
+            run_component(self.config, stage.reward, comp.mode, comp.timeout, batch, indices,
+                          comp_groups, out)
             cfg = comp.config
             if out.scores or cfg.on_truncated != "keep":  # per-turn values live in details
                 settle_component(out, batch, cfg.on_truncated, cfg.turns, cfg.gamma)
@@ -204,16 +196,6 @@ class RewardSet:
             used = {name: outcomes[name].values for name in chosen}
         totals = _aggregate(n, used, outcomes, weights, self.config.on_error == "null")
         return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate, used)
-
-    def _ray_executor(self, reward: Reward, mode: ExecutionMode) -> Any:
-        """The Ray executor when the config asks for it and this component goes there."""
-        if self.config.executor == "local":
-            return None
-        from rewardkit.execution.ray import ray_wanted, shared_executor, uses_ray
-
-        if not ray_wanted(self.config.executor) or not uses_ray(reward, mode):
-            return None
-        return shared_executor(self.config.ray)
 
     def _oversize_score(self, length: int, cap: int) -> Score:
         reason = f"completion too large ({length} chars > {cap}); not parsed"

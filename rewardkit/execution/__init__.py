@@ -4,24 +4,43 @@ Whatever a reward does (raises, returns NaN or a wrong type, hangs, kills its pr
 every sample asked for gets one :class:`~rewardkit.Score`, and the batch, the other
 rewards and the caller carry on. The modules, one concern each:
 
-- :mod:`~rewardkit.execution.local`: in this process: inline, on the shared event
+- :mod:`~rewardkit.execution.dispatch`: the one call a RewardSet makes per component
+  (:func:`run_component`): its timeout resolved, the executor chosen (local or Ray);
+- :mod:`~rewardkit.execution.timeouts`: how long a component may take, and where that
+  is enforced;
+- :mod:`~rewardkit.execution.executor`: the executor interface (:class:`Executor`), what
+  an executor writes (:class:`Outcome`) and the rule that stops a call (:class:`Breaker`);
+- :mod:`~rewardkit.execution.local`: the local executor: inline, on the shared event
   loop (async), or in the worker pool (process);
 - :mod:`~rewardkit.execution.pool`: the pool of worker processes with hard per-sample
-  timeouts; :mod:`~rewardkit.execution.worker` is a worker's entry point
+  timeouts; :mod:`~rewardkit.execution.processes` starts, watches and kills them,
+  :mod:`~rewardkit.execution.protocol` is what the two ends say to each other, and
+  :mod:`~rewardkit.execution.worker` a worker's entry point
   (``python -m rewardkit.execution.worker``);
-- :mod:`~rewardkit.execution.ray`: the same on a Ray cluster (``executor: ray``), and
-  :mod:`~rewardkit.execution.ray_cluster`: joining or starting that cluster (one
-  decision of Ray's authentication mode for every Ray process rewardkit starts).
+- :mod:`~rewardkit.execution.ray`: the Ray executor (``executor: ray``), and
+  :mod:`~rewardkit.execution.ray_cluster`: joining or starting a cluster (Ray imported
+  on demand, one decision of its authentication mode for every Ray process rewardkit
+  starts).
 """
 
 from __future__ import annotations
 
-from rewardkit.execution.local import (
-    DEFAULT_TIMEOUT,
-    Outcome,
-    exception_score,
-    group_scores,
-    run_reward,
-)
+from rewardkit.execution.dispatch import executor_for, run_component
+from rewardkit.execution.executor import Breaker, Executor, Outcome
+from rewardkit.execution.local import LocalExecutor, exception_score, group_scores, run_reward
+from rewardkit.execution.timeouts import DEFAULT_TIMEOUT, mode_for, resolve_timeout
 
-__all__ = ["DEFAULT_TIMEOUT", "Outcome", "exception_score", "group_scores", "run_reward"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "Breaker",
+    "Executor",
+    "LocalExecutor",
+    "Outcome",
+    "exception_score",
+    "executor_for",
+    "group_scores",
+    "mode_for",
+    "resolve_timeout",
+    "run_component",
+    "run_reward",
+]

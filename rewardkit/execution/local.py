@@ -1,7 +1,10 @@
-"""Running one reward over many samples, by execution mode, with faults contained.
+"""Running one reward over many samples in this process, by execution mode, with faults
+contained: inline (in the calling thread), async (on one shared event loop) or process
+(in the worker pool, :mod:`rewardkit.execution.pool`).
 
-Every function here returns one :class:`Score` per requested index and never raises
-because of the reward: exceptions, NaN, wrong types, wrong counts, hangs (process and
+Every function here writes one :class:`Score` per requested index and never raises
+because of the reward: exceptions (:func:`exception_score`), NaN, wrong types and wrong
+counts (:func:`rewardkit.types.coerce_value`, :func:`group_scores`), hangs (process and
 async modes) and dead processes become ``error`` / ``timeout`` scores.
 """
 
@@ -19,47 +22,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from rewardkit.authoring import FunctionReward, Reward
+from rewardkit.execution.executor import Outcome, requested
 from rewardkit.execution.pool import pickle_reward, shared_pool
+from rewardkit.execution.timeouts import resolve_timeout
 from rewardkit.types import MAX_ABS_VALUE, ExecutionMode, Sample, Score, coerce_value
 
 _MAX = MAX_ABS_VALUE
 #: inline rewards are timed per chunk of this many samples (timing each call would cost
 #: more than many rewards do)
 INLINE_CHUNK = 1024
-DEFAULT_TIMEOUT = 30.0
-
-
-class Outcome:
-    """Scores of one reward over a batch, stored by column: cheap when (as usual) all ok.
-
-    ``values[i]`` is the value of sample ``i``; ``scores`` holds a Score only where the
-    status is not ``ok`` or there are details to keep.
-    """
-
-    __slots__ = ("latencies", "latency_per_sample", "sample_seconds", "scores", "values")
-
-    def __init__(self, n: int) -> None:
-        self.values: list[float | None] = [None] * n
-        self.scores: dict[int, Score] = {}
-        self.latencies: list[float] = []
-        #: False when ``latencies`` are chunk averages (inline rewards): their spread says
-        #: nothing about single samples, so no percentiles are reported from them
-        self.latency_per_sample = True
-        #: seconds per sample index where each sample was timed alone (process mode)
-        self.sample_seconds: dict[int, float] = {}
-
-    def put(self, idx: int, score: Score) -> None:
-        self.values[idx] = score.value
-        if score.status != "ok" or score.details or score.reason:
-            self.scores[idx] = score
-        elif idx in self.scores:
-            del self.scores[idx]
-
-    def score(self, idx: int) -> Score:
-        found = self.scores.get(idx)
-        if found is not None:
-            return found
-        return Score(self.values[idx])
 
 
 #: raised by a reward, these are that sample's error, like any exception (a reward that
@@ -187,7 +158,7 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
         blob = pickle_reward(reward)
     except Exception as exc:
         failure = Score.error(f"reward cannot be sent to a worker process: {exc}")
-        for idx in _all_indices(samples, indices, groups):
+        for idx in requested(samples, indices, groups):
             out.put(idx, failure)
         return
     key = f"{id(type(reward))}:{hash(blob)}"
@@ -217,13 +188,6 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
         for idx, score in zip(members, scores, strict=True):
             out.put(idx, score)
         out.latencies.append(answers.seconds[g] / max(1, len(members)))
-
-
-def _all_indices(samples: Sequence[Sample], indices: Sequence[int] | None,
-                 groups: Sequence[Sequence[int]] | None) -> list[int]:
-    if groups is not None:
-        return [i for members in groups for i in members]
-    return list(range(len(samples)) if indices is None else indices)
 
 
 # -- async ---------------------------------------------------------------------------
@@ -336,51 +300,42 @@ async def _contained(coro: Any, name: str) -> Any:
 
 
 def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tuple[Any, float]]:
-    token = f"rewardkit-{next(_async_calls)}-"
-    results: list[tuple[Any, float]] = [(None, 0.0)] * len(calls)
-    pending = set(range(len(calls)))
+    """Each call's result (or its timeout / error Score) and its seconds."""
+    return _LoopCalls(calls, timeout).run()
 
-    async def one(pos: int, gate: asyncio.Semaphore) -> tuple[Any, float]:
-        async with gate:
-            task = asyncio.current_task()
-            if task is not None:
-                task.set_name(f"{token}{pos}")
-            t0 = time.perf_counter()
-            try:
-                result = calls[pos]()
-                if asyncio.iscoroutine(result):
-                    result = await asyncio.wait_for(_contained(result, f"{token}{pos}"),
-                                                    timeout)
-                elif isinstance(result, asyncio.Future):
-                    result = await asyncio.wait_for(result, timeout)
-                return result, time.perf_counter() - t0
-            except TimeoutError:
-                return Score.timeout(f"exceeded {timeout:g}s timeout"), time.perf_counter() - t0
-            except BaseException as exc:  # SystemExit, CancelledError too: this sample's
-                return _Failure(*_tuple(exception_score(exc))), time.perf_counter() - t0
 
-    rounds = 0
-    while pending:
-        rounds += 1
-        if rounds > 3:  # blocked each time by something that is not ours to blame
-            for pos in pending:
-                results[pos] = (Score.timeout(
-                    f"exceeded {timeout:g}s timeout (event loop blocked)"), 0.0)
-            break
-        state = _loop_thread.current()
+class _LoopCalls:
+    """One batch of calls on the shared event loop, each under ``timeout``. A call that
+    blocks the loop past the timeout gets ``timeout``; the loop is abandoned and the calls
+    still pending run again, on a fresh loop (at most three rounds in a row in which no
+    call of ours is found blocking it)."""
+
+    def __init__(self, calls: Sequence[Callable[[], Any]], timeout: float) -> None:
+        self.calls = calls
+        self.timeout = timeout
+        #: the prefix of the names of this batch's tasks: a watchdog tells whose task
+        #: blocks the loop by it
+        self.token = f"rewardkit-{next(_async_calls)}-"
+        self.results: list[tuple[Any, float]] = [(None, 0.0)] * len(calls)
+        self.pending = set(range(len(calls)))
+
+    def run(self) -> list[tuple[Any, float]]:
+        rounds = 0
+        while self.pending:
+            rounds += 1
+            if rounds > 3:  # blocked each time by something that is not ours to blame
+                self._time_out_pending("event loop blocked", 0.0)
+                break
+            if self._round(_loop_thread.current()):
+                rounds = 0
+        return self.results
+
+    def _round(self, state: _LoopState) -> bool:
+        """Run the pending calls on ``state``'s loop until they are done or the loop is
+        blocked past the timeout (then abandoned); True when the call that blocked it was
+        found (and got ``timeout``)."""
         finished: dict[int, tuple[Any, float]] = {}
-
-        async def run_round(positions: list[int], sink: dict[int, tuple[Any, float]]) -> None:
-            # every task is created in one turn of the loop, so rewards that pool the
-            # requests of a turn (a sandbox batching one-sample groups) see them together
-            gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
-
-            async def run_one(pos: int) -> None:
-                sink[pos] = await one(pos, gate)
-
-            await asyncio.gather(*(run_one(pos) for pos in positions))
-
-        future = asyncio.run_coroutine_threadsafe(run_round(sorted(pending), finished),
+        future = asyncio.run_coroutine_threadsafe(self._gather(sorted(self.pending), finished),
                                                   state.loop)
         while True:
             try:
@@ -390,31 +345,67 @@ def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tup
                 done = False
             for pos in list(finished):
                 answer = finished.pop(pos)
-                if pos in pending:  # not one already given up on in an earlier round
-                    results[pos] = answer
-                    pending.discard(pos)
-            if done or not pending:
-                break
+                if pos in self.pending:  # not one already given up on in an earlier round
+                    self.results[pos] = answer
+                    self.pending.discard(pos)
+            if done or not self.pending:
+                return False
             blocked_for = time.monotonic() - state.beat
-            if blocked_for > timeout + HEARTBEAT * 4:
-                task = asyncio.current_task(state.loop)
-                name = task.get_name() if task is not None else ""
-                if name.startswith(token):
-                    culprit = int(name[len(token):])
-                    results[culprit] = (Score.timeout(
-                        f"exceeded {timeout:g}s timeout (blocked the event loop)"),
-                        blocked_for)
-                    pending.discard(culprit)
-                    rounds = 0
-                elif task is None:  # blocked outside any task: nothing to blame but all
-                    for pos in pending:
-                        results[pos] = (Score.timeout(
-                            f"exceeded {timeout:g}s timeout (event loop blocked)"),
-                            blocked_for)
-                    pending.clear()
+            if blocked_for > self.timeout + HEARTBEAT * 4:
+                blamed = self._blame(state, blocked_for)
                 _loop_thread.abandon(state)
-                break
-    return results
+                return blamed
+
+    def _blame(self, state: _LoopState, blocked_for: float) -> bool:
+        """The loop is blocked: a task of ours blocking it gets ``timeout`` (True); when
+        no task runs (blocked outside any task), every pending call does."""
+        task = asyncio.current_task(state.loop)
+        name = task.get_name() if task is not None else ""
+        if name.startswith(self.token):
+            culprit = int(name[len(self.token):])
+            self.results[culprit] = (Score.timeout(
+                f"exceeded {self.timeout:g}s timeout (blocked the event loop)"), blocked_for)
+            self.pending.discard(culprit)
+            return True
+        if task is None:  # nothing to blame but all
+            self._time_out_pending("event loop blocked", blocked_for)
+        return False
+
+    def _time_out_pending(self, why: str, seconds: float) -> None:
+        for pos in self.pending:
+            self.results[pos] = (Score.timeout(f"exceeded {self.timeout:g}s timeout ({why})"),
+                                 seconds)
+        self.pending.clear()
+
+    async def _gather(self, positions: list[int], sink: dict[int, tuple[Any, float]]) -> None:
+        # every task is created in one turn of the loop, so rewards that pool the
+        # requests of a turn (a sandbox batching one-sample groups) see them together
+        gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
+
+        async def run_one(pos: int) -> None:
+            sink[pos] = await self._one(pos, gate)
+
+        await asyncio.gather(*(run_one(pos) for pos in positions))
+
+    async def _one(self, pos: int, gate: asyncio.Semaphore) -> tuple[Any, float]:
+        async with gate:
+            name = f"{self.token}{pos}"
+            task = asyncio.current_task()
+            if task is not None:
+                task.set_name(name)
+            t0 = time.perf_counter()
+            try:
+                result = self.calls[pos]()
+                if asyncio.iscoroutine(result):
+                    result = await asyncio.wait_for(_contained(result, name), self.timeout)
+                elif isinstance(result, asyncio.Future):
+                    result = await asyncio.wait_for(result, self.timeout)
+                return result, time.perf_counter() - t0
+            except TimeoutError:
+                return (Score.timeout(f"exceeded {self.timeout:g}s timeout"),
+                        time.perf_counter() - t0)
+            except BaseException as exc:  # SystemExit, CancelledError too: this sample's
+                return _Failure(*_tuple(exception_score(exc))), time.perf_counter() - t0
 
 
 def _tuple(score: Score) -> tuple[Any, ...]:
@@ -426,7 +417,7 @@ def run_reward(reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
                timeout: float | None, out: Outcome, workers: int | None = None) -> None:
     """Score ``samples`` (those at ``indices``, or the ``groups`` for a group reward) with
     ``reward`` in ``mode``, writing into ``out``."""
-    limit = timeout or reward.timeout or DEFAULT_TIMEOUT
+    limit = resolve_timeout(timeout, reward)
     if mode is ExecutionMode.PROCESS:
         if groups is None and type(reward).quick_score is not Reward.quick_score:
             indices = run_quick(reward, samples, indices, out)
@@ -439,3 +430,21 @@ def run_reward(reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
         run_inline_groups(reward, samples, groups, out)
     else:
         run_inline(reward, samples, indices, out)
+
+
+class LocalExecutor:
+    """The executor of this process (:class:`~rewardkit.execution.executor.Executor`):
+    :func:`run_reward` with a worker pool of ``workers`` processes (default: the usable
+    cores) for process-mode rewards."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers
+
+    def score(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
+              indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
+              timeout: float, out: Outcome) -> None:
+        run_reward(reward, mode, samples, indices, groups, timeout, out, self.workers)
+
+    def close(self) -> None:
+        """Close the shared worker pool of this size (the next call starts a new one)."""
+        shared_pool(self.workers).close()

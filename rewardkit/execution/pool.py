@@ -1,18 +1,15 @@
 """Process-mode execution: a reusable pool of worker processes with hard timeouts.
 
-Each worker is a fresh interpreter (``python -m rewardkit.execution.worker``) talking over a
-pipe, with a small shared memory area (an anonymous file both map). Work is sent in
-chunks, one pickled message each (samples as columns: no object per sample to pickle),
-and a worker holds two chunks at a time so it never waits for the parent between
-them. For each item the worker writes into the shared memory when it started it and,
-once done, its value if it is a plain ``ok`` float, then the count of items done;
-other verdicts (reasons, details, errors, groups) come back in batched messages, and
-a message ends each chunk. The parent sleeps in ``wait`` on the pipes until a message
-or the earliest deadline: it gives every item ``timeout`` seconds from the moment the
-worker started it (read in the shared memory) and, past that, kills the worker, marks
-the item ``timeout`` and hands the rest of the chunk to a replacement. A worker that
-dies mid-item costs that item (status ``error``), nothing else: the items it finished
-keep their results (the shared memory outlives it, and what it sent is read first).
+Each worker (:mod:`rewardkit.execution.processes` starts, watches and kills them) talks
+to the parent over a pipe and a small shared memory area, in the format of
+:mod:`rewardkit.execution.protocol`. Work is sent in chunks, one pickled message each,
+and a worker holds two chunks at a time so it never waits for the parent between them.
+The parent sleeps in ``wait`` on the pipes until a message or the earliest deadline: it
+gives every item ``timeout`` seconds from the moment the worker started it (read in the
+shared memory) and, past that, kills the worker, marks the item ``timeout`` and hands the
+rest of the chunk to a replacement. A worker that dies mid-item costs that item (status
+``error``), nothing else: the items it finished keep their results (the shared memory
+outlives it, and what it sent is read first).
 
 Rules that keep one call from hurting another, or the caller:
 
@@ -22,18 +19,8 @@ Rules that keep one call from hurting another, or the caller:
   workers still busy with it, so the next call starts on clean workers;
 - the items are dealt out strided over the batch, so a burst of bad rows next to each
   other is spread over many chunks; the call stops trying a reward only when it failed
-  (worker killed) on nearly every item tried, at least ``BREAKER_MIN_FAILURES`` times;
-- workers die with the parent whatever kills it: a small reaper process holds the read
-  end of a pipe from the parent and, when it sees end of file (the parent is gone, even
-  by SIGKILL), kills every worker it was told about. That works while a worker runs
-  code that holds the GIL, where a watchdog thread in the worker could not run;
-- workers do not hold the caller's stdout and stderr: their output goes through a pipe
-  that one parent thread (for all workers) copies to the parent's stderr;
-- a worker leads its own process group, and a worker is killed with its whole group: a
-  process the reward started (an external checker slower than the timeout) dies with it,
-  and the parent closes its end of the worker's output pipe itself rather than wait for
-  the end of file a surviving grandchild could hold back, so no fd, thread or process
-  is left behind by a timeout.
+  (worker killed) on nearly every item tried, by the rule of
+  :class:`~rewardkit.execution.executor.Breaker` (the Ray executor's too).
 
 Nothing here uses signals in the caller, so it works from any thread (Ray actors,
 dataloader threads, TRL's reward threads).
@@ -46,100 +33,40 @@ import atexit
 import collections
 import contextlib
 import itertools
-import mmap
 import os
 import pickle
-import selectors
-import signal
-import struct
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, Pipe, wait
-from typing import IO, Any, cast
+from multiprocessing.connection import Connection, wait
+from typing import Any, cast
 
-from rewardkit.types import Sample, Score, Status
+from rewardkit.execution.executor import Breaker
+from rewardkit.execution.processes import (
+    SharedArea,
+    WorkerProcess,
+    close_reaper,
+    retire,
+    spawn,
+)
+from rewardkit.execution.protocol import (
+    LOADING_MAIN_ENV,
+    MAX_CHUNK,
+    PLAIN,
+    SLOTS,
+    STOP,
+    encode_items,
+    slot_offsets,
+    to_score,
+)
+from rewardkit.execution.timeouts import LOAD_TIMEOUT
+from rewardkit.types import Score, Status
 
-#: the breaker: a call stops trying a reward once at least this many items killed their
-#: worker (crash or timeout) ...
-BREAKER_MIN_FAILURES = 16
-#: ... and they are at least this share of the items tried
-BREAKER_FAILURE_RATE = 0.9
-#: seconds a worker may take to import and set up a reward before its first item
-LOAD_TIMEOUT = 120.0
-#: set in a worker's environment: the parent's main script, for rewards defined there
-MAIN_PATH_ENV = "REWARDKIT_PARENT_MAIN"
-#: set in a worker while it runs the parent's main script: no pool may start then
-LOADING_MAIN_ENV = "REWARDKIT_LOADING_PARENT_MAIN"
-#: a Score as it crosses the pipe: (value, status, reason, details)
-WireScore = tuple[float | None, str, str, Any]
-#: most items in one chunk (one message to a worker; the answers come back through the
-#: shared memory and one message, more when many verdicts carry details)
-MAX_CHUNK = 256
 #: chunks per worker a call aims at, so that a worker slowed by other load leaves a
 #: short tail
 CHUNKS_PER_WORKER = 16
-
-# A worker's shared memory: a header, then two slots for the results of the chunk in
-# progress and of the one queued behind it (a worker holds up to two chunks, so it never
-# waits for the parent between chunks).
-#: header: call id, chunk number, items finished (int64 each), when the item in
-#: progress started (float64, ``time.monotonic``)
-HEADER = struct.Struct("qqqd")
-HEADER_BYTES = 64
-#: chunks a worker holds at once
-SLOTS = 2
-#: per-item codes: value not in the shared memory (not finished, or its answer goes in
-#: a message), value in the shared memory
-PENDING, PLAIN = 0, 1
-AREA_BYTES = HEADER_BYTES + SLOTS * 17 * MAX_CHUNK
-
-
-def slot_offsets(slot: int) -> tuple[int, int, int]:
-    """Byte offsets of a slot's values (float64), seconds (float64) and codes (uint8)."""
-    base = HEADER_BYTES + slot * 17 * MAX_CHUNK
-    return base, base + 8 * MAX_CHUNK, base + 16 * MAX_CHUNK
-
-
-_REAPER = """
-import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-pids = set()
-for line in sys.stdin:
-    op, _, pid = line.partition(" ")
-    (pids.add if op == "+" else pids.discard)(int(pid))
-for pid in pids:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-"""
-
-
-_STATUS = {str(s): s for s in Status}
-_new_score = Score.__new__
-_set = object.__setattr__
-
-
-def _score(value: float | None, status: str, reason: str, details: Any) -> Score:
-    # what the frozen dataclass's __init__ does, at half its cost (once per sample)
-    score = _new_score(Score)
-    _set(score, "value", value)
-    _set(score, "status", _STATUS.get(status, status))
-    _set(score, "reason", reason)
-    _set(score, "details", details)
-    return score
-
-
-def to_score(answer: WireScore | list[WireScore]) -> Score | list[Score]:
-    """A Score (a list of them for a group) from its wire form."""
-    if isinstance(answer, list):
-        return [_score(*wire) for wire in answer]
-    return _score(*answer)
 
 
 def usable_cores() -> int:
@@ -149,32 +76,8 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class _Area:
-    """A worker's shared memory (an anonymous file both processes map): the progress
-    of the chunk in progress and the plain results, readable even after the worker
-    died."""
-
-    def __init__(self) -> None:
-        if hasattr(os, "memfd_create"):
-            self.fd = os.memfd_create("rewardkit-worker")
-        else:  # pragma: no cover - no memfd (macOS): an unlinked temporary file
-            with tempfile.TemporaryFile() as handle:
-                self.fd = os.dup(handle.fileno())
-        os.ftruncate(self.fd, AREA_BYTES)
-        self.map = mmap.mmap(self.fd, AREA_BYTES)
-
-    def header(self) -> tuple[int, int, int, float]:
-        return cast(tuple[int, int, int, float], HEADER.unpack_from(self.map, 0))
-
-    def close(self) -> None:
-        with contextlib.suppress(BufferError, ValueError):
-            self.map.close()
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
 @dataclass
-class _Chunk:
+class Chunk:
     """Items of one call sent to a worker in one message: their positions in the call."""
 
     seq: int
@@ -189,210 +92,6 @@ class _Chunk:
     finished: bool = False
 
 
-@dataclass
-class _Worker:
-    proc: subprocess.Popen[bytes]
-    conn: Connection
-    area: _Area
-    #: the read end of its output pipe (owned by ``_output``)
-    output: int
-    loaded: set[str] = field(default_factory=set)
-    #: the chunks it holds, the one in progress first
-    chunks: collections.deque[_Chunk] = field(default_factory=collections.deque)
-    #: the reward is being loaded: its first item's clock has not started
-    loading: bool = False
-
-    def kill(self) -> None:
-        self.kill_group()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        self.conn.close()
-
-    def kill_group(self) -> None:
-        """SIGKILL the worker and every process in its group (what its reward started).
-        The group is the worker's pid: valid while any member lives, even once the
-        worker itself is reaped."""
-        with contextlib.suppress(OSError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            self.proc.kill()
-
-    def describe_exit(self) -> str:
-        code = self.proc.poll()
-        if code is None:
-            try:
-                code = self.proc.wait(timeout=1)
-            except subprocess.TimeoutExpired:
-                return "worker process stopped answering"
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"worker process killed by {name}"
-        return f"worker process exited with code {code}"
-
-
-def _main_script() -> str | None:
-    """The path of the script run as ``__main__``, if it is one (not ``-m``, not a REPL)."""
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if not path or getattr(main, "__spec__", None) is not None or not path.endswith(".py"):
-        return None
-    return os.path.abspath(path) if os.path.isfile(path) else None
-
-
-class _Output:
-    """One thread that copies every worker's output (its stdout and stderr, one pipe) to
-    our stderr, line by line. The parent hands it the read end of a worker's pipe when
-    the worker starts and takes it back (``drop``) when the worker is retired: what is
-    waiting in the pipe is copied, then the fd is closed, whether or not some
-    grandchild of the worker still holds the write end."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._ops: list[tuple[str, int, threading.Event | None]] = []
-        self._wake: tuple[int, int] | None = None
-        self._thread: threading.Thread | None = None
-
-    def add(self, fd: int) -> None:
-        os.set_blocking(fd, False)
-        self._post("+", fd, None)
-
-    def drop(self, fd: int) -> None:
-        """Copy what ``fd`` holds, close it; returns once done (at most a second)."""
-        done = threading.Event()
-        if self._post("-", fd, done):
-            done.wait(timeout=1.0)
-
-    def _post(self, op: str, fd: int, done: threading.Event | None) -> bool:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                if op == "-":  # no thread (it could not start): nothing is reading fd
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-                    return False
-                self._wake = os.pipe()
-                os.set_blocking(self._wake[0], False)
-                self._ops = []
-                self._thread = threading.Thread(
-                    target=self._run, args=(self._wake[0],), daemon=True,
-                    name="rewardkit-worker-output")
-                self._thread.start()
-            self._ops.append((op, fd, done))
-            assert self._wake is not None
-            with contextlib.suppress(OSError):
-                os.write(self._wake[1], b"x")
-            return True
-
-    def _run(self, wake: int) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(wake, selectors.EVENT_READ)
-        partial: dict[int, bytes] = {}
-        while True:
-            for key, _ in selector.select():
-                fd = cast(int, key.fd)
-                if fd == wake:
-                    with contextlib.suppress(OSError):
-                        os.read(wake, 4096)
-                    with self._lock:
-                        ops, self._ops = self._ops, []
-                    for op, target, done in ops:
-                        if op == "+":
-                            try:
-                                selector.register(target, selectors.EVENT_READ)
-                            except (OSError, ValueError):  # not a pipe we can watch
-                                with contextlib.suppress(OSError):
-                                    os.close(target)
-                                continue
-                            partial[target] = b""
-                            continue
-                        if target in partial:
-                            self._copy(target, partial)
-                            self._close(selector, target, partial)
-                        if done is not None:
-                            done.set()
-                elif fd in partial and not self._copy(fd, partial):
-                    self._close(selector, fd, partial)
-
-    @staticmethod
-    def _copy(fd: int, partial: dict[int, bytes]) -> bool:
-        """Copy the complete lines waiting in ``fd``; False at its end of file."""
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except BlockingIOError:
-                return True
-            except OSError:
-                return False
-            if not data:
-                return False
-            lines, _, rest = (partial[fd] + data).rpartition(b"\n")
-            partial[fd] = rest
-            if lines:
-                _write_stderr(lines + b"\n")
-
-    @staticmethod
-    def _close(selector: selectors.BaseSelector, fd: int, partial: dict[int, bytes]) -> None:
-        rest = partial.pop(fd, b"")
-        if rest:
-            _write_stderr(rest + b"\n")
-        with contextlib.suppress(KeyError, ValueError):
-            selector.unregister(fd)
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-def _write_stderr(data: bytes) -> None:
-    with contextlib.suppress(Exception):
-        sys.stderr.write(data.decode("utf-8", "replace"))
-        sys.stderr.flush()
-
-
-_output = _Output()
-
-
-class _Reaper:
-    """A process that kills the registered workers when this process goes away."""
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
-
-    def _stdin(self) -> IO[bytes] | None:
-        if self._proc is None or self._proc.poll() is not None:
-            try:
-                # its own session, as the workers: a signal to our process group (a
-                # scheduler ending the job) does not take it down before it kills them
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-c", _REAPER], stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
-                    start_new_session=True)
-            except OSError:
-                self._proc = None
-                return None
-        return self._proc.stdin
-
-    def tell(self, op: str, pid: int) -> None:
-        with self._lock:
-            stdin = self._stdin()
-            if stdin is None:
-                return
-            with contextlib.suppress(OSError, ValueError):
-                stdin.write(f"{op} {pid}\n".encode())
-                stdin.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._proc is not None and self._proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    self._proc.stdin.close()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self._proc.wait(timeout=5)
-            self._proc = None
-
-
-_reaper = _Reaper()
 _call_ids = itertools.count(1)
 
 
@@ -422,55 +121,12 @@ class WorkerPool:
                 "a process-mode reward's worker started scoring while importing the main "
                 "script: put the script's scoring under `if __name__ == '__main__':`")
         self.size = size or usable_cores()
-        self._workers: list[_Worker] = []
+        self._workers: list[WorkerProcess] = []
         self._lock = threading.Lock()
         self._closed = False
         self.restarts = 0
 
     # -- life cycle ----------------------------------------------------------------
-    def _spawn(self) -> _Worker:
-        parent_conn, child_conn = Pipe(duplex=True)
-        area = _Area()
-        env = dict(os.environ)
-        path = [p for p in sys.path if p]
-        if path:
-            env["PYTHONPATH"] = os.pathsep.join(path)
-        main_path = _main_script()
-        if main_path:
-            env[MAIN_PATH_ENV] = main_path
-        fd = child_conn.fileno()
-        output, output_w = os.pipe()
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "rewardkit.execution.worker", str(fd), str(os.getpid()),
-                 str(area.fd)],
-                pass_fds=(fd, area.fd),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=output_w,
-                stderr=output_w,
-                close_fds=True,
-                # its own process group, killed whole (see kill_group)
-                start_new_session=True,
-            )
-        except BaseException:
-            area.close()
-            parent_conn.close()
-            os.close(output)
-            raise
-        finally:
-            child_conn.close()
-            os.close(output_w)
-        _reaper.tell("+", proc.pid)
-        _output.add(output)
-        return _Worker(proc, parent_conn, area, output)
-
-    def _retire(self, worker: _Worker) -> None:
-        worker.kill()
-        worker.area.close()
-        _output.drop(worker.output)
-        _reaper.tell("-", worker.proc.pid)
-
     def _ensure_started(self) -> None:
         if self._closed:
             raise RuntimeError("worker pool is closed")
@@ -478,26 +134,23 @@ class WorkerPool:
         # is handed work, so that no sample is blamed for it
         for i, worker in enumerate(self._workers):
             if worker.proc.poll() is not None:
-                self._retire(worker)
-                self._workers[i] = self._spawn()
+                retire(worker)
+                self._workers[i] = spawn()
                 self.restarts += 1
         while len(self._workers) < self.size:
-            self._workers.append(self._spawn())
+            self._workers.append(spawn())
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             for w in self._workers:
                 with contextlib.suppress(OSError):
-                    w.conn.send_bytes(_STOP)
+                    w.conn.send_bytes(STOP)
             deadline = time.monotonic() + 2
             for w in self._workers:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-                w.kill()  # the worker if it did not stop, and what its rewards started
-                w.area.close()
-                _output.drop(w.output)
-                _reaper.tell("-", w.proc.pid)
+                retire(w)  # the worker if it did not stop, and what its rewards started
             self._workers.clear()
 
     def pids(self) -> list[int]:
@@ -529,39 +182,12 @@ class WorkerPool:
                 raise
             return call.results
 
-    def _replace(self, worker: _Worker) -> _Worker:
-        self._retire(worker)
-        fresh = self._spawn()
+    def _replace(self, worker: WorkerProcess) -> WorkerProcess:
+        retire(worker)
+        fresh = spawn()
         self._workers[self._workers.index(worker)] = fresh
         self.restarts += 1
         return fresh
-
-
-_STOP = pickle.dumps(("stop",))
-
-
-def encode_items(items: Sequence[Any], group: bool) -> Any:
-    """The items of a chunk as they cross the pipe. Samples go as columns (a list per
-    field, so a prompt shared by a group is sent once and no object is rebuilt per
-    sample by the pickler); anything else as it is."""
-    if group:
-        flat = [s for members in items for s in members]
-        return ("groups", [len(members) for members in items], encode_items(flat, False))
-    if not all(type(s) is Sample for s in items):
-        return ("objects", list(items))
-    completions = [s.completion for s in items]
-    if all(type(c) is str for c in completions):
-        # one string: pickled in one copy, cut up again in the worker
-        return ("joined", "".join(completions), [len(c) for c in completions],
-                [s.prompt for s in items], [s.reference for s in items],
-                [s.metadata for s in items], [s.group for s in items],
-                [None if s.text is s.completion else s.text for s in items])
-    return ("columns",
-            [s.prompt for s in items], completions,
-            [s.reference for s in items], [s.metadata for s in items],
-            [s.group for s in items],
-            # the text is sent only where it is not the completion itself
-            [None if s.text is s.completion else s.text for s in items])
 
 
 class _Call:
@@ -588,11 +214,10 @@ class _Call:
         self.queue: collections.deque[list[int]] = collections.deque(
             list(range(j, n, n_chunks)) for j in range(n_chunks))
         self.workers = list(pool._workers)
-        self.failures = 0
-        self.answers = 0
+        self.breaker = Breaker("samples")
 
     @property
-    def busy(self) -> dict[Connection, _Worker]:
+    def busy(self) -> dict[Connection, WorkerProcess]:
         return {w.conn: w for w in self.workers if w.chunks}
 
     def serve(self) -> None:
@@ -620,7 +245,7 @@ class _Call:
                         self._lost(worker, Score.timeout(
                             f"exceeded {self.timeout:g}s hard timeout"), started)
 
-    def _deadline(self, worker: _Worker) -> tuple[float, float]:
+    def _deadline(self, worker: WorkerProcess) -> tuple[float, float]:
         """When the item in progress times out, and when it started."""
         head = worker.chunks[0]
         if worker.loading:
@@ -630,7 +255,7 @@ class _Call:
             started = head.ready_at  # the worker has not started an item of its chunks
         return started + self.timeout, started
 
-    def _dispatch(self, worker: _Worker) -> None:
+    def _dispatch(self, worker: WorkerProcess) -> None:
         positions = self.queue.popleft()
         blob = None if self.key in worker.loaded else self.blob
         seq = next(self.seq)
@@ -657,9 +282,9 @@ class _Call:
         worker.loaded.add(self.key)
         if blob is not None:
             worker.loading = True
-        worker.chunks.append(_Chunk(seq, positions, slot, time.monotonic()))
+        worker.chunks.append(Chunk(seq, positions, slot, time.monotonic()))
 
-    def _swap(self, worker: _Worker) -> None:
+    def _swap(self, worker: WorkerProcess) -> None:
         self.workers[self.workers.index(worker)] = self.pool._replace(worker)
 
     def _send_without_unpicklable(self, positions: list[int], exc: Exception) -> None:
@@ -687,7 +312,7 @@ class _Call:
         self.results.scores[pos] = Score.error(
             f"sample cannot be sent to a worker process: {reason}")
 
-    def _receive(self, worker: _Worker) -> None:
+    def _receive(self, worker: WorkerProcess) -> None:
         try:
             message = pickle.loads(worker.conn.recv_bytes())
         except (EOFError, OSError):
@@ -722,13 +347,13 @@ class _Call:
             self._next(worker)
 
     @staticmethod
-    def _next(worker: _Worker) -> None:
+    def _next(worker: WorkerProcess) -> None:
         """The worker moves on to its next chunk: that chunk's clock starts now."""
         if worker.chunks:
             head = worker.chunks[0]
             head.ready_at = max(head.ready_at, time.monotonic())
 
-    def _collect(self, area: _Area, chunk: _Chunk, upto: int) -> list[int]:
+    def _collect(self, area: SharedArea, chunk: Chunk, upto: int) -> list[int]:
         """Take the results of the chunk's first ``upto`` items from the shared memory
         and the messages; returns those items whose answer never arrived."""
         at_values, at_seconds, at_codes = slot_offsets(chunk.slot)
@@ -753,10 +378,10 @@ class _Call:
                 missing.append(pos)
                 continue
             res_seconds[pos] = seconds[j]
-        self.answers += upto - len(missing)
+        self.breaker.answered(upto - len(missing))
         return missing
 
-    def _drain(self, worker: _Worker) -> None:
+    def _drain(self, worker: WorkerProcess) -> None:
         """Read what a dead worker sent before it died (answers of finished items)."""
         with contextlib.suppress(Exception):
             while worker.conn.poll():
@@ -768,7 +393,7 @@ class _Call:
                         chunk.answers.update(message[3])
                         chunk.finished = chunk.finished or message[0] == "d"
 
-    def _lost(self, worker: _Worker, failure: Score, started: float | None = None) -> None:
+    def _lost(self, worker: WorkerProcess, failure: Score, started: float | None = None) -> None:
         """The worker died or timed out on its current item: that item gets ``failure``,
         finished items keep their results and the rest go back to the queue for a fresh
         worker. ``started``: for a timeout, when the item judged started; if the worker
@@ -807,7 +432,7 @@ class _Call:
                 continue
             self.results.scores[rest[0]] = failure
             self.results.seconds[rest[0]] = time.monotonic() - now_started
-            self.failures += 1
+            self.breaker.failed()
             requeue += rest[1:]
         # not the whole rest at once: a chunk must fit its worker's shared memory
         for at in range(len(requeue) - len(requeue) % MAX_CHUNK, -1, -MAX_CHUNK):
@@ -815,12 +440,8 @@ class _Call:
                 self.queue.appendleft(requeue[at:at + MAX_CHUNK])
         worker.chunks.clear()
         self._swap(worker)
-        tried = self.failures + self.answers
-        if (self.queue and self.failures >= BREAKER_MIN_FAILURES
-                and self.failures >= BREAKER_FAILURE_RATE * tried):
-            given_up = Score(None, failure.status,
-                             f"not run: the reward failed on {self.failures} of the "
-                             f"{tried} samples tried in this call (last: {failure.reason})")
+        if self.queue and self.breaker.tripped:
+            given_up = self.breaker.given_up(failure)
             for positions in self.queue:
                 for pos in positions:
                     self.results.scores[pos] = given_up
@@ -846,7 +467,7 @@ def shared_pool(size: int | None = None) -> WorkerPool:
 def _close_shared_pools() -> None:
     for pool in list(_pools.values()):
         pool.close()
-    _reaper.close()
+    close_reaper()
 
 
 def pickle_reward(reward: Any) -> bytes:

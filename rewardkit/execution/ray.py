@@ -9,18 +9,19 @@ locally. On top of that the driver:
 
 * keeps at most ``ray.max_in_flight`` chunks queued per actor (backpressure: a large
   batch never floods the object store or an actor's mailbox);
-* gives every chunk a deadline derived from the per-sample timeout; an actor past it is
+* gives every chunk a deadline derived from the per-sample timeout
+  (:func:`~rewardkit.execution.timeouts.chunk_budget`); an actor past it is
   killed and replaced, and that chunk's rows get status ``timeout``. As in the local
   pool, a worker's clock starts when it is ready: at the deadline the driver asks the
   actor (in a concurrency group of its own, so it answers while it scores) how many
   workers its pool replaced during the chunk, and gives each the pool's load allowance
-  (:data:`~rewardkit.execution.pool.LOAD_TIMEOUT`) before killing anything. A replacement
+  (:data:`~rewardkit.execution.timeouts.LOAD_TIMEOUT`) before killing anything. A replacement
   worker importing a slow reward module costs no good row; an actor that cannot answer
   (stopped, lost) is killed as before;
 * treats a dead actor (its process or node lost) like a dead worker process: the chunk it
   was running gets status ``error``, chunks queued behind it go to another actor, and
-  after :data:`FAILURES_IN_A_ROW` deaths with no answer between them the rest of the call
-  is not tried.
+  the call stops trying a reward whose actors die on nearly every chunk by the local
+  pool's rule (:class:`~rewardkit.execution.executor.Breaker`, counted in chunks).
 
 Ray is imported only when this executor is used (``pip install 'rewardkit[ray]'``); it
 joins or starts a cluster through :mod:`rewardkit.execution.ray_cluster` (the
@@ -31,11 +32,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
 import math
 import os
 import pickle
-import sys
 import threading
 import time
 from collections import deque
@@ -45,18 +44,15 @@ from typing import Any
 
 from rewardkit.authoring import Reward
 from rewardkit.config import RaySettings
-from rewardkit.execution.local import Outcome, run_reward
-from rewardkit.execution.pool import LOAD_TIMEOUT, shared_pool
+from rewardkit.execution.executor import Breaker, Outcome, requested
+from rewardkit.execution.local import run_reward
+from rewardkit.execution.pool import shared_pool
 from rewardkit.execution.ray_cluster import RayUnavailableError, import_ray, init_ray
+from rewardkit.execution.timeouts import LOAD_TIMEOUT, chunk_budget
 from rewardkit.types import ExecutionMode, Sample, Score
 
-#: actor deaths or kills with no answer between them after which the rest of a call's
-#: chunks are not tried (as in the local worker pool)
-FAILURES_IN_A_ROW = 8
 #: a chunk holds at most this many samples (or groups)
 MAX_CHUNK = 64
-#: seconds added to every chunk deadline (scheduling, transfer)
-CHUNK_SLACK = 10.0
 #: seconds an actor past a chunk deadline has to say how far it got before it is killed
 PROBE_TIMEOUT = 5.0
 #: the actors' concurrency group for that question (the default group scores, one at a time)
@@ -64,25 +60,6 @@ PROBE_GROUP = "probe"
 
 #: what a chunk answers per sample: the value, and the Score when it is not a plain ok
 Answer = tuple[float | None, Score | None]
-
-
-def ray_wanted(executor: str) -> bool:
-    """True when a config's ``executor`` setting asks for Ray in this process:
-    ``ray``, or ``auto`` while connected to a cluster (or with RAY_ADDRESS set)."""
-    if executor == "ray":
-        return True
-    if executor != "auto":
-        return False
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        return True
-    return bool(os.environ.get("RAY_ADDRESS")) and importlib.util.find_spec("ray") is not None
-
-
-def uses_ray(reward: Reward, mode: ExecutionMode) -> bool:
-    """Which components the Ray executor takes: process-mode and sandboxed rewards
-    (inline and plain async rewards are cheaper where the batch already is)."""
-    return mode is ExecutionMode.PROCESS or type(reward).sandboxed
 
 
 class ScoringActor:
@@ -173,7 +150,8 @@ class _Slot:
 
 
 class RayExecutor:
-    """A set of scoring actors on a Ray cluster, reused across calls."""
+    """A set of scoring actors on a Ray cluster, reused across calls: an
+    :class:`~rewardkit.execution.executor.Executor`."""
 
     def __init__(self, settings: RaySettings) -> None:
         self.settings = settings
@@ -221,111 +199,22 @@ class RayExecutor:
         with contextlib.suppress(Exception):  # already dead, or Ray already shut down
             self._ray.kill(actor, no_restart=True)
 
-    def run(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
-            indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
-            timeout: float, out: Outcome) -> None:
+    def score(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
+              indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
+              timeout: float, out: Outcome) -> None:
         """Score like :func:`rewardkit.execution.local.run_reward`, on the cluster."""
         try:
             blob = pickle.dumps(reward, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:
             failure = Score.error(f"reward cannot be sent to a Ray actor: {exc}")
-            for idx in _all_indices(samples, indices, groups):
+            for idx in requested(samples, indices, groups):
                 out.put(idx, failure)
             return
         key = f"{type(reward).__module__}.{type(reward).__qualname__}:{hash(blob)}"
         chunks = _chunks(samples, indices, groups, self.size)
         with self._lock:
-            self._run(key, blob, str(mode), groups is not None, chunks, timeout, out)
-
-    def _run(self, key: str, blob: bytes, mode: str, group: bool, chunks: deque[_Chunk],
-             timeout: float, out: Outcome) -> None:
-        ray = self._ray
-        blob_ref = ray.put(blob)
-        owner: dict[Any, _Slot] = {}
-        failures_in_a_row = 0
-        per_item = timeout / self.workers
-
-        def submit(slot: _Slot) -> None:
-            chunk = chunks.popleft()
-            load = LOAD_TIMEOUT if key not in slot.loaded else 0.0
-            budget = load + per_item * len(chunk.payloads) + CHUNK_SLACK
-            # queued behind the chunks already sent to this actor
-            start = slot.inflight[-1].deadline if slot.inflight else time.monotonic()
-            self._seq += 1
-            ref = slot.actor.score.remote(key, blob_ref, mode, group, chunk.payloads, timeout,
-                                          self._seq)
-            slot.inflight.append(_Sent(ref, chunk, self._seq,
-                                       max(start, time.monotonic()) + budget))
-            slot.loaded.add(key)
-            owner[ref] = slot
-
-        def lose(slot: _Slot, failure: Score) -> None:
-            """The actor of ``slot`` is gone (or killed): the running chunk gets
-            ``failure``, the ones queued behind it go back to the queue."""
-            nonlocal failures_in_a_row
-            self._kill(slot.actor)
-            running = slot.inflight.popleft()
-            owner.pop(running.ref, None)
-            for idx in running.chunk.indices:
-                out.put(idx, failure)
-            for sent in reversed(slot.inflight):
-                owner.pop(sent.ref, None)
-                chunks.appendleft(sent.chunk)
-            slot.inflight.clear()
-            slot.actor = self._new_actor()
-            slot.loaded = set()
-            self.restarts += 1
-            failures_in_a_row += 1
-            if failures_in_a_row >= FAILURES_IN_A_ROW:
-                given_up = Score(None, failure.status,
-                                 f"not run: Ray actors failed {failures_in_a_row} times in a "
-                                 f"row (last: {failure.reason})")
-                while chunks:
-                    for idx in chunks.popleft().indices:
-                        out.put(idx, given_up)
-
-        while chunks or owner:
-            for slot in self._slots:
-                while chunks and len(slot.inflight) < self.settings.max_in_flight:
-                    submit(slot)
-            if not owner:
-                continue
-            nearest = min(s.inflight[0].deadline for s in self._slots if s.inflight)
-            ready, _ = ray.wait(list(owner), num_returns=1,
-                                timeout=max(0.0, nearest - time.monotonic()))
-            for ref in ready:
-                answered = owner.get(ref)
-                if answered is None:  # its actor was already given up
-                    continue
-                slot = answered
-                chunk = _chunk_of(slot, ref)
-                try:
-                    answers, latencies = ray.get(ref)
-                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
-                        ray.exceptions.ObjectLostError) as exc:
-                    lose(slot, Score.error(f"Ray actor died while scoring: "
-                                           f"{type(exc).__name__}"))
-                    continue
-                except ray.exceptions.RayTaskError as exc:  # a bug here, not in the reward
-                    text = str(exc).strip().splitlines()[-1][:400]
-                    answers = [(None, Score.error(f"Ray task failed: {text}"))] * len(
-                        chunk.indices)
-                    latencies = []
-                failures_in_a_row = 0
-                slot.inflight = deque(e for e in slot.inflight if e.ref != ref)
-                owner.pop(ref, None)
-                for idx, (value, score) in zip(chunk.indices, answers, strict=True):
-                    if score is None:
-                        out.values[idx] = value
-                    else:
-                        out.put(idx, score)
-                out.latencies.extend(latencies)
-            for slot in self._slots:
-                if (slot.inflight and time.monotonic() >= slot.inflight[0].deadline
-                        and not self._allow_reloads(slot)):
-                    lose(slot, Score.timeout(
-                        f"Ray actor gave no answer within the chunk deadline "
-                        f"({timeout:g}s per sample); actor killed"))
+            _RayCall(self, key, self._ray.put(blob), str(mode), groups is not None, chunks,
+                     timeout, out).serve()
 
     def _allow_reloads(self, slot: _Slot) -> bool:
         """At its running chunk's deadline: did the actor's pool replace workers during
@@ -346,6 +235,113 @@ class RayExecutor:
         for sent in slot.inflight:
             sent.deadline += extra
         return True
+
+
+class _RayCall:
+    """The state of one :meth:`RayExecutor.score`: the chunks still to send, what each
+    actor holds, and the breaker (:class:`~rewardkit.execution.executor.Breaker`, one
+    unit a chunk: a dead or killed actor fails the chunk it was running)."""
+
+    def __init__(self, executor: RayExecutor, key: str, blob_ref: Any, mode: str,
+                 group: bool, chunks: deque[_Chunk], timeout: float, out: Outcome) -> None:
+        self.executor = executor
+        self.ray = executor._ray
+        self.key = key
+        self.blob_ref = blob_ref
+        self.mode = mode
+        self.group = group
+        self.chunks = chunks
+        self.timeout = timeout
+        self.out = out
+        #: the slot that holds each chunk sent, by its answer's ref
+        self.owner: dict[Any, _Slot] = {}
+        self.breaker = Breaker("chunks")
+
+    def serve(self) -> None:
+        slots = self.executor._slots
+        while self.chunks or self.owner:
+            for slot in slots:
+                while self.chunks and len(slot.inflight) < self.executor.settings.max_in_flight:
+                    self._submit(slot)
+            if not self.owner:
+                continue
+            nearest = min(s.inflight[0].deadline for s in slots if s.inflight)
+            ready, _ = self.ray.wait(list(self.owner), num_returns=1,
+                                     timeout=max(0.0, nearest - time.monotonic()))
+            for ref in ready:
+                answered = self.owner.get(ref)
+                if answered is not None:  # else its actor was already given up
+                    self._receive(answered, ref)
+            for slot in slots:
+                if (slot.inflight and time.monotonic() >= slot.inflight[0].deadline
+                        and not self.executor._allow_reloads(slot)):
+                    self._lose(slot, Score.timeout(
+                        f"Ray actor gave no answer within the chunk deadline "
+                        f"({self.timeout:g}s per sample); actor killed"))
+
+    def _submit(self, slot: _Slot) -> None:
+        chunk = self.chunks.popleft()
+        budget = chunk_budget(self.timeout, len(chunk.payloads), self.executor.workers,
+                              loading=self.key not in slot.loaded)
+        # queued behind the chunks already sent to this actor
+        start = slot.inflight[-1].deadline if slot.inflight else time.monotonic()
+        self.executor._seq += 1
+        seq = self.executor._seq
+        ref = slot.actor.score.remote(self.key, self.blob_ref, self.mode, self.group,
+                                      chunk.payloads, self.timeout, seq)
+        slot.inflight.append(_Sent(ref, chunk, seq, max(start, time.monotonic()) + budget))
+        slot.loaded.add(self.key)
+        self.owner[ref] = slot
+
+    def _receive(self, slot: _Slot, ref: Any) -> None:
+        """The answer of a chunk: its rows' Scores, or, if its actor died, the chunk lost."""
+        ray = self.ray
+        chunk = _chunk_of(slot, ref)
+        try:
+            answers, latencies = ray.get(ref)
+        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+                ray.exceptions.ObjectLostError) as exc:
+            self._lose(slot, Score.error(f"Ray actor died while scoring: "
+                                         f"{type(exc).__name__}"))
+            return
+        except ray.exceptions.RayTaskError as exc:  # a bug here, not in the reward
+            text = str(exc).strip().splitlines()[-1][:400]
+            answers = [(None, Score.error(f"Ray task failed: {text}"))] * len(chunk.indices)
+            latencies = []
+        self.breaker.answered()
+        slot.inflight = deque(e for e in slot.inflight if e.ref != ref)
+        self.owner.pop(ref, None)
+        out = self.out
+        for idx, (value, score) in zip(chunk.indices, answers, strict=True):
+            if score is None:
+                out.values[idx] = value
+            else:
+                out.put(idx, score)
+        out.latencies.extend(latencies)
+
+    def _lose(self, slot: _Slot, failure: Score) -> None:
+        """The actor of ``slot`` is gone (or killed): the running chunk gets ``failure``,
+        the ones queued behind it go back to the queue, the actor is replaced; once the
+        breaker trips, the chunks not sent get ``not run: ...``."""
+        executor = self.executor
+        executor._kill(slot.actor)
+        running = slot.inflight.popleft()
+        self.owner.pop(running.ref, None)
+        for idx in running.chunk.indices:
+            self.out.put(idx, failure)
+        for sent in reversed(slot.inflight):
+            self.owner.pop(sent.ref, None)
+            self.chunks.appendleft(sent.chunk)
+        slot.inflight.clear()
+        slot.actor = executor._new_actor()
+        slot.loaded = set()
+        executor.restarts += 1
+        self.breaker.failed()
+        if self.chunks and self.breaker.tripped:
+            given_up = self.breaker.given_up(failure)
+            while self.chunks:
+                for idx in self.chunks.popleft().indices:
+                    self.out.put(idx, given_up)
 
 
 def _chunk_of(slot: _Slot, ref: Any) -> _Chunk:
@@ -369,13 +365,6 @@ def _chunks(samples: Sequence[Sample], indices: Sequence[int] | None,
         part = units[start : start + size]
         found.append(_Chunk([i for idx, _ in part for i in idx], [p for _, p in part]))
     return found
-
-
-def _all_indices(samples: Sequence[Sample], indices: Sequence[int] | None,
-                 groups: Sequence[Sequence[int]] | None) -> list[int]:
-    if groups is not None:
-        return [i for members in groups for i in members]
-    return list(range(len(samples)) if indices is None else indices)
 
 
 _executors: dict[str, RayExecutor] = {}

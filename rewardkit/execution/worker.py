@@ -1,17 +1,17 @@
 """Entry point of a process-mode worker: ``python -m rewardkit.execution.worker FD PARENT AREA``.
 
 Receives ``("run", call, chunk, key, reward_blob | None, group, slot, items)``
-(pickled, one message per chunk; ``items`` as :func:`~rewardkit.execution.pool.encode_items`
-writes them). For each item in turn it records in the shared memory ``AREA`` when the
-item started, and when it is done its value (a plain ``ok`` float) or that its answer
-went in a message, then the count of items done: the parent reads there which item is
-in progress (per-item hard timeouts) and, if the worker dies, which results it keeps.
-Verdicts that are not a plain value (reasons, details, other statuses, groups) are sent
-as ``("s", call, chunk, {item: wire_score(s)})`` as they pile up; ``("d", call, chunk,
-{...})`` ends the chunk. Exits when the pipe closes, on ``("stop",)``, or when its parent
-goes away (the parent's reaper process kills it even while it runs code that holds the
-GIL). Ctrl-C is the parent's to handle: the worker ignores SIGINT. Whatever a reward
-raises, ``SystemExit`` included, is that item's error.
+(pickled, one message per chunk; the messages and the shared memory layout are those of
+:mod:`rewardkit.execution.protocol`). For each item in turn it records in the shared
+memory ``AREA`` when the item started, and when it is done its value (a plain ``ok``
+float) or that its answer went in a message, then the count of items done: the parent
+reads there which item is in progress (per-item hard timeouts) and, if the worker dies,
+which results it keeps. Verdicts that are not a plain value (reasons, details, other
+statuses, groups) are sent as ``("s", call, chunk, {item: wire_score(s)})`` as they pile
+up; ``("d", call, chunk, {...})`` ends the chunk. Exits when the pipe closes, on
+``("stop",)``, or when its parent goes away (the parent's reaper process kills it even
+while it runs code that holds the GIL). Ctrl-C is the parent's to handle: the worker
+ignores SIGINT. Whatever a reward raises, ``SystemExit`` included, is that item's error.
 """
 
 from __future__ import annotations
@@ -28,13 +28,15 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from rewardkit.execution.local import exception_score, group_scores
-from rewardkit.execution.pool import (
+from rewardkit.execution.protocol import (
     AREA_BYTES,
     HEADER_BYTES,
     LOADING_MAIN_ENV,
     MAIN_PATH_ENV,
     PLAIN,
+    decode_items,
     slot_offsets,
+    wire_score,
 )
 from rewardkit.types import MAX_ABS_VALUE, Sample, Score, Status, coerce_value
 
@@ -43,45 +45,15 @@ FLUSH_EVERY = 256
 _OK = Status.OK
 
 
-#: detail values of these types cross the pipe as they are; others are checked first
-_SIMPLE = frozenset({str, int, float, bool, type(None)})
-
-
-def _wire(score: Score) -> tuple[Any, str, str, Any]:
-    """A Score as it crosses the pipe. Details whose values are not plain are checked
-    to pickle and unpickle (else they go as their repr), so an answer message always
-    reads back in the parent."""
-    details = score.details
-    if details is not None:
-        if type(details) is not dict:
-            details = dict(details)
-        for value in details.values():
-            if type(value) not in _SIMPLE:
-                details = _safe_details(details)
-                break
-    status = score.status
-    reason = score.reason
-    return (score.value, "ok" if status is _OK else str(status),
-            reason if type(reason) is str else str(reason), details)
-
-
-def _safe_details(details: dict[Any, Any]) -> dict[Any, Any]:
-    try:
-        pickle.loads(pickle.dumps(details, protocol=pickle.HIGHEST_PROTOCOL))
-        return details
-    except Exception:
-        return {k: repr(v) for k, v in details.items()}
-
-
 def _group_answer(reward: Any, payload: list[Sample]) -> Any:
     try:
         out = reward.score_group(payload)
     except BaseException as exc:
-        return _wire(exception_score(exc))
+        return wire_score(exception_score(exc))
     try:
-        return [_wire(score) for score in group_scores(out, len(payload))]
+        return [wire_score(score) for score in group_scores(out, len(payload))]
     except Exception as exc:
-        return _wire(exception_score(exc))
+        return wire_score(exception_score(exc))
 
 
 def _load(blob: bytes) -> Any:
@@ -126,42 +98,6 @@ def _watch_parent(parent: int) -> None:
             os._exit(0)
 
 
-def decode_items(encoded: Any) -> list[Any]:
-    """The items :func:`~rewardkit.execution.pool.encode_items` encoded."""
-    kind = encoded[0]
-    if kind == "groups":
-        flat = decode_items(encoded[2])
-        out, at = [], 0
-        for size in encoded[1]:
-            out.append(flat[at:at + size])
-            at += size
-        return out
-    if kind == "objects":
-        return list(encoded[1])
-    if kind == "joined":
-        _, joined, lengths, prompts, references, metadatas, groups, texts = encoded
-        completions, at = [], 0
-        for length in lengths:
-            completions.append(joined[at:at + length])
-            at += length
-    else:
-        _, prompts, completions, references, metadatas, groups, texts = encoded
-    new = Sample.__new__
-    samples = []
-    for prompt, completion, reference, metadata, group, text in zip(
-            prompts, completions, references, metadatas, groups, texts, strict=True):
-        sample = new(Sample)
-        sample.prompt = prompt
-        sample.completion = completion
-        sample.reference = reference
-        sample.metadata = metadata
-        sample.group = group
-        sample.text = completion if text is None else text
-        sample.size = len(sample.text)
-        samples.append(sample)
-    return samples
-
-
 class _Area:
     """This worker's view of the shared memory."""
 
@@ -204,7 +140,7 @@ def _run_chunk(conn: Connection, area: _Area, slot: int, call: int, seq: int, re
                     try:
                         answer = _answer(got)
                     except Exception as exc:  # details that are not a mapping, say
-                        answer = _wire(exception_score(exc))
+                        answer = wire_score(exception_score(exc))
                 if type(answer) is float:
                     words[v0 + j] = answer
                     words[s0 + j] = monotonic() - start
@@ -230,12 +166,12 @@ def _answer(got: Any) -> Any:
         if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
             if not got.reason and not got.details:
                 return value
-            return _wire(got)
+            return wire_score(got)
     verdict = coerce_value(got)
     if (verdict.status is _OK and type(verdict.value) is float
             and not verdict.reason and not verdict.details):
         return verdict.value
-    return _wire(verdict)
+    return wire_score(verdict)
 
 
 def _send(conn: Connection, message: tuple[Any, ...]) -> None:

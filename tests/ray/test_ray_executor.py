@@ -15,7 +15,9 @@ from ray_rewards import ALL
 from rewardkit import RewardSet, registry
 from rewardkit.config import RaySettings
 from rewardkit.execution import ray as ray_executor
-from rewardkit.execution.ray import MAX_CHUNK, ray_wanted, shared_executor
+from rewardkit.execution import timeouts
+from rewardkit.execution.dispatch import ray_wanted
+from rewardkit.execution.ray import MAX_CHUNK, shared_executor
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +93,7 @@ def test_a_dead_actor_costs_only_the_rows_of_its_chunk() -> None:
 
 def test_an_actor_that_stops_answering_is_killed_and_only_its_chunk_times_out(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ray_executor, "CHUNK_SLACK", 1.0)
+    monkeypatch.setattr(timeouts, "CHUNK_SLACK", 1.0)
     rs = RewardSet.from_dict({"executor": "ray", "ray": {"actors": 2, "max_in_flight": 1},
                               "rewards": {"k": {"reward": "ray_kills_its_process",
                                                 "timeout": 1}}})
