@@ -30,10 +30,10 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``rewardkit ARGV...``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from rewardkit.cases import CaseFileError
     from rewardkit.config import ConfigError
     from rewardkit.registry import RegistryError
     from rewardkit.scoring.output import ScoringFileError
+    from rewardkit.testing.cases import CaseFileError
 
     try:
         parser = build_parser()

@@ -165,7 +165,7 @@ def test_group_reward_probes_run_in_groups_and_catch_a_pairwise_hang(pytester):
 
 
 def test_group_reward_probe_groups_mix_probes_with_normal_siblings():
-    from rewardkit.probes import PROBES, TOGETHER, run_probes
+    from rewardkit.testing.probes import PROBES, TOGETHER, run_probes
 
     results = run_probes("group_length", {"unit": "chars"}, reference="42", timeout=20)
     assert [r.name for r in results] == [*PROBES, TOGETHER]

@@ -12,7 +12,7 @@ with normal siblings, and one more group of all the probes together (``together`
 pairwise reward that hangs only when a huge completion has a sibling is caught there, not
 passed because it only ever saw groups of one.
 
->>> from rewardkit.probes import run_probes
+>>> from rewardkit.testing.probes import run_probes
 >>> all(p.passed for p in run_probes("soft_format"))
 True
 """
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardkit.composition import RewardSet
+from rewardkit.score_result import ScoreResult
 from rewardkit.types import Sample, Score, Status
 
 #: the probe inputs, by name
@@ -91,16 +92,7 @@ def run_probes(
     chosen = names or [*PROBES, *([TOGETHER] if grouped else [])]
     if not grouped and TOGETHER in chosen:
         chosen = [name for name in chosen if name != TOGETHER]
-    # (probe name, the completions of its group, which of them is the probe's verdict)
-    groups: list[tuple[str, list[Any], list[int]]] = []
-    for name in chosen:
-        if name == TOGETHER:
-            probes = [PROBES[n] for n in PROBES]
-            groups.append((name, [*probes, *siblings], list(range(len(probes)))))
-        elif grouped:
-            groups.append((name, [PROBES[name], *siblings], [0]))
-        else:
-            groups.append((name, [PROBES[name]], [0]))
+    groups = _groups(chosen, grouped, siblings)
     samples = []
     for name, members, _ in groups:
         for completion in members:
@@ -109,7 +101,33 @@ def run_probes(
                             metadata=dict(metadata or {}))
             sample.group = name
             samples.append(sample)
-    result = rs.score(samples)
+    return _verdicts(groups, rs.score(samples), grouped, timeout)
+
+
+#: a probe's group: (probe name, the completions of its group, which of them is the
+#: probe's verdict)
+ProbeGroup = tuple[str, list[Any], list[int]]
+
+
+def _groups(chosen: list[str], grouped: bool, siblings: Sequence[Any]) -> list[ProbeGroup]:
+    """The group of each probe: alone, with the siblings (a group reward), or every
+    probe together with the siblings (``together``)."""
+    groups: list[ProbeGroup] = []
+    for name in chosen:
+        if name == TOGETHER:
+            probes = [PROBES[n] for n in PROBES]
+            groups.append((name, [*probes, *siblings], list(range(len(probes)))))
+        elif grouped:
+            groups.append((name, [PROBES[name], *siblings], [0]))
+        else:
+            groups.append((name, [PROBES[name]], [0]))
+    return groups
+
+
+def _verdicts(groups: list[ProbeGroup], result: ScoreResult, grouped: bool,
+              timeout: float) -> list[ProbeResult]:
+    """Each probe's result from the scores of its group: the first of its verdicts with a
+    problem fails it."""
     latencies = result.outcomes["probe"].latencies
     out = []
     start = 0

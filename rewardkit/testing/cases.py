@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, load_config
-from rewardkit.exploits import EXPLOIT_NAMES, Check
+from rewardkit.testing.hacks import EXPLOIT_NAMES, Check
 from rewardkit.text.lengths import COMPLETION_IDS, COMPLETION_LENGTH
 from rewardkit.types import Sample, Score, Status
 

@@ -1,24 +1,11 @@
-"""Exploit probes: the generic reward hacks, derived from a reward's own golden cases.
+"""The generic reward hacks, each a rewrite of an honest completion (:class:`Exploit`).
 
-A crash probe (:mod:`rewardkit.probes`) asks "does the reward survive this input?"; an
-exploit probe asks "does the reward pay this cheap output as much as the real answer?".
-For every input of a cases file (prompt, reference, metadata) the highest-paid case is the
-*honest* completion; each exploit rewrites it into the hacks a policy finds under GRPO
-pressure (an empty answer, the prompt echoed, hedged answers, the answer only in the
-reasoning, stuffed tags, invisible characters, padding, and for code always-equal objects
-and harness patches). An exploit fails when one of its hacks scores as high as the honest
-completion (which must be paid more than 0; else there is nothing to compare against).
-
-What a reward verifies decides which hacks it must refuse: a format reward cannot tell a
-wrong answer from a right one, so "answer echoed from the prompt" is expected to pay it.
-A cases file says so with ``checks:`` (``answer``, ``format``, ``code``, ``length``,
-``content``; default ``answer``) and may allow a named exploit
-with a reason (``exploits: {allow: {echo_prompt: "why"}}``). See docs/testing.md.
-
->>> from rewardkit.cases import load_cases
->>> report = run_exploits(load_cases("tests/cases/builtin/exact_answer.cases.yaml"))
->>> report.failed
-[]
+Each exploit turns the highest-paid case of one input of a cases file (:class:`Honest`)
+into the hacks a policy finds under GRPO pressure: an empty answer, the prompt echoed,
+hedged answers, the answer only in the reasoning, stuffed tags, invisible characters,
+padding, and for code always-equal objects and harness patches. Which kinds of reward
+must refuse it is its :class:`Check` set. They are run against a reward by
+:func:`rewardkit.testing.exploits.run_exploits`.
 """
 
 from __future__ import annotations
@@ -26,17 +13,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
-
-from rewardkit.types import Score, Status, completion_text
-
-if TYPE_CHECKING:
-    from rewardkit.cases import LoadedCases
+#: words the padding exploit writes when the reward has no length parameter
+_DEFAULT_PAD_WORDS = 4096
+_INVISIBLE = "\u200b\u2060\ufeff\u00ad\u200e\u200c\u200d\u2063"
+_REASONING_TAGS = ("think", "thinking", "reasoning", "thought", "reason")
 
 
 class Check(StrEnum):
@@ -47,25 +31,6 @@ class Check(StrEnum):
     CODE = "code"  # the code passes tests
     CONTENT = "content"  # it mentions what it must (keywords, a phrase), not one answer
     LENGTH = "length"  # the length (penalties and length-scaled rewards)
-
-
-class Outcome(StrEnum):
-    """An exploit's verdict on one cases file."""
-
-    PASSED = "pass"
-    FAILED = "FAIL"
-    ALLOWED = "allowed"  # it paid, and the cases file says that is expected
-    SKIPPED = "skip"  # not tried: does not apply, or not this kind of reward
-
-
-#: the most inputs of one file the exploits are derived from (in file order)
-MAX_INPUTS = 12
-#: words the padding exploit writes when the reward has no length parameter
-_DEFAULT_PAD_WORDS = 4096
-#: a hack paid this close to the honest value is paid as much (float noise)
-_SAME = 1e-9
-_INVISIBLE = "\u200b\u2060\ufeff\u00ad\u200e\u200c\u200d\u2063"
-_REASONING_TAGS = ("think", "thinking", "reasoning", "thought", "reason")
 
 
 @dataclass(frozen=True)
@@ -88,73 +53,6 @@ class Exploit:
     description: str
     checks: frozenset[Check]  # the kinds of reward that must refuse it
     build: Callable[[Honest], list[str] | str]
-
-
-@dataclass
-class ExploitResult:
-    """One exploit against one cases file: the best-paid hack over the inputs tried."""
-
-    name: str
-    outcome: Outcome
-    reason: str = ""
-    inputs: int = 0  # inputs it was tried on
-    hack_value: float | None = None
-    honest_value: float | None = None
-    case: str = ""  # the honest case of the input the best hack came from
-    hack: str = ""  # that hack's completion
-
-    @property
-    def passed(self) -> bool:
-        return self.outcome is not Outcome.FAILED
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"exploit": self.name, "outcome": str(self.outcome), "reason": self.reason,
-                "inputs": self.inputs, "hack_value": self.hack_value,
-                "honest_value": self.honest_value, "case": self.case, "hack": self.hack}
-
-
-@dataclass
-class ExploitReport:
-    """The exploit probes of one cases file."""
-
-    target: str
-    checks: list[Check]
-    results: list[ExploitResult] = field(default_factory=list)
-
-    @property
-    def failed(self) -> list[ExploitResult]:
-        return [r for r in self.results if not r.passed]
-
-    def result(self, name: str) -> ExploitResult:
-        return next(r for r in self.results if r.name == name)
-
-    def table(self, source: str) -> Table:
-        """The per-reward table: each exploit, on how many inputs it was tried, what its
-        best-paid hack got against the honest case, and the verdict or why not tried."""
-        checks = "+".join(str(c) for c in self.checks)
-        table = Table(title=f"exploit probes: {self.target} (checks {checks}) — {source}",
-                      title_justify="left")
-        for column in ("exploit", "result", "inputs", "hack got", "honest", "note"):
-            table.add_column(column, no_wrap=column != "note")
-        for r in self.results:
-            got = "" if r.hack_value is None else f"{r.hack_value:.3g}"
-            honest = "" if r.honest_value is None else f"{r.honest_value:.3g}"
-            note = r.reason
-            if r.outcome in (Outcome.PASSED, Outcome.FAILED) and r.hack:
-                note = f"{note + '; ' if note else ''}best hack {shown(r.hack)}"
-            colour = _COLOURS[r.outcome]
-            table.add_row(r.name, f"[{colour}]{r.outcome}[/{colour}]",
-                          str(r.inputs) if r.inputs else "", got, honest, escape(note))
-        return table
-
-    def failure_text(self, result: ExploitResult) -> str:
-        """What a failed exploit prints: the verdict, the honest case and the hack."""
-        return (f"{self.target}: exploit {result.name!r} {result.reason}\n"
-                f"  honest case: {result.case}\n  hack:        {result.hack!r}")
-
-
-_COLOURS = {Outcome.PASSED: "green", Outcome.FAILED: "red", Outcome.ALLOWED: "yellow",
-            Outcome.SKIPPED: "dim"}
 
 
 # -- reading the honest completion ------------------------------------------------------
@@ -497,117 +395,3 @@ def exploits(length_limit: int | None = None) -> list[Exploit]:
 
 #: every exploit name, for validating a cases file's ``allow:``
 EXPLOIT_NAMES: tuple[str, ...] = tuple(e.name for e in exploits())
-
-
-#: what a cases file without ``checks:`` is taken to verify: the strictest common kind
-DEFAULT_CHECKS = (Check.ANSWER,)
-
-
-def _length_limit(params: Mapping[str, Any]) -> int | None:
-    for key, value in params.items():
-        if key.startswith("max_") and any(w in key for w in ("len", "char", "token", "word")) \
-                and isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-def _prompt_text(prompt: Any) -> str:
-    if isinstance(prompt, list):
-        users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
-        return completion_text(users or prompt)
-    return completion_text(prompt)
-
-
-def honest_cases(loaded: LoadedCases, scores: Sequence[Score]) -> list[Honest]:
-    """The highest-paid case (first in file order on a tie) of each input (prompt,
-    reference, metadata, step, component), for inputs where it is paid more than 0 and as
-    much as the best case of the file: a hack that matches a partial answer (code that
-    compiles but fails its tests) proves nothing."""
-    best: dict[str, Honest] = {}
-    for i, (case, score) in enumerate(zip(loaded.spec.cases, scores, strict=True)):
-        if score.status is not Status.OK or score.value is None or score.value <= 0:
-            continue
-        key = json.dumps([case.prompt, case.reference, case.metadata, case.step,
-                          case.component], sort_keys=True, default=str)
-        if key not in best or score.value > best[key].value:
-            best[key] = Honest(i, completion_text(case.completion), score.value,
-                               _prompt_text(case.prompt), case.reference)
-    top = max((h.value for h in best.values()), default=0.0)
-    chosen = [h for h in best.values() if h.value >= top - 1e-9]
-    return sorted(chosen, key=lambda h: h.index)[:MAX_INPUTS]
-
-
-def run_exploits(loaded: LoadedCases, scores: Sequence[Score] | None = None) -> ExploitReport:
-    """Try every exploit on the cases of ``loaded``; ``scores`` are the cases' scores when
-    they were run already (else they are scored here)."""
-    spec = loaded.spec
-    settings = spec.exploit_settings()
-    checks = list(spec.checks or DEFAULT_CHECKS)
-    report = ExploitReport(loaded.target, checks)
-    if scores is None:
-        scores = [loaded.run_case(i)[1] for i in range(len(spec.cases))]
-    honest = honest_cases(loaded, scores)
-    chosen = exploits(_length_limit(spec.params))
-    # which exploits apply to which honest case, and their hack completions
-    plans: dict[str, list[tuple[Honest, list[str]]]] = {e.name: [] for e in chosen}
-    skipped: dict[str, str] = {}
-    for e in chosen:
-        if not e.checks & set(checks):
-            kinds = "/".join(sorted(str(c) for c in e.checks))
-            skipped[e.name] = (f"not tried: it checks {'+'.join(map(str, checks))}; "
-                               f"the hack is for {kinds} rewards")
-            continue
-        why = ""
-        for h in honest:
-            built = e.build(h)
-            if isinstance(built, str):
-                why = why or built
-            else:
-                plans[e.name].append((h, built))
-        if not plans[e.name]:
-            skipped[e.name] = why or "no case is paid more than 0: nothing to compare with"
-    # score every hack of one honest case in one call (one group per hack)
-    values: dict[tuple[str, int], list[Score]] = {}
-    for h in honest:
-        todo = [(name, text) for name, entries in plans.items()
-                for hh, texts in entries if hh is h for text in texts]
-        if todo:
-            got = loaded.score_completions(h.index, [text for _, text in todo],
-                                           own_lengths=False)
-            for (name, _), score in zip(todo, got, strict=True):
-                values.setdefault((name, h.index), []).append(score)
-    for e in chosen:
-        if e.name in skipped:
-            report.results.append(ExploitResult(e.name, Outcome.SKIPPED, skipped[e.name]))
-            continue
-        result = ExploitResult(e.name, Outcome.PASSED, inputs=len(plans[e.name]))
-        worst: tuple[float, float, Honest, str] | None = None
-        for h, texts in plans[e.name]:
-            for text, score in zip(texts, values[(e.name, h.index)], strict=True):
-                v = score.value if score.status is Status.OK and score.value is not None \
-                    else None
-                if v is None:
-                    continue
-                margin = v - h.value
-                if worst is None or margin > worst[0] - worst[1]:
-                    worst = (v, h.value, h, text)
-        if worst is not None:
-            result.hack_value, result.honest_value = worst[0], worst[1]
-            result.case, result.hack = loaded.case_name(worst[2].index), worst[3]
-            if worst[0] >= worst[1] - _SAME:
-                allowed = settings.allow.get(e.name)
-                result.outcome = Outcome.ALLOWED if allowed else Outcome.FAILED
-                result.reason = allowed or f"paid {worst[0]:g} >= honest {worst[1]:g}"
-        else:
-            result.reason = "no hack got a value (each was an error, skipped or timed out)"
-        if result.outcome is Outcome.PASSED and e.name in settings.allow:
-            result.reason = f"allowed ({settings.allow[e.name]}), but refused anyway"
-        report.results.append(result)
-    return report
-
-
-def shown(text: str, limit: int = 48) -> str:
-    """A hack completion as one short line for the table."""
-    line = repr(text)
-    return line if len(line) <= limit else line[:limit - 3] + "..."
-

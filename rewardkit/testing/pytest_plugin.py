@@ -18,13 +18,14 @@ from typing import Any, cast
 import pytest
 from rich.console import Console
 
-from rewardkit.cases import CASES_SUFFIX, CaseFileError, LoadedCases, load_cases
 from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, load_config
-from rewardkit.exploits import EXPLOIT_NAMES, ExploitReport, Outcome, run_exploits
-from rewardkit.probes import PROBES, TOGETHER, ProbeResult, run_probes
 from rewardkit.registry import RegistryError, registry
 from rewardkit.score_result import ScoreResult
+from rewardkit.testing.cases import CASES_SUFFIX, CaseFileError, LoadedCases, load_cases
+from rewardkit.testing.exploits import ExploitReport, Outcome, run_exploits
+from rewardkit.testing.hacks import EXPLOIT_NAMES
+from rewardkit.testing.probes import PROBES, TOGETHER, ProbeResult, run_probes
 from rewardkit.types import Sample
 
 
