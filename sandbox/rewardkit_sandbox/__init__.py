@@ -8,6 +8,13 @@
 (<Status.OK: 'ok'>, 1)
 """
 
+from rewardkit_sandbox.languages import (
+    LANGUAGES,
+    CompileCache,
+    CompiledRunner,
+    language_named,
+    shared_compile_cache,
+)
 from rewardkit_sandbox.layers import Layer, LayerReport
 from rewardkit_sandbox.limits import SandboxLimits
 from rewardkit_sandbox.pool import (
@@ -24,6 +31,9 @@ doctor = detect_layers
 
 __all__ = [
     "DEFAULT_PRELOAD",
+    "LANGUAGES",
+    "CompileCache",
+    "CompiledRunner",
     "Layer",
     "LayerReport",
     "PythonRunner",
@@ -38,4 +48,6 @@ __all__ = [
     "TestResult",
     "detect_layers",
     "doctor",
+    "language_named",
+    "shared_compile_cache",
 ]

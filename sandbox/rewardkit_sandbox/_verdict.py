@@ -62,7 +62,8 @@ def verdict(
         cpu_time_s=cpu_time_s,
         tests=tests,
         error=error,
-        metadata={"max_rss_kib": finished.get("max_rss_kib")},
+        metadata={"max_rss_kib": finished.get("max_rss_kib"),
+                  **({"harness": tuple(finished["harness"])} if finished.get("harness") else {})},
     )
 
 

@@ -372,6 +372,7 @@ class Zygote(
             return
         setup_done = False
         tests: list[dict[str, Any]] = []
+        harness_records: list[str] = []
         for line in report.splitlines():
             try:
                 record = json.loads(line)
@@ -387,11 +388,16 @@ class Zygote(
                 continue
             if record.get("memory") is True:
                 reply["memory"] = True
+            elif isinstance(record.get("harness"), str) and len(harness_records) < 4:
+                # a compiled test program's harness says it finished (see _language_harnesses)
+                harness_records.append(record["harness"][:100])
             elif isinstance(record.get("test"), dict):
                 tests.append(record["test"])
         if not setup_done:
             reply["setup_incomplete"] = True
         reply["tests"] = tests
+        if harness_records:
+            reply["harness"] = harness_records
 
     # -- inside the task child ----------------------------------------------------------
 

@@ -15,6 +15,9 @@ class Status(enum.StrEnum):
     cap or a file over the file-size limit.  ``crashed``: killed by a signal (segfault,
     abort, killed itself).  ``sandbox_error``: the infrastructure failed (zygote died, fork
     failed, set-up failed): not the program's fault, never to be scored as a wrong answer.
+    Compiled languages (:mod:`rewardkit_sandbox.languages`) add ``compile_error`` and
+    ``compile_timeout`` (the candidate's fault: a wrong answer) and ``toolchain_missing``
+    (the machine lacks the compiler or runtime: infrastructure, like ``sandbox_error``).
     """
 
     OK = "ok"
@@ -24,6 +27,9 @@ class Status(enum.StrEnum):
     OUTPUT_LIMIT = "output_limit"
     CRASHED = "crashed"
     SANDBOX_ERROR = "sandbox_error"
+    COMPILE_ERROR = "compile_error"
+    COMPILE_TIMEOUT = "compile_timeout"
+    TOOLCHAIN_MISSING = "toolchain_missing"
 
 
 @dataclass(frozen=True)

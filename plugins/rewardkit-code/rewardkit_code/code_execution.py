@@ -30,12 +30,14 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 from rewardkit_sandbox import (
+    CompiledRunner,
     PythonRunner,
     Runner,
     SandboxLimits,
     SandboxResult,
     SandboxUnavailableError,
     Status,
+    language_named,
 )
 from rewardkit_sandbox.remote.factory import build_remote_runner, check_remote_settings
 
@@ -70,7 +72,8 @@ class CodeExecutionParams(Params):
     language: str = Field(
         "python",
         description="language of the program: the fenced-block tag looked for, and what the "
-        "runner runs (the local runner runs python only)",
+        "runner runs (local: python, c, cpp, java, javascript, go, rust; tests are then "
+        "test programs in the language's own shape, see docs/plugins/code.md)",
     )
     extract: ExtractMode = Field(
         "fenced",
@@ -139,13 +142,10 @@ class CodeExecutionParams(Params):
     def _consistent(self) -> CodeExecutionParams:
         if self.runner != "local":
             check_remote_settings(self.runner, self.endpoint, self.language, self.runner_options)
-        elif self.language.lower() != "python":
-            raise ValueError(
-                f"the local runner runs python only (language {self.language!r}); "
-                "use a remote runner (sandboxfusion, piston, judge0, e2b) for other languages"
-            )
+        elif not _is_python(self.language):
+            language_named(self.language)  # ValueError naming the languages run locally
         if self.mode == "partial":
-            if self.language.lower() != "python":
+            if not _is_python(self.language):
                 raise ValueError("mode partial needs language python (its compile check)")
             if not self.compiles_value <= self.runs_value <= self.pass_value:
                 raise ValueError(
@@ -264,6 +264,15 @@ class CodeExecution(Reward):
                 api_key_env=params.api_key_env,
                 options=params.runner_options,
             )
+        if not _is_python(params.language):
+            # each test is a whole test program: its limits are the test's own
+            return CompiledRunner(
+                shared_pool(params.concurrency),
+                params.language,
+                limits=_limits(params.timeout_s, params.timeout_s, params.memory_mb),
+                test_timeout_s=params.timeout_s,
+                stop_on_first_failure=stop_early,
+            )
         wall = params.timeout_s if n_tests == 0 else params.timeout_s * n_tests
         limits = _limits(
             wall + (_BATCH_OVERHEAD_S if n_tests else 0.0), params.timeout_s, params.memory_mb
@@ -299,8 +308,8 @@ class CodeExecution(Reward):
             batch = list(tests[start : start + (self.params.batch_size or len(tests))])
             result = self._runner(len(batch)).run(code, tests=batch)
             tally.count(result)
-            if result.status is Status.SANDBOX_ERROR:
-                tally.error = f"sandbox error: {result.error}"
+            if result.status in _INFRASTRUCTURE:
+                tally.error = f"{result.status.replace('_', ' ')}: {result.error}"
                 return tally
             outcomes = result.tests or ()
             tally.passed += sum(test.passed for test in outcomes)
@@ -335,8 +344,8 @@ class CodeExecution(Reward):
                 else:
                     result = runner.run(code, stdin=case.stdin)
                 tally.count(result)
-                if result.status is Status.SANDBOX_ERROR:
-                    tally.error = f"sandbox error: {result.error}"
+                if result.status in _INFRASTRUCTURE:
+                    tally.error = f"{result.status.replace('_', ' ')}: {result.error}"
                     return tally
                 problem = self._case_problem(result, case)
                 if problem is None:
@@ -378,6 +387,14 @@ class CodeExecution(Reward):
         return Score.ok(value, reason, passed=tally.passed, total=total)
 
 
+#: statuses that are the machine's fault, not the program's: an error score, never a 0
+_INFRASTRUCTURE = (Status.SANDBOX_ERROR, Status.TOOLCHAIN_MISSING)
+
+
+def _is_python(language: str) -> bool:
+    return language.lower() in ("python", "py", "python3")
+
+
 @functools.lru_cache(maxsize=256)
 def _limits(wall_time_s: float, cpu_time_s: float, memory_mb: int) -> SandboxLimits:
     """The sandbox limits of one run (made once per distinct value: runs are many)."""
@@ -399,6 +416,8 @@ def _normalised(text: str, compare: str) -> object:
 
 def _run_failure(result: SandboxResult) -> str:
     """Why a run was not clean, for people: the status and its last error line."""
+    if result.status is Status.COMPILE_ERROR:
+        return f"{result.status}: {result.error or 'no detail'}"
     detail = _last_line(result.stderr) if result.status is Status.FAILED else None
     return f"{result.status}: {detail or result.error or 'no detail'}"
 

@@ -168,7 +168,7 @@ def test_chat_completions_are_read_as_text() -> None:
     [
         ({"runner": "sandboxfusion"}, "needs endpoint"),
         ({"runner": "sandboxfusion", "endpoint": "ftp://x"}, "needs endpoint"),
-        ({"language": "cpp"}, "python only"),
+        ({"language": "cobol"}, "unknown language .cobol. .known: c, c\\+\\+"),
         ({"mode": "partial", "compiles_value": 0.5, "runs_value": 0.2}, "must rise"),
         ({"timeout_s": 0}, "greater than 0"),
         ({"extract": "first"}, "fenced"),

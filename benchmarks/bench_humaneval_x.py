@@ -1,0 +1,154 @@
+"""HumanEval-X in the local sandbox: every canonical solution of C++, Go, Java, JavaScript
+and Rust against its tests, and two broken variants of each that must fail.
+
+Data: a local copy of HumanEval-X, checked against ``humaneval_x_sources.toml`` (nothing
+of it is committed). Variants: ``canonical`` (must pass), ``exit`` (the canonical
+solution that first exits with status 0: ``exit(0)``, ``System.exit(0)``,
+``process.exit(0)``, ``os.Exit(0)``, ``std::process::exit(0)``; must fail: it is the
+exit-code forgery), ``mutant`` (the first comparison or arithmetic operator of the
+solution flipped; should fail, an equivalent mutant may pass). Reports, per language and
+variant, how many passed, the programs per second, and the compile cache's effect (the
+canonical pass run again: every build a cache hit).
+
+    python benchmarks/bench_humaneval_x.py PATH/humaneval-x [--languages cpp,js] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import re
+import sys
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from rewardkit_sandbox import SandboxPool, SandboxResult
+from rewardkit_sandbox.languages import CompileCache, CompiledRunner
+
+MANIFEST = Path(__file__).resolve().parent / "humaneval_x_sources.toml"
+FOLDERS = {"cpp": "cpp", "go": "go", "java": "java", "javascript": "js", "rust": "rust"}
+_EXIT = {
+    "cpp": "exit(0);",
+    "go": "os.Exit(0)",
+    "java": "System.exit(0);",
+    "javascript": "process.exit(0);",
+    "rust": "std::process::exit(0);",
+}
+_CRATES = re.compile(r"^\s*use\s+(rand|regex|md5)\b.*$", re.MULTILINE)
+_OPERATORS = [("<=", ">"), (">=", "<"), ("==", "!="), ("!=", "=="), (" < ", " >= "),
+              (" > ", " <= "), (" + ", " - "), (" - ", " + ")]
+
+
+def load(root: Path) -> dict[str, list[dict[str, str]]]:
+    """The problems per language, after checking every file's checksum."""
+    source = tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["humaneval_x"]
+    problems: dict[str, list[dict[str, str]]] = {}
+    for relative, digest in source["files"].items():
+        path = root / relative
+        if not path.is_file():
+            sys.exit(f"{path} not found: give the humaneval-x folder of {source['origin']}")
+        got = hashlib.sha256(path.read_bytes()).hexdigest()
+        if got != digest:
+            sys.exit(f"{path}: sha256 {got[:16]}..., the manifest names {digest[:16]}... "
+                     f"(commit {source['commit']})")
+        language = next(name for name, folder in FOLDERS.items()
+                        if relative.startswith(folder + "/"))
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            problems[language] = [json.loads(line) for line in handle if line.strip()]
+    return problems
+
+
+def program(language: str, problem: dict[str, str], body: str) -> str:
+    """The candidate program of ``problem`` with solution ``body``."""
+    if language in ("cpp", "rust"):
+        head = problem["declaration"]
+        if language == "rust":
+            head = _CRATES.sub("", head)
+        return head + body
+    return problem["prompt"] + body
+
+
+def variant(language: str, problem: dict[str, str], name: str) -> str | None:
+    body = problem["canonical_solution"]
+    if name == "exit":
+        code = program(language, problem, f"\n    {_EXIT[language]}\n" + body)
+        return 'import "os"\n' + code if language == "go" else code
+    if name == "mutant":
+        for old, new in _OPERATORS:
+            if old in body:
+                return program(language, problem, body.replace(old, new, 1))
+        return None
+    return program(language, problem, body)
+
+
+def needs_crate(language: str, problem: dict[str, str]) -> bool:
+    return language == "rust" and bool(re.search(r"\b(md5|Regex|rand::|Rng)\b",
+                                                 problem["canonical_solution"]))
+
+
+def run_all(
+    runner: CompiledRunner, jobs: list[tuple[str, str]], slots: int
+) -> tuple[list[SandboxResult], float]:
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=slots) as executor:
+        results = list(executor.map(lambda job: runner.run(job[0], tests=[job[1]]), jobs))
+    return results, time.monotonic() - started
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path, help="the humaneval-x folder of a local copy")
+    parser.add_argument("--languages", default=",".join(FOLDERS))
+    parser.add_argument("--variants", default="canonical,exit,mutant")
+    parser.add_argument("--limit", type=int, default=None, help="first N problems only")
+    parser.add_argument("--slots", type=int, default=2)
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = parser.parse_args(argv)
+    problems = load(args.root)
+    figures: dict[str, object] = {}
+    with SandboxPool(size=args.slots, uid_base=62000) as pool:
+        for language in args.languages.split(","):
+            chosen = problems[language][: args.limit]
+            cache = CompileCache()
+            runner = CompiledRunner(pool, language, test_timeout_s=20.0, cache=cache)
+            if runner.toolchain_problem:
+                print(f"{language}: {runner.toolchain_problem}")
+                continue
+            row: dict[str, object] = {"problems": len(chosen)}
+            for name in args.variants.split(","):
+                made = [(variant(language, p, name), p) for p in chosen]
+                jobs = [(code, p["test"]) for code, p in made if code is not None]
+                kept = [p for code, p in made if code is not None]
+                results, seconds = run_all(runner, jobs, args.slots)
+                passed = [p["task_id"] for p, r in zip(kept, results, strict=True) if r.ok]
+                failed = [(p["task_id"], r) for p, r in zip(kept, results, strict=True)
+                          if not r.ok]
+                row[name] = {"programs": len(jobs), "passed": len(passed),
+                             "programs_per_s": round(len(jobs) / seconds, 2)}
+                if name == "canonical":
+                    crate = [task for task, _ in failed
+                             if needs_crate(language, next(p for p in chosen
+                                                           if p["task_id"] == task))]
+                    row[name]["needs_crate"] = crate  # type: ignore[index]
+                    row[name]["failed"] = {  # type: ignore[index]
+                        task: f"{r.status}: {(r.error or '')[:160]}" for task, r in failed
+                        if task not in crate}
+                    _, warm = run_all(runner, jobs, args.slots)
+                    row["cached_rerun_programs_per_s"] = round(len(jobs) / warm, 2)
+                else:
+                    row[name]["passed_ids"] = passed  # type: ignore[index]
+                print(f"{language} {name}: {len(passed)}/{len(jobs)} passed, "
+                      f"{len(jobs) / seconds:.2f} programs/s", flush=True)
+            row["cache"] = {"hits": cache.hits, "misses": cache.misses}
+            figures[language] = row
+            print(json.dumps({language: row}, indent=1), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""The trusted Python driver of a compiled-language task, run *inside* the sandbox.
+
+:mod:`rewardkit_sandbox.languages` sends this module's source as the task's program, with
+one of its entry points called at the end: ``build()`` (write the sources, run the
+compiler steps, send back the artifacts) or ``execute()`` (write the artifacts, then
+``execve`` the program). Running in the task child, it is under every layer of the task
+(rlimits, seccomp, no network, private work directory, the slot uid), and so is every
+compiler or program it starts: nothing here runs outside the sandbox.
+
+Both read their instructions from stdin: one length-prefixed JSON header (``!Q`` + bytes),
+then, for ``execute``, whatever stdin the program itself gets (read by the program from
+the same descriptor, after the header). The compiler's output is capped here, before it
+ever reaches the zygote's pipes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import resource
+import struct
+import subprocess
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_HEADER = struct.Struct("!Q")
+
+
+def _read_exact(size: int) -> bytes:
+    """Exactly ``size`` bytes of fd 0 (unbuffered: the rest stays for the program)."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(0, size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _read_header() -> dict[str, Any]:
+    (size,) = _HEADER.unpack(_read_exact(_HEADER.size))
+    header: dict[str, Any] = json.loads(_read_exact(size))
+    return header
+
+
+def _write_files(files: dict[str, list[Any]]) -> None:
+    for name, (mode, data) in files.items():
+        directory = os.path.dirname(name)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(base64.b64decode(data))
+
+
+def _limit_data(data_bytes: int | None) -> None:
+    """Cap the data segment (heap) for runtimes that reserve far more address space
+    than they use (JVM, V8, Go): the task's address-space limit is their ceiling."""
+    if data_bytes:
+        resource.setrlimit(resource.RLIMIT_DATA, (data_bytes, data_bytes))
+
+
+def _environment(header: dict[str, Any]) -> dict[str, str]:
+    """The task's environment plus the language's (``{cwd}``: the work directory)."""
+    cwd = os.getcwd()
+    extra = {name: value.replace("{cwd}", cwd) for name, value in header.get("env", {}).items()}
+    return dict(os.environ, **extra)
+
+
+def _run_step(argv: list[str], env: dict[str, str], cap: int) -> tuple[int, bytes]:
+    """Run one compiler step; (exit code or -signal, its output up to ``cap`` bytes)."""
+    process = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+    )
+    assert process.stdout is not None
+    kept = bytearray()
+    while chunk := process.stdout.read(65536):
+        if len(kept) < cap:
+            kept += chunk[: cap - len(kept)]
+    return process.wait(), bytes(kept)
+
+
+def _macros_of(preprocessed: bytes, source: str) -> list[str]:
+    """Names ``source`` itself defines or undefines, from ``cpp -dD`` output."""
+    names: list[str] = []
+    current = ""
+    for raw in preprocessed.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if line.startswith("# ") and '"' in line:  # a line marker: # 12 "file" flags
+            current = line.split('"')[1]
+        elif current == source and line.startswith(("#define ", "#undef ")):
+            name = line.split()[1].split("(")[0]
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _collect(paths: list[str], limit: int) -> dict[str, list[Any]]:
+    """The build's artifacts (regular files only, no links followed), base64."""
+    found: dict[str, list[Any]] = {}
+    total = 0
+    pending = list(paths)
+    while pending:
+        path = pending.pop()
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            pending.extend(os.path.join(path, name) for name in sorted(os.listdir(path)))
+            continue
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        total += info.st_size
+        if total > limit:
+            raise OSError(f"build artifacts exceed {limit} bytes")
+        with open(path, "rb") as handle:
+            found[path] = [info.st_mode & 0o755, base64.b64encode(handle.read()).decode()]
+    return found
+
+
+def build() -> None:
+    """Compile: write the sources, run each step; print one JSON verdict on stdout."""
+    header = _read_header()
+    _write_files(header["files"])
+    _limit_data(header.get("data_bytes"))
+    env = _environment(header)
+    cap = int(header["log_bytes"])
+    log = bytearray()
+    verdict: dict[str, Any] = {"ok": True}
+    for step in header["steps"]:
+        preprocessing = "undef_of" in step  # the candidate's own macros, to undo
+        limit = int(header["preprocessed_bytes"]) if preprocessing else cap
+        code, output = _run_step(step["argv"], env, limit)
+        if preprocessing and code == 0:
+            names = _macros_of(output, step["undef_of"])
+            with open(step["undef_into"], "w") as handle:
+                handle.write("".join(f"#undef {name}\n" for name in names))
+            continue
+        log += output[: max(0, cap - len(log))]
+        if code != 0:
+            verdict = {"ok": False, "exit": code, "step": step.get("name", step["argv"][0])}
+            break
+    if verdict["ok"]:
+        try:
+            verdict["files"] = _collect(header["collect"], int(header["artifact_bytes"]))
+        except OSError as error:
+            verdict = {"ok": False, "exit": None, "step": "collect", "problem": str(error)}
+    verdict["log"] = log.decode("utf-8", "replace")
+    sys.stdout.write(json.dumps(verdict))
+    sys.stdout.flush()
+
+
+def execute() -> None:
+    """Run: write the artifacts, cap the heap if asked, and become the program."""
+    header = _read_header()
+    _write_files(header["files"])
+    _limit_data(header.get("data_bytes"))
+    env = _environment(header)
+    sys.stdout.flush()
+    argv = header["argv"]
+    os.execve(argv[0], argv, env)

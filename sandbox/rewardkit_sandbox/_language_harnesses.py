@@ -1,0 +1,327 @@
+"""The test harness of each compiled language: the part of a test program that the
+candidate cannot rewrite.
+
+Every harness reads a per-run secret (a nonce, the first line of stdin) before any test
+runs, runs the tests, and only when they all ended without a failure writes
+``{"harness": "<nonce>"}`` on the task's report descriptor (fd 3), which the zygote hands
+back. A test program passes only with that record *and* exit code 0, so exiting early
+(``exit(0)``, ``atexit``, ``System.exit(0)``, ``process.exit(0)``, ``os.Exit(0)``,
+``std::process::exit(0)``) or printing what a passing run prints is a failure. What each
+language adds to keep the tests out of the candidate's reach is said where it is built.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: C and C++: the tests' own ``main`` is linked behind the harness's (``--wrap=main``:
+#: the C runtime calls ``__wrap_main``, which calls the tests' ``main`` as
+#: ``__real_main``), and every ``assert`` failure calls ``rewardkit_assert_fail``
+#: (glibc's ``__assert_fail`` renamed by ``-D``, so a candidate defining either symbol,
+#: or a second ``main``, fails to link). A failed assert traps (SIGILL): a candidate that
+#: interposes ``abort``/``_exit`` cannot make it return.
+C_HARNESS = r"""
+#include <unistd.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+static int rewardkit_failed;
+void rewardkit_assert_fail(const char *assertion, const char *file, unsigned int line,
+                           const char *function) {
+    static const char text[] = "assertion failed\n";
+    rewardkit_failed = 1;
+    (void)file; (void)line; (void)function; (void)assertion;
+    (void)!write(2, text, sizeof text - 1);
+    __builtin_trap();
+}
+int __real_main(int argc, char **argv);
+int __wrap_main(int argc, char **argv) {
+    char nonce[80];
+    int size = 0;
+    while (size < 79) {
+        ssize_t got = read(0, nonce + size, 1);
+        if (got != 1 || nonce[size] == '\n') break;
+        size++;
+    }
+    nonce[size] = 0;
+    int code = __real_main(argc, argv);
+    if (code != 0 || rewardkit_failed || size == 0) return code ? code : 1;
+    char record[128] = "{\"harness\": \"";
+    int at = 13;
+    for (int i = 0; i < size; i++) record[at++] = nonce[i];
+    record[at++] = '"'; record[at++] = '}'; record[at++] = '\n';
+    return write(3, record, at) == at ? 0 : 1;
+}
+#ifdef __cplusplus
+}
+#endif
+"""
+
+#: Java: the candidate's classes and the tests' ``Main`` are separate compilation units;
+#: ``Main`` imports every library type it names one by one (a single-type import wins
+#: over a same-named class the candidate declares in the shared package), and this
+#: class, which a candidate cannot redeclare, calls ``Main.main`` and then halts. It
+#: writes the record on fd 3 itself (a task's /proc/self/fd is not its own to open).
+JAVA_HARNESS = """
+public final class RewardkitHarness {
+    public static void main(String[] args) throws Exception {
+        java.io.InputStream in = System.in;
+        StringBuilder nonce = new StringBuilder();
+        for (int c = in.read(); c != -1 && c != '\\n'; c = in.read()) nonce.append((char) c);
+        Main.main(args);
+        java.io.FileDescriptor fd = new java.io.FileDescriptor();
+        java.lang.reflect.Field number = java.io.FileDescriptor.class.getDeclaredField("fd");
+        number.setAccessible(true);
+        number.setInt(fd, 3);
+        try (java.io.FileOutputStream report = new java.io.FileOutputStream(fd)) {
+            report.write(("{\\"harness\\": \\"" + nonce + "\\"}\\n").getBytes("UTF-8"));
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(0);
+    }
+}
+"""
+
+#: the library types HumanEval-X style Java tests name, by package
+_JAVA_TYPES = {
+    package: names.split()
+    for package, names in {
+        "java.lang": "AssertionError Boolean Byte Character Double Float Integer Long Math "
+        "Object Short String StringBuilder System",
+        "java.util": "ArrayList Arrays Collections Comparator HashMap HashSet Iterator "
+        "LinkedList List Map Objects Optional Random Set TreeMap TreeSet",
+        "java.util.stream": "Collectors IntStream Stream",
+        "java.security": "MessageDigest NoSuchAlgorithmException",
+        "java.math": "BigDecimal BigInteger",
+    }.items()
+}
+
+
+def java_tests_source(tests: str) -> str:
+    """``Main.java``: the tests with a single-type import of each library type they name."""
+    named = set(re.findall(r"\b[A-Z]\w*\b", tests))
+    imports = [
+        f"import {package}.{name};"
+        for package, names in _JAVA_TYPES.items()
+        for name in names
+        if name in named
+    ]
+    return "\n".join([*imports, "import java.util.*;", "import java.util.stream.*;", "", tests])
+
+
+def java_public_class(source: str) -> str | None:
+    """The public class of a stdin/stdout program (its file must carry that name)."""
+    match = re.search(r"\bpublic\s+(?:final\s+)?class\s+([A-Za-z_]\w*)", source)
+    return match.group(1) if match else None
+
+
+#: JavaScript: the candidate and the tests run as two scripts of one context, after the
+#: harness made ``console``, ``require``, ``module`` and ``process`` non-configurable,
+#: non-writable globals (a script cannot shadow them: a top-level ``const console`` is a
+#: SyntaxError) and froze ``assert``; ``console.assert`` throws, as a test's assert must.
+JS_HARNESS = r"""'use strict';
+const fs = require('fs');
+const vm = require('vm');
+const assert = require('assert');
+let nonce = '';
+const byte = Buffer.alloc(1);
+while (fs.readSync(0, byte, 0, 1, null) === 1 && byte[0] !== 10) {
+  nonce += String.fromCharCode(byte[0]);
+}
+let failures = 0;
+const strictAssert = (condition, ...message) => {
+  if (!condition) {
+    failures += 1;
+    const text = 'console.assert failed: ' + message.join(' ');
+    throw new assert.AssertionError({ message: text });
+  }
+};
+const fixed = (value) => ({ value, writable: false, configurable: false });
+Object.defineProperty(console, 'assert', fixed(strictAssert));
+Object.freeze(assert);
+Object.freeze(assert.strict);
+const candidateModule = { exports: {} };
+const globals = [['console', console], ['require', require], ['module', candidateModule],
+                 ['exports', candidateModule.exports], ['process', process]];
+for (const [name, value] of globals) {
+  Object.defineProperty(globalThis, name, fixed(value));
+}
+vm.runInThisContext(fs.readFileSync('main.js', 'utf8'), { filename: 'main.js' });
+vm.runInThisContext(fs.readFileSync('tests.js', 'utf8'), { filename: 'tests.js' });
+if (failures === 0 && nonce) {
+  fs.writeSync(3, JSON.stringify({ harness: nonce }) + '\n');
+  process.reallyExit(0);
+}
+process.reallyExit(1);
+"""
+
+
+def rust_tests_source(tests: str) -> str:
+    """The tests as plain functions called by a harness ``main`` (no libtest, whose
+    exit code and summary a candidate's ``process::exit``/``println!`` could fake).
+
+    ``#[cfg(test)]`` is dropped and each ``#[test] fn name`` becomes ``pub fn name``; the
+    candidate cannot declare a second ``main`` or a second ``mod`` of the same name.
+    """
+    body = re.sub(r"#\[cfg\(test\)\]", "", tests)
+    names = re.findall(r"#\[test\]\s*fn\s+(\w+)", body)
+    body = re.sub(r"#\[test\]\s*fn\s+", "pub fn ", body)
+    module = re.search(r"\bmod\s+(\w+)\s*\{", body)
+    prefix = f"{module.group(1)}::" if module else ""
+    calls = "".join(f"    {prefix}{name}();\n" for name in names)
+    return (
+        f"{body}\n\n#[allow(unused_imports)]\nfn main() {{\n"
+        "    use std::io::{Read, Write};\n    use std::os::unix::io::FromRawFd;\n"
+        "    let mut nonce = Vec::new();\n    let mut byte = [0u8; 1];\n"
+        "    while std::io::stdin().read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\\n' {\n"
+        "        nonce.push(byte[0]);\n    }\n"
+        f"{calls}"
+        "    let mut report = unsafe { std::fs::File::from_raw_fd(3) };\n"
+        "    let nonce = String::from_utf8_lossy(&nonce);\n"
+        "    if nonce.is_empty() { std::process::exit(1); }\n"
+        "    let _ = write!(report, \"{{\\\"harness\\\": \\\"{}\\\"}}\\n\", nonce);\n"
+        "}\n"
+    )
+
+
+#: Go: ``TestMain`` (a candidate defining another fails to compile) reads the nonce,
+#: runs the tests with ``m.Run`` and writes the record only when they all passed.
+GO_TEST_MAIN = """package main
+
+import (
+\t"fmt"
+\t"os"
+\t"testing"
+)
+
+func TestMain(m *testing.M) {
+\tnonce := make([]byte, 0, 64)
+\tbuf := make([]byte, 1)
+\tfor {
+\t\tn, err := os.Stdin.Read(buf)
+\t\tif n != 1 || err != nil || buf[0] == '\\n' {
+\t\t\tbreak
+\t\t}
+\t\tnonce = append(nonce, buf[0])
+\t}
+\tcode := m.Run()
+\tif code == 0 && len(nonce) > 0 {
+\t\tfmt.Fprintf(os.NewFile(3, "report"), "{\\"harness\\": \\"%s\\"}\\n", nonce)
+\t}
+\tos.Exit(code)
+}
+"""
+
+#: a minimal ``github.com/stretchr/testify/assert`` (the part test suites use: New,
+#: Equal, NotEqual, True, False, Nil, NotNil, Len), vendored into each Go build so tests
+#: in testify's shape compile offline
+GO_ASSERT_SHIM = """package assert
+
+import (
+\t"bytes"
+\t"reflect"
+)
+
+type TestingT interface {
+\tErrorf(format string, args ...interface{})
+}
+
+type Assertions struct{ t TestingT }
+
+func New(t TestingT) *Assertions { return &Assertions{t} }
+
+func ObjectsAreEqual(expected, actual interface{}) bool {
+\tif expected == nil || actual == nil {
+\t\treturn expected == actual
+\t}
+\texp, ok := expected.([]byte)
+\tif !ok {
+\t\treturn reflect.DeepEqual(expected, actual)
+\t}
+\tact, ok := actual.([]byte)
+\treturn ok && bytes.Equal(exp, act)
+}
+
+func Equal(t TestingT, expected, actual interface{}, msg ...interface{}) bool {
+\tif !ObjectsAreEqual(expected, actual) {
+\t\tt.Errorf("not equal: expected %#v, actual %#v", expected, actual)
+\t\treturn false
+\t}
+\treturn true
+}
+
+func NotEqual(t TestingT, expected, actual interface{}, msg ...interface{}) bool {
+\tif ObjectsAreEqual(expected, actual) {
+\t\tt.Errorf("should not be %#v", actual)
+\t\treturn false
+\t}
+\treturn true
+}
+
+func isNil(object interface{}) bool {
+\tif object == nil {
+\t\treturn true
+\t}
+\tvalue := reflect.ValueOf(object)
+\tswitch value.Kind() {
+\tcase reflect.Chan, reflect.Func, reflect.Interface, reflect.Map, reflect.Ptr, reflect.Slice:
+\t\treturn value.IsNil()
+\t}
+\treturn false
+}
+
+func (a *Assertions) Equal(expected, actual interface{}, msg ...interface{}) bool {
+\treturn Equal(a.t, expected, actual, msg...)
+}
+
+func (a *Assertions) NotEqual(expected, actual interface{}, msg ...interface{}) bool {
+\treturn NotEqual(a.t, expected, actual, msg...)
+}
+
+func (a *Assertions) True(value bool, msg ...interface{}) bool {
+\treturn Equal(a.t, true, value, msg...)
+}
+
+func (a *Assertions) False(value bool, msg ...interface{}) bool {
+\treturn Equal(a.t, false, value, msg...)
+}
+
+func (a *Assertions) Nil(object interface{}, msg ...interface{}) bool {
+\tif !isNil(object) {
+\t\ta.t.Errorf("expected nil, got %#v", object)
+\t\treturn false
+\t}
+\treturn true
+}
+
+func (a *Assertions) NotNil(object interface{}, msg ...interface{}) bool {
+\tif isNil(object) {
+\t\ta.t.Errorf("expected a value, got nil")
+\t\treturn false
+\t}
+\treturn true
+}
+
+func (a *Assertions) Len(object interface{}, length int, msg ...interface{}) bool {
+\tif reflect.ValueOf(object).Len() != length {
+\t\ta.t.Errorf("expected length %d", length)
+\t\treturn false
+\t}
+\treturn true
+}
+"""
+
+GO_MOD = "module rewardkit\n\ngo 1.18\n\nrequire github.com/stretchr/testify v1.8.0\n"
+GO_VENDOR_MODULES = (
+    "# github.com/stretchr/testify v1.8.0\n## explicit\ngithub.com/stretchr/testify/assert\n"
+)
+
+
+def go_tests_source(candidate: str, tests: str) -> str:
+    """One ``_test.go`` file: the package clause and the testing imports, then the
+    candidate (its own package clause dropped) and the tests."""
+    body = re.sub(r"^\s*package\s+\w+\s*\n", "", candidate, count=1)
+    imports = ['"testing"']
+    if "assert." in tests:
+        imports.append('"github.com/stretchr/testify/assert"')
+    return "package main\n\nimport (\n    " + "\n    ".join(imports) + f"\n)\n\n{body}\n\n{tests}\n"

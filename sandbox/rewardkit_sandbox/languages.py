@@ -1,0 +1,478 @@
+"""C, C++, Java, JavaScript (Node), Go and Rust in the local sandbox.
+
+A program is compiled and run as two tasks of the same ``SandboxPool``, both under every
+layer a Python task has (rlimits, seccomp, no network, private work directory, the slot
+uid): a *build* task (the compiler, with :data:`COMPILE_LIMITS`: compilers need more
+memory, processes and threads than a candidate program) whose artifacts come back as
+data, and a *run* task that writes them into a fresh work directory and executes them
+with the run limits. The trusted driver of both is :mod:`._language_driver`.
+
+Builds are cached by what was compiled (language, toolchain, flags, every source file):
+the G completions of a prompt that are the same program, every stdin/stdout case of one
+program, and a program re-graded in a later epoch compile once. Compile errors are
+cached too; compile timeouts are not.
+
+Assert-style tests are whole test programs in the language's usual shape (a C/C++
+``main`` with ``assert``, a Java ``Main`` class, JavaScript statements with
+``console.assert``/``assert``, Rust ``#[test]`` functions, Go ``TestX(t *testing.T)``
+functions), each compiled with the candidate around a harness the candidate cannot
+rewrite (:mod:`._language_harnesses`).
+
+>>> from rewardkit_sandbox import SandboxPool
+>>> with SandboxPool(size=1) as pool:
+...     runner = CompiledRunner(pool, "c")
+...     runner.run('#include <stdio.h>\\nint main(){puts("hi");}').stdout
+'hi\\n'
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import stat
+import struct
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rewardkit_sandbox import _language_harnesses as harnesses
+from rewardkit_sandbox.limits import SandboxLimits
+from rewardkit_sandbox.pool import SandboxPool
+from rewardkit_sandbox.result import SandboxResult, Status, TestResult
+
+_MIB = 1024 * 1024
+_GIB = 1024 * _MIB
+#: the task's PATH (see the zygote): a toolchain must be found there
+TASK_PATH = "/usr/local/bin:/usr/bin:/bin"
+_DRIVER = (Path(__file__).parent / "_language_driver.py").read_text()
+_HEADER = struct.Struct("!Q")
+
+#: the build task's limits: more memory, processes/threads and time than a program
+COMPILE_LIMITS = SandboxLimits(
+    wall_time_s=60.0,
+    cpu_time_s=60.0,
+    memory_bytes=4 * _GIB,
+    file_size_bytes=256 * _MIB,
+    open_files=512,
+    processes=256,
+    stdout_bytes=192 * _MIB,
+    stderr_bytes=64 * 1024,
+    disk_bytes=512 * _MIB,
+)
+#: compiler output kept (the rest is dropped in the sandbox)
+COMPILER_OUTPUT_BYTES = 16 * 1024
+#: address-space ceiling of runtimes whose memory limit is their heap (JVM, V8, Go)
+_RESERVING_RUNTIME_AS = 16 * _GIB
+
+
+@dataclass(frozen=True)
+class Language:
+    """How one language is built and run. ``tools``: executables it needs on the task
+    PATH; ``heap_limited``: a runtime that reserves far more address space than it
+    uses, so its memory limit is RLIMIT_DATA under a high address-space ceiling."""
+
+    name: str
+    tools: tuple[str, ...]
+    heap_limited: bool = False
+    default_flags: tuple[str, ...] = ()
+
+
+LANGUAGES: dict[str, Language] = {
+    "c": Language("c", ("gcc",), default_flags=("-O2", "-std=gnu11", "-w")),
+    "cpp": Language("cpp", ("g++",), default_flags=("-O2", "-std=gnu++17", "-w")),
+    "java": Language("java", ("javac", "java"), heap_limited=True),
+    "javascript": Language("javascript", ("node",), heap_limited=True),
+    "go": Language("go", ("go",), heap_limited=True),
+    "rust": Language(
+        "rust", ("rustc",), default_flags=("-C", "opt-level=1", "-C", "strip=symbols")
+    ),
+}
+#: other names users write (fenced-block tags, dataset fields)
+ALIASES = {"c++": "cpp", "cc": "cpp", "cxx": "cpp", "js": "javascript", "node": "javascript",
+           "golang": "go", "rs": "rust"}
+
+
+def language_named(name: str) -> Language:
+    """The language ``name`` (or an alias); ``ValueError`` listing the known ones."""
+    key = ALIASES.get(name.lower(), name.lower())
+    if key not in LANGUAGES:
+        known = ", ".join(sorted([*LANGUAGES, *ALIASES]))
+        raise ValueError(f"unknown language {name!r} (known: {known}; python: PythonRunner)")
+    return LANGUAGES[key]
+
+
+def find_toolchain(language: Language) -> tuple[dict[str, str], str | None]:
+    """(tool -> absolute path, problem): each tool on the task PATH and executable by
+    any uid (the sandbox's slot uids are not the pool's), else why not."""
+    found: dict[str, str] = {}
+    for tool in language.tools:
+        path = shutil.which(tool, path=TASK_PATH)
+        if path is None:
+            where = shutil.which(tool)
+            hint = f" (found at {where}, outside the sandbox's PATH)" if where else ""
+            return found, (
+                f"{tool} not found on the sandbox PATH {TASK_PATH}{hint}; install the "
+                f"{language.name} toolchain (see docs/sandbox.md, Languages)"
+            )
+        real = os.path.realpath(path)
+        if not os.stat(real).st_mode & stat.S_IXOTH:
+            return found, f"{real} is not executable by other users (the sandbox's slot uids)"
+        found[tool] = path
+    return found, None
+
+
+@dataclass
+class Build:
+    """One compile: ``ok``, the capped compiler output, and the artifacts (path ->
+    [mode, base64])."""
+
+    ok: bool
+    log: str
+    files: dict[str, list[Any]] = field(default_factory=dict)
+    status: Status = Status.OK
+    error: str | None = None
+    seconds: float = 0.0
+
+    def size(self) -> int:
+        return len(self.log) + sum(len(data) for _, data in self.files.values())
+
+
+class CompileCache:
+    """Builds by key, least recently used dropped past ``max_bytes``; thread-safe.
+    ``hits``/``misses`` count look-ups (a miss is a compile)."""
+
+    def __init__(self, max_bytes: int = 512 * _MIB) -> None:
+        self.max_bytes = max_bytes
+        self.hits = 0
+        self.misses = 0
+        self._builds: OrderedDict[str, Build] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._building: dict[str, threading.Event] = {}
+
+    def get_or_build(self, key: str, build: Any) -> tuple[Build, bool]:
+        """(the build of ``key``, whether it came from the cache); one compile per key
+        even when several threads ask at once."""
+        while True:
+            with self._lock:
+                cached = self._builds.get(key)
+                if cached is not None:
+                    self._builds.move_to_end(key)
+                    self.hits += 1
+                    return cached, True
+                waiting = self._building.get(key)
+                if waiting is None:
+                    self._building[key] = threading.Event()
+                    self.misses += 1
+                    break
+            waiting.wait()
+        try:
+            made: Build = build()
+            if made.status not in (Status.COMPILE_TIMEOUT, Status.SANDBOX_ERROR):
+                self._store(key, made)
+            return made, False
+        finally:
+            with self._lock:
+                self._building.pop(key).set()
+
+    def _store(self, key: str, made: Build) -> None:
+        with self._lock:
+            self._builds[key] = made
+            self._bytes += made.size()
+            while self._bytes > self.max_bytes and len(self._builds) > 1:
+                _, dropped = self._builds.popitem(last=False)
+                self._bytes -= dropped.size()
+
+
+_shared_cache = CompileCache()
+
+
+def shared_compile_cache() -> CompileCache:
+    """The process's compile cache (every ``CompiledRunner`` uses it unless given one)."""
+    return _shared_cache
+
+
+def _b64(text: str | bytes) -> str:
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return base64.b64encode(data).decode()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What to compile and how to run it."""
+
+    sources: dict[str, str]
+    steps: list[dict[str, Any]]
+    collect: list[str]
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class CompiledRunner:
+    """Programs of one compiled (or non-Python) language in a local ``SandboxPool``.
+
+    ``run(code, stdin=...)`` compiles ``code`` as a whole program and feeds it stdin;
+    ``run(code, tests=[...])`` compiles each test program with ``code`` and runs it
+    (``SandboxResult.tests``: one per test program). Statuses beside the run ones:
+    ``compile_error``, ``compile_timeout`` (the build task's limits) and
+    ``toolchain_missing`` (an infrastructure problem, like ``sandbox_error``).
+    ``metadata`` says whether the build was cached and how long it took.
+    """
+
+    def __init__(
+        self,
+        pool: SandboxPool,
+        language: str,
+        *,
+        limits: SandboxLimits | None = None,
+        compile_limits: SandboxLimits = COMPILE_LIMITS,
+        test_timeout_s: float | None = None,
+        stop_on_first_failure: bool = False,
+        flags: Sequence[str] | None = None,
+        cache: CompileCache | None = None,
+    ) -> None:
+        self.pool = pool
+        self.spec = language_named(language)
+        self.language = self.spec.name
+        self.limits = limits or pool.limits
+        self.compile_limits = compile_limits
+        self.test_timeout_s = test_timeout_s
+        self.stop_on_first_failure = stop_on_first_failure
+        self.flags = tuple(self.spec.default_flags if flags is None else flags)
+        self.cache = cache or _shared_cache
+        self.tools, self.toolchain_problem = find_toolchain(self.spec)
+
+    # -- public -----------------------------------------------------------------------
+
+    def run(
+        self, code: str, *, stdin: str | None = None, tests: Sequence[str] | None = None
+    ) -> SandboxResult:
+        """Compile and run ``code`` (see the class)."""
+        if self.toolchain_problem is not None:
+            return SandboxResult(Status.TOOLCHAIN_MISSING, error=self.toolchain_problem)
+        if tests is None:
+            return self._run_plan(self._program_plan(code), stdin or "", self.limits)
+        return self._run_tests(code, tests)
+
+    # -- test programs ----------------------------------------------------------------
+
+    def _run_tests(self, code: str, tests: Sequence[str]) -> SandboxResult:
+        outcomes: list[TestResult] = []
+        first: SandboxResult | None = None
+        limits = self.limits
+        if self.test_timeout_s is not None:
+            limits = dataclasses.replace(
+                limits, wall_time_s=self.test_timeout_s, cpu_time_s=self.test_timeout_s
+            )
+        for index, test in enumerate(tests):
+            nonce = secrets.token_hex(16)
+            result = self._run_plan(self._test_plan(code, test), nonce + "\n", limits)
+            if result.status is Status.OK and nonce not in result.metadata.get("harness", ()):
+                result = dataclasses.replace(
+                    result,
+                    status=Status.FAILED,
+                    error="the test harness did not finish: the program exited before its "
+                    "tests ended (or a test failed)",
+                )
+            outcomes.append(TestResult(index, result.status, result.error, result.wall_time_s))
+            if first is None or (first.ok and not result.ok):
+                first = result
+            if result.status is Status.SANDBOX_ERROR:
+                break
+            if not result.ok and self.stop_on_first_failure:
+                break
+        outcomes += [TestResult(i, None) for i in range(len(outcomes), len(tests))]
+        assert first is not None or not tests
+        base = first or SandboxResult(Status.OK)
+        failed = next((t for t in outcomes if t.status is not None and not t.passed), None)
+        status = base.status if failed is None else failed.status or Status.FAILED
+        error = None if failed is None else f"test {failed.index}: {failed.error}"
+        return dataclasses.replace(base, status=status, error=error, tests=tuple(outcomes))
+
+    # -- build and run ----------------------------------------------------------------
+
+    def _run_plan(self, plan: _Plan, stdin: str, limits: SandboxLimits) -> SandboxResult:
+        build, cached = self.cache.get_or_build(self._key(plan), lambda: self._build(plan))
+        facts = {"compile_cached": cached, "compile_s": round(build.seconds, 4)}
+        if not build.ok:
+            return SandboxResult(
+                build.status, stderr=build.log, error=build.error, metadata=facts
+            )
+        files = dict(build.files)
+        for name, text in plan.sources.items():
+            if name.endswith((".js",)):
+                files[name] = [0o644, _b64(text)]
+        header: dict[str, Any] = {"files": files, "argv": plan.argv, "env": plan.env}
+        run_limits = limits
+        if self.spec.heap_limited:
+            header["data_bytes"] = limits.memory_bytes
+            run_limits = dataclasses.replace(limits, memory_bytes=_RESERVING_RUNTIME_AS)
+        result = self.pool.run(
+            _DRIVER + "\nexecute()\n", stdin=_framed(header) + stdin.encode(), limits=run_limits
+        )
+        metadata = {**result.metadata, **facts}
+        return dataclasses.replace(result, metadata=metadata)
+
+    def _build(self, plan: _Plan) -> Build:
+        if not plan.steps:
+            return Build(True, "")
+        header: dict[str, Any] = {
+            "files": {name: [0o644, _b64(text)] for name, text in plan.sources.items()},
+            "steps": plan.steps,
+            "collect": plan.collect,
+            "env": plan.env,
+            "log_bytes": COMPILER_OUTPUT_BYTES,
+            "preprocessed_bytes": 64 * _MIB,
+            "artifact_bytes": self.compile_limits.stdout_bytes // 2,
+            "data_bytes": 2 * _GIB,
+        }
+        started = time.monotonic()
+        result = self.pool.run(
+            _DRIVER + "\nbuild()\n", stdin=_framed(header), limits=self.compile_limits
+        )
+        seconds = time.monotonic() - started
+        if result.status is Status.TIMEOUT:
+            why = f"compile timeout: {result.error}"
+            return Build(False, "", status=Status.COMPILE_TIMEOUT, error=why, seconds=seconds)
+        try:
+            verdict = json.loads(result.stdout) if result.ok else None
+        except ValueError:
+            verdict = None
+        if verdict is None:
+            detail = result.error or result.stderr[-300:] or result.status
+            error = f"the build task failed ({result.status}): {detail}"
+            return Build(False, "", status=Status.SANDBOX_ERROR, error=error, seconds=seconds)
+        log = str(verdict.get("log", ""))
+        if not verdict.get("ok"):
+            first = next((line for line in log.splitlines() if "error" in line.lower()), "")
+            error = f"compile error ({verdict.get('step')}): {first[:300] or log[-300:]}"
+            return Build(False, log, status=Status.COMPILE_ERROR, error=error, seconds=seconds)
+        return Build(True, log, files=verdict.get("files") or {}, seconds=seconds)
+
+    def _key(self, plan: _Plan) -> str:
+        identity = [self.language, self.flags, sorted(plan.sources.items()), plan.steps,
+                    [(path, os.stat(path).st_mtime_ns) for path in self.tools.values()]]
+        return hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()
+
+    # -- per language -----------------------------------------------------------------
+
+    def _program_plan(self, code: str) -> _Plan:
+        """``code`` as a whole program (stdin/stdout cases)."""
+        tool = self.tools
+        flags = list(self.flags)
+        if self.language in ("c", "cpp"):
+            compiler = tool["gcc" if self.language == "c" else "g++"]
+            source = "main.c" if self.language == "c" else "main.cpp"
+            step = {"argv": [compiler, *flags, source, "-o", "prog", "-lm"], "name": "compile"}
+            return _Plan({source: code}, [step], ["prog"], ["./prog"])
+        if self.language == "java":
+            name = harnesses.java_public_class(code) or "Main"
+            return self._java_plan({f"{name}.java": code}, name)
+        if self.language == "javascript":
+            return self._js_plan({"main.js": code}, ["main.js"])
+        if self.language == "rust":
+            return self._rust_plan(code)
+        return self._go_plan({"main.go": code}, test=False)
+
+    def _test_plan(self, code: str, test: str) -> _Plan:
+        """``code`` with test program ``test`` around the language's harness."""
+        tool = self.tools
+        flags = list(self.flags)
+        if self.language in ("c", "cpp"):
+            c = self.language == "c"
+            compiler = tool["gcc" if c else "g++"]
+            suffix = "c" if c else "cpp"
+            renames = ["-D__assert_fail=rewardkit_assert_fail"]
+            sources = {
+                f"candidate.{suffix}": code,
+                f"program.{suffix}": f'#include "candidate.{suffix}"\n'
+                f'#include "rewardkit_undef.h"\n#line 1 "tests.{suffix}"\n{test}\n',
+                f"harness.{suffix}": harnesses.C_HARNESS,
+            }
+            steps = [
+                {"argv": [compiler, *flags, "-E", "-dD", f"candidate.{suffix}"],
+                 "undef_of": f"candidate.{suffix}", "undef_into": "rewardkit_undef.h"},
+                {"argv": [compiler, *flags, *renames, "-c", f"program.{suffix}", "-o", "program.o"],
+                 "name": "compile"},
+                {"argv": [compiler, *flags, "-c", f"harness.{suffix}", "-o", "harness.o"],
+                 "name": "compile harness"},
+                {"argv": [compiler, "program.o", "harness.o", "-Wl,--wrap=main", "-o", "prog",
+                          "-lm", "-lcrypto"],
+                 "name": "link"},
+            ]
+            return _Plan(sources, steps, ["prog"], ["./prog"])
+        if self.language == "java":
+            sources = {
+                "Solution.java": code,
+                "Main.java": harnesses.java_tests_source(test),
+                "RewardkitHarness.java": harnesses.JAVA_HARNESS,
+            }
+            return self._java_plan(sources, "RewardkitHarness")
+        if self.language == "javascript":
+            sources = {"main.js": code, "tests.js": test, "harness.js": harnesses.JS_HARNESS}
+            return self._js_plan(sources, ["harness.js"], check=["main.js", "tests.js"])
+        if self.language == "rust":
+            return self._rust_plan(f"{code}\n\n{harnesses.rust_tests_source(test)}")
+        sources = {
+            "candidate_test.go": harnesses.go_tests_source(code, test),
+            "rewardkit_main_test.go": harnesses.GO_TEST_MAIN,
+            "go.mod": harnesses.GO_MOD,
+            "vendor/modules.txt": harnesses.GO_VENDOR_MODULES,
+            "vendor/github.com/stretchr/testify/assert/assert.go": harnesses.GO_ASSERT_SHIM,
+        }
+        return self._go_plan(sources, test=True)
+
+    def _java_plan(self, sources: dict[str, str], main_class: str) -> _Plan:
+        jvm = ["-Xss16m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+               "-XX:CICompilerCount=1", "-XX:-UsePerfData"]
+        step = {"argv": [self.tools["javac"], *(f"-J{flag}" for flag in [*jvm, "-Xmx1g"]),
+                         "-encoding", "UTF-8", "-nowarn", "-d", "classes", *self.flags,
+                         *sorted(sources)], "name": "javac"}
+        heap = f"-Xmx{max(32, self.limits.memory_bytes // _MIB // 2)}m"
+        opens = ["--add-opens", "java.base/java.io=ALL-UNNAMED"]  # the harness's fd 3
+        argv = [self.tools["java"], *jvm, heap, *opens, "-cp", "classes", main_class]
+        return _Plan(sources, [step], ["classes"], argv)
+
+    def _js_plan(
+        self, sources: dict[str, str], entry: list[str], check: Sequence[str] = ()
+    ) -> _Plan:
+        node = self.tools["node"]
+        steps = [{"argv": [node, "--check", name], "name": f"node --check {name}"}
+                 for name in (check or entry)]
+        heap = f"--max-old-space-size={max(16, self.limits.memory_bytes // _MIB // 2)}"
+        return _Plan(sources, steps, [], [node, heap, *self.flags, *entry])
+
+    def _rust_plan(self, source: str) -> _Plan:
+        step = {"argv": [self.tools["rustc"], "--edition", "2021", "--cap-lints", "allow",
+                         *self.flags, "main.rs", "-o", "prog"], "name": "rustc"}
+        return _Plan({"main.rs": source}, [step], ["prog"], ["./prog"])
+
+    def _go_plan(self, sources: dict[str, str], test: bool) -> _Plan:
+        go = self.tools["go"]
+        env = {"GOCACHE": "{cwd}/gocache", "GOPATH": "{cwd}/gopath",
+               "GOFLAGS": "-mod=vendor" if test else "",
+               "GO111MODULE": "on" if test else "off", "GOPROXY": "off", "CGO_ENABLED": "0",
+               "GOTOOLCHAIN": "local", "GOMAXPROCS": "2",
+               # go ignores a go.mod in the temp root, which TMPDIR (the work dir) is
+               "TMPDIR": "{cwd}/gotmp"}
+        sources = {**sources, "gotmp/.keep": ""}
+        if test:
+            argv = [go, "test", "-c", "-o", "prog", *self.flags]
+        else:
+            argv = [go, "build", "-o", "prog", *self.flags, "main.go"]
+        run = ["./prog", "-test.count=1"] if test else ["./prog"]
+        return _Plan(sources, [{"argv": argv, "name": "go build"}], ["prog"], run, env=env)
+
+
+def _framed(header: dict[str, Any]) -> bytes:
+    body = json.dumps(header).encode()
+    return _HEADER.pack(len(body)) + body
