@@ -56,7 +56,8 @@ TASK_PATH = "/usr/local/bin:/usr/bin:/bin"
 _DRIVER = (Path(__file__).parent / "_language_driver.py").read_text()
 _HEADER = struct.Struct("!Q")
 
-#: the build task's limits: more memory, processes/threads and time than a program
+#: the build task's limits: more memory, processes/threads and time than a program (the
+#: work directory's size is the pool's ``disk_bytes``, set when the pool starts)
 COMPILE_LIMITS = SandboxLimits(
     wall_time_s=60.0,
     cpu_time_s=60.0,
@@ -66,7 +67,6 @@ COMPILE_LIMITS = SandboxLimits(
     processes=256,
     stdout_bytes=192 * _MIB,
     stderr_bytes=64 * 1024,
-    disk_bytes=512 * _MIB,
 )
 #: compiler output kept (the rest is dropped in the sandbox)
 COMPILER_OUTPUT_BYTES = 16 * 1024
