@@ -302,3 +302,22 @@ def test_e2b_refusals_and_a_cut_stream_are_sandbox_errors() -> None:
 def test_e2b_runs_only_the_languages_it_knows() -> None:
     with pytest.raises(ValueError, match="e2b runner runs python"):
         E2BRunner("key", language="cobol")
+
+
+@pytest.mark.parametrize("leave", ["import sys\nsys.exit(0)", "import os\nos._exit(0)", "quit()"])
+def test_a_program_that_exits_before_its_test_does_not_pass_it(
+    service: tuple[str, Make, type], leave: str
+) -> None:
+    _, make, _ = service
+    result = make(run_timeout_s=5).run(
+        f"def add(a, b):\n    return 0\n{leave}", tests=["assert False"]
+    )
+    assert result.tests is not None and result.tests[0].status is Status.FAILED
+    assert "ended before its test" in (result.tests[0].error or "")
+    assert result.status is Status.FAILED
+
+
+def test_the_completion_line_is_not_in_the_output(service: tuple[str, Make, type]) -> None:
+    _, make, _ = service
+    result = make(run_timeout_s=5).run("print('hi')", tests=["assert True"])
+    assert (result.status, result.stdout) == (Status.OK, "hi\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,6 +45,9 @@ class FakeSandboxFusion(BaseHTTPRequestHandler):
             return
         run = {"status": "Finished", "execution_time": 0.01, "return_code": 0, "stderr": ""}
         run["stdout"] = payload.get("stdin", "")[::-1]
+        done = re.search(r"print\('(rewardkit-test-done-[0-9a-f]+)'", code)
+        if done and "FAIL" not in code:  # the test ran to its end: its line is printed
+            run["stdout"] += done.group(1) + "\n"
         status = "Success"
         if "SANDBOXERROR" in code:
             body: dict[str, Any] = {"status": "SandboxError", "message": "worker lost"}
@@ -108,10 +112,14 @@ def test_fusion_runs_each_test_with_the_program(fusion_url: str) -> None:
     FakeSandboxFusion.requests.clear()
     runner = SandboxFusionRunner(fusion_url, stop_on_first_failure=True)
     result = runner.run("x = 1", tests=["assert x == 1", "assert FAIL", "assert x"])
-    assert [request["code"] for request in FakeSandboxFusion.requests] == [
+    codes = [request["code"] for request in FakeSandboxFusion.requests]
+    assert [code.split("print(")[0] for code in codes] == [
         "x = 1\n\nassert x == 1\n",
         "x = 1\n\nassert FAIL\n",
     ]
+    assert all(
+        re.search(r"print\('rewardkit-test-done-[0-9a-f]{16}', flush=True\)\n$", c) for c in codes
+    )
     assert result.tests is not None
     assert [test.status for test in result.tests] == [Status.OK, Status.FAILED, None]
     assert result.status is Status.FAILED

@@ -11,6 +11,7 @@ read into the ``Status`` vocabulary with output capped.  The queueing time is in
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,18 @@ from typing import Any
 from rewardkit_sandbox.budget import BudgetWaitTimeout, ExecutionBudget, Ticket
 from rewardkit_sandbox.remote.http import HttpClient, RemoteError, RequestLog
 from rewardkit_sandbox.result import SandboxResult, Status, TestResult
+
+#: what a test's program prints once its test has run, by language: a program that
+#: exits (status 0) before its test would otherwise pass it.  The line's token is new
+#: for every run; a program that reads its own source could still find it.
+_COMPLETION_LINES = {
+    "python": "print({token!r}, flush=True)",
+    "python3": "print({token!r}, flush=True)",
+    "javascript": "console.log({token!r});",
+    "nodejs": "console.log({token!r});",
+    "typescript": "console.log({token!r});",
+    "bash": "echo {token}",
+}
 
 
 class RemoteRunner:
@@ -57,8 +70,15 @@ class RemoteRunner:
         started = time.monotonic()
         results: list[TestResult] = []
         outcomes: list[SandboxResult] = []
+        completion = _COMPLETION_LINES.get(self.language.lower())
         for index, test in enumerate(tests):
-            outcome = self._budgeted(self.with_test(code, test), None)
+            program = self.with_test(code, test)
+            token = f"rewardkit-test-done-{secrets.token_hex(8)}"
+            if completion is not None:
+                program += completion.format(token=token) + "\n"
+            outcome = self._budgeted(program, None)
+            if completion is not None:
+                outcome = _completed(outcome, token)
             outcomes.append(outcome)
             error = None
             if not outcome.ok:  # a failing test: its exception's line says more than "exit 1"
@@ -214,6 +234,21 @@ def _combined(
         tests=results,
         error=summary.error if first_bad else None,
         metadata={**summary.metadata, "queued_s": round(queued, 6), "retries": retries},
+    )
+
+
+def _completed(outcome: SandboxResult, token: str) -> SandboxResult:
+    """``outcome`` without the completion line; a clean exit without it is a failure."""
+    lines = outcome.stdout.splitlines(keepends=True)
+    kept = [line for line in lines if line.rstrip("\r\n") != token]
+    if len(kept) < len(lines):
+        return dataclasses.replace(outcome, stdout="".join(kept))
+    if outcome.status is not Status.OK:
+        return outcome
+    return dataclasses.replace(
+        outcome,
+        status=Status.FAILED,
+        error="the program ended before its test ran (exit 0 without the test's end)",
     )
 
 

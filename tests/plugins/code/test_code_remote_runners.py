@@ -95,3 +95,9 @@ def test_a_missing_api_key_is_an_error_score(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("E2B_API_KEY", raising=False)
     score = grade(ADD, ADD_TESTS, runner="e2b")
     assert score.status is Status.ERROR and "$E2B_API_KEY" in score.reason
+
+
+def test_exiting_before_the_tests_is_not_paid(remote: dict[str, Any]) -> None:
+    hack = "```python\nimport os\nos._exit(0)\n```"
+    score = grade(hack, ADD_TESTS, **remote)
+    assert (score.status, score.value) == (Status.OK, 0.0), score.reason
