@@ -3,11 +3,10 @@ composed in a config, tested against golden cases, and fed to any trainer."""
 
 from rewardkit import registry  # the module: registry.register(cls), registry.names(), ...
 from rewardkit.authoring import NoParams, Params, Reward, reward
-from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, RewardConfig, load_config, parse_config
 from rewardkit.hookspecs import EXIT_FAIL, EXIT_OK, EXIT_USAGE, Subcommands, UsageError, hookimpl
 from rewardkit.registry import RegistryError, UnknownRewardError, get_reward
-from rewardkit.score_result import SampleScores, ScoreResult
+from rewardkit.reward_set import RewardSet, SampleScores, ScoreResult
 from rewardkit.text.visible import visible_length, visible_text
 from rewardkit.trajectory import ToolCall, ToolResult, Trajectory, Turn, turn_score
 from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text

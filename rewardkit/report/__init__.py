@@ -88,7 +88,7 @@ def write_report(src: str | Path, out: str | Path, *, config: str | Path | None 
                  steps: int | None = None, curves: str | Path | None = None,
                  title: str | None = None) -> RunSummary:
     """Read a scored JSONL file (or a training run's folder) and write the HTML page."""
-    from rewardkit.composition import RewardSet
+    from rewardkit.reward_set import RewardSet
 
     src = Path(src)
     samples = src

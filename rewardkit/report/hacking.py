@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardkit.report.analysis import total_of, value_of
-from rewardkit.score_result import percentile
+from rewardkit.reward_set import percentile
 from rewardkit.types import completion_text as scored_text
 
 #: checked first: "answer_is_number" checks the answer's form, not whether it is right

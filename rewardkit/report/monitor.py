@@ -52,7 +52,7 @@ from typing import Any
 
 from rewardkit.report.analysis import group_of, value_of
 from rewardkit.report.hacking import REPEAT_SHARE, completion_text, long_cut, repetition
-from rewardkit.score_result import percentile
+from rewardkit.reward_set import percentile
 from rewardkit.text.visible import visible_text
 
 TREND_WINDOW = 40

@@ -20,13 +20,13 @@ from rewardkit.report.analysis import RunSummary, status_of, total_of, value_of
 from rewardkit.report.hacking import FLAG_TEXT, ComponentRoles, completion_text, flag_samples
 from rewardkit.report.monitor import FLAG_TEXT as MONITOR_TEXT
 from rewardkit.report.monitor import HackMonitor
+from rewardkit.reward_set import percentile
 from rewardkit.schedules import (
     CosineSchedule,
     LinearSchedule,
     PiecewiseSchedule,
     WarmupSchedule,
 )
-from rewardkit.score_result import percentile
 from rewardkit.trajectory import render_messages
 
 #: rows embedded in the sample browser (flagged rows first); the figures use all rows

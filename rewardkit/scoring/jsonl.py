@@ -35,12 +35,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from rewardkit.authoring import whole_group_needs
-from rewardkit.composition import RewardSet, group_key
-from rewardkit.score_result import ScoreResult
+from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.scoring.metrics import RunningMetrics
 from rewardkit.scoring.output import STDIN, OutputLock, ScoringFileError, check_paths
 from rewardkit.scoring.rows import count_lines, parse_line, read_lines, render, scored_row
-from rewardkit.types import Sample
+from rewardkit.types import Sample, group_key
 
 ProgressFn = Callable[[int, int | None], None]
 #: where a batch's scored lines go: (line number, the line)

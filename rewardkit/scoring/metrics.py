@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from rewardkit.score_result import ScoreResult, percentile
+from rewardkit.reward_set import ScoreResult, percentile
 from rewardkit.types import Status
 
 #: latencies kept per component for the p50 / p95 estimate

@@ -48,10 +48,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rewardkit.composition import RewardSet
 from rewardkit.config import RewardConfig
 from rewardkit.execution.local import Outcome
-from rewardkit.score_result import ScoreResult
+from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.scoring.manifest import Checkpoint, ResumeError, fingerprint, open_own
 from rewardkit.scoring.metrics import RunningMetrics
 from rewardkit.scoring.output import OutputLock, ScoringFileError, check_paths

@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterator
 from typing import IO, Any
 
-from rewardkit.score_result import SampleScores
+from rewardkit.reward_set import SampleScores
 
 #: deepest nesting of a row's JSON (rows deeper are malformed: they break recursion
 #: limits and pickling)

@@ -16,10 +16,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardkit.composition import group_key
 from rewardkit.scoring.manifest import ResumeError
 from rewardkit.scoring.rows import read_lines, row_problem
-from rewardkit.types import Sample
+from rewardkit.types import Sample, group_key
 
 
 @dataclass(frozen=True)

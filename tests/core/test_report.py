@@ -223,7 +223,7 @@ def test_weights_chart_shows_the_stage_after_the_last_switch(tmp_path: Path):
 
 
 def test_latency_is_the_cli_percentile_in_readable_units():
-    from rewardkit.score_result import percentile
+    from rewardkit.reward_set import percentile
 
     latencies = [400.0 + 97.3 * i for i in range(27)]
     rows = [row("p", 1.0, worker=1.0) for _ in latencies]

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from rewardkit.composition import RewardSet
 from rewardkit.config import RewardConfig
-from rewardkit.score_result import ScoreResult
+from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.types import Sample
 
 #: rows kept per step and in all (a report of a long run shows a sample of it)
