@@ -27,12 +27,10 @@ from pydantic import Field
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score, visible_length
 from rewardkit_ifeval.checkers import MissingData, UnknownInstruction, evaluate
 
-#: instruction types whose honest answer may be a few words (one option, a copied span, a
-#: reversal, a word-count cap): the word floor yields to them
+#: instruction types whose honest answer may be a word or two (one option, a copied span,
+#: a reversal): the word floor yields to them
 SHORT_ANSWER_TYPES = frozenset({
     "detectable_format:constrained_response",
-    "length_constraints:number_words",
-    "count:word_count_range",
     "custom:character_reverse",
     "custom:word_reverse",
     "format:options",
@@ -62,9 +60,10 @@ class InstructionParams(Params):
         "check only what follows the last closing </tag>, and pay 0 when it never closes")
     min_words: int = Field(
         5, ge=0, description="fewest visible words an answer needs once any copy of the "
-        "prompt is taken out; rows with an instruction that allows a shorter answer "
-        "(constrained response, a word-count cap, reversals) need only one. 0 checks the "
-        "instructions alone, as the reference evaluation does")
+        "prompt is taken out; an instruction that allows a shorter answer lowers it (a "
+        "constrained response, given options, a reversal or a copied span: 1; 'less than "
+        "N words': N-1; a word range: its lower end). 0 checks the instructions alone, as "
+        "the reference evaluation does")
 
 
 class InstructionFollowing(Reward):
@@ -94,7 +93,7 @@ class InstructionFollowing(Reward):
         if text is None:
             return Score.ok(0.0, "the reasoning never closes")
         prompt = prompt_text(sample.prompt)
-        refused = _off_task(text, prompt, ids, params.min_words)
+        refused = _off_task(text, prompt, ids, kwargs, params.min_words)
         if refused:
             return Score.ok(0.0, refused)
         try:
@@ -160,7 +159,8 @@ def _checked_text(text: str, reasoning_tag: str | None) -> str | None:
     return None if at < 0 else text[at + len(closer):].lstrip("\n")
 
 
-def _off_task(text: str, prompt: str, ids: Sequence[str], min_words: int) -> str:
+def _off_task(text: str, prompt: str, ids: Sequence[str],
+              kwargs: Sequence[Mapping[str, Any] | None], min_words: int) -> str:
     """Why the answer is refused before any check ('' when it is not). Words are compared
     as lowercase word sequences, so an echo with its spacing, case or markup changed, or
     invisible characters put between its words, is still an echo."""
@@ -172,9 +172,32 @@ def _off_task(text: str, prompt: str, ids: Sequence[str], min_words: int) -> str
     echo = " ".join(_WORD.findall(prompt.lower()))
     rest = words.replace(echo, " ") if echo else words
     count = len(rest.split())
-    needed = 1 if any(i in SHORT_ANSWER_TYPES for i in ids) else min_words
+    needed = min(min_words, _shortest_allowed(ids, kwargs))
     if count < needed:
         if rest != words:
             return "the prompt echoed, with too little besides"
         return f"{count} words: fewer than {needed}"
     return ""
+
+
+def _shortest_allowed(ids: Sequence[str], kwargs: Sequence[Mapping[str, Any] | None]) -> int:
+    """The fewest words an honest answer to these instructions may have, as far as the
+    instructions say: 1 for a short-answer type, under a word cap ("less than 8 words")
+    one fewer than the cap, within a word range its lower end; else unbounded."""
+    shortest = 10**9
+    for iid, kw in zip(ids, kwargs, strict=True):
+        kw = kw or {}
+        if iid in SHORT_ANSWER_TYPES:
+            shortest = 1
+        elif iid == "length_constraints:number_words" and kw.get("relation") == "less than":
+            shortest = min(shortest, max(1, _number(kw.get("num_words")) - 1))
+        elif iid == "count:word_count_range":
+            shortest = min(shortest, max(1, _number(kw.get("min_words"))))
+    return shortest
+
+
+def _number(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 1
