@@ -31,12 +31,6 @@ PACKAGE_PREFIXES = ("rewardkit",)  # rewardkit, rewardkit_trainers, rewardkit_sa
 #: cycles not fixed yet (issue 22 item 3), each the set of modules of one component
 KNOWN: dict[str, frozenset[str]] = {
     "math-fast-path": frozenset({"rewardkit.builtin.math", "rewardkit.builtin._math_fast"}),
-    "trainers-cli-sagemaker-cli": frozenset({"rewardkit_trainers.cli",
-                                             "rewardkit_trainers.sagemaker.cli"}),
-    "trainers-runner": frozenset({
-        "rewardkit_trainers.runner", "rewardkit_trainers.data", "rewardkit_trainers.easyr1",
-        "rewardkit_trainers.swift", "rewardkit_trainers.trl_launch",
-        "rewardkit_trainers.trl_train", "rewardkit_trainers.verl"}),
 }
 
 

@@ -296,7 +296,7 @@ def test_progress_lines_of_a_training_run_say_each_flag_when_it_starts():
     a step's means at the step after the one its samples were scored at)."""
     pytest.importorskip("transformers")
     from rewardkit_trainers.curves import RewardCurves
-    from rewardkit_trainers.trl_train import make_progress_callback
+    from rewardkit_trainers.launch.trl_train import make_progress_callback
     from rich.console import Console
 
     rows = [json.loads(line) for line in (EXAMPLE_RUN / "scored_samples.jsonl").open()]

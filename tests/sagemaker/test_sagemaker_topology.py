@@ -153,7 +153,7 @@ def test_rewardkit_train_is_not_wrapped_it_launches_itself_from_the_placement():
             "REWARDKIT_HEAD_IP": "10.0.0.1", "REWARDKIT_DIST_PORT": "29517",
             "REWARDKIT_GPUS": "8"}
     # which is what `rewardkit train` reads back
-    from rewardkit_trainers.trl_launch import NodePlacement, placement_from_env
+    from rewardkit_trainers.launch.plan import NodePlacement, placement_from_env
 
     assert placement_from_env(env) == NodePlacement(2, 1, "10.0.0.1", 29517)
 

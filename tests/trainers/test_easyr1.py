@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 from backend_venvs import CONFIGS, run_in_venv
-from rewardkit_trainers.easyr1 import (
+from rewardkit_trainers.launch.runner import jobs, load_run
+from rewardkit_trainers.rewards.easyr1 import (
     GroupsUnknown,
     export_reward_file,
     pack_answer,
     pack_parquet,
     unpack_answer,
 )
-from rewardkit_trainers.runner import load_run
 
 from rewardkit.config import load_config
 
@@ -81,12 +81,12 @@ def test_reward_function_kwargs_reach_compute_score(tmp_path: Path):
     assert load_like_easyr1(file, step=5)(inputs(GOOD))[0]["overall"] == pytest.approx(1.1)
 
 
-def test_train_runs_one_job_per_stage_resuming_from_the_previous_checkpoint(tmp_path: Path):
+def test_train_runs_one_segment_per_stage_resuming_from_the_previous_checkpoint(tmp_path: Path):
     plan = load_run(CONFIGS / "staged.yaml", output_dir=str(tmp_path))
-    jobs = plan.jobs()
-    assert len(jobs) == 2
-    assert jobs[0].argv[:3] == ["python3", "-m", "verl.trainer.main"]
-    configs = [yaml.safe_load(Path(j.argv[3].split("=", 1)[1]).read_text()) for j in jobs]
+    planned = jobs(plan)
+    assert len(planned) == 2
+    assert planned[0].argv[:3] == ["python3", "-m", "verl.trainer.main"]
+    configs = [yaml.safe_load(Path(j.argv[3].split("=", 1)[1]).read_text()) for j in planned]
     assert [c["trainer"]["max_steps"] for c in configs] == [2, 6]
     assert configs[0]["trainer"]["load_checkpoint_path"] is None
     assert configs[1]["trainer"]["load_checkpoint_path"].endswith("checkpoints/global_step_2")
@@ -102,7 +102,7 @@ def test_train_converts_data_to_problem_answer_parquet_and_template(tmp_path: Pa
     import pyarrow.parquet as pq
 
     plan = load_run(CONFIGS / "staged.yaml", output_dir=str(tmp_path))
-    cfg = yaml.safe_load(Path(plan.jobs()[0].argv[3].split("=", 1)[1]).read_text())
+    cfg = yaml.safe_load(Path(jobs(plan)[0].argv[3].split("=", 1)[1]).read_text())
     table = pq.read_table(cfg["data"]["train_files"])
     assert table.column_names == ["problem", "answer"]
     assert table.num_rows == 32
@@ -172,7 +172,7 @@ def test_unpacked_answers_are_refused_when_groups_are_needed(tmp_path: Path):
     """The error names the pack tool; running it on the data makes the same batch score."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from rewardkit_trainers.easyr1 import main as easyr1_main
+    from rewardkit_trainers.rewards.easyr1 import main as easyr1_main
 
     fn = load_like_easyr1(_grouped_file(tmp_path, "weighted_sum"))
     batch = inputs(GOOD, "no tags")

@@ -15,10 +15,19 @@ from types import SimpleNamespace
 
 import pytest
 from backend_venvs import run_in_venv
-from rewardkit_trainers.easyr1 import IMPUTED_SHARE as EASYR1_SHARE
-from rewardkit_trainers.easyr1 import export_reward_file, pack_answer, score_batch
-from rewardkit_trainers.scoring import SharedScorer, imputed_group_share, neutralise_failed_rows
-from rewardkit_trainers.swift import IMPUTED_SHARE, SwiftComponent, drain_metrics, export_plugin
+from rewardkit_trainers.rewards.easyr1 import IMPUTED_SHARE as EASYR1_SHARE
+from rewardkit_trainers.rewards.easyr1 import export_reward_file, pack_answer, score_batch
+from rewardkit_trainers.rewards.scoring import (
+    SharedScorer,
+    imputed_group_share,
+    neutralise_failed_rows,
+)
+from rewardkit_trainers.rewards.swift import (
+    IMPUTED_SHARE,
+    SwiftComponent,
+    drain_metrics,
+    export_plugin,
+)
 
 from rewardkit import parse_config
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 from backend_venvs import ROOT
-from rewardkit_trainers.hardware import Hardware, detect_hardware
-from rewardkit_trainers.runner import Job, load_run, run_jobs
-from rewardkit_trainers.trl_launch import NodePlacement
+from rewardkit_trainers.launch.hardware import Hardware, detect_hardware
+from rewardkit_trainers.launch.plan import Job, NodePlacement
+from rewardkit_trainers.launch.runner import dry_run, load_run, run_jobs
 
 from rewardkit import ConfigError
 
@@ -66,12 +66,12 @@ def test_four_gpus_launch_accelerate_with_deepspeed_zero3_and_vllm_colocate(tmp_
     plan = load_run(config, hardware=Hardware(gpus=4, vllm=True), placement=NodePlacement())
     out = tmp_path / "out"
     assert plan.launched
-    described = plan.dry_run()
+    described = dry_run(plan)
     [job] = described["commands"]
     assert job["argv"] == [
         "accelerate", "launch", "--config_file", str(out / "accelerate-zero3.yaml"),
         "--num_processes", "4",
-        "-m", "rewardkit_trainers.trl_train",
+        "-m", "rewardkit_trainers.launch.trl_train",
         "--config", str(config), "--train", str(out / "rewardkit-train.json")]
     assert job["env"] == {}
     accel = yaml.safe_load((out / "accelerate-zero3.yaml").read_text())
@@ -92,7 +92,7 @@ def test_one_gpu_trains_in_process_with_vllm_colocate(tmp_path):
     plan = load_run(write_config(tmp_path), hardware=Hardware(gpus=1, vllm=True),
                     placement=NodePlacement())
     assert not plan.launched
-    described = plan.dry_run()
+    described = dry_run(plan)
     assert "commands" not in described
     assert described["grpo_config"]["use_vllm"] is True
     assert described["grpo_config"]["vllm_mode"] == "colocate"
@@ -101,14 +101,14 @@ def test_one_gpu_trains_in_process_with_vllm_colocate(tmp_path):
 @pytest.mark.parametrize("hardware", [Hardware(0, True), Hardware(4, False)],
                          ids=["no-gpu", "no-vllm"])
 def test_vllm_stays_off_without_a_gpu_or_without_vllm(tmp_path, hardware):
-    described = load_run(write_config(tmp_path), hardware=hardware,
-                         placement=NodePlacement()).dry_run()
+    described = dry_run(load_run(write_config(tmp_path), hardware=hardware,
+                         placement=NodePlacement()))
     assert described["grpo_config"]["use_vllm"] is False
 
 
 def test_vllm_off_in_the_config_stays_off(tmp_path):
     config = write_config(tmp_path, vllm={"enabled": False})
-    described = load_run(config, hardware=Hardware(1, True), placement=NodePlacement()).dry_run()
+    described = dry_run(load_run(config, hardware=Hardware(1, True), placement=NodePlacement()))
     assert described["grpo_config"]["use_vllm"] is False
 
 
@@ -116,7 +116,7 @@ def test_server_mode_starts_trl_vllm_serve_on_its_own_gpu_before_the_trainer(tmp
     # 6 prompts x 8 completions split over the 3 training GPUs (8 prompts would not)
     config = write_config(tmp_path, batch_size=6, vllm={"mode": "server", "server_port": 8123})
     plan = load_run(config, hardware=Hardware(gpus=4, vllm=True), placement=NodePlacement())
-    described = plan.dry_run()
+    described = dry_run(plan)
     assert described["grpo_config"]["per_device_train_batch_size"] == 16
     server, trainer = described["commands"]
     assert server["argv"] == [
@@ -137,7 +137,7 @@ def test_server_mode_on_one_gpu_is_refused(tmp_path):
     config = write_config(tmp_path, vllm={"mode": "server"})
     plan = load_run(config, hardware=Hardware(gpus=1, vllm=True), placement=NodePlacement())
     with pytest.raises(ConfigError) as err:
-        plan.dry_run()
+        dry_run(plan)
     assert "train.vllm.mode" in err.value.render()
     assert "needs more GPUs than vllm.tensor_parallel_size (1)" in err.value.render()
 
@@ -145,12 +145,12 @@ def test_server_mode_on_one_gpu_is_refused(tmp_path):
 def test_the_second_node_launches_with_its_machine_rank(tmp_path):
     plan = load_run(write_config(tmp_path, bf16=True), hardware=Hardware(gpus=8, vllm=True),
                     placement=NodePlacement(num_nodes=2, rank=1, head_ip="10.0.0.1", port=29517))
-    [job] = plan.dry_run()["commands"]
+    [job] = dry_run(plan)["commands"]
     assert job["argv"][:17] == [
         "accelerate", "launch", "--config_file", str(tmp_path / "out/accelerate-zero3.yaml"),
         "--num_processes", "16", "--num_machines", "2", "--machine_rank", "1",
         "--main_process_ip", "10.0.0.1", "--main_process_port", "29517",
-        "-m", "rewardkit_trainers.trl_train", "--config"]
+        "-m", "rewardkit_trainers.launch.trl_train", "--config"]
     accel = yaml.safe_load((tmp_path / "out/accelerate-zero3.yaml").read_text())
     assert (accel["machine_rank"], accel["mixed_precision"]) == (1, "bf16")
 
@@ -158,7 +158,7 @@ def test_the_second_node_launches_with_its_machine_rank(tmp_path):
 def test_deepspeed_none_is_plain_ddp(tmp_path):
     plan = load_run(write_config(tmp_path, deepspeed="none"), hardware=Hardware(2, False),
                     placement=NodePlacement())
-    [job] = plan.dry_run()["commands"]
+    [job] = dry_run(plan)["commands"]
     assert job["argv"][3].endswith("accelerate-ddp.yaml")
     accel = yaml.safe_load(Path(job["argv"][3]).read_text())
     assert accel["distributed_type"] == "MULTI_GPU" and "deepspeed_config" not in accel
@@ -200,7 +200,7 @@ def test_a_tiny_built_model_trains_in_one_process_whatever_the_gpus(tmp_path):
 def test_swift_on_gpus_with_vllm_runs_colocate_on_every_gpu(tmp_path):
     config = write_config(tmp_path, backend="swift")
     plan = load_run(config, hardware=Hardware(gpus=2, vllm=True), placement=NodePlacement())
-    [job] = plan.dry_run()["commands"]
+    [job] = dry_run(plan)["commands"]
     argv = job["argv"]
     assert argv[argv.index("--use_vllm") + 1] == "true"
     assert argv[argv.index("--vllm_mode") + 1] == "colocate"
@@ -210,7 +210,7 @@ def test_swift_on_gpus_with_vllm_runs_colocate_on_every_gpu(tmp_path):
 def test_swift_without_a_gpu_generates_without_vllm(tmp_path):
     plan = load_run(write_config(tmp_path, backend="swift"), hardware=Hardware(0, True),
                     placement=NodePlacement())
-    argv = plan.dry_run()["commands"][0]["argv"]
+    argv = dry_run(plan)["commands"][0]["argv"]
     assert argv[argv.index("--use_vllm") + 1] == "false"
 
 
@@ -262,7 +262,7 @@ def test_a_server_that_dies_before_it_is_ready_stops_the_run(tmp_path):
 
 
 def test_a_launched_process_trains_with_the_resolved_train_section(tmp_path):
-    """What each `accelerate launch -m rewardkit_trainers.trl_train` process runs, run here
+    """What each `accelerate launch -m rewardkit_trainers.launch.trl_train` process runs, run here
     as the single process of a CPU machine."""
     pytest.importorskip("trl")
     config = tmp_path / "quick.yaml"
@@ -272,7 +272,7 @@ def test_a_launched_process_trains_with_the_resolved_train_section(tmp_path):
     train_file = tmp_path / "rewardkit-train.json"
     train_file.write_text(plan.train.model_dump_json())
     env = {**os.environ, "RANK": "0", "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run([sys.executable, "-m", "rewardkit_trainers.trl_train",
+    proc = subprocess.run([sys.executable, "-m", "rewardkit_trainers.launch.trl_train",
                            "--config", str(config), "--train", str(train_file)],
                           capture_output=True, text=True, env=env, cwd=str(tmp_path),
                           timeout=600)
@@ -304,7 +304,8 @@ def test_sigterm_to_rewardkit_train_stops_the_background_server(tmp_path):
     script.write_text(
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from rewardkit_trainers.runner import Job, run_jobs\n"
+        "from rewardkit_trainers.launch.plan import Job\n"
+        "from rewardkit_trainers.launch.runner import run_jobs\n"
         "class Console:\n"
         "    def rule(self, *a, **k): pass\n"
         "    def print(self, *a, **k): pass\n"

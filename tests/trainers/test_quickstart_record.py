@@ -16,7 +16,7 @@ pytest.importorskip("trl")
 
 from backend_venvs import ROOT
 from rewardkit_trainers.cli import run as cli_run
-from rewardkit_trainers.hardware import MAX_CPU_THREADS, CpuPlan, cpu_plan
+from rewardkit_trainers.launch.hardware import MAX_CPU_THREADS, CpuPlan, cpu_plan
 
 SCRIPT = ROOT / "trainers" / "scripts" / "record_quickstart.py"
 
@@ -63,7 +63,7 @@ def test_threads_follow_the_free_cores_and_a_users_choice():
 
 def test_torch_waits_passively_unless_the_user_chose():
     """OMP_WAIT_POLICY is read once, when torch loads: a fresh process shows it."""
-    probe = ("from rewardkit_trainers.hardware import passive_waits; import os; "
+    probe = ("from rewardkit_trainers.launch.hardware import passive_waits; import os; "
              "passive_waits(); import torch; print(os.environ['OMP_WAIT_POLICY'])")
     env = {k: v for k, v in __import__("os").environ.items() if k != "OMP_WAIT_POLICY"}
     got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

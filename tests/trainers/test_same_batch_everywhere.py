@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import yaml
 from backend_venvs import run_in_venv
-from rewardkit_trainers.hardware import Hardware
-from rewardkit_trainers.runner import load_run
-from rewardkit_trainers.trl_launch import NodePlacement
+from rewardkit_trainers.launch import runner
+from rewardkit_trainers.launch.hardware import Hardware
+from rewardkit_trainers.launch.plan import NodePlacement
+from rewardkit_trainers.launch.runner import load_run
 
 from rewardkit import ConfigError
 
@@ -152,7 +153,7 @@ READERS = {"trl": read_trl, "swift": read_swift, "easyr1": read_easyr1, "verl": 
 def dry_run(config: Path, backend: str, gpus: int, out: Path) -> dict[str, Any]:
     plan = load_run(config, backend=backend, output_dir=str(out / f"{backend}-{gpus}"),
                     hardware=Hardware(gpus=gpus, vllm=True), placement=NodePlacement())
-    return plan.dry_run()
+    return runner.dry_run(plan)
 
 
 def render(rows: list[tuple[str, int, dict[str, Any]]]) -> str:
@@ -183,7 +184,7 @@ def test_the_accelerate_launch_matches_its_grpo_config(tmp_path: Path, monkeypat
     """A launched TRL process prepares its GRPOConfig from the file it is given
     (rewardkit-train.json) and the launcher's WORLD_SIZE: the batch of the dry run."""
     from rewardkit_trainers.config import TrainConfig
-    from rewardkit_trainers.trl_train import prepare
+    from rewardkit_trainers.launch.trl_train import prepare
 
     from rewardkit.config import load_config
 
@@ -245,7 +246,7 @@ def test_keys_fsdp_backends_cannot_honour_are_warnings_or_errors(tmp_path: Path)
 
 
 def test_trl_leaves_out_prompts_longer_than_max_prompt_length(tiny_tokenizer_dir: Path):
-    from rewardkit_trainers.trl_train import drop_overlong_prompts
+    from rewardkit_trainers.launch.trl_train import drop_overlong_prompts
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
@@ -323,12 +324,12 @@ def test_two_nodes_split_the_same_step_over_twice_the_gpus(tmp_path: Path):
     config = write_config(tmp_path)
     trl = load_run(config, output_dir=str(tmp_path / "trl"), hardware=Hardware(8, True),
                    placement=NodePlacement(num_nodes=2, rank=0, head_ip="10.0.0.1"))
-    row = read_trl(trl.dry_run())
+    row = read_trl(runner.dry_run(trl))
     assert (row["completions/step"], row["per-device"], row["grad accum"]) == (128, 4, 2)
     for backend in ("swift", "easyr1", "verl"):
         plan = load_run(write_config(tmp_path, nnodes=2), backend=backend,
                         output_dir=str(tmp_path / backend), hardware=Hardware(8, True),
                         placement=NodePlacement())
-        row = READERS[backend](plan.dry_run())
+        row = READERS[backend](runner.dry_run(plan))
         assert (row["completions/step"], row["per-device"], row["grad accum"]) == (
             128, 4, 2), backend

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 from backend_venvs import CONFIGS, run_in_venv
-from rewardkit_trainers.scoring import SharedScorer
-from rewardkit_trainers.swift import SwiftComponent, export_plugin, func_name, swift_samples
+from rewardkit_trainers.rewards.scoring import SharedScorer
+from rewardkit_trainers.rewards.swift import SwiftComponent, export_plugin, func_name, swift_samples
 
 from rewardkit.config import load_config
 
@@ -30,9 +30,16 @@ def test_export_prints_reward_funcs_and_weights(tmp_path: Path):
     ]
 
 
-def test_swift_loads_the_plugin_and_its_grpo_reward_path_calls_it(tmp_path: Path):
+@pytest.mark.parametrize("imports", [
+    "rewardkit_trainers.rewards.swift", "rewardkit_trainers.swift"])
+def test_swift_loads_the_plugin_and_its_grpo_reward_path_calls_it(tmp_path: Path, imports: str):
+    # rewardkit_trainers.swift: a plugin file exported before the trainers were split by
+    # role imports the ORMs from there, and ms-swift's loader must still register them
     plugin = tmp_path / "plugin.py"
     export_plugin(load_config(CONFIGS / "staged.yaml"), CONFIGS / "staged.yaml", plugin)
+    text = plugin.read_text(encoding="utf-8")
+    assert "from rewardkit_trainers.rewards.swift import" in text
+    plugin.write_text(text.replace("rewardkit_trainers.rewards.swift", imports), encoding="utf-8")
     names = ["rewardkit_format", "rewardkit_tags", "rewardkit_number"]
     result = run_in_venv("swift", "swift_check.py", str(plugin), *names)
     assert result["registered"] == sorted(names)
@@ -101,10 +108,10 @@ def test_func_names_are_identifiers():
 
 
 def test_swift_rlhf_command_parses_with_ms_swift_own_arguments(tmp_path: Path):
-    from rewardkit_trainers.runner import load_run
+    from rewardkit_trainers.launch.runner import jobs, load_run
 
     plan = load_run(CONFIGS / "staged.yaml", backend="swift", output_dir=str(tmp_path))
-    (job,) = plan.jobs()
+    (job,) = jobs(plan)
     argv_file = tmp_path / "argv.json"
     argv_file.write_text(json.dumps(job.argv))
     result = run_in_venv("swift", "swift_args_check.py", str(argv_file))
@@ -134,8 +141,9 @@ def test_rewardkit_train_runs_a_real_swift_grpo_job(tmp_path: Path):
 
 
 def test_ms_swift_3_gets_train_type_instead_of_tuner_type(tmp_path: Path):
-    from rewardkit_trainers.runner import load_run
-    from rewardkit_trainers.swift import SwiftRewards, swift_arguments
+    from rewardkit_trainers.launch.runner import load_run
+    from rewardkit_trainers.launch.swift import swift_arguments
+    from rewardkit_trainers.rewards.swift import SwiftRewards
 
     plan = load_run(CONFIGS / "staged.yaml", backend="swift", output_dir=str(tmp_path))
     rewards = SwiftRewards(tmp_path / "p.py", ["format"], [1.0])

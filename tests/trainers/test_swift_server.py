@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 from backend_venvs import ROOT, run_in_venv
-from rewardkit_trainers.hardware import Hardware
-from rewardkit_trainers.runner import load_run
-from rewardkit_trainers.trl_launch import NodePlacement
+from rewardkit_trainers.launch.hardware import Hardware
+from rewardkit_trainers.launch.plan import NodePlacement
+from rewardkit_trainers.launch.runner import dry_run, jobs, load_run
 
 from rewardkit import ConfigError
 
@@ -62,7 +62,7 @@ def gone(pid: int, timeout: float = 30) -> bool:
 def test_server_mode_starts_swift_rollout_on_its_own_gpus_before_the_trainer(tmp_path):
     config = write_config(tmp_path, 8123, tensor_parallel_size=2, gpu_memory_utilization=0.8)
     plan = load_run(config, hardware=Hardware(gpus=4, vllm=True), placement=NodePlacement())
-    server, trainer = plan.dry_run()["commands"]
+    server, trainer = dry_run(plan)["commands"]
     assert server["argv"] == [
         "swift", "rollout", "--model", "Qwen/Qwen2.5-0.5B-Instruct",
         "--vllm_tensor_parallel_size", "2", "--vllm_gpu_memory_utilization", "0.8",
@@ -85,7 +85,7 @@ def test_server_mode_without_a_gpu_left_for_training_is_refused(tmp_path):
     plan = load_run(write_config(tmp_path, 8123), hardware=Hardware(gpus=1, vllm=True),
                     placement=NodePlacement())
     with pytest.raises(ConfigError) as err:
-        plan.dry_run()
+        dry_run(plan)
     assert "train.vllm.mode" in err.value.render()
     assert "needs more GPUs than vllm.tensor_parallel_size (1)" in err.value.render()
 
@@ -93,7 +93,7 @@ def test_server_mode_without_a_gpu_left_for_training_is_refused(tmp_path):
 def test_both_commands_parse_with_ms_swift_own_arguments(tmp_path):
     config = write_config(tmp_path, 8123)
     plan = load_run(config, hardware=Hardware(gpus=2, vllm=True), placement=NodePlacement())
-    server, trainer = plan.jobs()
+    server, trainer = jobs(plan)
     result = {}
     for job in (server, trainer):
         argv_file = tmp_path / f"{job.argv[1]}.json"

@@ -104,7 +104,7 @@ def test_export_easyr1_and_trl_write_importable_files(tmp_path: Path):
 def test_export_verl_prints_overrides():
     proc = rewardkit("export", "verl", str(STAGED))
     assert proc.returncode == 0, proc.stderr
-    assert "reward.custom_reward_function.path=pkg://rewardkit_trainers.verl" in proc.stdout
+    assert "reward.custom_reward_function.path=pkg://rewardkit_trainers.rewards.verl" in proc.stdout
 
 
 def test_launch_without_sagemaker_module_is_a_clear_error(monkeypatch, capsys):
@@ -128,7 +128,7 @@ def _train_section() -> dict:
 def test_resume_prefers_the_step_the_sagemaker_entrypoint_restored(tmp_path: Path,
                                                                    monkeypatch):
     from rewardkit_trainers.config import parse_train
-    from rewardkit_trainers.trl_train import resume_checkpoint
+    from rewardkit_trainers.launch.trl_train import resume_checkpoint
 
     train = parse_train(_train_section())
     (tmp_path / "checkpoint-4").mkdir()

@@ -8,7 +8,7 @@ import pickle
 from types import SimpleNamespace
 
 import pytest
-from rewardkit_trainers.trl import AGGREGATION, ScheduleNotAttached, trl_rewards
+from rewardkit_trainers.rewards.trl import AGGREGATION, ScheduleNotAttached, trl_rewards
 
 GOOD = "<think>\n3 plus 4 is 7\n</think>\n<answer>\n7\n</answer>"
 BAD = "no tags"
@@ -142,7 +142,7 @@ def test_exported_module_exposes_reward_funcs_and_grpo_kwargs(tmp_path):
     import importlib.util
 
     from backend_venvs import CONFIGS
-    from rewardkit_trainers.trl import export_module
+    from rewardkit_trainers.rewards.trl import export_module
 
     out = export_module(CONFIGS / "staged.yaml", tmp_path / "my_rewards.py")
     spec = importlib.util.spec_from_file_location("my_rewards", out)
@@ -157,7 +157,7 @@ def test_exported_module_reads_the_configs_reference_column(tmp_path):
     """GSM8K keeps the gold answer in `answer`: the module must read that column."""
     import importlib.util
 
-    from rewardkit_trainers.trl import export_module
+    from rewardkit_trainers.rewards.trl import export_module
 
     config = tmp_path / "gsm8k.yaml"
     config.write_text(
@@ -176,7 +176,7 @@ def test_exported_module_reads_the_configs_reference_column(tmp_path):
 
 
 def test_exported_module_without_train_section_reads_reference(tmp_path):
-    from rewardkit_trainers.trl import export_module
+    from rewardkit_trainers.rewards.trl import export_module
 
     config = tmp_path / "plain.yaml"
     config.write_text("rewards:\n  fmt: {reward: soft_format}\n")

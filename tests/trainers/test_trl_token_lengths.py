@@ -11,7 +11,7 @@ pytest.importorskip("trl")
 
 from rewardkit_trainers.config import TinyModel
 from rewardkit_trainers.quickstart import build_tiny, generate_rows
-from rewardkit_trainers.trl import trl_rewards
+from rewardkit_trainers.rewards.trl import trl_rewards
 
 CONFIG = {"rewards": {
     "overlong": {"reward": "overlong_penalty",

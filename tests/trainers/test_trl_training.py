@@ -18,7 +18,7 @@ from backend_venvs import ROOT
 from rewardkit_trainers.cli import run as cli_run
 from rewardkit_trainers.config import TinyModel
 from rewardkit_trainers.quickstart import build_tiny, generate_rows
-from rewardkit_trainers.trl import trl_rewards
+from rewardkit_trainers.rewards.trl import trl_rewards
 
 CONFIG = {
     "rewards": {
@@ -140,7 +140,7 @@ def test_grpo_trainer_trains_on_a_plain_text_dataset(tmp_path: Path):
 
 def test_lora_maps_to_peft_config(tmp_path: Path):
     from rewardkit_trainers.config import parse_train
-    from rewardkit_trainers.trl_train import grpo_kwargs, peft_config
+    from rewardkit_trainers.launch.trl_train import grpo_kwargs, peft_config
 
     train = parse_train({"model": "m", "dataset": {"train": "x.jsonl"},
                          "lora": {"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"]},

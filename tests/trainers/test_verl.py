@@ -1,4 +1,4 @@
-"""verl: ``pkg://rewardkit_trainers.verl`` through verl's own loader and reward manager
+"""verl: ``pkg://rewardkit_trainers.rewards.verl`` through verl's own loader and reward manager
 (in .venv-verl), plus the function's contract."""
 
 from __future__ import annotations
@@ -68,19 +68,20 @@ def test_rewardkit_train_verl_overrides_compose_with_verl_own_config(
         tmp_path: Path, tiny_tokenizer_dir: Path):
     import json
 
-    from rewardkit_trainers.runner import load_run
+    from rewardkit_trainers.launch.runner import jobs, load_run
 
     plan = load_run(CONFIGS / "staged.yaml", backend="verl", output_dir=str(tmp_path))
-    jobs = plan.jobs()
-    assert [j.label.split(":")[0] for j in jobs] == ["verl stage 0", "verl stage 1"]
+    planned = jobs(plan)
+    assert [j.label.split(":")[0] for j in planned] == ["verl segment 0", "verl segment 1"]
     argv_file = tmp_path / "argv.json"
-    argv_file.write_text(json.dumps(jobs[1].argv))
+    argv_file.write_text(json.dumps(planned[1].argv))
     result = run_in_venv("verl", "verl_args_check.py", str(argv_file), str(tiny_tokenizer_dir))
     assert result["adv_estimator"] == "grpo" and result["rollout_n"] == 4
     assert result["total_training_steps"] == 6
     assert result["resume_mode"] == "resume_path"
     assert result["resume_from_path"].endswith("checkpoints/global_step_2")
-    assert result["reward"] == {"path": "pkg://rewardkit_trainers.verl", "name": "compute_score",
+    assert result["reward"] == {"path": "pkg://rewardkit_trainers.rewards.verl",
+                                "name": "compute_score",
                                 "reward_kwargs": {"config": str(CONFIGS / "staged.yaml"),
                                                   "step": 2}}
     # verl's RLHFDataset reads the converted parquet

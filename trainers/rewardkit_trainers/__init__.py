@@ -1,21 +1,28 @@
 """Trainer adapters for rewardkit.
 
 One package, several backends, each imported lazily so that installing
-``rewardkit-trainers`` never pulls a trainer library in:
+``rewardkit-trainers`` never pulls a trainer library in. Split by role:
 
-* :mod:`rewardkit_trainers.trl` -- reward callables for TRL's ``GRPOTrainer`` and the
-  in-process ``rewardkit train`` runner.
-* :mod:`rewardkit_trainers.swift` -- ``rewardkit export swift``: an ms-swift
-  ``--external_plugins`` file registering one ORM per component.
-* :mod:`rewardkit_trainers.easyr1` -- ``rewardkit export easyr1``: an EasyR1 batch reward file.
-* :mod:`rewardkit_trainers.verl` -- ``pkg://rewardkit_trainers.verl:compute_score``.
-* :mod:`rewardkit_trainers.runner` -- ``rewardkit train``: in-process TRL
-  (:mod:`~rewardkit_trainers.trl_train`), ``swift rlhf`` and staged EasyR1 commands.
+* :mod:`rewardkit_trainers.rewards` -- what a trainer imports: TRL reward callables
+  (:mod:`~rewardkit_trainers.rewards.trl`), ms-swift ORMs
+  (:mod:`~rewardkit_trainers.rewards.swift`), EasyR1's batch ``compute_score``
+  (:mod:`~rewardkit_trainers.rewards.easyr1`), verl's ``compute_score`` and reward
+  manager (:mod:`~rewardkit_trainers.rewards.verl`,
+  :mod:`~rewardkit_trainers.rewards.verl_manager`), and the scorer they share
+  (:mod:`~rewardkit_trainers.rewards.scoring`).
+* :mod:`rewardkit_trainers.launch` -- what plans and launches runs (``rewardkit train``):
+  the plan (:mod:`~rewardkit_trainers.launch.plan`), the backend table
+  (:mod:`~rewardkit_trainers.launch.backends`), each backend's planner, the runner.
+* :mod:`rewardkit_trainers.fidelity` -- what each backend can train as a config says.
 * :mod:`rewardkit_trainers.evaluate` -- ``rewardkit eval``: base vs trained, per component.
 * :mod:`rewardkit_trainers.config` -- the ``train:`` / ``eval:`` sections (pydantic).
 * :mod:`rewardkit_trainers.quickstart` -- generated data and a tiny model for the demo.
 * :mod:`rewardkit_trainers.cli` -- ``rewardkit train|export|eval|launch|jobs``.
-* ``rewardkit_trainers.sagemaker`` -- SageMaker launch (separate owner).
+* :mod:`rewardkit_trainers.sagemaker` -- SageMaker launch.
+
+The paths users type stay valid: ``rewardkit_trainers.trl``, ``rewardkit_trainers.swift``,
+``rewardkit_trainers.easyr1``, ``pkg://rewardkit_trainers.verl`` (and ``.verl_manager``)
+and ``-m rewardkit_trainers.trl_train`` re-export the modules above.
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rewardkit.cli import EXIT_OK, UsageError, main
+from rewardkit import EXIT_OK, Subcommands, UsageError
 
-SubParsers = argparse._SubParsersAction  # the `rewardkit` sub-command action
+from rewardkit_trainers.sagemaker.arguments import jobs_arguments, launch_arguments
 
 
-def add_commands(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+def add_commands(subparsers: Subcommands) -> None:
     """Add ``train``, ``export``, ``eval``, ``launch`` and ``jobs`` to ``rewardkit``."""
     _train_arguments(subparsers.add_parser(
         "train", help="run GRPO with the config's reward and train: section",
@@ -41,6 +41,8 @@ def add_commands(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
 def run(command: str, argv: list[str]) -> int:
     """``rewardkit <command> <argv...>`` through the core command line (scripts, tests);
     returns the exit code."""
+    from rewardkit.cli import main
+
     return main([command, *argv])
 
 
@@ -74,19 +76,19 @@ def _train_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from rewardkit_trainers.runner import load_run
+    from rewardkit_trainers.launch.runner import dry_run, execute, load_run
 
     plan = load_run(args.config, backend=args.backend, output_dir=args.output_dir,
                     max_steps=args.max_steps)
     console = _console()
     if args.dry_run:
-        description = plan.dry_run()
+        description = dry_run(plan)
         if args.json:
             print(json.dumps(description, indent=2, default=str))
         else:
             _print_description(console, description)
         return EXIT_OK
-    return plan.execute(console)
+    return execute(plan, console)
 
 
 def _print_description(console: Any, description: dict[str, Any]) -> None:
@@ -131,7 +133,7 @@ def _export(args: argparse.Namespace) -> int:
         print(f"rewardkit export: warning: {warning}", file=sys.stderr)
     console = _console()
     if args.target == "swift":
-        from rewardkit_trainers.swift import export_plugin
+        from rewardkit_trainers.rewards.swift import export_plugin
 
         out = Path(args.output or "rewardkit_swift_plugin.py")
         info = export_plugin(reward_config, config_path, out)
@@ -140,7 +142,7 @@ def _export(args: argparse.Namespace) -> int:
         console.print(" ".join(info.arguments()), markup=False, soft_wrap=True)
         return EXIT_OK
     if args.target == "easyr1":
-        from rewardkit_trainers.easyr1 import export_reward_file
+        from rewardkit_trainers.rewards.easyr1 import export_reward_file
 
         out = Path(args.output or "rewardkit_easyr1_reward.py")
         export_reward_file(reward_config, config_path, out, step=args.step or 0,
@@ -151,7 +153,7 @@ def _export(args: argparse.Namespace) -> int:
                       markup=False, soft_wrap=True)
         return EXIT_OK
     if args.target == "verl":
-        from rewardkit_trainers.verl import overrides
+        from rewardkit_trainers.rewards.verl import overrides
 
         lines = overrides(config_path, step=args.step, fallback=args.fallback)
         if args.output:
@@ -163,7 +165,7 @@ def _export(args: argparse.Namespace) -> int:
         for line in lines:
             console.print(line, markup=False, soft_wrap=True)
         return EXIT_OK
-    from rewardkit_trainers.trl import export_module
+    from rewardkit_trainers.rewards.trl import export_module
 
     out = Path(args.output or "rewardkit_trl_rewards.py")
     export_module(config_path, out)
@@ -209,26 +211,6 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- launch / jobs
-
-
-def launch_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """``rewardkit launch``'s arguments, added to ``p``."""
-    p.add_argument("platform", choices=["sagemaker"])
-    p.add_argument("config", type=Path, help="reward config with a sagemaker: section")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the uploads and the create_training_job request; call nothing")
-    p.add_argument("--job-name", help="job name prefix (default: sagemaker.job_name or "
-                   "rewardkit-<backend>); the SageMaker SDK appends -YYYYmmddHHMMSS")
-    return p
-
-
-def jobs_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """``rewardkit jobs``' arguments, added to ``p``."""
-    p.add_argument("action", choices=["status", "logs"])
-    p.add_argument("name", help="training job name")
-    p.add_argument("--region", help="AWS region (default: the boto3 session's)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    return p
 
 
 def _sagemaker_cli() -> Any:

@@ -27,8 +27,8 @@ from rewardkit_trainers.config import (
     parse_eval,
     resolve,
 )
-from rewardkit_trainers.data import normalise_rows, read_rows
-from rewardkit_trainers.hardware import apply_cpu_plan, cpu_plan, passive_waits
+from rewardkit_trainers.launch.data import normalise_rows, read_rows
+from rewardkit_trainers.launch.hardware import apply_cpu_plan, cpu_plan, passive_waits
 
 _ACCURACY_NAMES = ("accuracy", "correctness", "correct", "acc")
 

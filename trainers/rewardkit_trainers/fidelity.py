@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rewardkit import ConfigError, get_reward
+from rewardkit.authoring import whole_group_needs
 from rewardkit.config import Component, RewardConfig
 from rewardkit.schedules import is_constant
 
-from rewardkit_trainers.stages import reward_boundaries
+from rewardkit_trainers.launch.segments import reward_boundaries
 
 if TYPE_CHECKING:
-    from rewardkit_trainers.runner import RunPlan
+    from rewardkit_trainers.launch.runner import RunPlan
 
 #: the first TRL whose GRPOTrainer leaves a row whose rewards are all None out of the
 #: group statistics (nanmean/nanstd), so that it gets no advantage
@@ -46,17 +47,15 @@ STEP_PINNED = frozenset({"easyr1", "verl"})
 
 
 def group_needs(config: RewardConfig) -> list[tuple[str, str]]:
-    """(config key, reason) for every setting that needs each response's whole group."""
-    needs = []
-    if config.aggregate == "normalize_then_sum":
-        needs.append(("aggregate", "normalize_then_sum standardises each component within "
-                                   "a prompt's group"))
+    """(config key, reason) for every setting that needs each response's whole group on a
+    trainer: what scoring needs (:func:`rewardkit.authoring.whole_group_needs`), and
+    ``on_error: null``, whose failed row the adapters give its group's mean."""
+    needs = whole_group_needs(config.aggregate, {
+        name: get_reward(comp.reward) for name, comp in config.rewards.items()})
     if config.on_error == "null":
-        needs.append(("on_error", "null masks a failed grading, which needs the other "
-                                  "responses of its group"))
-    for name, comp in config.rewards.items():
-        if get_reward(comp.reward).group:
-            needs.append((f"rewards.{name}.reward", f"{comp.reward} is a per-group reward"))
+        needs.insert(int(config.aggregate == "normalize_then_sum"), (
+            "on_error", "null masks a failed grading, which needs the other responses of "
+                        "its group"))
     return needs
 
 
@@ -156,7 +155,7 @@ def job_warnings(plan: RunPlan) -> list[str]:
     if backend.lower() not in STEP_PINNED:
         return []
     try:
-        ranges = plan.stage_ranges(backend)
+        ranges = plan.segment_ranges(backend)
     except ConfigError:
         return []
     return [w for k, (start, end) in enumerate(ranges)

@@ -56,7 +56,7 @@ spec.loader.exec_module(module)
 assert module.REWARD_TYPE == "batch"
 reward_fn = partial(module.compute_score)
 
-from rewardkit_trainers.easyr1 import pack_answer  # noqa: E402  (after the test rewards)
+from rewardkit_trainers.rewards.easyr1 import pack_answer  # noqa: E402  (after the test rewards)
 
 batch = [ROWS[i] for i in ORDER]
 reward_inputs = [{"response": c, "response_length": len(c.split()),

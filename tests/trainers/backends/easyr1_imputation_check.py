@@ -55,7 +55,7 @@ def main(reward_file: str) -> dict:
     module = importlib.util.module_from_spec(spec)
     sys.modules["custom_reward_fn"] = module
     spec.loader.exec_module(module)
-    from rewardkit_trainers.easyr1 import IMPUTED_SHARE, pack_answer
+    from rewardkit_trainers.rewards.easyr1 import IMPUTED_SHARE, pack_answer
 
     rng = random.Random(27)
     failed_adv: list[float] = []  # in groups whose graded rows differ

@@ -46,8 +46,13 @@ def batch(rng: random.Random, k: int) -> list[tuple[str, str]]:
 
 
 def check(plugin: str, rng: random.Random) -> dict:
-    from rewardkit_trainers.scoring import SharedScorer
-    from rewardkit_trainers.swift import IMPUTED_SHARE, drain_metrics, func_name, swift_weights
+    from rewardkit_trainers.rewards.scoring import SharedScorer
+    from rewardkit_trainers.rewards.swift import (
+        IMPUTED_SHARE,
+        drain_metrics,
+        func_name,
+        swift_weights,
+    )
     from swift.rl_core.advantage import compute_advantages, compute_advantages_dynamic
     from swift.rl_core.data import GRPOSample
     from swift.rl_core.grpo_algorithm import compute_rewards_per_func

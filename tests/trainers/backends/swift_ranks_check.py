@@ -84,8 +84,8 @@ def worker(rank: int, plugin: str, scale: str, names: list[str], port: int, out:
     dist.all_gather(parts, local)  # ms-swift gathers the per-function rewards in rank order
     if rank == 0:
         rewards_per_func = torch.cat(parts)
-        from rewardkit_trainers.scoring import SharedScorer
-        from rewardkit_trainers.swift import swift_weights
+        from rewardkit_trainers.rewards.scoring import SharedScorer
+        from rewardkit_trainers.rewards.swift import swift_weights
 
         from rewardkit.config import parse_config
 

@@ -4,7 +4,7 @@ reward_score (what trains) and reward_extra_info.
 
     REWARDKIT_CONFIG=rewards.yaml python verl_tokens_check.py MANAGER TOKENIZER_DIR
 
-MANAGER: ``rewardkit`` (the overrides of rewardkit_trainers.verl) or ``naive`` (verl's own).
+MANAGER: ``rewardkit`` (the overrides of rewardkit_trainers.rewards.verl) or ``naive`` (verl's own).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import torch
 from omegaconf import OmegaConf
-from rewardkit_trainers.verl import MANAGER_OVERRIDES
+from rewardkit_trainers.rewards.verl import MANAGER_OVERRIDES
 from transformers import AutoTokenizer
 from verl import DataProto
 from verl.trainer.ppo.reward import load_reward_manager
@@ -30,7 +30,7 @@ if manager_name == "rewardkit":
 else:
     manager_config = {"source": "register", "name": "naive"}
 config = OmegaConf.create({"reward": {
-    "custom_reward_function": {"path": "pkg://rewardkit_trainers.verl",
+    "custom_reward_function": {"path": "pkg://rewardkit_trainers.rewards.verl",
                                "name": "compute_score", "reward_kwargs": {}},
     "reward_manager": manager_config,
 }})

@@ -118,12 +118,12 @@ def to_swift_jsonl(rows: Iterable[dict[str, Any]], spec: DatasetSpec, path: Path
 def to_easyr1_parquet(rows: Iterable[dict[str, Any]], spec: DatasetSpec, path: Path) -> Path:
     """EasyR1 rows: ``problem`` (user text) and ``answer``: the reference, the row's number
     (the prompt id) and its other columns, packed as JSON
-    (:func:`rewardkit_trainers.easyr1.pack_answer`), since EasyR1 hands the reward only the
+    (:func:`rewardkit_trainers.rewards.easyr1.pack_answer`), since EasyR1 hands the reward only the
     response and this cell, in an order of its own."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rewardkit_trainers.easyr1 import pack_answer
+    from rewardkit_trainers.rewards.easyr1 import pack_answer
 
     problems, answers = [], []
     for i, row in enumerate(rows):

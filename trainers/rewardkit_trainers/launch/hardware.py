@@ -1,4 +1,5 @@
-"""What this machine offers a training run: GPUs and vLLM.
+"""What this machine offers a training run: GPUs and vLLM, and how a node's GPUs split
+between the trainer and a vLLM server (:func:`split_gpus`).
 
 ``rewardkit train`` and the SageMaker entrypoint decide from :func:`detect_hardware`
 whether TRL runs as one process or through ``accelerate launch`` with DeepSpeed, and
@@ -151,3 +152,16 @@ def apply_cpu_plan(plan: CpuPlan) -> None:
     # settable once per process: a second run in one process keeps the first setting
     with contextlib.suppress(RuntimeError):
         torch.set_num_interop_threads(1)
+
+
+def split_gpus(gpus: int, tp: int) -> tuple[list[int], list[int]]:
+    """(trainer GPU ids, server GPU ids) of a node with ``gpus`` GPUs whose vLLM server
+    takes the last ``tp``; ValueError when none is left for training. Shared by
+    ``trl vllm-serve`` and ms-swift's ``swift rollout``."""
+    if gpus <= tp:
+        raise ValueError(
+            f"vllm.mode server needs more GPUs than vllm.tensor_parallel_size ({tp}): the "
+            f"server takes {tp} and the trainer at least one, but train.gpus is {gpus}; "
+            "use vllm.mode colocate on this machine")
+    ids = list(range(gpus))
+    return ids[: gpus - tp], ids[gpus - tp:]

@@ -1,28 +1,26 @@
 """``rewardkit train``: from a config to a finished run on the chosen backend.
 
-* ``trl`` trains in this process (:mod:`rewardkit_trainers.trl_train`) on one GPU or
-  the CPU; on more GPUs or nodes, or with a vLLM server, it runs ``accelerate launch``
-  with a DeepSpeed ZeRO config (and ``trl vllm-serve`` first):
-  :mod:`rewardkit_trainers.trl_launch`.
-* ``swift`` runs ``swift rlhf --rlhf_type grpo ...`` with the dataset as ms-swift JSONL
-  and the exported ``--external_plugins`` file; ms-swift passes ``trainer_state``, so
-  stages and schedules follow the step inside one job.
-* ``verl`` runs ``python3 -m verl.trainer.main_ppo ...`` (Hydra overrides) with the
-  ``pkg://rewardkit_trainers.verl`` reward, once per reward stage like EasyR1.
-* ``easyr1`` runs ``python3 -m verl.trainer.main config=...`` once per reward stage:
-  EasyR1 passes no step to reward functions, so each job's reward file is pinned to
-  its stage's first step, and each job after the first resumes from the previous one's
-  checkpoint (``trainer.load_checkpoint_path=.../global_step_<boundary>``).
+:func:`load_run` validates the config and makes a :class:`~.plan.RunPlan` for this
+machine; :func:`dry_run` writes every file and returns the exact commands without
+running anything; :func:`execute` runs them. What each backend runs comes from its
+planner in :mod:`rewardkit_trainers.launch.backends`:
 
-:meth:`RunPlan.dry_run` writes every file and returns the exact commands without
-running anything.
+* ``trl`` trains in this process (:mod:`rewardkit_trainers.launch.trl_train`) on one GPU
+  or the CPU; on more GPUs or nodes, or with a vLLM server, it runs ``accelerate launch``
+  with a DeepSpeed ZeRO config (and ``trl vllm-serve`` first):
+  :mod:`rewardkit_trainers.launch.trl`.
+* ``swift`` runs ``swift rlhf --rlhf_type grpo ...`` (:mod:`rewardkit_trainers.launch.swift`);
+  ms-swift passes ``trainer_state``, so stages and schedules follow the step in one job.
+* ``verl`` and ``easyr1`` pass no step to rewards, so a staged config runs as one job per
+  *segment* (:mod:`rewardkit_trainers.launch.segments`), each pinned to its first step and
+  resuming from the previous one's checkpoint (:mod:`rewardkit_trainers.launch.verl`,
+  :mod:`rewardkit_trainers.launch.easyr1`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -30,21 +28,20 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rewardkit import ConfigError
-from rewardkit.cli import EXIT_OK, EXIT_USAGE
-from rewardkit.config import RewardConfig, load_config, read_config_file
+from rewardkit import EXIT_OK, EXIT_USAGE, ConfigError
+from rewardkit.config import load_config, read_config_file
 
-from rewardkit_trainers.config import BatchSplit, TrainConfig, parse_train, resolve
-from rewardkit_trainers.hardware import Hardware, detect_hardware
-from rewardkit_trainers.stages import job_boundaries, stage_ranges
-from rewardkit_trainers.trl_launch import (
+from rewardkit_trainers.config import TrainConfig, parse_train
+from rewardkit_trainers.fidelity import check, job_warnings
+from rewardkit_trainers.launch.backends import build_jobs
+from rewardkit_trainers.launch.hardware import Hardware, detect_hardware
+from rewardkit_trainers.launch.plan import (
+    Job,
     NodePlacement,
-    inside_launcher,
-    needs_launcher,
+    RunPlan,
     placement_from_env,
 )
 
@@ -52,174 +49,59 @@ READY_TIMEOUT_S = 900.0
 """How long a background job (the vLLM server) may take to answer its ready URL."""
 
 
-@dataclass
-class Job:
-    """One external command of a run."""
+def jobs(plan: RunPlan) -> list[Job]:
+    """The external commands of a run (files written as a side effect): its backend's
+    planner (:mod:`rewardkit_trainers.launch.backends`)."""
+    return build_jobs(plan)
 
-    label: str
-    argv: list[str]
-    cwd: Path
-    env: dict[str, str] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)
-    background: bool = False
-    """runs alongside the jobs after it (a server) and is stopped when they end"""
-    ready_url: str | None = None
-    """a background job is ready when this URL answers 200"""
 
-    @property
-    def shell(self) -> str:
-        """The command as one copy-pasteable shell line (wrapped before each option)."""
-        parts: list[str] = []
-        for i, arg in enumerate(self.argv):
-            quoted = shlex.quote(arg)
-            option = arg.startswith("--") or ("=" in arg and not arg.startswith("-"))
-            parts.append((" \\\n    " if i and option else " " if i else "") + quoted)
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
-        cmd = "".join(parts)
-        return f"{env} {cmd}" if env else cmd
+def dry_run(plan: RunPlan) -> dict[str, Any]:
+    """Write the files and describe the run without running it."""
+    plan.output_dir.mkdir(parents=True, exist_ok=True)
+    hardware = {"gpus": plan.hardware.gpus, "vllm": plan.hardware.vllm,
+                "nodes": plan.placement.num_nodes, "node_rank": plan.placement.rank}
+    if plan.train.backend == "trl":
+        from rewardkit_trainers.launch.trl_train import describe, prepare
 
-    def describe(self) -> dict[str, Any]:
-        described: dict[str, Any] = {
-            "label": self.label, "argv": self.argv, "cwd": str(self.cwd), "env": self.env,
-            "shell": self.shell, "files": self.files}
-        if self.background:
-            described.update(background=True, ready_url=self.ready_url)
+        prep = prepare(plan.reward_config, plan.train, plan.config_file, plan.output_dir,
+                       gpu=plan.hardware.gpus > 0, processes=plan.processes())
+        described = {**describe(prep, plan.train), "output_dir": str(plan.output_dir),
+                     "hardware": hardware, "warnings": plan.warnings}
+        if plan.launched:
+            described["commands"] = [j.describe() for j in jobs(plan)]
         return described
+    return {"backend": plan.train.backend, "output_dir": str(plan.output_dir),
+            "hardware": hardware, "commands": [j.describe() for j in jobs(plan)],
+            "warnings": plan.warnings}
 
 
-@dataclass
-class RunPlan:
-    """A validated run: reward config, train section and where it writes."""
+def execute(plan: RunPlan, console: Any) -> int:
+    """Run it; returns the exit code."""
+    plan.output_dir.mkdir(parents=True, exist_ok=True)
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", markup=True, soft_wrap=True)
+    if plan.train.backend == "trl" and not plan.launched:
+        return _train_here(plan, console)
+    return run_jobs(jobs(plan), console)
 
-    config_file: Path
-    reward_config: RewardConfig
-    train: TrainConfig
-    hardware: Hardware = field(default_factory=lambda: Hardware(gpus=0, vllm=False))
-    """what the automatic choices in ``train`` were made for"""
-    placement: NodePlacement = field(default_factory=NodePlacement)
-    #: what the backend approximates (rewardkit_trainers.fidelity.check)
-    warnings: list[str] = field(default_factory=list)
 
-    @property
-    def launched(self) -> bool:
-        """TRL through ``accelerate launch`` (and a vLLM server) instead of in-process."""
-        return (self.train.backend == "trl" and not inside_launcher()
-                and needs_launcher(self.train, self.placement))
+def _train_here(plan: RunPlan, console: Any) -> int:
+    """TRL in this process (one GPU or the CPU), with its summary lines."""
+    from rewardkit_trainers.launch.trl_train import run
 
-    @property
-    def output_dir(self) -> Path:
-        return resolve(self.train.output_dir, self.config_file)
-
-    def processes(self) -> int:
-        """Training processes of the run, all nodes together: one for TRL in this
-        process; else ``gpus`` per node (less the vLLM server's GPUs in TRL's and
-        ms-swift's server mode) times the nodes (TRL: the placement's, as its accelerate
-        launch; the others: ``train.nnodes``, or the placement's when more)."""
-        t = self.train
-        if t.backend == "trl" and not self.launched:
-            return 1
-        per_node = t.gpus
-        server = t.vllm.enabled is True and t.vllm.mode == "server"
-        if server and t.backend in ("trl", "swift") and per_node > t.vllm.tensor_parallel_size:
-            per_node -= t.vllm.tensor_parallel_size
-        if t.backend == "trl":  # accelerate launches per_node processes on each placed node
-            return per_node * self.placement.num_nodes
-        return per_node * max(t.nnodes, self.placement.num_nodes)
-
-    def batch(self) -> BatchSplit:
-        """The optimizer step every backend's arguments are built from
-        (:meth:`TrainConfig.batch_split` over :meth:`processes`); a ConfigError names
-        ``train.batch_size`` and the values that split exactly when it does not."""
-        try:
-            return self.train.batch_split(self.processes())
-        except ValueError as exc:
-            raise ConfigError(str(self.config_file), [("train.batch_size", str(exc))]) from None
-
-    def zero_stage(self) -> int:
-        """The ZeRO stage the run shards with: 3 or 2 from ``train.deepspeed`` on more
-        than one process, else 0 (one process holds everything; ``none`` is DDP)."""
-        if self.processes() == 1 or self.train.deepspeed == "none":
-            return 0
-        return 3 if self.train.deepspeed == "zero3" else 2
-
-    def stage_boundaries(self) -> list[int]:
-        """Steps where a new job starts (besides 0), for backends that pass no step."""
-        return job_boundaries(self.train.stages, self.reward_config)
-
-    def stage_ranges(self, backend: str) -> list[tuple[int, int | None]]:
-        """``(first step, end step)`` of each successive job (end None = run to the end)."""
-        boundaries = self.stage_boundaries()
-        total = self.train.max_steps
-        if boundaries and total is None:
-            raise ConfigError(str(self.config_file), [(
-                "train.max_steps",
-                f"needed: {backend} runs the reward stages as successive jobs (boundaries at "
-                f"steps {boundaries}), which needs a step count rather than epochs")])
-        return stage_ranges(boundaries, total)
-
-    def jobs(self) -> list[Job]:
-        """The external commands of a run (files written as a side effect)."""
-        if self.launched:
-            from rewardkit_trainers.trl_launch import build_jobs as build_trl
-
-            return build_trl(self, self.placement)
-        if self.train.backend == "swift":
-            from rewardkit_trainers.swift import build_jobs
-
-            return build_jobs(self)
-        if self.train.backend == "easyr1":
-            from rewardkit_trainers.easyr1 import build_jobs as build_easyr1
-
-            return build_easyr1(self)
-        if self.train.backend == "verl":
-            from rewardkit_trainers.verl import build_jobs as build_verl
-
-            return build_verl(self)
-        raise ValueError(f"backend {self.train.backend} runs in-process")
-
-    def dry_run(self) -> dict[str, Any]:
-        """Write the files and describe the run without running it."""
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        hardware = {"gpus": self.hardware.gpus, "vllm": self.hardware.vllm,
-                    "nodes": self.placement.num_nodes, "node_rank": self.placement.rank}
-        if self.train.backend == "trl":
-            from rewardkit_trainers.trl_train import describe, prepare
-
-            prep = prepare(self.reward_config, self.train, self.config_file, self.output_dir,
-                           gpu=self.hardware.gpus > 0, processes=self.processes())
-            described = {**describe(prep, self.train), "output_dir": str(self.output_dir),
-                         "hardware": hardware, "warnings": self.warnings}
-            if self.launched:
-                described["commands"] = [j.describe() for j in self.jobs()]
-            return described
-        jobs = self.jobs()
-        return {"backend": self.train.backend, "output_dir": str(self.output_dir),
-                "hardware": hardware, "commands": [j.describe() for j in jobs],
-                "warnings": self.warnings}
-
-    def execute(self, console: Any) -> int:
-        """Run it; returns the exit code."""
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        for warning in self.warnings:
-            console.print(f"[yellow]warning:[/] {warning}", markup=True, soft_wrap=True)
-        if self.train.backend == "trl" and not self.launched:
-            from rewardkit_trainers.trl_train import run
-
-            report = run(self.reward_config, self.train, self.config_file, self.output_dir,
-                         console)
-            on = f" on {report.cpu.describe()}" if report.cpu else " on the GPU"
-            console.print(
-                f"[bold]done[/] in {report.seconds:.0f}s ({report.train_seconds:.0f}s "
-                f"training{on}), {report.steps} steps. "
-                f"mean reward: start {report.start_reward:.3f} -> end {report.end_reward:.3f}",
-                soft_wrap=True)  # one line, whatever the width: logs and scripts read it
-            console.print(f"model: {report.model_dir}")
-            console.print(f"curves: {report.curves_csv}"
-                          + (f", {report.curves_png}" if report.curves_png else ""))
-            if report.report_html:
-                console.print(f"report: {report.report_html}", markup=False, soft_wrap=True)
-            return EXIT_OK
-        return run_jobs(self.jobs(), console)
+    report = run(plan.reward_config, plan.train, plan.config_file, plan.output_dir, console)
+    on = f" on {report.cpu.describe()}" if report.cpu else " on the GPU"
+    console.print(
+        f"[bold]done[/] in {report.seconds:.0f}s ({report.train_seconds:.0f}s "
+        f"training{on}), {report.steps} steps. "
+        f"mean reward: start {report.start_reward:.3f} -> end {report.end_reward:.3f}",
+        soft_wrap=True)  # one line, whatever the width: logs and scripts read it
+    console.print(f"model: {report.model_dir}")
+    console.print(f"curves: {report.curves_csv}"
+                  + (f", {report.curves_png}" if report.curves_png else ""))
+    if report.report_html:
+        console.print(f"report: {report.report_html}", markup=False, soft_wrap=True)
+    return EXIT_OK
 
 
 def run_jobs(jobs: list[Job], console: Any) -> int:
@@ -316,7 +198,7 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
              placement: NodePlacement | None = None) -> RunPlan:
     """Validate the reward config and its ``train:`` section (with CLI overrides), and
     make its automatic choices (GPU count, vLLM) for ``hardware`` (default: this
-    machine's, :func:`rewardkit_trainers.hardware.detect_hardware`) and ``placement``
+    machine's, :func:`rewardkit_trainers.launch.hardware.detect_hardware`) and ``placement``
     (default: the SageMaker entrypoint's environment, else one node)."""
     path = Path(config)
     reward_config = load_config(path)
@@ -336,8 +218,6 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
     except ValueError as exc:
         raise ConfigError(str(path), [("train", str(exc))]) from None
     requested, train = train, train.for_hardware(hardware.gpus, hardware.vllm)
-    from rewardkit_trainers.fidelity import check, job_warnings
-
     warnings = check(reward_config, train.backend, str(path))
     plan = RunPlan(path.resolve(), reward_config, train, hardware, placement, warnings)
     plan.batch()  # batch_size that does not split over these GPUs: refused here
@@ -401,7 +281,7 @@ def unhonoured_keys(plan: RunPlan, requested: TrainConfig) -> list[str]:
         out.append(f"train.deepspeed: none (DDP) is not honoured on {t.backend}: its FSDP "
                    "shards at least gradients and optimizer state, so it trains as zero2")
     if t.backend == "trl":
-        from rewardkit_trainers.trl_train import missing_grpo_fields
+        from rewardkit_trainers.launch.trl_train import missing_grpo_fields
 
         out += [f"{key}: not applied: this TRL's GRPOConfig has no such argument"
                 for key in missing_grpo_fields(t)]

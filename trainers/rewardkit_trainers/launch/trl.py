@@ -11,7 +11,7 @@ jobs instead:
    ``vllm.tensor_parallel_size`` GPUs, in the background; the trainer starts once its
    ``/health/`` answers;
 2. ``accelerate launch --config_file <out>/accelerate-<stage>.yaml --num_processes N ...
-   -m rewardkit_trainers.trl_train --config CONFIG --train <out>/rewardkit-train.json``:
+   -m rewardkit_trainers.launch.trl_train --config CONFIG --train <out>/rewardkit-train.json``:
    one training process per GPU, each reading the train section exactly as resolved here
    (``rewardkit-train.json``), DeepSpeed ZeRO-3 by default (``train.deepspeed``).
 """
@@ -19,59 +19,15 @@ jobs instead:
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from rewardkit import ConfigError
 
-from rewardkit_trainers.config import TinyModel, TrainConfig
-
-if TYPE_CHECKING:
-    from rewardkit_trainers.runner import Job, RunPlan
+from rewardkit_trainers.launch.hardware import split_gpus
+from rewardkit_trainers.launch.plan import Job, NodePlacement, RunPlan
 
 TRAIN_FILE = "rewardkit-train.json"
-DEFAULT_DIST_PORT = 29500
-
-
-@dataclass(frozen=True)
-class NodePlacement:
-    """This node's place in a multi-node job (one node by default)."""
-
-    num_nodes: int = 1
-    rank: int = 0
-    head_ip: str = "127.0.0.1"
-    port: int = DEFAULT_DIST_PORT
-
-
-def placement_from_env(env: dict[str, str] | None = None) -> NodePlacement:
-    """The placement the SageMaker entrypoint passes to ``rewardkit train``."""
-    env = dict(os.environ) if env is None else env
-    if not env.get("REWARDKIT_NUM_NODES"):
-        return NodePlacement()
-    try:
-        return NodePlacement(num_nodes=int(env["REWARDKIT_NUM_NODES"]),
-                             rank=int(env.get("REWARDKIT_NODE_RANK", "0")),
-                             head_ip=env.get("REWARDKIT_HEAD_IP", "127.0.0.1"),
-                             port=int(env.get("REWARDKIT_DIST_PORT", str(DEFAULT_DIST_PORT))))
-    except ValueError as exc:
-        raise ValueError(f"malformed REWARDKIT_NUM_NODES/NODE_RANK/DIST_PORT: {exc}") from None
-
-
-def inside_launcher(env: dict[str, str] | None = None) -> bool:
-    """True in a process that a distributed launcher started (accelerate, torchrun)."""
-    env = dict(os.environ) if env is None else env
-    return "LOCAL_RANK" in env or "ACCELERATE_PROCESS_INDEX" in env
-
-
-def needs_launcher(train: TrainConfig, where: NodePlacement) -> bool:
-    """Whether TRL must run as launched jobs rather than in this process. A tiny built
-    model (demos, tests) always trains in one process: it is built where it trains."""
-    if isinstance(train.model, TinyModel):
-        return False
-    server = train.vllm.enabled is True and train.vllm.mode == "server"
-    return train.gpus > 1 or where.num_nodes > 1 or server
 
 
 def deepspeed_config(stage: str) -> dict[str, Any]:
@@ -117,31 +73,11 @@ def config_file_name(deepspeed: str) -> str:
     return f"accelerate-{'ddp' if deepspeed == 'none' else deepspeed}.yaml"
 
 
-def server_gpus(train: TrainConfig) -> tuple[list[int], list[int]]:
-    """(trainer GPUs, vLLM server GPUs) of one node in server mode: the server gets the
-    last ``tensor_parallel_size`` GPUs, the trainer the rest."""
-    return split_gpus(train.gpus, train.vllm.tensor_parallel_size)
-
-
-def split_gpus(gpus: int, tp: int) -> tuple[list[int], list[int]]:
-    """(trainer GPU ids, server GPU ids) of a node with ``gpus`` GPUs whose vLLM server
-    takes the last ``tp``; ValueError when none is left for training. Shared by
-    ``trl vllm-serve`` and ms-swift's ``swift rollout``."""
-    if gpus <= tp:
-        raise ValueError(
-            f"vllm.mode server needs more GPUs than vllm.tensor_parallel_size ({tp}): the "
-            f"server takes {tp} and the trainer at least one, but train.gpus is {gpus}; "
-            "use vllm.mode colocate on this machine")
-    ids = list(range(gpus))
-    return ids[: gpus - tp], ids[gpus - tp:]
-
-
-def build_jobs(plan: RunPlan, where: NodePlacement | None = None) -> list[Job]:
-    """The jobs of a launched TRL run (files written into the output folder)."""
-    from rewardkit_trainers.runner import Job
-
+def build_jobs(plan: RunPlan) -> list[Job]:
+    """The jobs of a launched TRL run on ``plan.placement`` (files written into the output
+    folder)."""
     train, out = plan.train, plan.output_dir
-    where = where or NodePlacement()
+    where = plan.placement
     server = train.vllm.enabled is True and train.vllm.mode == "server"
     jobs: list[Job] = []
     trainer_env: dict[str, str] = {}
@@ -152,7 +88,7 @@ def build_jobs(plan: RunPlan, where: NodePlacement | None = None) -> list[Job]:
                 "train.vllm.mode", "server mode starts one server per node, which this "
                 "launcher supports on one node only; use colocate for multi-node runs")])
         try:
-            trainer_ids, server_ids = server_gpus(train)
+            trainer_ids, server_ids = split_gpus(train.gpus, train.vllm.tensor_parallel_size)
         except ValueError as exc:
             raise ConfigError(str(plan.config_file), [("train.vllm.mode", str(exc))]) from None
         processes = len(trainer_ids)
@@ -178,7 +114,7 @@ def build_jobs(plan: RunPlan, where: NodePlacement | None = None) -> list[Job]:
     if where.num_nodes > 1:
         argv += ["--num_machines", str(where.num_nodes), "--machine_rank", str(where.rank),
                  "--main_process_ip", where.head_ip, "--main_process_port", str(where.port)]
-    argv += ["-m", "rewardkit_trainers.trl_train",
+    argv += ["-m", "rewardkit_trainers.launch.trl_train",
              "--config", str(plan.config_file), "--train", str(train_file)]
     label = (f"TRL GRPO on {processes} GPU(s) x {where.num_nodes} node(s), "
              f"{'DDP' if train.deepspeed == 'none' else 'DeepSpeed ' + train.deepspeed.upper()}")

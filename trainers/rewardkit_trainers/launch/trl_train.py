@@ -1,7 +1,7 @@
 """``rewardkit train`` with ``backend: trl``: GRPO in this process with TRL.
 
 Maps the ``train:`` section onto ``GRPOConfig``, builds the reward callables with
-:func:`rewardkit_trainers.trl.trl_rewards`, shows a progress bar with the current mean
+:func:`rewardkit_trainers.rewards.trl.trl_rewards`, shows a progress bar with the current mean
 reward, and writes the reward curves (CSV + PNG) and the final model into the output
 folder.
 """
@@ -19,8 +19,8 @@ from rewardkit.report.monitor import HackMonitor
 
 from rewardkit_trainers.config import GeneratedData, TinyModel, TrainConfig
 from rewardkit_trainers.curves import RewardCurves
-from rewardkit_trainers.data import materialise, normalise_rows, read_rows
-from rewardkit_trainers.hardware import CpuPlan, apply_cpu_plan, cpu_plan, passive_waits
+from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows
+from rewardkit_trainers.launch.hardware import CpuPlan, apply_cpu_plan, cpu_plan, passive_waits
 from rewardkit_trainers.run_report import ScoredSampleLog, write_run_report
 
 #: seconds between plain progress lines when the output is not a terminal (a log, CI)
@@ -87,7 +87,7 @@ def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, A
     if train.save_steps:
         wanted["save_steps"] = train.save_steps
     if train.vllm.enabled is True and train.vllm.mode == "server":
-        # the server runs `trl vllm-serve` on its own GPUs (rewardkit_trainers.trl_launch)
+        # the server runs `trl vllm-serve` on its own GPUs (rewardkit_trainers.launch.trl)
         wanted.update(vllm_mode="server", vllm_server_host="127.0.0.1",
                       vllm_server_port=train.vllm.server_port)
     elif train.vllm.enabled is True:
@@ -149,7 +149,7 @@ def prepare(reward_config: RewardConfig, train: TrainConfig, config_file: Path |
     train_file, _ = materialise(train, config_file, output_dir)
     source = str(config_file) if config_file else "<config>"
     rows = normalise_rows(read_rows(train_file, source), train.dataset)
-    from rewardkit_trainers.trl import trl_rewards
+    from rewardkit_trainers.rewards.trl import trl_rewards
 
     rewards = trl_rewards(reward_config, train.dataset.reference_column)
     if gpu is None:
@@ -428,7 +428,7 @@ def describe(prep: dict[str, Any], train: TrainConfig) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """One process of a launched TRL run (``accelerate launch -m rewardkit_trainers.trl_train
+    """One process of a launched TRL run (``accelerate launch -m rewardkit_trainers.launch.trl_train
     --config CONFIG --train TRAIN.json``): trains with the train section exactly as the
     launching ``rewardkit train`` resolved it. Only the main process prints."""
     import argparse
@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     from rewardkit.config import load_config
     from rich.console import Console
 
-    parser = argparse.ArgumentParser(prog="python -m rewardkit_trainers.trl_train")
+    parser = argparse.ArgumentParser(prog="python -m rewardkit_trainers.launch.trl_train")
     parser.add_argument("--config", required=True, help="reward config")
     parser.add_argument("--train", required=True, help="resolved train section (JSON)")
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""EasyR1 adapter: a batch reward file, and staged ``verl.trainer.main`` jobs.
+"""EasyR1's reward: a batch reward file (``compute_score``) and the packed ``answer`` column.
 
 ``rewardkit export easyr1 CONFIG -o reward.py`` writes a file EasyR1 loads with
 ``worker.reward.reward_function=reward.py:compute_score``. EasyR1 (``verl/workers/
@@ -20,8 +20,8 @@ The prompt a response answers and the row's columns travel in the ``answer`` col
 
 EasyR1 passes no step, so the file is pinned to one step (``STEP``): stages and
 schedules are evaluated there. ``rewardkit train`` with ``backend: easyr1`` runs one job
-per reward stage, each with its own pinned file, each resuming from the previous
-stage's last checkpoint (``trainer.load_checkpoint_path=.../global_step_<boundary>``).
+(a *segment*) per reward stage, each with its own pinned file, each resuming from the
+previous segment's last checkpoint (:mod:`rewardkit_trainers.launch.easyr1`).
 """
 
 from __future__ import annotations
@@ -29,23 +29,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import yaml
 from rewardkit import Sample, Status
 from rewardkit.config import RewardConfig
-from rewardkit.lengths import COMPLETION_LENGTH
+from rewardkit.text.lengths import COMPLETION_LENGTH
 
-from rewardkit_trainers.scoring import (
+from rewardkit_trainers.fidelity import group_needs
+from rewardkit_trainers.rewards.scoring import (
     SharedScorer,
     config_literal,
     imputed_group_share,
     neutralise_failed_rows,
 )
-
-if TYPE_CHECKING:
-    from rewardkit_trainers.runner import Job, RunPlan
-
 
 #: marks an ``answer`` cell packed by :func:`pack_answer` (reference, prompt id, metadata)
 PACKED = "rewardkit/v1"
@@ -89,7 +85,7 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
     advantage and reward manager offer no way to leave a row out (the reward only fills
     the last token's score; a NaN would spread to the whole group), so the row stays in
     the group's sample std, and the other rows' advantages are ``sqrt((n - 1) / (k - 1))``
-    times a mask's (:func:`~rewardkit_trainers.scoring.neutralise_failed_rows`).
+    times a mask's (:func:`~rewardkit_trainers.rewards.scoring.neutralise_failed_rows`).
     """
     samples = []
     unpacked = 0
@@ -155,19 +151,12 @@ class GroupsUnknown(ValueError):
 
 
 def needs_prompt_identity(config: RewardConfig) -> list[str]:
-    """Why scoring ``config`` needs each response's prompt and metadata (empty: it does not)."""
-    from rewardkit import get_reward
-
-    reasons = []
-    if config.aggregate == "normalize_then_sum":
-        reasons.append("aggregate: normalize_then_sum normalises within each prompt's group")
-    if config.on_error == "null":
-        reasons.append("on_error: null gives a failed row its group's mean")
-    for name, component in config.rewards.items():
-        if get_reward(component.reward).group:
-            reasons.append(f"rewards.{name} is a per-group reward")
-        if component.when:
-            reasons.append(f"rewards.{name}.when routes on metadata")
+    """Why scoring ``config`` needs each response's prompt and metadata (empty: it does
+    not): what needs whole groups (:func:`rewardkit_trainers.fidelity.group_needs`), and
+    ``when:`` routing, which reads the row's columns."""
+    reasons = [f"{key}: {why}" for key, why in group_needs(config)]
+    reasons += [f"rewards.{name}.when routes on metadata"
+                for name, component in config.rewards.items() if component.when]
     return reasons
 
 
@@ -179,8 +168,8 @@ Pinned to training step {step} (EasyR1 passes no step): stages and schedules of 
 config are evaluated there. Needs rewardkit and rewardkit-trainers installed.
 """
 
-from rewardkit_trainers.easyr1 import score_batch
-from rewardkit_trainers.scoring import SharedScorer
+from rewardkit_trainers.rewards.easyr1 import score_batch
+from rewardkit_trainers.rewards.scoring import SharedScorer
 
 REWARD_NAME = "rewardkit"
 REWARD_TYPE = "batch"
@@ -206,122 +195,6 @@ def export_reward_file(config: RewardConfig, config_path: Path | None, out: Path
         path=out.resolve(), step=int(step), fallback=float(fallback),
         config=config_literal(config)), encoding="utf-8")
     return out
-
-
-def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Path,
-                  reward_file: Path, max_steps: int | None, checkpoints: Path,
-                  load_from: Path | None, experiment: str) -> dict[str, Any]:
-    """The EasyR1 config (``config=...`` file) for one job.
-
-    The batch is :meth:`RunPlan.batch`: ``data.rollout_batch_size`` and
-    ``worker.actor.global_batch_size`` are both ``batch_size`` prompts (one optimizer
-    step per rollout batch; EasyR1 multiplies the actor's by ``rollout.n`` and divides
-    it over the GPUs), and ``micro_batch_size_per_device_for_update`` is the per-device
-    micro-batch in completions, so gradient accumulation is
-    ``gradient_accumulation_steps`` (with EasyR1's default dynamic batching that is a
-    token budget per micro-batch; the step's batch is the same). ``deepspeed``:
-    ``zero3`` is FSDP full sharding, ``zero2`` ``enable_full_shard: false``
-    (SHARD_GRAD_OP)."""
-    t = plan.train
-    batch = plan.batch()
-    lora: dict[str, Any] = {"rank": 0}
-    if t.lora is not None:
-        targets = t.lora.target_modules
-        lora = {"rank": t.lora.r, "alpha": t.lora.alpha,
-                "target_modules": targets if isinstance(targets, str) else ",".join(targets)}
-    trainer: dict[str, Any] = {
-        "total_epochs": int(max(1, round(t.epochs))),
-        "max_steps": max_steps,
-        "project_name": "rewardkit",
-        "experiment_name": experiment,
-        "logger": ["file"],
-        "nnodes": t.nnodes,
-        "n_gpus_per_node": t.gpus,
-        "save_freq": t.save_steps or -1,
-        "save_checkpoint_path": str(checkpoints),
-        "load_checkpoint_path": str(load_from) if load_from else None,
-        "find_last_checkpoint": load_from is None,
-        "val_before_train": False,
-    }
-    cfg: dict[str, Any] = {
-        "data": {
-            "train_files": str(train_file), "val_files": str(val_file),
-            "prompt_key": "problem", "answer_key": "answer",
-            "max_prompt_length": t.max_prompt_length,
-            "max_response_length": t.max_completion_length,
-            "rollout_batch_size": batch.prompts,
-            "filter_overlong_prompts": True,
-            "format_prompt": str(template),
-            "seed": t.seed,
-        },
-        "algorithm": {"adv_estimator": "grpo", "disable_kl": t.beta == 0,
-                      "use_kl_loss": t.beta > 0, "kl_coef": t.beta},
-        "worker": {
-            "actor": {
-                "global_batch_size": batch.prompts,
-                "micro_batch_size_per_device_for_update": batch.per_device,
-                "micro_batch_size_per_device_for_experience": batch.per_device,
-                "model": {"model_path": str(t.model), "lora": lora},
-                "optim": {"lr": t.learning_rate, "lr_warmup_ratio": t.warmup_ratio,
-                          "lr_scheduler_type": t.lr_scheduler,
-                          "strategy": "adamw_bf16" if t.bf16 else "adamw"},
-                "fsdp": {"enable_full_shard": t.deepspeed != "zero2"},
-            },
-            "rollout": {"n": t.num_generations, "temperature": t.temperature, "top_p": t.top_p,
-                        "tensor_parallel_size": t.vllm.tensor_parallel_size,
-                        "gpu_memory_utilization": t.vllm.gpu_memory_utilization},
-            "reward": {"reward_function": f"{reward_file}:compute_score"},
-        },
-        "trainer": trainer,
-    }
-    for dotted, value in t.extra_args.items():
-        node = cfg
-        *parents, leaf = dotted.split(".")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
-    return cfg
-
-
-def build_jobs(plan: RunPlan) -> list[Job]:
-    """One ``python3 -m verl.trainer.main config=...`` job per reward stage."""
-    from rewardkit_trainers.data import (
-        easyr1_template,
-        materialise,
-        normalise_rows,
-        read_rows,
-        to_easyr1_parquet,
-    )
-    from rewardkit_trainers.runner import Job
-
-    t = plan.train
-    out = plan.output_dir / "easyr1"
-    train_path, test_path = materialise(t, plan.config_file, plan.output_dir)
-    source = str(plan.config_file)
-    rows = normalise_rows(read_rows(train_path, source), t.dataset)
-    train_file = to_easyr1_parquet(rows, t.dataset, out / "data" / "train.parquet")
-    val_file = train_file
-    if test_path is not None:
-        val_rows = normalise_rows(read_rows(test_path, source, "train.dataset.test"), t.dataset)
-        val_file = to_easyr1_parquet(val_rows, t.dataset, out / "data" / "test.parquet")
-    template = easyr1_template(rows, t.dataset, out / "format_prompt.jinja")
-    checkpoints = out / "checkpoints"
-    jobs = []
-    for k, (start, end) in enumerate(plan.stage_ranges("EasyR1")):
-        reward_file = export_reward_file(plan.reward_config, plan.config_file,
-                                         out / f"reward_stage{k}.py", step=start)
-        load_from = checkpoints / f"global_step_{start}" if k > 0 else None
-        cfg = easyr1_config(plan, train_file, val_file, template, reward_file.resolve(), end,
-                            checkpoints, load_from, f"{plan.config_file.stem}_stage{k}")
-        cfg_file = out / f"stage{k}.yaml"
-        text = yaml.safe_dump(cfg, sort_keys=False)
-        cfg_file.write_text(text, encoding="utf-8")
-        label = f"EasyR1 stage {k}: steps {start}..{end if end is not None else 'end'}"
-        if load_from is not None:
-            label += f", resumes from {load_from.name}"
-        jobs.append(Job(label, ["python3", "-m", "verl.trainer.main", f"config={cfg_file}"],
-                        plan.output_dir, {}, {str(cfg_file): text}))
-    return jobs
 
 
 #: EasyR1 columns that are model inputs, not metadata

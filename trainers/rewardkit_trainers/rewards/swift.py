@@ -1,4 +1,4 @@
-"""ms-swift adapter: one ORM per component, registered through ``--external_plugins``.
+"""ms-swift's reward: one ORM per component, registered through ``--external_plugins``.
 
 ``rewardkit export swift CONFIG -o plugin.py`` writes a small plugin file that embeds the
 validated config and calls :func:`register_orms`, which registers one ``ORM`` subclass
@@ -29,7 +29,7 @@ How ms-swift calls it (4.x ``swift.rl_core.grpo_algorithm.compute_rewards_per_fu
   plain group mean, so a missing value would train as 0 with a real advantage, and its
   GRPO advantage has no path that leaves a row out (no NaN handling, no per-row weight
   or loss mask a reward function can set). Every component of a failed row returns the
-  group's mean instead (:func:`~rewardkit_trainers.scoring.neutralise_failed_rows`):
+  group's mean instead (:func:`~rewardkit_trainers.rewards.scoring.neutralise_failed_rows`):
   the row's total is the group mean, its advantage 0 up to float32 rounding, and the
   group's other rows get ``sqrt((n - 1) / (k - 1))`` times the advantage a mask would
   give (``k`` graded rows of ``n``; ms-swift divides by the sample std). The share of
@@ -46,14 +46,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rewardkit import Sample
-from rewardkit.composition import group_key
 from rewardkit.config import RewardConfig
-from rewardkit.lengths import COMPLETION_IDS
+from rewardkit.text.lengths import COMPLETION_IDS
+from rewardkit.types import group_key
 
-from rewardkit_trainers.scoring import (
+from rewardkit_trainers.rewards.scoring import (
     SharedScorer,
     component_metrics,
     config_literal,
@@ -62,10 +62,6 @@ from rewardkit_trainers.scoring import (
     imputed_group_share,
     neutralise_failed_rows,
 )
-from rewardkit_trainers.swift_server import RolloutServer
-
-if TYPE_CHECKING:
-    from rewardkit_trainers.runner import Job, RunPlan
 
 #: kwargs ms-swift passes that are neither prompt nor dataset metadata
 _SWIFT_INTERNAL = frozenset({
@@ -128,7 +124,7 @@ Use with:  swift rlhf --rlhf_type grpo --external_plugins THIS_FILE --reward_fun
 Needs rewardkit and rewardkit-trainers (and the config's reward plugins) installed.
 """
 
-from rewardkit_trainers.swift import register_metrics_callback, register_orms
+from rewardkit_trainers.rewards.swift import register_metrics_callback, register_orms
 
 CONFIG = {config}
 
@@ -317,159 +313,3 @@ def _last_turn_ids(ids: Any) -> list[int] | None:
     if isinstance(ids[-1], list | tuple):
         return list(ids[-1]) or None
     return list(ids)
-
-
-def swift_major_version() -> int:
-    """The installed ms-swift's major version (4 when it is not installed here)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return int(version("ms-swift").split(".")[0])
-    except (PackageNotFoundError, ValueError):
-        return 4
-
-
-def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
-                    resume: Path | None = None, major: int | None = None,
-                    server: RolloutServer | None = None) -> list[str]:
-    """``swift rlhf --rlhf_type grpo ...`` for the run: ms-swift 4.x names, or 3.x
-    (``--train_type`` for ``--tuner_type``) when ms-swift 3 is what is installed; in vLLM
-    server mode pointed at ``server``.
-
-    The batch is :meth:`RunPlan.batch`, as for TRL: ms-swift counts
-    ``--per_device_train_batch_size`` in completions per process and micro-step and
-    generates ``per_device x world size x gradient_accumulation_steps`` per optimizer
-    step (``generation_batch_size``'s default), so one step is ``batch_size`` prompts.
-    ``--max_length`` is the prompt's limit in GRPO (ms-swift's docs: it stands for
-    ``max_prompt_length`` there), with ``--truncation_strategy delete`` (a longer prompt
-    is replaced by another, as EasyR1 and verl leave it out). ``deepspeed`` becomes
-    ``--deepspeed zero3``/``zero2`` on more than one process (:meth:`RunPlan.zero_stage`)."""
-    t = plan.train
-    batch = plan.batch()
-    zero = plan.zero_stage()
-    tuner_flag = "--train_type" if (major or swift_major_version()) < 4 else "--tuner_type"
-    argv = ["swift", "rlhf", "--rlhf_type", "grpo",
-            "--model", str(t.model),
-            "--dataset", str(dataset),
-            *rewards.arguments(),
-            "--learning_rate", repr(t.learning_rate),
-            "--lr_scheduler_type", t.lr_scheduler,
-            "--warmup_ratio", repr(t.warmup_ratio),
-            "--num_generations", str(t.num_generations),
-            "--per_device_train_batch_size", str(batch.per_device),
-            "--gradient_accumulation_steps", str(batch.accumulation),
-            "--max_length", str(t.max_prompt_length),
-            "--truncation_strategy", "delete",
-            "--max_completion_length", str(t.max_completion_length),
-            "--beta", repr(t.beta),
-            "--temperature", repr(t.temperature),
-            "--top_p", repr(t.top_p),
-            "--output_dir", str(plan.output_dir / "swift"),
-            "--logging_steps", str(t.logging_steps),
-            "--seed", str(t.seed),
-            "--report_to", "tensorboard"]
-    if t.max_steps:
-        argv += ["--max_steps", str(t.max_steps)]
-    else:
-        argv += ["--num_train_epochs", repr(t.epochs)]
-    if t.save_steps:
-        argv += ["--save_steps", str(t.save_steps)]
-    if t.bf16:
-        argv += ["--torch_dtype", "bfloat16"]
-    if zero:
-        argv += ["--deepspeed", f"zero{zero}"]
-    if t.lora is None:
-        argv += [tuner_flag, "full"]
-    else:
-        targets = t.lora.target_modules
-        argv += [tuner_flag, "lora", "--lora_rank", str(t.lora.r),
-                 "--lora_alpha", str(t.lora.alpha), "--lora_dropout", repr(t.lora.dropout),
-                 "--target_modules", *([targets] if isinstance(targets, str) else targets)]
-        if t.lora.quantize:
-            argv += ["--quant_method", "bnb",
-                     "--quant_bits", "4" if t.lora.quantize == "4bit" else "8"]
-    if server is not None:
-        argv += server.client_args()
-    elif t.vllm.enabled:
-        argv += ["--use_vllm", "true", "--vllm_mode", t.vllm.mode,
-                 "--vllm_gpu_memory_utilization", repr(t.vllm.gpu_memory_utilization),
-                 "--vllm_tensor_parallel_size", str(t.vllm.tensor_parallel_size)]
-    else:
-        argv += ["--use_vllm", "false"]
-    if (major or swift_major_version()) < 4:  # ms-swift 3 has no callback table
-        argv = _without_flag(argv, "--callbacks")
-    if resume is not None:
-        argv += ["--resume_from_checkpoint", str(resume)]
-    for key, value in t.extra_args.items():
-        argv = _without_flag(argv, f"--{key}")
-        argv += [f"--{key}", *(map(str, value) if isinstance(value, list) else [str(value)])]
-    return argv
-
-
-def _without_flag(argv: list[str], flag: str) -> list[str]:
-    """``argv`` without ``flag`` and its values (so ``extra_args`` replace, not repeat)."""
-    out: list[str] = []
-    skipping = False
-    for arg in argv:
-        if arg.startswith("--"):
-            skipping = arg == flag
-        if not skipping:
-            out.append(arg)
-    return out
-
-
-def build_jobs(plan: RunPlan) -> list[Job]:
-    """One ``swift rlhf`` job (ms-swift passes the step, so stages live inside it), after
-    the ``swift rollout`` server in vLLM server mode (:mod:`rewardkit_trainers.swift_server`)."""
-    from rewardkit_trainers.data import materialise, normalise_rows, read_rows, to_swift_jsonl
-    from rewardkit_trainers.runner import Job
-
-    out = plan.output_dir
-    train_file, _ = materialise(plan.train, plan.config_file, out)
-    rows = normalise_rows(read_rows(train_file, str(plan.config_file)), plan.train.dataset)
-    dataset = to_swift_jsonl(rows, plan.train.dataset, out / "data" / "train.swift.jsonl")
-    plugin = out / "rewardkit_swift_plugin.py"
-    rewards = export_plugin(plan.reward_config, plan.config_file, plugin)
-    resume = plan.train.resume
-    path = Path(resume) if isinstance(resume, str) and resume not in ("auto", "true") else None
-    jobs: list[Job] = []
-    server, processes, env = None, plan.train.gpus, {}
-    if plan.train.vllm.enabled is True and plan.train.vllm.mode == "server":
-        server, server_job, trainer_ids = rollout_job(plan)
-        jobs.append(server_job)
-        processes = len(trainer_ids)
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, trainer_ids))
-    argv = swift_arguments(plan, dataset, rewards, resume=path, server=server)
-    if processes > 1:
-        env["NPROC_PER_NODE"] = str(processes)
-    if plan.train.nnodes > 1:  # torchrun's node count (each node sets NODE_RANK, MASTER_ADDR)
-        env["NNODES"] = str(plan.train.nnodes)
-    jobs.append(Job("swift rlhf (GRPO)", argv, out, env,
-                    {str(plugin): plugin.read_text(encoding="utf-8")}))
-    return jobs
-
-
-def rollout_job(plan: RunPlan) -> tuple[RolloutServer, Job, list[int]]:
-    """The ``swift rollout`` server of a ``vllm.mode: server`` run on its node's last
-    ``vllm.tensor_parallel_size`` GPUs: (server, background job, trainer GPU ids)."""
-    from rewardkit import ConfigError
-
-    from rewardkit_trainers.runner import Job
-    from rewardkit_trainers.trl_launch import split_gpus
-
-    t = plan.train
-    if t.nnodes > 1 or plan.placement.num_nodes > 1:
-        raise ConfigError(str(plan.config_file), [(
-            "train.vllm.mode", "ms-swift server mode starts swift rollout on the node it "
-            "trains on, which rewardkit supports on one node only; use colocate for "
-            "multi-node runs")])
-    try:
-        trainer_ids, server_ids = split_gpus(t.gpus, t.vllm.tensor_parallel_size)
-    except ValueError as exc:
-        raise ConfigError(str(plan.config_file), [("train.vllm.mode", str(exc))]) from None
-    server = RolloutServer(str(t.model), t.vllm.server_port, t.vllm.tensor_parallel_size,
-                           t.vllm.gpu_memory_utilization)
-    job = Job("vLLM rollout server (swift rollout)", server.argv, plan.output_dir,
-              {"CUDA_VISIBLE_DEVICES": ",".join(map(str, server_ids))},
-              background=True, ready_url=server.ready_url)
-    return server, job, trainer_ids

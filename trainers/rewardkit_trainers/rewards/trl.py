@@ -1,4 +1,4 @@
-"""TRL adapter: one reward callable per component for ``trl.GRPOTrainer``.
+"""TRL's reward: one reward callable per component for ``trl.GRPOTrainer``.
 
 Each callable is named after its component, so TRL logs ``rewards/<component>/mean``;
 the component weights go to ``GRPOConfig(reward_weights=...)``; the aggregation maps
@@ -16,7 +16,7 @@ and the current weight of each component go through TRL's ``log_metric``.
 Usage::
 
     from trl import GRPOConfig, GRPOTrainer
-    from rewardkit_trainers.trl import trl_rewards
+    from rewardkit_trainers.rewards.trl import trl_rewards
 
     rewards = trl_rewards("rewards.yaml")
     args = GRPOConfig(output_dir="out", **rewards.grpo_kwargs())
@@ -36,9 +36,9 @@ from typing import Any
 
 from rewardkit import Sample
 from rewardkit.config import RewardConfig
-from rewardkit.lengths import COMPLETION_IDS
+from rewardkit.text.lengths import COMPLETION_IDS
 
-from rewardkit_trainers.scoring import (
+from rewardkit_trainers.rewards.scoring import (
     TRAINER_KWARGS,
     SharedScorer,
     component_metrics,
@@ -225,7 +225,7 @@ _MODULE_TEMPLATE = '''\
     trainer.train()
 """
 
-from rewardkit_trainers.trl import trl_rewards
+from rewardkit_trainers.rewards.trl import trl_rewards
 
 CONFIG = {config}
 

@@ -3,15 +3,17 @@
 verl's ``naive`` manager decodes each response and calls ``compute_score`` with the text
 only. :class:`RewardkitRewardManager` is that manager, plus the response's valid token ids
 (the ``responses`` row cut at the attention mask's length) in
-``extra_info["response_ids"]``, which :func:`rewardkit_trainers.verl.compute_score` turns
-into ``metadata["completion_ids"]``: ``unit: tokens`` then counts the policy's tokens.
-verl loads it with::
+``extra_info["response_ids"]``, which
+:func:`rewardkit_trainers.rewards.verl.compute_score` turns into
+``metadata["completion_ids"]``: ``unit: tokens`` then counts the policy's tokens. verl
+loads it with::
 
     reward.reward_manager.source=importlib
-    reward.reward_manager.module.path=pkg://rewardkit_trainers.verl_manager
+    reward.reward_manager.module.path=pkg://rewardkit_trainers.rewards.verl_manager
     reward.reward_manager.name=RewardkitRewardManager
 
-Imported by verl only (it imports verl).
+Imported by verl only (it imports verl); ``pkg://rewardkit_trainers.rewards.verl_manager`` is
+the same class.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
 
-from rewardkit_trainers.verl import RESPONSE_IDS
+from rewardkit_trainers.rewards.verl import RESPONSE_IDS
 
 
 class RewardkitRewardManager(NaiveRewardManager):

@@ -1,6 +1,6 @@
 """``rewardkit launch sagemaker CONFIG`` and ``rewardkit jobs status|logs NAME``.
 
-Both return a process exit code (:mod:`rewardkit.cli`): EXIT_OK, EXIT_FAIL for an
+Both return a process exit code (``rewardkit.EXIT_*``): EXIT_OK, EXIT_FAIL for an
 AWS-side failure, EXIT_USAGE for a usage or config error (reported before any AWS call).
 """
 
@@ -14,9 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from rewardkit import ConfigError, load_config
-from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from rewardkit import EXIT_FAIL, EXIT_OK, EXIT_USAGE, ConfigError, load_config
 
+from rewardkit_trainers.sagemaker.arguments import jobs_arguments, launch_arguments
 from rewardkit_trainers.sagemaker.config import SageMakerSettings, check_job_name
 from rewardkit_trainers.sagemaker.request import (
     StagedInputs,
@@ -74,8 +74,6 @@ def launch(argv: list[str], out: TextIO | None = None, boto_session: Any = None)
     """``rewardkit launch sagemaker CONFIG [--dry-run] [--job-name PREFIX]``: uploads the
     inputs and creates the job through the SageMaker SDK's ModelTrainer (in
     ``boto_session``, default: one for ``sagemaker.region``)."""
-    from rewardkit_trainers.cli import launch_arguments
-
     parser = launch_arguments(argparse.ArgumentParser(prog="rewardkit launch"))
     return run_launch(parser.parse_args(argv), out, boto_session)
 
@@ -206,8 +204,6 @@ def job_logs(logs: Any, name: str) -> list[tuple[str, str]]:
 
 def jobs(argv: list[str], out: TextIO | None = None) -> int:
     """``rewardkit jobs status NAME [--json]`` and ``rewardkit jobs logs NAME``."""
-    from rewardkit_trainers.cli import jobs_arguments
-
     parser = jobs_arguments(argparse.ArgumentParser(prog="rewardkit jobs"))
     return run_jobs(parser.parse_args(argv), out)
 

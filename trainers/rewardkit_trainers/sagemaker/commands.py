@@ -10,11 +10,12 @@ from pathlib import Path
 
 import yaml
 
-from rewardkit_trainers.hardware import count_gpus
+from rewardkit_trainers.launch.hardware import count_gpus
+from rewardkit_trainers.launch.plan import NodePlacement
+from rewardkit_trainers.launch.trl import accelerate_config, config_file_name
 from rewardkit_trainers.sagemaker.config import RAY_BACKENDS
 from rewardkit_trainers.sagemaker.layouts import layout_for
 from rewardkit_trainers.sagemaker.spec import RunSpec, Stage
-from rewardkit_trainers.trl_launch import NodePlacement, accelerate_config, config_file_name
 
 CONFIG_DIR = "/opt/ml/input/data/config"
 DATA_DIR = "/opt/ml/input/data"
@@ -33,7 +34,7 @@ class Placement:
 
 
 def detect_gpus(env: dict[str, str] | None = None) -> int:
-    """GPUs on this node (:func:`rewardkit_trainers.hardware.count_gpus`), at least 1."""
+    """GPUs on this node (:func:`rewardkit_trainers.launch.hardware.count_gpus`), at least 1."""
     return max(1, count_gpus(dict(os.environ) if env is None else env))
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from rewardkit.config import ConfigModel
 
-from rewardkit_trainers.swift_server import flag_value
+from rewardkit_trainers.launch.swift_server import flag_value
 
 Backend = Literal["trl", "swift", "easyr1", "verl"]
 """Training backends the container entrypoint knows how to run and checkpoint."""

@@ -25,7 +25,10 @@ from typing import Any
 
 from rewardkit.execution.ray_cluster import AUTH_MODE_ENV, with_auth_mode
 
-from rewardkit_trainers.runner import stop_group, wait_ready
+from rewardkit_trainers.launch.hardware import split_gpus
+from rewardkit_trainers.launch.runner import stop_group, wait_ready
+from rewardkit_trainers.launch.segments import segment_to_resume
+from rewardkit_trainers.launch.swift_server import server_for_command, with_server
 from rewardkit_trainers.sagemaker import ray_cluster
 from rewardkit_trainers.sagemaker.commands import (
     CONFIG_DIR,
@@ -47,9 +50,6 @@ from rewardkit_trainers.sagemaker.topology import (
     load_topology,
     resolve_with_retries,
 )
-from rewardkit_trainers.stages import stage_to_resume
-from rewardkit_trainers.swift_server import server_for_command, with_server
-from rewardkit_trainers.trl_launch import split_gpus
 
 log = logging.getLogger("rewardkit.sagemaker")
 
@@ -286,7 +286,7 @@ class NodeRun:
         previous one ended at. Returns the last command's (exit code, last lines)."""
         stages: list[Stage | None] = list(self.spec.stages) or [None]
         ranges = [(s.start, s.end) if s else (0, None) for s in stages]
-        first = stage_to_resume(ranges, resume_step)
+        first = segment_to_resume(ranges, resume_step)
         rc = 0
         tail: list[str] = []
         for k in range(first, len(stages)):

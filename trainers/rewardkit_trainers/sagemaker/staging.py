@@ -1,7 +1,7 @@
 """The stage sequence of one SageMaker job for backends that pass no step (EasyR1, verl).
 
 Locally, ``rewardkit train`` runs a staged config as successive resumed jobs
-(:mod:`rewardkit_trainers.stages`). A SageMaker job runs the same sequence inside the
+(:mod:`rewardkit_trainers.launch.segments`). A SageMaker job runs the same sequence inside the
 one training job: the launch side cuts the run at the stage boundaries and writes, per
 stage, the arguments the entrypoint appends to the user's command:
 
@@ -26,8 +26,8 @@ from rewardkit import ConfigError
 from rewardkit.config import RewardConfig
 
 from rewardkit_trainers.fidelity import STEP_PINNED
+from rewardkit_trainers.launch.segments import segment_boundaries, segment_ranges
 from rewardkit_trainers.sagemaker.spec import Stage
-from rewardkit_trainers.stages import job_boundaries, stage_ranges
 
 REWARD_FILE = "rewardkit-reward-stage{k}.py"
 """EasyR1 reward file of stage k, in the config channel."""
@@ -38,14 +38,14 @@ def plan_stages(backend: str, command: list[str], config: RewardConfig,
     """The stages of a job (empty when it runs as one) and the files they read, by name
     in the config channel. Raises :class:`ConfigError` for a command that cannot stop
     and resume at a boundary."""
-    found = job_boundaries(getattr(config.section("train"), "stages", "auto"), config)
+    found = segment_boundaries(getattr(config.section("train"), "stages", "auto"), config)
     if backend not in STEP_PINNED or not found or command[:2] == ["rewardkit", "train"]:
         return [], {}
     if backend == "verl":
         _check_verl_saves(command, str(config_path))
     stages: list[Stage] = []
     files: dict[str, bytes] = {}
-    for k, (start, end) in enumerate(stage_ranges(found, None)):
+    for k, (start, end) in enumerate(segment_ranges(found, None)):
         if backend == "easyr1":
             name = REWARD_FILE.format(k=k)
             files[name] = _easyr1_reward_file(config, config_path, start)
@@ -61,7 +61,7 @@ def plan_stages(backend: str, command: list[str], config: RewardConfig,
 
 
 def _easyr1_reward_file(config: RewardConfig, config_path: Path, step: int) -> bytes:
-    from rewardkit_trainers.easyr1 import export_reward_file
+    from rewardkit_trainers.rewards.easyr1 import export_reward_file
 
     with tempfile.TemporaryDirectory() as tmp:
         path = export_reward_file(config, config_path, Path(tmp) / "reward.py", step=step)

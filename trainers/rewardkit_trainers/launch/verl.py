@@ -1,0 +1,124 @@
+"""``rewardkit train`` on verl: one ``python3 -m verl.trainer.main_ppo`` job per segment.
+
+verl passes no step to the reward (:mod:`rewardkit_trainers.rewards.verl`), so each
+segment (:mod:`rewardkit_trainers.launch.segments`) pins the step through the reward
+kwargs and resumes from the previous segment's last checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows, to_verl_parquet
+from rewardkit_trainers.launch.plan import Job, RunPlan
+from rewardkit_trainers.rewards.verl import MANAGER_OVERRIDES, REWARD_PATH
+
+
+def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
+                   end: int | None, checkpoints: Path, experiment: str) -> list[str]:
+    """Hydra overrides of ``verl.trainer.main_ppo`` for one segment (verl 0.9.x names).
+
+    The batch is :meth:`RunPlan.batch`: ``data.train_batch_size`` and the actor's
+    ``ppo_mini_batch_size`` are both ``batch_size`` prompts (one optimizer step per
+    rollout batch; verl multiplies the mini-batch by ``rollout.n`` and divides it over
+    the data-parallel GPUs), and ``ppo_micro_batch_size_per_gpu`` is the per-device
+    micro-batch in completions, so gradient accumulation is
+    ``gradient_accumulation_steps``. ``deepspeed``: ``zero3`` is FSDP
+    ``reshard_after_forward: true`` (FULL_SHARD), ``zero2`` false (SHARD_GRAD_OP).
+    Prompts longer than ``max_prompt_length`` are left out
+    (``data.filter_overlong_prompts``), as on the other backends."""
+    t = plan.train
+    batch = plan.batch()
+    per_gpu = 2  # log-prob micro batches: memory only; tune through extra_args
+    args = {
+        "algorithm.adv_estimator": "grpo",
+        "algorithm.use_kl_in_reward": False,
+        "data.train_files": str(train_file),
+        "data.val_files": str(val_file),
+        "data.prompt_key": "prompt",
+        "data.train_batch_size": batch.prompts,
+        "data.max_prompt_length": t.max_prompt_length,
+        "data.filter_overlong_prompts": True,
+        "data.max_response_length": t.max_completion_length,
+        "data.seed": t.seed,
+        "actor_rollout_ref.model.path": str(t.model),
+        "actor_rollout_ref.actor.optim.lr": t.learning_rate,
+        "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio": t.warmup_ratio,
+        "actor_rollout_ref.actor.optim.lr_scheduler_type": t.lr_scheduler,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": batch.prompts,
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": batch.per_device,
+        "actor_rollout_ref.actor.fsdp_config.reshard_after_forward": t.deepspeed != "zero2",
+        "actor_rollout_ref.actor.use_kl_loss": t.beta > 0,
+        "actor_rollout_ref.actor.kl_loss_coef": t.beta,
+        "actor_rollout_ref.rollout.name": "vllm",
+        "actor_rollout_ref.rollout.n": t.num_generations,
+        "actor_rollout_ref.rollout.temperature": t.temperature,
+        "actor_rollout_ref.rollout.top_p": t.top_p,
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": t.vllm.tensor_parallel_size,
+        "actor_rollout_ref.rollout.gpu_memory_utilization": t.vllm.gpu_memory_utilization,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": per_gpu,
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": per_gpu,
+        "trainer.total_epochs": int(max(1, round(t.epochs))),
+        "trainer.n_gpus_per_node": t.gpus,
+        "trainer.nnodes": t.nnodes,
+        "trainer.project_name": "rewardkit",
+        "trainer.experiment_name": experiment,
+        "trainer.logger": "[console]",
+        "trainer.default_local_dir": str(checkpoints),
+        # a positive save_freq also saves the last step, which the next segment resumes from
+        "trainer.save_freq": t.save_steps or (end or t.max_steps or -1),
+        "trainer.val_before_train": False,
+        "reward.custom_reward_function.path": REWARD_PATH,
+        "reward.custom_reward_function.name": "compute_score",
+        "+reward.custom_reward_function.reward_kwargs.config": str(plan.config_file),
+        "+reward.custom_reward_function.reward_kwargs.step": start,
+        **MANAGER_OVERRIDES,
+    }
+    if end is not None:
+        args["trainer.total_training_steps"] = end
+    if start > 0:
+        args["trainer.resume_mode"] = "resume_path"
+        args["trainer.resume_from_path"] = str(checkpoints / f"global_step_{start}")
+    if t.lora is not None:
+        targets = t.lora.target_modules
+        args["actor_rollout_ref.model.lora_rank"] = t.lora.r
+        args["actor_rollout_ref.model.lora_alpha"] = t.lora.alpha
+        args["actor_rollout_ref.model.target_modules"] = (
+            targets if isinstance(targets, str) else "[" + ",".join(targets) + "]")
+    args.update(t.extra_args)
+    return [f"{k}={_hydra_value(v)}" for k, v in args.items()]
+
+
+def _hydra_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def build_jobs(plan: RunPlan) -> list[Job]:
+    """One ``python3 -m verl.trainer.main_ppo`` job per segment (verl passes no step:
+    each pins the step through the reward kwargs and resumes from the last one)."""
+    t = plan.train
+    out = plan.output_dir / "verl"
+    source = str(plan.config_file)
+    train_path, test_path = materialise(t, plan.config_file, plan.output_dir)
+    rows = normalise_rows(read_rows(train_path, source), t.dataset)
+    train_file = to_verl_parquet(rows, t.dataset, out / "data" / "train.parquet")
+    val_file = train_file
+    if test_path is not None:
+        val_rows = normalise_rows(read_rows(test_path, source, "train.dataset.test"), t.dataset)
+        val_file = to_verl_parquet(val_rows, t.dataset, out / "data" / "test.parquet", "test")
+    checkpoints = out / "checkpoints"
+    jobs = []
+    for k, (start, end) in enumerate(plan.segment_ranges("verl")):
+        overrides_k = verl_overrides(plan, train_file, val_file, start, end, checkpoints,
+                                     f"{plan.config_file.stem}_segment{k}")
+        label = f"verl segment {k}: steps {start}..{end if end is not None else 'end'}"
+        if start:
+            label += f", resumes from global_step_{start}"
+        jobs.append(Job(label, ["python3", "-m", "verl.trainer.main_ppo", *overrides_k],
+                        plan.output_dir, {"REWARDKIT_CONFIG": str(plan.config_file)}))
+    return jobs
