@@ -59,8 +59,10 @@ class ValidParams(Params):
         False, description="accept arguments the schema does not name (JSON Schema's "
         "default); function-calling APIs refuse them")
     per_turn: bool = Field(
-        False, description="one value per assistant turn (1 when all its calls are valid, "
-        "a turn without calls 1); the component's turns setting reduces them")
+        False, description="one value per assistant turn: 1 when all its calls are valid; "
+        "a turn without calls is 1 when it is the last (the answer), else 0 (turns that "
+        "neither call nor answer would dilute an invalid call under turns: mean); the "
+        "component's turns setting reduces them")
 
 
 class ToolCallValid(Reward):
@@ -90,8 +92,10 @@ class ToolCallValid(Reward):
         problems = [_call_problem(c, t, params.allow_extra) for c in calls]
         invalid = [p for p in problems if p]
         if params.per_turn:
+            last = len(t.turns) - 1
             by_turn = [float(not any(_call_problem(c, t, params.allow_extra)
-                                     for c in turn.calls)) for turn in t.turns]
+                                     for c in turn.calls))
+                       if turn.calls or turn.index == last else 0.0 for turn in t.turns]
             return turn_score(by_turn, "; ".join(invalid[:3]), calls=len(calls),
                               invalid=invalid)
         good = len(calls) - len(invalid)
