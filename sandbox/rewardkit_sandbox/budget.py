@@ -15,8 +15,7 @@ the node that names it the same way, with nothing to start or clean up:
 Waiting is back-pressure, not an error: ``acquire`` blocks until a slot (and a token)
 is free, and says how long it waited (``Ticket.queued_s``), the queueing metric.
 
->>> import tempfile
->>> budget = ExecutionBudget("doc", slots=2, directory=tempfile.mkdtemp())
+>>> >>> budget = ExecutionBudget("doc", slots=2, directory=tempfile.mkdtemp())
 >>> with budget.acquire() as ticket:
 ...     ticket.slot in (0, 1), ticket.queued_s < 1.0
 (True, True)
@@ -32,7 +31,6 @@ import os
 import random
 import re
 import struct
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -279,15 +277,18 @@ def _write(bucket: mmap.mmap, tokens: float, stamp: float, paused_until: float) 
 
 
 def runtime_directory() -> str:
-    """Where budgets keep their files: ``$XDG_RUNTIME_DIR/rewardkit-budget`` when that is
-    this user's, else ``<tmp>/rewardkit-budget-<uid>`` (``RK_BUDGET_DIR`` overrides)."""
+    """Where budgets keep their files: ``/dev/shm/rewardkit-budget-<uid>`` (node-local
+    memory), else ``/tmp/rewardkit-budget-<uid>``; ``RK_BUDGET_DIR`` overrides.
+
+    A fixed path, not ``$TMPDIR`` or ``$XDG_RUNTIME_DIR``: trainer ranks, worker
+    processes and Ray workers on one node often see different values of those, and a
+    budget is shared only by processes that find the same folder.
+    """
     chosen = os.environ.get("RK_BUDGET_DIR")
     if chosen:
         return chosen
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime) and os.stat(runtime).st_uid == os.getuid():
-        return os.path.join(runtime, "rewardkit-budget")
-    return os.path.join(tempfile.gettempdir(), f"rewardkit-budget-{os.getuid()}")
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else "/tmp"
+    return os.path.join(base, f"rewardkit-budget-{os.getuid()}")
 
 
 def _private_folder(path: str) -> None:
