@@ -13,7 +13,8 @@ services do under load:
 - ``RATE_LIMITED_LONG``: 429 with ``Retry-After: 3600``, always;
 - ``SLOW_LORIS``: a 200 whose bytes trickle out one every 0.2 s, for a minute;
 - ``HANG``: nothing for a minute;  ``PARTIAL``: a body cut short of its Content-Length;
-- ``GARBAGE``: a 200 HTML page;  ``SHAPE``: JSON of the wrong shape;  ``HTTP500``.
+- ``GARBAGE``: a 200 HTML page;  ``DEEP``: JSON nested 100,000 deep;  ``SHAPE``: JSON
+  of the wrong shape;  ``HTTP500``.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ class FakeService(BaseHTTPRequestHandler):
             self.wfile.write(b'{"run": {"stdout": "')
         elif "GARBAGE" in code:
             self.reply(200, b"<html><body>502 Bad Gateway</body></html>")
+        elif "DEEP" in code:
+            self.reply(200, b"[" * 100_000 + b"]" * 100_000)
         elif "SHAPE" in code:
             self.reply(200, ["not", "an", "answer"])
         elif "HTTP500" in code:

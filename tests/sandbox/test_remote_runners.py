@@ -139,6 +139,7 @@ def test_a_slow_answer_ends_at_the_request_deadline(
     [
         ("PARTIAL", "broken answer"),
         ("GARBAGE", "invalid JSON"),
+        ("DEEP", "invalid JSON"),
         ("SHAPE", "answer"),
         ("HTTP500", "HTTP 500"),
     ],

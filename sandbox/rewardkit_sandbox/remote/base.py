@@ -119,7 +119,7 @@ class RemoteRunner:
             result = self._run_once(code, stdin, ticket, log)
         except RemoteError as error:
             result = self.sandbox_error(str(error), started)
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
+        except Exception as error:  # an answer no branch foresaw: a status, not a traceback
             result = self.sandbox_error(f"unexpected {self.provider} answer: {error!r}", started)
         queued = ticket.queued_s if ticket is not None else 0.0
         metadata = {

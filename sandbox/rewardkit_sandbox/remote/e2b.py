@@ -177,7 +177,7 @@ class E2BRunner(RemoteRunner):
                 continue
             try:
                 event = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return self.sandbox_error(f"E2B sent invalid JSON: {line[:200]!r}", started)
             if not isinstance(event, dict):
                 return self.sandbox_error(f"unexpected E2B answer line: {line[:200]!r}", started)
@@ -210,7 +210,10 @@ class E2BRunner(RemoteRunner):
             if ticket is not None:
                 ticket.take_token()
             self.http.request(
-                "DELETE", f"{self.api_url}/sandboxes/{sandbox_id}", timeout_s=30.0, log=log
+                "DELETE",
+                f"{self.api_url}/sandboxes/{sandbox_id}",
+                timeout_s=min(10.0, self.request_timeout_s),
+                log=log,
             )
         except RemoteError:
             pass  # its timeout ends it; the run's verdict stands

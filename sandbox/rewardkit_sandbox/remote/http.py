@@ -46,7 +46,7 @@ class HttpAnswer:
         """The body as JSON; ``RemoteError`` when it is not."""
         try:
             return json.loads(self.body)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
             raise RemoteError(f"invalid JSON ({error}): {self.body[:200]!r}") from None
 
 
