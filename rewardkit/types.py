@@ -147,7 +147,8 @@ class Sample:
 
     def __post_init__(self) -> None:
         self.text = completion_text(self.completion)
-        self.size = len(self.text)
+        completion = self.completion
+        self.size = len(self.text) if isinstance(completion, str) else _messages_size(completion)
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> Sample:
@@ -163,6 +164,28 @@ class Sample:
             metadata=metadata,
             group=row.get("group"),
         )
+
+
+def _messages_size(completion: Any) -> int:
+    """The length of everything a chat completion holds, every turn's text and every tool
+    call's arguments, not only the scored final answer: the size guard bounds what the
+    trajectory rewards parse too."""
+    if not isinstance(completion, list | tuple):
+        return len(completion_text(completion))
+    size = 0
+    for message in completion:
+        if not isinstance(message, Mapping):
+            size += len(str(message))
+            continue
+        size += len(_content_text(message.get("content", "")))
+        calls = message.get("tool_calls")
+        if not calls:
+            continue
+        for call in calls if isinstance(calls, list | tuple) else [calls]:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            args = function.get("arguments") if isinstance(function, Mapping) else call
+            size += len(args) if isinstance(args, str) else len(str(args))
+    return size
 
 
 _SAMPLE_KEYS = frozenset({"prompt", "completion", "reference", "metadata", "group"})

@@ -187,3 +187,15 @@ def test_the_report_shows_a_scored_trajectory_turn_by_turn(tmp_path) -> None:
         'assistant: let me add', '    -> add({"a": 2, "b": 2})', "tool: <- [c1] 4",
         "tool: <- [zz] (timeout) ", "assistant: It is 4."]
     assert data["rows"][0]["c"] == "It is 4."  # the scored text: the final answer
+
+
+def test_the_size_guard_counts_every_turn_and_every_call_not_only_the_answer() -> None:
+    huge = '{"a": "' + "x" * 300_000 + '"}'
+    sample = Sample(completion=[
+        {"role": "assistant", "content": "", "tool_calls": [call("add", huge)]},
+        {"role": "tool", "tool_call_id": "c1", "content": "4"},
+        {"role": "assistant", "content": "<answer>4</answer>"}])
+    assert sample.text == "<answer>4</answer>" and sample.size > 300_000
+    result = RewardSet.from_dict({"rewards": {"n": {"reward": "answer_is_number"}}}).score([sample])
+    assert result.scores("n")[0].status is Status.ERROR
+    assert "too large" in result.scores("n")[0].reason
