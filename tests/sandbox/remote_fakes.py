@@ -138,7 +138,20 @@ class FakePiston(FakeService):
         else:
             self.reply(404, {"message": "Not Found"})
 
+    in_flight: ClassVar[list[int]]  # [now, most]: executions being answered at once
+    flight_lock: ClassVar[threading.Lock]
+
     def do_POST(self) -> None:
+        with self.flight_lock:
+            self.in_flight[0] += 1
+            self.in_flight[1] = max(self.in_flight)
+        try:
+            self.execute()
+        finally:
+            with self.flight_lock:
+                self.in_flight[0] -= 1
+
+    def execute(self) -> None:
         body = self.record()
         if self.path != "/api/v2/execute":
             self.reply(404, {"message": "Not Found"})
@@ -359,7 +372,15 @@ def serving(handler: type[FakeService]) -> Iterator[tuple[str, type[FakeService]
     fresh: type[FakeService] = type(
         handler.__name__,
         (handler,),
-        {"requests": [], "seen": set(), "pending": {}, "live": {}, "refuse_creates": []},
+        {
+            "requests": [],
+            "seen": set(),
+            "pending": {},
+            "live": {},
+            "refuse_creates": [],
+            "in_flight": [0, 0],
+            "flight_lock": threading.Lock(),
+        },
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), fresh)
     server.daemon_threads = True

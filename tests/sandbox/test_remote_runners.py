@@ -322,3 +322,45 @@ def test_the_completion_line_is_not_in_the_output(service: tuple[str, Make, type
     _, make, _ = service
     result = make(run_timeout_s=5).run("print('hi')", tests=["assert True"])
     assert (result.status, result.stdout) == (Status.OK, "hi\n")
+
+
+# -- the node budget, seen from the service ---------------------------------------------
+
+CLIENT = """
+import json, sys, threading
+from rewardkit_sandbox.budget import ExecutionBudget
+from rewardkit_sandbox.remote import PistonRunner
+url, folder = sys.argv[1:]
+budget = ExecutionBudget("piston-test", slots=3, directory=folder)
+runner = PistonRunner(url, run_timeout_s=5, budget=budget)
+results = []
+def grade():
+    results.append(runner.run("import time\\ntime.sleep(0.2)\\nprint(1)"))
+threads = [threading.Thread(target=grade) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps([[r.status.value, r.metadata["queued_s"]] for r in results]))
+"""
+
+
+def test_processes_sharing_a_budget_never_send_more_runs_than_its_slots(tmp_path: Any) -> None:
+    import json
+    import subprocess
+    import sys
+
+    with serving(FakePiston) as (url, fake):
+        clients = [
+            subprocess.Popen(
+                [sys.executable, "-c", CLIENT, f"{url}/api/v2", str(tmp_path)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        outcomes = [json.loads(client.communicate(timeout=120)[0]) for client in clients]
+        runs = [run for outcome in outcomes for run in outcome]
+        assert [status for status, _ in runs] == ["ok"] * 16  # back-pressure, no errors
+        assert fake.in_flight[1] == 3  # the limit, and reached, across both processes
+        assert max(queued for _, queued in runs) > 0.2  # some waited a whole run or more
