@@ -64,11 +64,12 @@ def load(root: Path) -> dict[str, list[dict[str, str]]]:
 
 def program(language: str, problem: dict[str, str], body: str) -> str:
     """The candidate program of ``problem`` with solution ``body``."""
-    if language in ("cpp", "rust"):
-        head = problem["declaration"]
-        if language == "rust":
-            head = _CRATES.sub("", head)
-        return head + body
+    if language == "rust":
+        return _CRATES.sub("", problem["declaration"]) + body
+    if language == "cpp":  # the declaration's includes, then the prompt
+        includes = [line for line in problem["declaration"].splitlines()
+                    if line.startswith(("#include", "using namespace"))]
+        return "\n".join(includes) + "\n" + problem["prompt"] + body
     return problem["prompt"] + body
 
 

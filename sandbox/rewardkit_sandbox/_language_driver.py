@@ -133,11 +133,10 @@ def build() -> None:
     log = bytearray()
     verdict: dict[str, Any] = {"ok": True}
     for step in header["steps"]:
-        preprocessing = "undef_of" in step  # the candidate's own macros, to undo
-        limit = int(header["preprocessed_bytes"]) if preprocessing else cap
-        code, output = _run_step(step["argv"], env, limit)
-        if preprocessing and code == 0:
-            names = _macros_of(output, step["undef_of"])
+        code, output = _run_step(step["argv"], env, cap)
+        if "undef_of" in step and code == 0:  # a preprocessor pass: the candidate's macros
+            with open(step["preprocessed"], "rb") as handle:
+                names = _macros_of(handle.read(), step["undef_of"])
             with open(step["undef_into"], "w") as handle:
                 handle.write("".join(f"#undef {name}\n" for name in names))
             continue

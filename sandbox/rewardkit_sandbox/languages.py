@@ -331,7 +331,6 @@ class CompiledRunner:
             "collect": plan.collect,
             "env": plan.env,
             "log_bytes": COMPILER_OUTPUT_BYTES,
-            "preprocessed_bytes": 64 * _MIB,
             "artifact_bytes": self.compile_limits.stdout_bytes // 2,
             "data_bytes": 2 * _GIB,
         }
@@ -399,8 +398,9 @@ class CompiledRunner:
                 f"harness.{suffix}": harnesses.C_HARNESS,
             }
             steps = [
-                {"argv": [compiler, *flags, "-E", "-dD", f"candidate.{suffix}"],
-                 "undef_of": f"candidate.{suffix}", "undef_into": "rewardkit_undef.h"},
+                {"argv": [compiler, *flags, "-E", "-dD", f"candidate.{suffix}", "-o", "cpp.i"],
+                 "name": "preprocess", "undef_of": f"candidate.{suffix}",
+                 "preprocessed": "cpp.i", "undef_into": "rewardkit_undef.h"},
                 {"argv": [compiler, *flags, *renames, "-c", f"program.{suffix}", "-o", "program.o"],
                  "name": "compile"},
                 {"argv": [compiler, *flags, "-c", f"harness.{suffix}", "-o", "harness.o"],

@@ -8,6 +8,7 @@ tests/plugins/code/test_code_languages.py.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,12 @@ def test_a_heap_limited_runtime_gets_its_memory_limit_as_its_heap(contained: San
     assert str(contained.limits.memory_bytes) in data
     hog = node.run("const a = []; for (;;) a.push(new Array(1e6).fill(1.5));")
     assert hog.status is not Status.OK
+
+
+def test_the_languages_example_of_the_docs_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "sandbox.md").read_text()
+    section = page[page.index("## Languages"):]
+    snippet = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert snippet is not None
+    exec(compile(snippet.group(1), "docs/sandbox.md", "exec"), {})
+    assert capsys.readouterr().out.split() == ["hi", "ok", "1", "False"]
