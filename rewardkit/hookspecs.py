@@ -10,7 +10,7 @@ distribution) with functions decorated by :data:`hookimpl`::
         register(my_reward)
 
 The core is itself a set of such plugins: the built-in rewards and the built-in commands
-(``rewardkit.commands``) register through these same hooks.
+(``rewardkit.cli.commands``) register through these same hooks.
 
 Everything a plugin needs is importable from :mod:`rewardkit`: :data:`hookimpl`, the type
 of ``register_commands``' argument (:data:`Subcommands`), the error a command raises for

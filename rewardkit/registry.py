@@ -54,7 +54,7 @@ DEFAULT_PLUGINS = (
 )
 #: the built-in commands: a default plugin too, loaded when the command line is built
 #: (:meth:`Registry.load_default`), so scoring processes never import the CLI's libraries
-COMMANDS_PLUGIN = "rewardkit.commands"
+COMMANDS_PLUGIN = "rewardkit.cli.commands"
 
 
 class RegistryError(Exception):

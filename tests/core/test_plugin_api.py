@@ -116,4 +116,4 @@ def test_the_trace_switch_names_the_plugin_of_each_reward_section_and_command(tm
     assert "rewardkit plugins: ordered_plugin registered command ordered-hello" in lines
     assert ("rewardkit plugins: rewardkit.builtin.format (rewardkit) registered reward "
             "soft_format") in lines
-    assert "rewardkit plugins: rewardkit.commands registered command rewards" in lines
+    assert "rewardkit plugins: rewardkit.cli.commands registered command rewards" in lines

@@ -14,7 +14,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -23,9 +23,26 @@ from rich.table import Table
 from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, err, out
 from rewardkit.hookspecs import Subcommands, hookimpl
 
+if TYPE_CHECKING:
+    from rewardkit.testing.cases import LoadedCases
+    from rewardkit.testing.exploits import ExploitReport
+    from rewardkit.types import Score
+
 
 @hookimpl
 def register_commands(subparsers: Subcommands) -> None:
+    """The built-in commands, in the order ``rewardkit --help`` lists them."""
+    _add_rewards(subparsers)
+    _add_plugins(subparsers)
+    _add_validate(subparsers)
+    _add_score(subparsers)
+    _add_test(subparsers)
+    _add_schema(subparsers)
+    _add_report(subparsers)
+    _add_new_plugin(subparsers)
+
+
+def _add_rewards(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("rewards", help="list registered rewards; NAME: one in full")
     p.add_argument("name", nargs="?", default=None,
                    help="a reward's name: its description and every parameter; any other "
@@ -33,16 +50,22 @@ def register_commands(subparsers: Subcommands) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_rewards)
 
+
+def _add_plugins(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("plugins", help="list installed plugins")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plugins)
 
+
+def _add_validate(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("validate", help="check a reward config")
     p.add_argument("config")
     p.add_argument("--step", type=int, default=0, help="show weights at this step")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_validate)
 
+
+def _add_score(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("score", help="score a JSONL file of samples")
     p.add_argument("config")
     p.add_argument("samples", help="JSONL: prompt, completion, reference, other keys = "
@@ -67,6 +90,8 @@ def register_commands(subparsers: Subcommands) -> None:
                    help="engine ray: scoring actors (default: the cluster's CPUs)")
     p.set_defaults(func=cmd_score)
 
+
+def _add_test(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("test", help="run golden cases (*.cases.yaml)")
     p.add_argument("paths", nargs="*", default=["."])
     p.add_argument("--no-probes", action="store_true",
@@ -78,10 +103,14 @@ def register_commands(subparsers: Subcommands) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_test)
 
+
+def _add_schema(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("schema", help="print the config JSON Schema")
     p.add_argument("--markdown", action="store_true", help="the config reference page instead")
     p.set_defaults(func=cmd_schema)
 
+
+def _add_report(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("report", help="an offline HTML page of what the rewards did")
     p.add_argument("scored", help="JSONL written by `rewardkit score`, or the output folder "
                    "of a training run")
@@ -91,6 +120,8 @@ def register_commands(subparsers: Subcommands) -> None:
     p.add_argument("--curves", help="reward_curves.csv of a training run")
     p.set_defaults(func=cmd_report)
 
+
+def _add_new_plugin(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("new-plugin", help="write a new reward plugin distribution")
     p.add_argument("name", help="plugin name, e.g. 'keywords' -> rewardkit-keywords")
     p.add_argument("--dir", default=".", help="where to create the folder")
@@ -207,8 +238,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 # -- validate / schema -----------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
-    from rewardkit.composition import RewardSet
     from rewardkit.config import load_config
+    from rewardkit.reward_set import RewardSet
 
     rs = RewardSet(load_config(args.config))
     rows = rs.describe(args.step)
@@ -269,8 +300,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from rewardkit.composition import RewardSet
     from rewardkit.config import load_config
+    from rewardkit.reward_set import RewardSet
 
     if args.out is None and not args.json:
         raise UsageError("give --out FILE for the scored samples ('-' for standard output), "
@@ -432,8 +463,6 @@ def _jsonable(obj: Any) -> Any:
 # -- test -------------------------------------------------------------------------------
 def cmd_test(args: argparse.Namespace) -> int:
     from rewardkit.testing.cases import CaseFileError, find_case_files, load_cases
-    from rewardkit.testing.exploits import ExploitReport, Outcome, run_exploits
-    from rewardkit.testing.probes import run_probes
 
     files = find_case_files(args.paths)
     if not files:
@@ -443,41 +472,71 @@ def cmd_test(args: argparse.Namespace) -> int:
     for path in files:
         try:
             loaded = load_cases(path)
-            scores = []
-            for i in range(len(loaded.spec.cases)):
-                problem, score = loaded.run_case(i)
-                scores.append(score)
-                results.append({"file": str(path), "case": loaded.case_id(i),
-                                "passed": not problem, "problem": problem,
-                                "detail": loaded.failure_text(i, problem, score)
-                                if problem else "",
-                                "score": score.to_dict()})
+            scores = _run_cases(path, loaded, results)
             spec = loaded.spec
             if spec.probes and not args.no_probes and spec.reward:
-                prompt, reference, metadata = loaded.probe_inputs()
-                for pr in run_probes(spec.reward, spec.params, reference, metadata,
-                                     prompt=prompt, timeout=spec.probe_timeout):
-                    results.append({"file": str(path), "case": f"probe:{pr.name}",
-                                    "passed": pr.passed, "problem": pr.problem,
-                                    "detail": f"{spec.reward} failed probe {pr.name!r}: "
-                                              f"{pr.problem}" if pr.problem else "",
-                                    "score": pr.score.to_dict()})
+                _run_probes(path, loaded, results)
             if (spec.runs_exploits or (args.exploits and spec.exploits is None)) \
                     and not args.no_probes:
-                report = run_exploits(loaded, scores)
-                reports.append((path, report))
-                for er in report.results:
-                    if er.outcome is Outcome.SKIPPED:
-                        continue
-                    results.append({"file": str(path), "case": f"exploit:{er.name}",
-                                    "passed": er.passed, "problem": er.reason
-                                    if not er.passed else "",
-                                    "detail": report.failure_text(er)
-                                    if not er.passed else "",
-                                    "exploit": er.to_dict()})
+                reports.append((path, _run_exploits(path, loaded, scores, results)))
         except CaseFileError as exc:
             results.append({"file": str(path), "case": "(file)", "passed": False,
                             "problem": str(exc), "detail": str(exc), "score": None})
+    return _print_test_results(args, results, reports, len(files))
+
+
+def _run_cases(path: Path, loaded: LoadedCases, results: list[dict[str, Any]]
+               ) -> list[Score]:
+    """Run the golden cases of one file into ``results``; returns their scores."""
+    scores = []
+    for i in range(len(loaded.spec.cases)):
+        problem, score = loaded.run_case(i)
+        scores.append(score)
+        results.append({"file": str(path), "case": loaded.case_id(i),
+                        "passed": not problem, "problem": problem,
+                        "detail": loaded.failure_text(i, problem, score)
+                        if problem else "",
+                        "score": score.to_dict()})
+    return scores
+
+
+def _run_probes(path: Path, loaded: LoadedCases, results: list[dict[str, Any]]) -> None:
+    """Run the crash probes of one file's reward into ``results``."""
+    from rewardkit.testing.probes import run_probes
+
+    spec = loaded.spec
+    assert spec.reward is not None  # probes run on a file of one reward
+    prompt, reference, metadata = loaded.probe_inputs()
+    for pr in run_probes(spec.reward, spec.params, reference, metadata,
+                         prompt=prompt, timeout=spec.probe_timeout):
+        results.append({"file": str(path), "case": f"probe:{pr.name}",
+                        "passed": pr.passed, "problem": pr.problem,
+                        "detail": f"{spec.reward} failed probe {pr.name!r}: "
+                                  f"{pr.problem}" if pr.problem else "",
+                        "score": pr.score.to_dict()})
+
+
+def _run_exploits(path: Path, loaded: LoadedCases, scores: list[Score],
+                  results: list[dict[str, Any]]) -> ExploitReport:
+    """Run the exploit probes of one file into ``results``; returns their report."""
+    from rewardkit.testing.exploits import Outcome, run_exploits
+
+    report = run_exploits(loaded, scores)
+    for er in report.results:
+        if er.outcome is Outcome.SKIPPED:
+            continue
+        results.append({"file": str(path), "case": f"exploit:{er.name}",
+                        "passed": er.passed, "problem": er.reason
+                        if not er.passed else "",
+                        "detail": report.failure_text(er)
+                        if not er.passed else "",
+                        "exploit": er.to_dict()})
+    return report
+
+
+def _print_test_results(args: argparse.Namespace, results: list[dict[str, Any]],
+                        reports: list[tuple[Path, ExploitReport]], files: int) -> int:
+    """``rewardkit test``'s output (JSON, or the tables and failures) and exit code."""
     failed = [r for r in results if not r["passed"]]
     if args.json:
         print(json.dumps({"passed": len(results) - len(failed), "failed": len(failed),
@@ -499,7 +558,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         out.print(r["detail"], markup=False)
     colour = "red" if failed else "green"
     out.print(f"[{colour}]{len(results) - len(failed)} passed, {len(failed)} failed[/{colour}]"
-              f" in {len(files)} file(s)")
+              f" in {files} file(s)")
     return EXIT_FAIL if failed else EXIT_OK
 
 
@@ -526,7 +585,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # -- new-plugin -------------------------------------------------------------------------
 def cmd_new_plugin(args: argparse.Namespace) -> int:
-    from rewardkit.scaffold import PluginNameError, next_steps, write_plugin
+    from rewardkit.cli.scaffold import PluginNameError, next_steps, write_plugin
 
     try:
         folder = write_plugin(args.name, Path(args.dir))

@@ -1,10 +1,12 @@
 """The ``rewardkit`` command line.
 
 Every command comes from a plugin through the ``register_commands`` hook: the built-in
-ones from :mod:`rewardkit.commands` (a default plugin), ``train``, ``export``, ``eval``,
+ones from :mod:`rewardkit.cli.commands` (a default plugin), ``train``, ``export``, ``eval``,
 ``launch`` and ``jobs`` from the rewardkit-trainers distribution, others from any
 installed plugin. This module owns what they share: the parser, the exit codes and how
-a problem the user can fix is printed (no traceback, exit code 2).
+a problem the user can fix is printed (no traceback, exit code 2). ``new-plugin``'s
+templates are in :mod:`rewardkit.cli.scaffold`; ``python -m rewardkit.cli`` runs
+:func:`main`.
 """
 
 from __future__ import annotations
@@ -85,9 +87,3 @@ def build_parser() -> argparse.ArgumentParser:
         err.print(f"warning: {problem}", markup=False)
     return parser
 
-
-if __name__ == "__main__":  # pragma: no cover
-    # run as the module `rewardkit.cli`, so that plugins importing it share this state
-    from rewardkit.cli import main as _main
-
-    sys.exit(_main())
