@@ -64,7 +64,7 @@ def test_a_random_fallback_is_the_same_on_every_run():
             "print(get_reward('instruction_following')({}).score(s).value)")
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout for _ in range(2)}
-    assert len(runs) == 1
+    assert runs in ({"0.0\n"}, {"1.0\n"}), runs  # graded, and the same both times
 
 
 def test_sentences_are_counted_without_nltk_data_or_a_download(tmp_path):
