@@ -105,8 +105,19 @@ def standardize(text: str) -> str:
     return _STANDARDIZE.sub("", text).lower().replace("'", '"')
 
 
-def _std(value: Any) -> Any:
-    return standardize(value) if isinstance(value, str) else value
+def _spaces(text: str) -> str:
+    return "".join(text.split()).lower()
+
+
+#: how texts are compared: ``bfcl`` as BFCL does (no case, spaces or ``,./-_*^``: right
+#: for names and dates, blind to operators, so ``3*4`` is ``3/4``); ``spaces`` without
+#: case and white space only (expressions, code); ``exact`` as written
+TEXT_RULES: dict[str, Callable[[str], str]] = {
+    "bfcl": standardize, "spaces": _spaces, "exact": lambda text: text}
+
+
+def _std(value: Any, norm: Callable[[str], str]) -> Any:
+    return norm(value) if isinstance(value, str) else value
 
 
 def _same(value: Any, allowed: Any) -> bool:
@@ -120,12 +131,14 @@ def _in(value: Any, allowed: Sequence[Any]) -> bool:
     return any(_same(value, a) for a in allowed)
 
 
-def _dict_matches(value: Mapping[str, Any], options: Sequence[Any]) -> bool:
+def _dict_matches(value: Mapping[str, Any], options: Sequence[Any],
+                  norm: Callable[[str], str]) -> bool:
     for option in options:
         if not isinstance(option, Mapping):
             continue
         fits = all(k in option and isinstance(option[k], list)
-                   and _in(_std(v), [_std(a) for a in option[k]]) for k, v in value.items())
+                   and _in(_std(v, norm), [_std(a, norm) for a in option[k]])
+                   for k, v in value.items())
         missing = any(k not in value and "" not in (vals if isinstance(vals, list) else [vals])
                       for k, vals in option.items())
         if fits and not missing:
@@ -133,30 +146,33 @@ def _dict_matches(value: Mapping[str, Any], options: Sequence[Any]) -> bool:
     return False
 
 
-def _value_matches(value: Any, allowed: list[Any]) -> bool:
+def _value_matches(value: Any, allowed: list[Any], norm: Callable[[str], str]) -> bool:
     present = [a for a in allowed if not (isinstance(a, str) and a == "")]
     if isinstance(value, str):
-        return standardize(value) in [standardize(a) for a in present if isinstance(a, str)]
+        return norm(value) in [norm(a) for a in present if isinstance(a, str)]
     if isinstance(value, list | tuple):
         if not value and len(present) < len(allowed):
             return True  # an empty list for an argument that may be left out (as BFCL)
-        items = [_std(v) for v in value]
+        items = [_std(v, norm) for v in value]
         if items and all(isinstance(v, Mapping) for v in value):
             return any(isinstance(option, list) and len(option) == len(value)
-                       and all(_dict_matches(v, [o]) for v, o in zip(value, option, strict=True))
+                       and all(_dict_matches(v, [o], norm)
+                           for v, o in zip(value, option, strict=True))
                        for option in present)
         return any(isinstance(option, list) and len(option) == len(items)
-                   and all(_same(v, _std(o)) for v, o in zip(items, option, strict=True))
+                   and all(_same(v, _std(o, norm)) for v, o in zip(items, option, strict=True))
                    for option in present)
     if isinstance(value, Mapping):
-        return _dict_matches(value, present)
+        return _dict_matches(value, present, norm)
     return _in(value, present)
 
 
 def mismatch(name: str, arguments: Mapping[str, Any], ref: ReferenceCall,
-             function: Mapping[str, Any] | None) -> str | None:
+             function: Mapping[str, Any] | None, texts: str = "bfcl") -> str | None:
     """Why a call of ``name`` with ``arguments`` is not ``ref`` (``function``, the offered
-    schema, gives required arguments and types; None = compare values only), or None."""
+    schema, gives required arguments and types; None = compare values only; ``texts``
+    one of :data:`TEXT_RULES`), or None."""
+    norm = TEXT_RULES[texts]
     if name != ref.name:
         return f"called {name}, expected {ref.name}"
     parameters = function.get("parameters") if function else None
@@ -182,7 +198,7 @@ def mismatch(name: str, arguments: Mapping[str, Any], ref: ReferenceCall,
             if ref_type is None or type(value) is not ref_type:
                 return f"{name}: argument {key!r} is {type(value).__name__}, " \
                     f"expected {type_name}"
-        if not _value_matches(value, allowed):
+        if not _value_matches(value, allowed, norm):
             return f"{name}: argument {key!r} is {value!r}, expected one of {allowed}"
     for key, allowed in ref.allowed.items():
         if key not in arguments and "" not in allowed:

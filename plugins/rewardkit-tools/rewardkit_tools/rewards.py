@@ -115,6 +115,10 @@ class MatchParams(Params):
     credit: Literal["all", "fraction"] = Field(
         "all", description="all: 1 when the calls are exactly the reference calls; "
         "fraction: matched calls / max(reference calls, calls made), so extra calls cost")
+    texts: Literal["bfcl", "spaces", "exact"] = Field(
+        "bfcl", description="text arguments compared as BFCL does (no case, spaces or "
+        ",./-_*^: names and dates match loosely, but 3*4 equals 3/4), without case and "
+        "white space only (expressions, code, paths), or exactly")
     use_schema: bool = Field(
         True, description="take required arguments and types from the offered schemas "
         "(integer-for-number coercion, type checks) when the sample has a tools column")
@@ -159,7 +163,8 @@ class ToolCallMatch(Reward):
             call = calls[c]
             if call.arguments is None:
                 return call.error or f"{call.name}: no arguments"
-            return mismatch(call.name, call.arguments, refs[r], schema(refs[r].name))
+            return mismatch(call.name, call.arguments, refs[r], schema(refs[r].name),
+                            params.texts)
 
         if params.order == "strict":
             pairs = {r: r for r in range(min(len(calls), len(refs))) if why(r, r) is None}

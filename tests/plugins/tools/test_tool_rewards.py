@@ -153,3 +153,20 @@ def test_non_stop_penalty_value_and_stop_reasons_are_parameters() -> None:
     s = Sample(completion="4", metadata={"finish_reason": "end_turn"})
     assert score("non_stop_penalty", s).value == 0.0
     assert score("non_stop_penalty", s, stop_reasons=["stop"], penalty=-0.5).value == -0.5
+
+
+def test_bfcl_text_rule_is_blind_to_operators_and_spaces_rule_is_not() -> None:
+    tools = [{"type": "function", "function": {"name": "calculate", "parameters": {
+        "type": "object", "properties": {"expression": {"type": "string"}}}}}]
+    ref = [{"name": "calculate", "arguments": {"expression": "12*0.6214"}}]
+
+    def made(expression: str) -> Sample:
+        return Sample(completion=[{"role": "assistant", "tool_calls": [
+            call({"expression": expression}, name="calculate")]}],
+            reference=ref, metadata={"tools": tools})
+
+    swapped, spaced = made("12/0.6214"), made("12 * 0.6214")
+    assert score("tool_call_match", swapped).value == 1.0  # BFCL drops * and /
+    assert score("tool_call_match", swapped, texts="spaces").value == 0.0
+    assert score("tool_call_match", spaced, texts="spaces").value == 1.0
+    assert score("tool_call_match", spaced, texts="exact").value == 0.0
