@@ -208,9 +208,10 @@ def as_sample(output: Output, functions: list[dict[str, Any]], answer: list[Any]
             "reference": answer}
 
 
-def run(data: Path, limit: int | None) -> dict[str, Any]:
+def run(data: Path, limit: int | None, texts: str = "bfcl") -> dict[str, Any]:
     check = load_checker(data)
-    rs = RewardSet.from_dict({"rewards": {"match": {"reward": "tool_call_match"}}})
+    rs = RewardSet.from_dict({"rewards": {"match": {"reward": "tool_call_match",
+                                                    "params": {"texts": texts}}}})
     report: dict[str, Any] = {"categories": {}, "disagreements": []}
     seconds = 0.0
     for category, file_name in CATEGORIES.items():
@@ -259,12 +260,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", type=Path, help="the bfcl_eval/data folder of bfcl-eval")
     parser.add_argument("--limit", type=int, help="questions per category (default: all)")
+    parser.add_argument("--texts", default="bfcl", choices=["bfcl", "spaces", "exact"],
+                        help="tool_call_match's text rule (default: BFCL's own)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args()
     if not (args.data / CATEGORIES["simple"]).is_file():
         sys.exit(f"{args.data}: no {CATEGORIES['simple']}; pass the bfcl_eval/data folder "
                  "of an installed bfcl-eval")
-    report = run(args.data, args.limit)
+    report = run(args.data, args.limit, args.texts)
     if args.json:
         print(json.dumps(report, indent=2))
         return
