@@ -76,7 +76,7 @@ class QAParams(Params):
     reasoning_tag: str | None = Field(
         None, description="name of the reasoning tag of a reasoning model (e.g. 'think'): "
         "read only what follows the last closing </tag>, and pay `wrong` when the "
-        "reasoning never closes")
+        "reasoning never closes; None reads the whole output, less a <think> block")
     max_extra_tokens: int | None = Field(
         3, ge=0, description="f1 only: an answer with more tokens than the longest "
         "acceptable answer plus this pays `wrong` (padding keeps recall at 1); None: no "
@@ -101,12 +101,9 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
     if not golds:
         return Score.error("sample has no acceptable answer (a string, a list of strings "
                            "or a mapping with 'text')")
-    text = sample.text
-    if params.reasoning_tag:
-        after = after_reasoning(text, params.reasoning_tag)
-        if after is None:
-            return Score.ok(params.wrong, "the reasoning never closes")
-        text = after
+    text = _read_text(sample.text, params.reasoning_tag)
+    if text is None:
+        return Score.ok(params.wrong, "the reasoning never closes")
     blocks = [b.strip() for b in tag_blocks(text, params.answer_tag)]
     if len({normalize_answer(b) for b in blocks}) > 1:
         return Score.ok(params.wrong, "several different answer blocks")
@@ -148,6 +145,15 @@ def acceptable_answers(reference: Any) -> list[str]:
     if isinstance(reference, Sequence):
         return [a for item in reference for a in acceptable_answers(item)]
     return []
+
+
+def _read_text(text: str, reasoning_tag: str | None) -> str | None:
+    """What follows the reasoning (the named tag's, else a ``<think>`` block's); None when
+    the reasoning never closes."""
+    tag = reasoning_tag or "think"
+    if f"</{tag}>" in text:
+        return after_reasoning(text, tag)
+    return None if reasoning_tag or f"<{tag}>" in text else text
 
 
 def _unblocked_answer(text: str) -> str:
