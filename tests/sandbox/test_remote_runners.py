@@ -364,3 +364,13 @@ def test_processes_sharing_a_budget_never_send_more_runs_than_its_slots(tmp_path
         assert [status for status, _ in runs] == ["ok"] * 16  # back-pressure, no errors
         assert fake.in_flight[1] == 3  # the limit, and reached, across both processes
         assert max(queued for _, queued in runs) > 0.2  # some waited a whole run or more
+
+
+def test_memory_error_is_a_memory_verdict_but_a_clean_exit_is_ok(
+    service: tuple[str, Make, type],
+) -> None:
+    _, make, _ = service
+    runner = make(run_timeout_s=5)
+    assert runner.run("raise MemoryError").status is Status.MEMORY
+    mentioned = "import sys\nprint('MemoryError handled', file=sys.stderr)"
+    assert runner.run(mentioned).status is Status.OK

@@ -164,12 +164,14 @@ class RemoteRunner:
         err, err_cut = self.cap(stderr)
         if timed_out:
             status, error = Status.TIMEOUT, f"run_timeout of {self.run_timeout_s:g}s exceeded"
-        elif out_of_memory or "MemoryError" in err:
+        elif out_of_memory:
             status, error = Status.MEMORY, "memory limit exceeded"
         elif signal is not None:
             status, error = Status.CRASHED, f"killed by signal {signal}"
         elif exit_code == 0:
             status, error = Status.OK, None
+        elif "MemoryError" in err:  # Python's, when the address-space limit was hit
+            status, error = Status.MEMORY, "MemoryError"
         else:
             status, error = Status.FAILED, f"exited with code {exit_code}"
         if out_cut or err_cut or output_limited:
