@@ -6,10 +6,13 @@ and never a sample held past its request deadline."""
 from __future__ import annotations
 
 import base64
+import http.client
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import pytest
 from remote_fakes import E2B_KEY, FakeE2B, FakeJudge0, FakePiston, FakeSandboxFusion, serving
@@ -374,3 +377,48 @@ def test_memory_error_is_a_memory_verdict_but_a_clean_exit_is_ok(
     assert runner.run("raise MemoryError").status is Status.MEMORY
     mentioned = "import sys\nprint('MemoryError handled', file=sys.stderr)"
     assert runner.run(mentioned).status is Status.OK
+
+
+class ForwardingProxy(BaseHTTPRequestHandler):
+    """A plain HTTP proxy: forwards absolute-URI requests, notes what went through it."""
+
+    seen: ClassVar[list[tuple[str, str | None]]] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        target = urlsplit(self.path)
+        self.seen.append((self.path, self.headers.get("Proxy-Authorization")))
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        upstream = http.client.HTTPConnection(target.hostname or "", target.port, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "proxy-authorization"}
+        upstream.request("POST", target.path, body=body, headers=headers)
+        answer = upstream.getresponse()
+        data = answer.read()
+        self.send_response(answer.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_requests_go_through_the_environments_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), ForwardingProxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        with serving(FakePiston) as (url, _):
+            for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY"):
+                monkeypatch.delenv(name, raising=False)
+            monkeypatch.setenv("http_proxy", f"http://user:pw@127.0.0.1:{proxy.server_address[1]}")
+            result = PistonRunner(f"{url}/api/v2").run("print(6 * 7)")
+            assert (result.status, result.stdout) == (Status.OK, "42\n")
+            assert ForwardingProxy.seen == [
+                (f"{url}/api/v2/execute", "Basic " + base64.b64encode(b"user:pw").decode())
+            ]
+            monkeypatch.setenv("no_proxy", "127.0.0.1")
+            assert PistonRunner(f"{url}/api/v2").run("print(1)").status is Status.OK
+            assert len(ForwardingProxy.seen) == 1  # bypassed
+    finally:
+        proxy.shutdown()
+        proxy.server_close()

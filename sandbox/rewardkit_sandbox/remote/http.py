@@ -12,6 +12,7 @@ sentence for people; runners turn it into ``Status.SANDBOX_ERROR``.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import email.utils
 import http.client
@@ -19,10 +20,11 @@ import json
 import socket
 import threading
 import time
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from rewardkit_sandbox.budget import Ticket
 
@@ -125,15 +127,11 @@ class HttpClient:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise RemoteError(f"{self.name}: not an http(s) URL: {url!r}")
-        connection_type = (
-            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        )
-        connection = connection_type(parts.hostname, parts.port, timeout=timeout_s)
+        connection, path, headers = _connection(parts, url, headers, timeout_s)
         expired = threading.Event()
         watchdog = threading.Timer(timeout_s, _shut, (connection, expired))
         watchdog.daemon = True
         watchdog.start()
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
             connection.request(method, path, body=data, headers=headers)
             response = connection.getresponse()
@@ -174,6 +172,30 @@ class HttpClient:
                 "short of its Content-Length"
             )
         return b"".join(pieces)
+
+
+def _connection(
+    parts: SplitResult, url: str, headers: dict[str, str], timeout_s: float
+) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
+    """The connection, request target and headers for ``url``, through the proxy that
+    ``http(s)_proxy`` / ``no_proxy`` name for it, as ``urllib`` would choose it."""
+    https = parts.scheme == "https"
+    kind = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return kind(parts.hostname or "", parts.port, timeout=timeout_s), target, headers
+    via = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    auth = {}
+    if via.username:
+        pair = f"{unquote(via.username)}:{unquote(via.password or '')}".encode()
+        auth["Proxy-Authorization"] = "Basic " + base64.b64encode(pair).decode()
+    if https:  # a CONNECT tunnel through the proxy, TLS to the service inside it
+        connection = kind(via.hostname or "", via.port or 80, timeout=timeout_s)
+        connection.set_tunnel(parts.hostname or "", parts.port or 443, headers=auth)
+        return connection, target, headers
+    plain = http.client.HTTPConnection(via.hostname or "", via.port or 80, timeout=timeout_s)
+    return plain, url, {**headers, **auth}
 
 
 def _shut(connection: http.client.HTTPConnection, expired: threading.Event) -> None:
