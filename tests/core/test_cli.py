@@ -283,3 +283,25 @@ def test_new_plugin_hint_installs_with_this_environment_and_quietly(tmp_path):
     assert install.returncode == 0, install.stderr
     assert "Editable installation" not in install.stdout + install.stderr
     assert "*****" not in install.stdout + install.stderr
+
+
+def test_new_plugin_templates_are_package_data_and_each_is_written(tmp_path):
+    """An installed wheel has every template (a package-data glob in pyproject.toml
+    matches it), and every template is one file of the new plugin (none left unused)."""
+    import tomllib
+    from fnmatch import fnmatch
+
+    from rewardkit.cli.scaffold import FILES, write_plugin
+
+    root = Path(__file__).resolve().parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["rewardkit"]
+    templates = root / "rewardkit" / "cli" / "templates"
+    shipped = sorted(str(p.relative_to(root / "rewardkit")) for p in templates.rglob("*")
+                     if p.is_file() and "__pycache__" not in p.parts)
+    assert shipped and all(any(fnmatch(name, g) for g in globs) for name in shipped), shipped
+    assert sorted(f"cli/templates/plugin/{t}" for t, _ in FILES) == shipped
+    folder = write_plugin("keywords", tmp_path)
+    written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert len(written) == len(FILES)
+    assert all("${" not in (folder / name).read_text() for name in written)
