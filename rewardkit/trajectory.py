@@ -334,6 +334,18 @@ def reduce_turns(values: Sequence[float], how: str = "last", gamma: float = 1.0)
     raise ValueError(f"unknown turns reduction {how!r}")
 
 
+def _turn_values_problem(vals: Any, turns: int) -> str | None:
+    """Why a reward's per-turn values break the contract (one finite number per assistant
+    turn of the sample), or None: a wrong count is the reward's error, not a value."""
+    if not isinstance(vals, list) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            for v in vals):
+        return f"{TURN_VALUES} must be a list of finite numbers, got {vals!r:.80}"
+    if len(vals) != turns:
+        return f"{len(vals)} {TURN_VALUES} for {turns} assistant turns"
+    return None
+
+
 #: the ``details`` key marking a score masked by ``on_truncated: mask``: the sample's
 #: total is null whatever ``on_error`` says
 MASKED = "masked"
@@ -347,7 +359,12 @@ def settle_component(out: Outcome, batch: Sequence[Sample], on_truncated: str = 
     status error under zero/mask: not knowing is not "not truncated")."""
     for i, score in list(out.scores.items()):
         vals = score.details.get(TURN_VALUES) if score.details else None
-        if score.status == Status.OK and isinstance(vals, list) and vals:
+        if score.status != Status.OK or vals is None:
+            continue
+        problem = _turn_values_problem(vals, len(Trajectory.of(batch[i]).turns))
+        if problem:
+            out.put(i, Score.error(problem))
+        else:
             value = reduce_turns(vals, turns, gamma)
             out.put(i, Score(value, Status.OK, score.reason, score.details))
     if on_truncated == "keep":

@@ -199,3 +199,28 @@ def test_the_size_guard_counts_every_turn_and_every_call_not_only_the_answer() -
     result = RewardSet.from_dict({"rewards": {"n": {"reward": "answer_is_number"}}}).score([sample])
     assert result.scores("n")[0].status is Status.ERROR
     assert "too large" in result.scores("n")[0].reason
+
+
+@reward(name="test_wrong_turn_count")
+def wrong_turn_count(sample: Sample) -> Score:
+    return turn_score([1.0, 1.0, 1.0])  # three values for a two-turn sample
+
+
+@reward(name="test_bad_turn_values")
+def bad_turn_values(sample: Sample) -> Score:
+    return Score(1.0, Status.OK, "", {"turn_values": [1.0, True]})
+
+
+@pytest.mark.parametrize(("name", "cls", "needle"), [
+    ("test_wrong_turn_count", wrong_turn_count, "3 turn_values for 2 assistant turns"),
+    ("test_bad_turn_values", bad_turn_values, "finite numbers")])
+def test_per_turn_values_that_break_the_contract_are_the_rewards_error(
+        name: str, cls: type, needle: str) -> None:
+    registry.register(cls)
+    try:
+        result = RewardSet.from_dict({"rewards": {"t": {"reward": name}}}).score([tool_sample()])
+    finally:
+        registry.unregister(name)
+    score = result.scores("t")[0]
+    assert score.status is Status.ERROR and needle in score.reason
+    assert result.totals == [None]
