@@ -200,7 +200,23 @@ class FakeJudge0(FakeService):
         {"id": 71, "name": "Python (3.8.1)"},
         {"id": 92, "name": "Python (3.11.2)"},
     ]
+    DEFAULT_FIELDS: ClassVar[tuple[str, ...]] = (
+        "stdout",
+        "time",
+        "memory",
+        "stderr",
+        "token",
+        "compile_output",
+        "message",
+        "status",
+    )
     pending: ClassVar[dict[str, list[dict[str, Any]]]]
+
+    def fields(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """Only the fields asked for (``?fields=``; Judge0's default set without it)."""
+        asked = parse_qs(urlsplit(self.path).query).get("fields")
+        names = asked[0].split(",") if asked else self.DEFAULT_FIELDS
+        return answer if names == ["*"] else {k: v for k, v in answer.items() if k in names}
 
     def do_GET(self) -> None:
         self.record()
@@ -212,7 +228,7 @@ class FakeJudge0(FakeService):
             if not answers:
                 self.reply(404, {"error": "submission not found"})
             else:
-                self.reply(200, answers.pop(0) if len(answers) > 1 else answers[0])
+                self.reply(200, self.fields(answers.pop(0) if len(answers) > 1 else answers[0]))
         else:
             self.reply(404, {"error": "not found"})
 
@@ -236,7 +252,7 @@ class FakeJudge0(FakeService):
             self.pending[token] = [queued, {**answer, "token": token}]
             self.reply(201, {"token": token})
         else:
-            self.reply(201, {**answer, "token": str(uuid.uuid4())})
+            self.reply(201, self.fields({**answer, "token": str(uuid.uuid4())}))
 
     @staticmethod
     def judged(code: str, stdin: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -232,7 +232,8 @@ def test_judge0_sends_base64_with_the_newest_python_id() -> None:
     with serving(FakeJudge0) as (url, fake):
         Judge0Runner(url, run_timeout_s=2, memory_limit_mb=128).run("print(1)", stdin="5")
         post = next(r for r in fake.requests if r["method"] == "POST")
-        assert post["path"] == "/submissions?base64_encoded=true&wait=true"
+        assert post["path"].startswith("/submissions?base64_encoded=true&wait=true&fields=")
+        assert {"exit_code", "exit_signal", "status"} <= set(post["path"].split("=")[-1].split(","))
         assert post["body"] == {
             "source_code": base64.b64encode(b"print(1)").decode(),
             "language_id": 92,

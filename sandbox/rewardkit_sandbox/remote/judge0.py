@@ -1,13 +1,14 @@
 """``Judge0Runner``: programs run by a Judge0 server (https://github.com/judge0/judge0).
 
-One run is ``POST {base_url}/submissions?base64_encoded=true&wait=true`` with
+One run is ``POST {base_url}/submissions?base64_encoded=true&wait=true&fields=...`` with
 ``{"source_code", "stdin"}`` (base64), ``language_id``, ``cpu_time_limit`` and
 ``wall_time_limit`` (seconds) and ``memory_limit`` (KB).  An instance that does not
 wait answers only a ``token``: the runner then polls ``GET /submissions/{token}`` until
 the status leaves "In Queue" (1) / "Processing" (2) or the request deadline passes.
 Status ids: 3 Accepted, 5 Time Limit Exceeded, 6 Compilation Error, 7-12 Runtime Error
 (SIGSEGV, SIGXFSZ, SIGFPE, SIGABRT, NZEC, Other), 13 Internal Error, 14 Exec Format
-Error.  Without ``language_id`` the id is looked up once in ``GET {base_url}/languages``
+Error.  ``fields`` asks for ``exit_code`` and ``exit_signal`` too (not in Judge0's
+default set).  Without ``language_id`` the id is looked up once in ``GET {base_url}/languages``
 (the newest version of the language's usual compiler).
 """
 
@@ -38,6 +39,8 @@ _LANGUAGE_NAMES = {
 }
 _SIGNAL_OF_STATUS = {7: 11, 9: 8, 10: 6}  # SIGSEGV, SIGFPE, SIGABRT
 _POLL_S = (0.05, 0.1, 0.2, 0.5, 1.0)
+#: the answer's fields asked for: Judge0's default set lacks exit_code and exit_signal
+_FIELDS = "token,status,stdout,stderr,compile_output,message,exit_code,exit_signal,time,memory"
 
 _ids_lock = threading.Lock()
 _language_ids: dict[tuple[str, str], int] = {}
@@ -124,7 +127,7 @@ class Judge0Runner(RemoteRunner):
             payload["memory_limit"] = self.memory_limit_mb * 1024
         body = self.http.request(
             "POST",
-            f"{self.base_url}/submissions?base64_encoded=true&wait=true",
+            f"{self.base_url}/submissions?base64_encoded=true&wait=true&fields={_FIELDS}",
             body=payload,
             timeout_s=self.request_timeout_s,
             ticket=ticket,
@@ -150,7 +153,7 @@ class Judge0Runner(RemoteRunner):
                 ticket.take_token()
             body = self.http.request(
                 "GET",
-                f"{self.base_url}/submissions/{token}?base64_encoded=true",
+                f"{self.base_url}/submissions/{token}?base64_encoded=true&fields={_FIELDS}",
                 timeout_s=max(0.1, deadline - time.monotonic()),
                 log=log,
             ).json()
