@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import signal as signal_module
 import subprocess
 import sys
 import threading
@@ -177,6 +178,13 @@ class FakePiston(FakeService):
         ran = run_python(code, body.get("stdin", ""), body.get("run_timeout", 3000) / 1000)
         signal = "SIGKILL" if ran["timed_out"] else None
         status = "TO" if ran["timed_out"] else ("RE" if ran["code"] else None)
+        memory = 9_000_000
+        if not ran["timed_out"] and ran["code"] < 0:  # isolate: status SG, the signal's name
+            signal, status = signal_module.Signals(-ran["code"]).name, "SG"
+            ran["code"] = None
+        if "OVER_MEMORY" in code and body.get("run_memory_limit"):  # the cgroup kills it
+            signal, status, memory = "SIGKILL", "SG", body["run_memory_limit"]
+            ran["code"] = None
         answer["run"] = {
             "stdout": ran["stdout"],
             "stderr": ran["stderr"],
@@ -187,7 +195,7 @@ class FakePiston(FakeService):
             "message": "Timeout" if ran["timed_out"] else None,
             "cpu_time": int(ran["seconds"] * 1000),
             "wall_time": int(ran["seconds"] * 1000),
-            "memory": 9_000_000,
+            "memory": memory,
         }
         self.reply(200, answer)
 

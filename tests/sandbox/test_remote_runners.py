@@ -423,3 +423,11 @@ def test_requests_go_through_the_environments_proxy(monkeypatch: pytest.MonkeyPa
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+def test_piston_killed_at_its_memory_limit_is_a_memory_verdict() -> None:
+    with serving(FakePiston) as (url, _):
+        result = PistonRunner(f"{url}/api/v2", memory_limit_mb=64).run("print('OVER_MEMORY')")
+        assert result.status is Status.MEMORY
+        plain_kill = PistonRunner(f"{url}/api/v2").run("import os\nos.kill(os.getpid(), 9)")
+        assert (plain_kill.status, plain_kill.signal) == (Status.CRASHED, 9)

@@ -5,9 +5,10 @@ One run is one ``POST {base_url}/execute`` (``base_url`` is the API root, e.g.
 "content"}], "stdin", "run_timeout", "compile_timeout"}`` (milliseconds) and, when
 set, ``run_memory_limit`` (bytes).  The answer's ``run`` stage (``stdout``, ``stderr``,
 ``code``, ``signal``; newer servers add ``status``: ``TO`` timeout, ``SG`` signal,
-``OL``/``EL`` output limit, ``RE`` runtime error, ``XX`` internal error) becomes the
-verdict; a failed ``compile`` stage is a compile failure.  ``GET {base_url}/runtimes``
-lists what the server can run (``runtimes()``).
+``OL``/``EL`` output limit, ``RE`` runtime error, ``XX`` internal error, and ``memory``
+in bytes: ``SG`` at the memory limit is the memory verdict) becomes the verdict; a
+failed ``compile`` stage is a compile failure.  ``GET {base_url}/runtimes`` lists what
+the server can run (``runtimes()``).
 """
 
 from __future__ import annotations
@@ -121,6 +122,14 @@ class PistonRunner(RemoteRunner):
             return self.sandbox_error(f"Piston internal error: {run.get('message')}", started)
         signal_number = _signal_number(run.get("signal"))
         cpu_ms = run.get("cpu_time")
+        used = run.get("memory")  # bytes, from the cgroup; its limit kills with SIGKILL
+        limit = self.memory_limit_mb * 1024 * 1024 if self.memory_limit_mb else None
+        out_of_memory = (
+            status == "SG"
+            and limit is not None
+            and isinstance(used, (int, float))
+            and used >= 0.95 * limit
+        )
         return self.verdict(
             started,
             exit_code=_int(run.get("code")),
@@ -128,6 +137,7 @@ class PistonRunner(RemoteRunner):
             stderr=run.get("stderr"),
             signal=signal_number,
             timed_out=status == "TO",
+            out_of_memory=out_of_memory,
             output_limited=status in ("OL", "EL"),
             cpu_time_s=cpu_ms / 1000 if isinstance(cpu_ms, (int, float)) else 0.0,
             metadata={
