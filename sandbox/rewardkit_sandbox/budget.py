@@ -33,6 +33,7 @@ import re
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -107,6 +108,8 @@ class ExecutionBudget:
         self._held: list[bool] = []
         self._bucket_fd = -1
         self._bucket: mmap.mmap | None = None
+        alive = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _after_fork(alive))
 
     # -- slots ----------------------------------------------------------------------
 
@@ -261,6 +264,26 @@ class ExecutionBudget:
             yield bucket
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _after_fork(alive: weakref.ref[ExecutionBudget]) -> None:
+    """In a forked child: fresh locks and permits (a parent thread may have held them at
+    the fork), and the inherited descriptors closed.  A lock belongs to the open file, so
+    a child keeping the parent's descriptors would keep the parent's slots locked after
+    the parent died; the child opens its own on next use."""
+    budget = alive()
+    if budget is None:
+        return
+    budget._lock = threading.Lock()
+    budget._local = threading.Semaphore(budget.slots)
+    if budget._bucket is not None:
+        budget._bucket.close()
+    for fd in [*budget._fds, budget._bucket_fd]:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    budget._fds, budget._held, budget._bucket_fd, budget._bucket = [], [], -1, None
+    budget._pid = -1
 
 
 def _read(bucket: mmap.mmap, now: float, burst: float) -> tuple[float, float, float]:

@@ -178,3 +178,70 @@ def test_the_scale_page_snippet_runs_as_written(
     exec(compile(snippet, "docs/scale.md", "exec"), {})
     assert float(capsys.readouterr().out) < 1.0
     assert (tmp_path / "my-runner" / "slot-7.lock").exists()
+
+
+def test_a_forked_child_neither_shares_nor_keeps_its_parents_slots(tmp_path: Path) -> None:
+    budget = ExecutionBudget("fork", slots=2, directory=str(tmp_path))
+    with budget.acquire():  # the parent holds one slot across the fork
+        pid = os.fork()
+        if pid == 0:  # the child: one slot left for it, then none
+            code = 1
+            try:
+                with budget.acquire(max_wait_s=2):
+                    try:
+                        with budget.acquire(max_wait_s=0.3):
+                            pass
+                    except BudgetWaitTimeout:
+                        code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    # a child that outlives its parent's hold does not keep the parent's slots locked
+    sleeper = os.fork()
+    if sleeper == 0:
+        time.sleep(5)
+        os._exit(0)
+    try:
+        with budget.acquire():
+            pass  # the parent locks (and unlocks) a slot while the child lives
+        other = ExecutionBudget("fork", slots=2, directory=str(tmp_path))
+        with other.acquire(max_wait_s=1), other.acquire(max_wait_s=1):
+            pass  # both slots free for another holder
+    finally:
+        os.kill(sleeper, signal.SIGKILL)
+        os.waitpid(sleeper, 0)
+
+
+def test_a_killed_holder_frees_its_slot_even_if_its_forked_child_lives(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import os, sys, time\n"
+                "from rewardkit_sandbox.budget import ExecutionBudget\n"
+                "b = ExecutionBudget('test', slots=1, directory=sys.argv[1])\n"
+                "with b.acquire():\n"
+                "    child = os.fork()\n"
+                "    if child == 0:\n"
+                "        time.sleep(30)\n"
+                "        os._exit(0)\n"
+                "    print(child, flush=True)\n"
+                "    time.sleep(600)\n"
+            ),
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    child = int(holder.stdout.readline())
+    try:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+        budget = ExecutionBudget("test", slots=1, directory=str(tmp_path))
+        with budget.acquire(max_wait_s=2) as ticket:  # the child still lives
+            assert ticket.slot == 0
+    finally:
+        os.kill(child, signal.SIGKILL)
