@@ -108,6 +108,7 @@ class ExecutionBudget:
         self._held: list[bool] = []
         self._bucket_fd = -1
         self._bucket: mmap.mmap | None = None
+        self._turnstiles: set[int] = set()  # descriptors of waits in progress
         alive = weakref.ref(self)
         os.register_at_fork(after_in_child=lambda: _after_fork(alive))
 
@@ -145,6 +146,8 @@ class ExecutionBudget:
         turnstile = os.open(
             os.path.join(self.directory, "turnstile.lock"), os.O_RDWR | os.O_CREAT, 0o600
         )
+        with self._lock:
+            self._turnstiles.add(turnstile)
         try:
             self._enter(turnstile, deadline, max_wait_s)
             pause = _POLL_MIN_S
@@ -157,6 +160,8 @@ class ExecutionBudget:
                 time.sleep(pause)
                 pause = min(pause * 2, _POLL_TURN_S)
         finally:
+            with self._lock:
+                self._turnstiles.discard(turnstile)
             os.close(turnstile)  # lets the next waiter in
 
     def _enter(self, turnstile: int, deadline: float | None, max_wait_s: float | None) -> None:
@@ -278,11 +283,12 @@ def _after_fork(alive: weakref.ref[ExecutionBudget]) -> None:
     budget._local = threading.Semaphore(budget.slots)
     if budget._bucket is not None:
         budget._bucket.close()
-    for fd in [*budget._fds, budget._bucket_fd]:
+    for fd in [*budget._fds, budget._bucket_fd, *budget._turnstiles]:
         if fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(fd)
     budget._fds, budget._held, budget._bucket_fd, budget._bucket = [], [], -1, None
+    budget._turnstiles = set()
     budget._pid = -1
 
 
