@@ -13,7 +13,8 @@
 
 Shared rules. A trajectory the rollout shaped wrong (an unknown role, a tool result that
 answers no call) is status error, as is a sample without what a reward needs (no ``tools``
-column for ``tool_call_valid``, no ``finish_reason`` for ``non_stop_penalty``): a backend
+column for ``tool_call_valid``, no ``finish_reason`` for ``non_stop_penalty``, a completion
+that is text rather than messages for every trajectory reward): a backend
 that does not pass a field gets a visible error, never a silent 0. What the policy wrote
 wrong (arguments that are not JSON, a call of no offered function) is a wrong answer:
 status ok, value 0, the reason saying which call.
@@ -34,6 +35,10 @@ from rewardkit_tools.schema import call_problem
 
 
 def _trajectory(sample: Sample) -> Trajectory | Score:
+    if isinstance(sample.completion, str):
+        return Score.error("the completion is text, not chat messages: no tool call can be "
+                           "read (a backend that passes only the final text passes no "
+                           "trajectory; tool calls are not parsed out of text)")
     t = Trajectory.of(sample)
     if t.problem:
         return Score.error(f"malformed trajectory: {t.problem}")
