@@ -108,10 +108,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N problems only")
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--uid-base", type=int, default=62000,
+                        help="first slot uid (two runs at once need different ones)")
     args = parser.parse_args(argv)
     problems = load(args.root)
     figures: dict[str, object] = {}
-    with SandboxPool(size=args.slots, uid_base=62000) as pool:
+    with SandboxPool(size=args.slots, uid_base=args.uid_base) as pool:
         for language in args.languages.split(","):
             chosen = problems[language][: args.limit]
             cache = CompileCache()
