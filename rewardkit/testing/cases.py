@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, load_config
+from rewardkit.reward_set import RewardSet
 from rewardkit.testing.hacks import EXPLOIT_NAMES, Check
 from rewardkit.text.lengths import COMPLETION_IDS, COMPLETION_LENGTH
 from rewardkit.types import Sample, Score, Status

@@ -23,8 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardkit.composition import RewardSet
-from rewardkit.score_result import ScoreResult
+from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.types import Sample, Score, Status
 
 #: the probe inputs, by name

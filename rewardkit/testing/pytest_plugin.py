@@ -18,10 +18,9 @@ from typing import Any, cast
 import pytest
 from rich.console import Console
 
-from rewardkit.composition import RewardSet
 from rewardkit.config import ConfigError, load_config
 from rewardkit.registry import RegistryError, registry
-from rewardkit.score_result import ScoreResult
+from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.testing.cases import CASES_SUFFIX, CaseFileError, LoadedCases, load_cases
 from rewardkit.testing.exploits import ExploitReport, Outcome, run_exploits
 from rewardkit.testing.hacks import EXPLOIT_NAMES
