@@ -283,6 +283,7 @@ def test_e2b_makes_one_sandbox_per_run_and_kills_it() -> None:
         assert fake.live == {}  # nothing left running (or billing)
         create = next(r for r in fake.requests if r["path"] == "/sandboxes")
         assert create["body"]["templateID"] == "code-interpreter-v1"
+        assert create["body"]["allow_internet_access"] is False  # no network, as locally
 
 
 def test_e2b_program_cannot_forge_the_outcome_line() -> None:

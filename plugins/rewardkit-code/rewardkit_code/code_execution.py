@@ -131,11 +131,11 @@ class CodeExecutionParams(Params):
         description="remote runners: the environment variable holding the API key (e2b: "
         "E2B_API_KEY by default); never the key itself",
     )
-    runner_options: dict[str, str | int | float] = Field(
+    runner_options: dict[str, bool | str | int | float] = Field(
         default_factory=dict,
         description="remote runners: provider options (piston: version, compile_timeout_s; "
-        "judge0: language_id; e2b: template, sandbox_url, domain; all: request_timeout_s, "
-        "max_retry_wait_s, max_wait_s, api_key_header)",
+        "judge0: language_id; e2b: template, sandbox_url, domain, internet; all: "
+        "request_timeout_s, max_retry_wait_s, max_wait_s, api_key_header)",
     )
 
     @model_validator(mode="after")

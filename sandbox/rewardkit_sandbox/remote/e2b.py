@@ -2,7 +2,8 @@
 
 One run is one sandbox, used once then killed, so no state passes between candidates:
 
-1. ``POST {api_url}/sandboxes`` (``X-API-Key``) with ``{"templateID", "timeout"}``:
+1. ``POST {api_url}/sandboxes`` (``X-API-Key``) with ``{"templateID", "timeout",
+   "allow_internet_access"}`` (no internet unless ``internet=True``, as locally):
    ``{"sandboxID", "envdAccessToken", "domain"}``;
 2. ``POST https://49999-{sandboxID}.{domain}/execute`` (the code-interpreter's Jupyter
    server; ``X-Access-Token``) with ``{"code", "language": "python"}``: a stream of JSON
@@ -78,6 +79,7 @@ class E2BRunner(RemoteRunner):
         domain: str = "e2b.app",
         run_timeout_s: float = 10.0,
         memory_limit_mb: int | None = None,
+        internet: bool = False,
         request_timeout_s: float | None = None,
         stop_on_first_failure: bool = False,
         output_cap_bytes: int = 1024 * 1024,
@@ -102,6 +104,7 @@ class E2BRunner(RemoteRunner):
         self.sandbox_url = sandbox_url
         self.domain = domain
         self.memory_limit_mb = memory_limit_mb
+        self.internet = internet
 
     def _run_once(
         self, code: str, stdin: str | None, ticket: Ticket | None, log: RequestLog
@@ -110,7 +113,11 @@ class E2BRunner(RemoteRunner):
         created = self.http.request(
             "POST",
             f"{self.api_url}/sandboxes",
-            body={"templateID": self.template, "timeout": int(self.request_timeout_s) + 30},
+            body={
+                "templateID": self.template,
+                "timeout": int(self.request_timeout_s) + 30,
+                "allow_internet_access": self.internet,
+            },
             timeout_s=self.request_timeout_s,
             ticket=ticket,
             log=log,

@@ -30,7 +30,7 @@ REMOTE_RUNNERS: dict[str, tuple[frozenset[str], str | None]] = {
     "sandboxfusion": (frozenset(), None),
     "piston": (frozenset({"version", "compile_timeout_s"}), None),
     "judge0": (frozenset({"language_id"}), None),
-    "e2b": (frozenset({"template", "sandbox_url", "domain"}), "https://api.e2b.app"),
+    "e2b": (frozenset({"template", "sandbox_url", "domain", "internet"}), "https://api.e2b.app"),
 }
 #: the header an API key goes in, unless ``api_key_header`` says otherwise
 _KEY_HEADERS = {
