@@ -156,6 +156,21 @@ process.reallyExit(1);
 """
 
 
+#: ``#[test]``, then comments or other attributes, then ``fn name``
+_RUST_TEST = re.compile(r"#\[test\]((?:\s*//[^\n]*|\s*#\[[^\]]*\])*)\s*fn\s+(\w+)")
+_GO_TEST = re.compile(r"^func\s+Test\w*\s*\(\s*\w+\s+\*testing\.T\s*\)", re.MULTILINE)
+
+
+def count_tests(language: str, tests: str) -> int | None:
+    """How many test functions a Rust or Go test program declares (None: the language
+    has no test functions): a program with none must not pass by running nothing."""
+    if language == "rust":
+        return len(_RUST_TEST.findall(re.sub(r"/\*.*?\*/", "", tests, flags=re.DOTALL)))
+    if language == "go":
+        return len(_GO_TEST.findall(re.sub(r"/\*.*?\*/", "", tests, flags=re.DOTALL)))
+    return None
+
+
 def rust_tests_source(tests: str) -> str:
     """The tests as plain functions called by a harness ``main`` (no libtest, whose
     exit code and summary a candidate's ``process::exit``/``println!`` could fake).
@@ -164,8 +179,8 @@ def rust_tests_source(tests: str) -> str:
     candidate cannot declare a second ``main`` or a second ``mod`` of the same name.
     """
     body = re.sub(r"#\[cfg\(test\)\]", "", tests)
-    names = re.findall(r"#\[test\]\s*fn\s+(\w+)", body)
-    body = re.sub(r"#\[test\]\s*fn\s+", "pub fn ", body)
+    names = [match.group(2) for match in _RUST_TEST.finditer(body)]
+    body = _RUST_TEST.sub(lambda match: f"{match.group(1)}\npub fn {match.group(2)}", body)
     module = re.search(r"\bmod\s+(\w+)\s*\{", body)
     prefix = f"{module.group(1)}::" if module else ""
     calls = "".join(f"    {prefix}{name}();\n" for name in names)

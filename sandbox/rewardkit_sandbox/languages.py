@@ -275,7 +275,10 @@ class CompiledRunner:
             )
         for index, test in enumerate(tests):
             nonce = secrets.token_hex(16)
-            result = self._run_plan(self._test_plan(code, test), nonce + "\n", limits)
+            if harnesses.count_tests(self.language, test) == 0:
+                result = SandboxResult(Status.FAILED, error="the test program declares no tests")
+            else:
+                result = self._run_plan(self._test_plan(code, test), nonce + "\n", limits)
             if result.status is Status.OK and nonce not in result.metadata.get("harness", ()):
                 result = dataclasses.replace(
                     result,
