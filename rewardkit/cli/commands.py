@@ -1,10 +1,10 @@
 """The built-in ``rewardkit`` commands, registered as a default plugin.
 
-``rewards``, ``plugins``, ``validate``, ``score``, ``test``, ``schema``, ``report`` and
-``new-plugin``
-come through the same ``register_commands`` hook as a plugin's commands (the trainers
-distribution adds ``train``, ``export``, ``eval``, ``launch`` and ``jobs`` that way).
-Each command's options are declared here; ``score`` runs in :mod:`rewardkit.cli.score`,
+``rewards``, ``plugins``, ``validate``, ``score``, ``serve``, ``test``, ``schema``,
+``report`` and ``new-plugin`` come through the same ``register_commands`` hook as a
+plugin's commands (the trainers distribution adds ``train``, ``export``, ``eval``, ``launch`` and ``jobs`` that way).
+Each command's options are declared here (``serve``'s with it, in
+:mod:`rewardkit.serve.command`); ``score`` runs in :mod:`rewardkit.cli.score`,
 ``new-plugin`` writes the templates of :mod:`rewardkit.cli.scaffold`.
 """
 
@@ -20,6 +20,7 @@ from rich.table import Table
 from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, err, out
 from rewardkit.cli.score import cmd_score
 from rewardkit.hookspecs import Subcommands, hookimpl
+from rewardkit.serve.command import add_serve
 
 if TYPE_CHECKING:
     from rewardkit.testing.cases import LoadedCases
@@ -34,6 +35,7 @@ def register_commands(subparsers: Subcommands) -> None:
     _add_plugins(subparsers)
     _add_validate(subparsers)
     _add_score(subparsers)
+    add_serve(subparsers)
     _add_test(subparsers)
     _add_schema(subparsers)
     _add_report(subparsers)

@@ -1,0 +1,277 @@
+"""The HTTP server of ``rewardkit serve``: stdlib :class:`ThreadingHTTPServer`.
+
+One thread per connection reads and checks the request; at most ``workers`` of them score
+at once (each a whole batch, through :meth:`RewardSet.score`: the fault model and the
+executors are the ones ``rewardkit score`` uses), up to ``queue`` more wait for a worker,
+and any request beyond that is refused at once with 503 and ``Retry-After`` (a trainer's
+client retries; nothing piles up in memory). What a request may be:
+
+- a body over ``max_body_bytes`` gets 413 before it is read; a body with more than
+  ``max_rows`` rows, 413 too; no ``Content-Length``, 411;
+- a body the endpoint cannot read (not JSON, wrong shape: :mod:`rewardkit.serve.shapes`),
+  400 with a message; an unknown path, 404; a scoring failure the fault model does not
+  turn into statuses (a bug), 500 with one line, never a traceback;
+- with a token (``--token-file`` or ``REWARDKIT_SERVE_TOKEN``), every endpoint but
+  ``/health`` needs ``Authorization: Bearer <token>`` (compared in constant time), else 401.
+
+SIGTERM (or SIGINT) drains: new requests get 503, the batches in progress finish and are
+answered, then the process exits 0. It binds 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from rewardkit.reward_set import RewardSet
+from rewardkit.scoring.rows import render
+from rewardkit.serve.metrics import ServeMetrics
+from rewardkit.serve.shapes import ENDPOINTS, ShapeError, answer, parse_body
+
+TOKEN_ENV = "REWARDKIT_SERVE_TOKEN"
+
+
+@dataclass
+class ServeOptions:
+    """How the service runs (the ``rewardkit serve`` options)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 2
+    queue: int = 16
+    max_body_bytes: int = 16 << 20
+    max_rows: int = 4096
+    retry_after: int = 1
+    null_reward: float = 0.0
+    token: str | None = None
+    request_timeout: float = 60.0
+
+
+class Admission:
+    """The bounded queue: ``workers`` batches scoring, ``queue`` more waiting, and a
+    refusal beyond; refusals too once draining."""
+
+    def __init__(self, workers: int, queue: int, metrics: ServeMetrics) -> None:
+        self.workers = workers
+        self.queue = queue
+        self.metrics = metrics
+        self.draining = False
+        self._cond = threading.Condition()
+
+    def enter(self) -> bool:
+        """Wait for a worker; False (refuse the request) when the queue is full or the
+        service is draining."""
+        m = self.metrics
+        with self._cond:
+            if self.draining or m.in_flight + m.queued >= self.workers + self.queue:
+                return False
+            m.queued += 1
+            while m.in_flight >= self.workers:
+                self._cond.wait()
+            m.queued -= 1
+            m.in_flight += 1
+            return True
+
+    def leave(self) -> None:
+        with self._cond:
+            self.metrics.in_flight -= 1
+            self._cond.notify()
+
+
+class RewardServer(ThreadingHTTPServer):
+    """The server: its RewardSet, options, metrics and admission, for the handlers.
+    Request threads are not daemons, so closing the server waits for them (the drain)."""
+
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, rs: RewardSet, options: ServeOptions) -> None:
+        self.rs = rs
+        self.options = options
+        self.metrics = ServeMetrics()
+        self.admission = Admission(options.workers, options.queue, self.metrics)
+        super().__init__((options.host, options.port), _Handler)
+
+    def drain(self) -> None:
+        """Refuse new work, and stop accepting once the loop sees it (from any thread
+        but the one running :meth:`serve_forever`)."""
+        self.admission.draining = True
+        threading.Thread(target=self.shutdown, name="rewardkit-serve-drain").start()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: RewardServer
+    server_version = "rewardkit-serve"
+    protocol_version = "HTTP/1.0"  # one request per connection: a drain never waits on idle ones
+
+    def setup(self) -> None:
+        super().setup()
+        # a slow client cannot hold a thread
+        self.connection.settimeout(self.server.options.request_timeout)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # one line per request would swamp a trainer's logs; /metrics counts them
+
+    def _send(self, code: int, body: Any, *, content_type: str = "application/json",
+              headers: dict[str, str] | None = None) -> None:
+        data = body if isinstance(body, bytes) else render(body)
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> int:
+        self._send(code, {"error": message}, headers=headers)
+        return code
+
+    def _authorized(self) -> bool:
+        token = self.server.options.token
+        if token is None:
+            return True
+        given = self.headers.get("Authorization", "")
+        return hmac.compare_digest(given.encode("utf-8", "replace"),
+                                   f"Bearer {token}".encode())
+
+    def do_GET(self) -> None:
+        started = time.perf_counter()
+        path = urlsplit(self.path).path
+        if path == "/health":
+            draining = self.server.admission.draining
+            m = self.server.metrics
+            code = 503 if draining else 200
+            self._send(code, {"status": "draining" if draining else "ok",
+                              "components": self.server.rs.names,
+                              "in_flight": m.in_flight, "queued": m.queued})
+        elif not self._authorized():
+            code = self._unauthorized()
+        elif path == "/metrics":
+            code = 200
+            self._send(200, self.server.metrics.render().encode(),
+                       content_type="text/plain; version=0.0.4; charset=utf-8")
+        else:
+            code = self._error(404, f"no such endpoint: GET {path} (GET /health, /metrics)")
+        self.server.metrics.request(path if code != 404 else "other", code,
+                                    time.perf_counter() - started)
+
+    def _unauthorized(self) -> int:
+        return self._error(401, "missing or wrong bearer token (Authorization: Bearer ...)",
+                           {"WWW-Authenticate": "Bearer"})
+
+    def do_POST(self) -> None:
+        started = time.perf_counter()
+        parts = urlsplit(self.path)
+        endpoint = parts.path.rstrip("/") or "/"
+        code = self._post(endpoint, parts.query)
+        self.server.metrics.request(endpoint if endpoint in ENDPOINTS else "other", code,
+                                    time.perf_counter() - started)
+
+    def _post(self, endpoint: str, query: str) -> int:
+        opts = self.server.options
+        if endpoint not in ENDPOINTS:
+            self.close_connection = True
+            return self._error(404, f"no such endpoint: POST {endpoint} "
+                               f"(POST {', '.join(ENDPOINTS)})")
+        if not self._authorized():
+            self.close_connection = True
+            return self._unauthorized()
+        length = self.headers.get("Content-Length")
+        if length is None:
+            return self._error(411, "Content-Length is required")
+        if not length.isdigit():
+            return self._error(400, f"bad Content-Length: {length!r}")
+        if int(length) > opts.max_body_bytes:
+            self.close_connection = True  # the body is never read
+            return self._error(413, f"body of {int(length):,} bytes is over the limit of "
+                               f"{opts.max_body_bytes:,} (--max-body-bytes)")
+        body = self.rfile.read(int(length))
+        try:
+            step = _query_step(query)
+            batch = parse_body(endpoint, body, step)
+        except ShapeError as exc:
+            return self._error(400, str(exc))
+        if len(batch.rows) > opts.max_rows:
+            return self._error(413, f"{len(batch.rows)} rows is over the limit of "
+                               f"{opts.max_rows} (--max-rows); send smaller batches")
+        admission = self.server.admission
+        if not admission.enter():
+            why = "shutting down" if admission.draining else "busy: the queue is full"
+            return self._error(503, f"{why}; retry later",
+                               {"Retry-After": str(opts.retry_after)})
+        try:
+            result = self.server.rs.score(batch.rows, step=batch.step)
+        except Exception as exc:  # a bug, not a reward fault: say so, stay up
+            print(f"rewardkit serve: scoring failed: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+            return self._error(500, f"scoring failed: {type(exc).__name__}: {exc}")
+        finally:
+            admission.leave()
+        self.server.metrics.scored(result.metrics)
+        self._send(200, answer(batch, result, opts.null_reward))
+        return 200
+
+
+def _query_step(query: str) -> int | None:
+    values = parse_qs(query).get("step")
+    if not values:
+        return None
+    if not values[-1].isdigit():
+        raise ShapeError(f"'step' in the query string must be a whole number >= 0, "
+                         f"got {values[-1]!r}")
+    return int(values[-1])
+
+
+def read_token(token_file: str | None) -> str | None:
+    """The bearer token: the file's content (stripped), else ``REWARDKIT_SERVE_TOKEN``,
+    else None (no token: keep the service on 127.0.0.1 or a private network)."""
+    if token_file is not None:
+        token = Path(token_file).read_text(encoding="utf-8").strip()
+        if not token:
+            raise ValueError(f"--token-file {token_file} is empty")
+        return token
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+def build_server(rs: RewardSet, options: ServeOptions) -> RewardServer:
+    """A bound server (``port`` 0: a free port, read it from ``server_address``)."""
+    return RewardServer(rs, options)
+
+
+def run_server(server: RewardServer, port_file: str | None = None) -> None:
+    """Serve until SIGTERM or SIGINT, then drain (in-flight batches are answered) and
+    close. ``port_file`` gets the bound port once the server accepts connections."""
+    def on_signal(signum: int, frame: Any) -> None:
+        print(f"rewardkit serve: {signal.Signals(signum).name}: finishing "
+              f"{server.metrics.in_flight + server.metrics.queued} request(s), "
+              "refusing new ones", file=sys.stderr, flush=True)
+        server.drain()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    host, port = server.server_address[:2]
+    if port_file:
+        tmp = Path(f"{port_file}.tmp")
+        tmp.write_text(f"{port}\n", encoding="utf-8")
+        tmp.replace(port_file)
+    print(f"rewardkit serve: http://{host!s}:{port} (POST /score /openrlhf /slime, "
+          f"GET /health /metrics; {server.options.workers} worker(s), queue "
+          f"{server.options.queue})", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    finally:
+        server.server_close()  # joins the request threads: the drain
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("rewardkit serve: stopped", file=sys.stderr, flush=True)
+
+
