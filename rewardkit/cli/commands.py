@@ -2,7 +2,8 @@
 
 ``rewards``, ``plugins``, ``validate``, ``score``, ``serve``, ``test``, ``schema``,
 ``report`` and ``new-plugin`` come through the same ``register_commands`` hook as a
-plugin's commands (the trainers distribution adds ``train``, ``export``, ``eval``, ``launch`` and ``jobs`` that way).
+plugin's commands (the trainers distribution adds ``train``, ``export``, ``eval``,
+``launch`` and ``jobs`` that way).
 Each command's options are declared here (``serve``'s with it, in
 :mod:`rewardkit.serve.command`); ``score`` runs in :mod:`rewardkit.cli.score`,
 ``new-plugin`` writes the templates of :mod:`rewardkit.cli.scaffold`.
