@@ -1,0 +1,317 @@
+"""``rewardkit serve``: a real server process on 127.0.0.1 (a free port), real HTTP.
+
+The server runs as a user runs it (``python tests/core/faulty_cli.py serve ...``: the CLI
+with the misbehaving rewards of faulty_rewards.py registered); each test bounds its waits
+(server start, every request, the drain) so a hang fails instead of blocking the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+FAULTY_CLI = str(HERE / "faulty_cli.py")
+START_TIMEOUT = 60.0
+REQUEST_TIMEOUT = 30.0
+
+CONFIG = """
+aggregate: weighted_sum
+on_error: "null"
+rewards:
+  fmt:
+    reward: soft_format
+    weight: {schedule: linear, start: 0.0, end: 1.0, steps: 10}
+  length:
+    reward: good
+    weight: 0.1
+  fragile:
+    reward: raises
+    weight: 1.0
+"""
+
+SLOW_CONFIG = """
+rewards:
+  slow:
+    reward: slow_async
+    params: {delay: 2.0}
+"""
+
+GOOD = "<think>a</think><answer>1</answer>"
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[str]
+    url: str
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        return self.proc.returncode
+
+
+def start(tmp_path: Path, config: str, *args: str, env: dict[str, str] | None = None
+          ) -> Server:
+    cfg = tmp_path / "rewards.yaml"
+    cfg.write_text(config, encoding="utf-8")
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen(
+        [sys.executable, FAULTY_CLI, "serve", str(cfg), "--port", "0",
+         "--port-file", str(port_file), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + START_TIMEOUT
+    while not port_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            pytest.fail(f"server did not start (exit {proc.returncode}): {err[-2000:]}")
+        time.sleep(0.05)
+    return Server(proc, f"http://127.0.0.1:{int(port_file.read_text())}")
+
+
+def request(url: str, body: Any = None, *, raw: bytes | None = None,
+            headers: dict[str, str] | None = None, method: str | None = None
+            ) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body) of one request; HTTP errors are answers, not exceptions."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json",
+                                          **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start(tmp_path_factory.mktemp("serve"), CONFIG)
+    yield srv
+    assert srv.stop() == 0
+
+
+def test_native_score_matches_rewardkit_score_on_the_same_rows(server: Server,
+                                                               tmp_path: Path):
+    """Per-component values and statuses, the step (a weight schedule) and the fault
+    model (a reward that raises: status error, total null under on_error null) are the
+    ones ``rewardkit score`` writes for the same rows at the same step."""
+    rows = [{"prompt": "q", "completion": GOOD},
+            {"prompt": "q", "completion": "boom " + GOOD},
+            {"prompt": "r", "completion": "no layout", "reference": "1", "task": "x"}]
+    code, _, body = request(f"{server.url}/score", {"samples": rows, "step": 5})
+    assert code == 200, body
+    got = json.loads(body)
+    assert got["step"] == 5
+    assert got["rows"][1]["components"]["fragile"]["status"] == "error"
+    assert got["rows"][1]["reward"] is None and got["rewards"][1] is None
+    assert got["metrics"]["components"]["fmt"]["weight"] == pytest.approx(0.5)
+
+    (tmp_path / "rewards.yaml").write_text(CONFIG, encoding="utf-8")
+    samples = tmp_path / "rows.jsonl"
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    subprocess.run([sys.executable, FAULTY_CLI, "score", str(tmp_path / "rewards.yaml"),
+                    str(samples), "--out", str(tmp_path / "out.jsonl"), "--step", "5",
+                    "--json"], check=True, capture_output=True, timeout=120)
+    scored = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert got["rewards"] == [r["reward"] for r in scored]
+    for ours, theirs in zip(got["rows"], scored, strict=True):
+        assert ours["components"] == {
+            name: {k: c[k] for k in ("value", "status", "reason")}
+            for name, c in theirs["components"].items()}
+
+
+def test_openrlhf_remote_rm_fn_reads_rewards(server: Server):
+    """OpenRLHF's client, ``openrlhf/utils/remote_rm_utils.py`` (OpenRLHF/OpenRLHF at
+    9b8641c181296428ec764a8626ddccd750a780b0): ``remote_rm_fn(api_url, queries, prompts,
+    labels)`` posts ``{"query": queries, "prompts": prompts, "labels": labels}`` as JSON
+    with ``Content-Type: application/json``; ``request_api_wrapper`` raises on a non-2xx
+    status, parses the body as JSON, asserts ``"rewards" in response`` and returns
+    ``response.get("rewards")``, which becomes ``torch.tensor(scores)``: a flat list of
+    numbers (a None would fail there). The older release (07c34b303e86fcdffa755e9e25c28cca
+    5b44c675) posts ``{"query": queries}`` alone."""
+    prompts = ["<|user|>2+2?<|assistant|>", "<|user|>3+3?<|assistant|>", "<|user|>hi"]
+    responses = [GOOD, "boom", "ab"]
+    queries = [p + r for p, r in zip(prompts, responses, strict=True)]
+    # step 10: fmt weighs 1.0, length 0.1 (the completion's length, capped at 10), fragile
+    # 1.0; the raising sample's null total is the fallback 0.0. With the prompts, the
+    # completion is the query after its prompt ("ab": length 2); without, the whole query
+    # (soft_format then fails: the prompt's text precedes the think block)
+    expected = {True: [3.0, 0.0, 0.2 + 1.0], False: [2.0, 0.0, 1.0 + 1.0]}
+    for data in ({"query": queries, "prompts": prompts, "labels": ["4", "6", "x"]},
+                 {"query": queries}):
+        code, _, body = request(f"{server.url}/openrlhf?step=10", data,
+                                headers={"Content-Type": "application/json"})
+        assert 200 <= code < 300
+        response = json.loads(body)
+        assert "rewards" in response, response
+        scores = response.get("rewards")
+        assert isinstance(scores, list) and len(scores) == len(queries)
+        assert all(isinstance(s, float) for s in scores)  # torch.tensor(scores) works
+        assert scores == pytest.approx(expected["prompts" in data])
+
+
+def test_slime_remote_rm_takes_the_answer_as_the_reward(server: Server):
+    """slime's client, ``slime/rollout/rm_hub/__init__.py`` (THUDM/slime at
+    701749b73cc0a292b76659beb937b74f0a8f1915): ``remote_rm(args, sample)`` posts
+    ``{"prompt": sample.prompt, "response": sample.response, "label": sample.label}`` as
+    JSON to ``args.rm_url``, calls ``raise_for_status()`` and returns ``await resp.json()``
+    as the sample's reward; without ``--reward-key`` slime uses it as the number."""
+    payload = {"prompt": "2+2?", "response": GOOD, "label": "4"}
+    code, _, body = request(f"{server.url}/slime?step=10", payload)
+    assert 200 <= code < 300
+    reward = json.loads(body)
+    assert isinstance(reward, float) and reward == pytest.approx(3.0)
+    code, _, body = request(f"{server.url}/slime", {**payload, "response": "boom"})
+    assert code == 200 and json.loads(body) == 0.0  # null total: the fallback
+
+
+@pytest.mark.parametrize(("path", "raw", "message"), [
+    ("/score", b"{not json", "not JSON"),
+    ("/score", b"[1, 2]", "must be a JSON object"),
+    ("/score", b'{"samples": [{"prompt": "q"}]}', "samples[0]: no 'completion' key"),
+    ("/score", b'{"samples": [{"completion": 84}]}', "not text"),
+    ("/score", b'{"samples": [{"completion": "a"}], "step": -1}', "'step'"),
+    ("/score", b'{"samples": [{"completion": NaN}]}', "not standard JSON"),
+    ("/score", b"\xff\xfe", "not UTF-8"),
+    ("/openrlhf", b'{"query": "one string"}', "'query' must be a list of strings"),
+    ("/openrlhf", b'{"query": ["a", "b"], "prompts": ["a"]}', "'prompts' has 1 items"),
+    ("/slime", b'{"prompt": "q"}', "no 'response' key"),
+    ("/score?step=x", b'{"samples": [{"completion": "a"}]}', "query string"),
+    ("/nowhere", b"{}", "no such endpoint"),
+])
+def test_bad_requests_get_a_clear_400_or_404(server: Server, path: str, raw: bytes,
+                                             message: str):
+    code, headers, body = request(server.url + path, raw=raw)
+    assert code == (404 if path == "/nowhere" else 400)
+    assert headers["Content-Type"] == "application/json"
+    error = json.loads(body)["error"]
+    assert message in error and "Traceback" not in error
+
+
+def test_health_and_prometheus_metrics(server: Server):
+    code, _, body = request(f"{server.url}/health")
+    assert code == 200
+    assert json.loads(body) == {"status": "ok", "components": ["fmt", "length", "fragile"],
+                                "in_flight": 0, "queued": 0}
+    request(f"{server.url}/score", {"samples": [{"completion": "boom"}]})
+    code, headers, body = request(f"{server.url}/metrics")
+    assert code == 200 and headers["Content-Type"].startswith("text/plain")
+    metrics = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            metrics[name] = float(value)
+    assert metrics['rewardkit_serve_requests_total{endpoint="/score",code="200"}'] >= 1
+    assert metrics['rewardkit_serve_component_status_total{component="fragile",'
+                   'status="error"}'] >= 1
+    assert metrics["rewardkit_serve_rows_total"] >= 1
+    assert metrics["rewardkit_serve_null_totals_total"] >= 1
+    assert metrics['rewardkit_serve_request_seconds_bucket{le="+Inf"}'] == \
+        metrics["rewardkit_serve_request_seconds_count"] >= 1
+    assert metrics["rewardkit_serve_queue_depth"] == 0
+
+
+def test_size_limits_413_without_reading_the_body(tmp_path: Path):
+    srv = start(tmp_path, CONFIG, "--max-body-bytes", "1000", "--max-rows", "3")
+    try:
+        big = {"samples": [{"completion": "x" * 2000}]}
+        code, _, body = request(f"{srv.url}/score", big)
+        assert code == 413 and "--max-body-bytes" in json.loads(body)["error"]
+        many = {"samples": [{"completion": "a"}] * 4}
+        code, _, body = request(f"{srv.url}/score", many)
+        assert code == 413 and "--max-rows" in json.loads(body)["error"]
+        code, _, _ = request(f"{srv.url}/score", {"samples": [{"completion": "a"}] * 3})
+        assert code == 200
+    finally:
+        assert srv.stop() == 0
+
+
+def test_bearer_token(tmp_path: Path):
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n", encoding="utf-8")
+    srv = start(tmp_path, CONFIG, "--token-file", str(token_file))
+    try:
+        rows = {"samples": [{"completion": GOOD}]}
+        for headers in ({}, {"Authorization": "Bearer wrong"},
+                        {"Authorization": "s3cret-token"}):
+            code, resp_headers, _ = request(f"{srv.url}/score", rows, headers=headers)
+            assert code == 401 and resp_headers["WWW-Authenticate"] == "Bearer"
+        assert request(f"{srv.url}/metrics")[0] == 401
+        assert request(f"{srv.url}/health")[0] == 200  # probes need no token
+        ok = {"Authorization": "Bearer s3cret-token"}
+        assert request(f"{srv.url}/score", rows, headers=ok)[0] == 200
+        assert request(f"{srv.url}/metrics", headers=ok)[0] == 200
+    finally:
+        assert srv.stop() == 0
+
+
+def _in_background(url: str, body: Any) -> tuple[threading.Thread, list[Any]]:
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.append(request(url, body)))
+    thread.start()
+    return thread, answers
+
+
+def _wait_for(url: str, key: str, value: int) -> None:
+    deadline = time.monotonic() + REQUEST_TIMEOUT
+    while json.loads(request(f"{url}/health")[2])[key] != value:
+        assert time.monotonic() < deadline, f"/health never showed {key} {value}"
+        time.sleep(0.05)
+
+
+def test_back_pressure_503_with_retry_after_when_the_queue_is_full(tmp_path: Path):
+    srv = start(tmp_path, SLOW_CONFIG, "--workers", "1", "--queue", "1",
+                "--retry-after", "3")
+    try:
+        slow = {"samples": [{"completion": "slow"}]}
+        first, first_answer = _in_background(f"{srv.url}/score", slow)
+        _wait_for(srv.url, "in_flight", 1)
+        second, second_answer = _in_background(f"{srv.url}/score", slow)
+        _wait_for(srv.url, "queued", 1)
+        code, headers, body = request(f"{srv.url}/score", slow)
+        assert code == 503 and headers["Retry-After"] == "3"
+        assert "queue is full" in json.loads(body)["error"]
+        for thread in (first, second):
+            thread.join(timeout=REQUEST_TIMEOUT)
+        assert [a[0] for a in first_answer + second_answer] == [200, 200]
+        assert request(f"{srv.url}/score", slow)[0] == 200  # the queue emptied
+    finally:
+        assert srv.stop() == 0
+
+
+def test_sigterm_finishes_in_flight_batches_then_exits(tmp_path: Path):
+    srv = start(tmp_path, SLOW_CONFIG, "--workers", "1")
+    slow = {"samples": [{"completion": "slow"}, {"completion": "slow too"}]}
+    thread, answers = _in_background(f"{srv.url}/score", slow)
+    _wait_for(srv.url, "in_flight", 1)
+    started = time.monotonic()
+    srv.proc.send_signal(signal.SIGTERM)
+    thread.join(timeout=REQUEST_TIMEOUT)
+    assert srv.proc.wait(timeout=REQUEST_TIMEOUT) == 0
+    assert time.monotonic() - started < 15
+    (code, _, body), = answers
+    assert code == 200 and json.loads(body)["rewards"] == [1.0, 1.0]
+    with pytest.raises(urllib.error.URLError):  # no longer listening
+        urllib.request.urlopen(f"{srv.url}/health", timeout=5)
+    assert "finishing 1 request(s)" in srv.proc.stderr.read()
