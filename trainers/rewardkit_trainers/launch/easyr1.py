@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from rewardkit_trainers.config import TrainConfig
 from rewardkit_trainers.launch.data import (
     easyr1_template,
     materialise,
@@ -42,25 +43,6 @@ def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Pat
     (SHARD_GRAD_OP)."""
     t = plan.train
     batch = plan.batch()
-    lora: dict[str, Any] = {"rank": 0}
-    if t.lora is not None:
-        targets = t.lora.target_modules
-        lora = {"rank": t.lora.r, "alpha": t.lora.alpha,
-                "target_modules": targets if isinstance(targets, str) else ",".join(targets)}
-    trainer: dict[str, Any] = {
-        "total_epochs": int(max(1, round(t.epochs))),
-        "max_steps": max_steps,
-        "project_name": "rewardkit",
-        "experiment_name": experiment,
-        "logger": ["file"],
-        "nnodes": t.nnodes,
-        "n_gpus_per_node": t.gpus,
-        "save_freq": t.save_steps or -1,
-        "save_checkpoint_path": str(checkpoints),
-        "load_checkpoint_path": str(load_from) if load_from else None,
-        "find_last_checkpoint": load_from is None,
-        "val_before_train": False,
-    }
     cfg: dict[str, Any] = {
         "data": {
             "train_files": str(train_file), "val_files": str(val_file),
@@ -79,7 +61,7 @@ def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Pat
                 "global_batch_size": batch.prompts,
                 "micro_batch_size_per_device_for_update": batch.per_device,
                 "micro_batch_size_per_device_for_experience": batch.per_device,
-                "model": {"model_path": str(t.model), "lora": lora},
+                "model": {"model_path": str(t.model), "lora": _lora_section(t)},
                 "optim": {"lr": t.learning_rate, "lr_warmup_ratio": t.warmup_ratio,
                           "lr_scheduler_type": t.lr_scheduler,
                           "strategy": "adamw_bf16" if t.bf16 else "adamw"},
@@ -90,15 +72,43 @@ def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Pat
                         "gpu_memory_utilization": t.vllm.gpu_memory_utilization},
             "reward": {"reward_function": f"{reward_file}:compute_score"},
         },
-        "trainer": trainer,
+        "trainer": _trainer_section(t, max_steps, checkpoints, load_from, experiment),
     }
-    for dotted, value in t.extra_args.items():
+    for dotted, value in t.extra_args.items():  # extra_args: dotted keys replace values
         node = cfg
         *parents, leaf = dotted.split(".")
         for key in parents:
             node = node.setdefault(key, {})
         node[leaf] = value
     return cfg
+
+
+def _lora_section(t: TrainConfig) -> dict[str, Any]:
+    """``worker.actor.model.lora``: rank 0 (full fine-tuning) without ``train.lora``."""
+    if t.lora is None:
+        return {"rank": 0}
+    targets = t.lora.target_modules
+    return {"rank": t.lora.r, "alpha": t.lora.alpha,
+            "target_modules": targets if isinstance(targets, str) else ",".join(targets)}
+
+
+def _trainer_section(t: TrainConfig, max_steps: int | None, checkpoints: Path,
+                     load_from: Path | None, experiment: str) -> dict[str, Any]:
+    """``trainer``: the segment's end, where it saves and which checkpoint it resumes."""
+    return {
+        "total_epochs": int(max(1, round(t.epochs))),
+        "max_steps": max_steps,
+        "project_name": "rewardkit",
+        "experiment_name": experiment,
+        "logger": ["file"],
+        "nnodes": t.nnodes,
+        "n_gpus_per_node": t.gpus,
+        "save_freq": t.save_steps or -1,
+        "save_checkpoint_path": str(checkpoints),
+        "load_checkpoint_path": str(load_from) if load_from else None,
+        "find_last_checkpoint": load_from is None,
+        "val_before_train": False,
+    }
 
 
 def build_jobs(plan: RunPlan) -> list[Job]:

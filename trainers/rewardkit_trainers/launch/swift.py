@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rewardkit import ConfigError
 
+from rewardkit_trainers.config import TrainConfig
 from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows, to_swift_jsonl
 from rewardkit_trainers.launch.hardware import split_gpus
 from rewardkit_trainers.launch.plan import Job, RunPlan
@@ -77,24 +78,7 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
         argv += ["--torch_dtype", "bfloat16"]
     if zero:
         argv += ["--deepspeed", f"zero{zero}"]
-    if t.lora is None:
-        argv += [tuner_flag, "full"]
-    else:
-        targets = t.lora.target_modules
-        argv += [tuner_flag, "lora", "--lora_rank", str(t.lora.r),
-                 "--lora_alpha", str(t.lora.alpha), "--lora_dropout", repr(t.lora.dropout),
-                 "--target_modules", *([targets] if isinstance(targets, str) else targets)]
-        if t.lora.quantize:
-            argv += ["--quant_method", "bnb",
-                     "--quant_bits", "4" if t.lora.quantize == "4bit" else "8"]
-    if server is not None:
-        argv += server.client_args()
-    elif t.vllm.enabled:
-        argv += ["--use_vllm", "true", "--vllm_mode", t.vllm.mode,
-                 "--vllm_gpu_memory_utilization", repr(t.vllm.gpu_memory_utilization),
-                 "--vllm_tensor_parallel_size", str(t.vllm.tensor_parallel_size)]
-    else:
-        argv += ["--use_vllm", "false"]
+    argv += _tuner_arguments(t, tuner_flag) + _generation_arguments(t, server)
     if (major or swift_major_version()) < 4:  # ms-swift 3 has no callback table
         argv = _without_flag(argv, "--callbacks")
     if resume is not None:
@@ -103,6 +87,31 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
         argv = _without_flag(argv, f"--{key}")
         argv += [f"--{key}", *(map(str, value) if isinstance(value, list) else [str(value)])]
     return argv
+
+
+def _tuner_arguments(t: TrainConfig, tuner_flag: str) -> list[str]:
+    """Full fine-tuning, or LoRA (quantised with bitsandbytes when ``lora.quantize``)."""
+    if t.lora is None:
+        return [tuner_flag, "full"]
+    targets = t.lora.target_modules
+    argv = [tuner_flag, "lora", "--lora_rank", str(t.lora.r),
+            "--lora_alpha", str(t.lora.alpha), "--lora_dropout", repr(t.lora.dropout),
+            "--target_modules", *([targets] if isinstance(targets, str) else targets)]
+    if t.lora.quantize:
+        argv += ["--quant_method", "bnb",
+                 "--quant_bits", "4" if t.lora.quantize == "4bit" else "8"]
+    return argv
+
+
+def _generation_arguments(t: TrainConfig, server: RolloutServer | None) -> list[str]:
+    """Generation through ``server`` (vLLM server mode), colocated vLLM, or ms-swift's own."""
+    if server is not None:
+        return server.client_args()
+    if t.vllm.enabled:
+        return ["--use_vllm", "true", "--vllm_mode", t.vllm.mode,
+                "--vllm_gpu_memory_utilization", repr(t.vllm.gpu_memory_utilization),
+                "--vllm_tensor_parallel_size", str(t.vllm.tensor_parallel_size)]
+    return ["--use_vllm", "false"]
 
 
 def _without_flag(argv: list[str], flag: str) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rewardkit_trainers.config import TrainConfig
 from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows, to_verl_parquet
 from rewardkit_trainers.launch.plan import Job, RunPlan
 from rewardkit_trainers.rewards.verl import MANAGER_OVERRIDES, REWARD_PATH
@@ -75,19 +76,32 @@ def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
         "+reward.custom_reward_function.reward_kwargs.step": start,
         **MANAGER_OVERRIDES,
     }
+    args.update(_segment_args(start, end, checkpoints))
+    args.update(_lora_args(t))
+    args.update(t.extra_args)
+    return [f"{k}={_hydra_value(v)}" for k, v in args.items()]
+
+
+def _segment_args(start: int, end: int | None, checkpoints: Path) -> dict[str, Any]:
+    """Where a segment ends, and the checkpoint a segment after the first resumes from."""
+    args: dict[str, Any] = {}
     if end is not None:
         args["trainer.total_training_steps"] = end
     if start > 0:
         args["trainer.resume_mode"] = "resume_path"
         args["trainer.resume_from_path"] = str(checkpoints / f"global_step_{start}")
-    if t.lora is not None:
-        targets = t.lora.target_modules
-        args["actor_rollout_ref.model.lora_rank"] = t.lora.r
-        args["actor_rollout_ref.model.lora_alpha"] = t.lora.alpha
-        args["actor_rollout_ref.model.target_modules"] = (
-            targets if isinstance(targets, str) else "[" + ",".join(targets) + "]")
-    args.update(t.extra_args)
-    return [f"{k}={_hydra_value(v)}" for k, v in args.items()]
+    return args
+
+
+def _lora_args(t: TrainConfig) -> dict[str, Any]:
+    """The actor model's LoRA overrides (none without ``train.lora``)."""
+    if t.lora is None:
+        return {}
+    targets = t.lora.target_modules
+    return {"actor_rollout_ref.model.lora_rank": t.lora.r,
+            "actor_rollout_ref.model.lora_alpha": t.lora.alpha,
+            "actor_rollout_ref.model.target_modules":
+                targets if isinstance(targets, str) else "[" + ",".join(targets) + "]"}
 
 
 def _hydra_value(value: Any) -> str:

@@ -87,30 +87,7 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
     the group's sample std, and the other rows' advantages are ``sqrt((n - 1) / (k - 1))``
     times a mask's (:func:`~rewardkit_trainers.rewards.scoring.neutralise_failed_rows`).
     """
-    samples = []
-    unpacked = 0
-    for item in reward_inputs:
-        packed = unpack_answer(item.get("ground_truth"))
-        reference, prompt_id, metadata = packed or (item.get("ground_truth"), None, {})
-        unpacked += packed is None
-        metadata["response_length"] = item.get("response_length")
-        if item.get("response_length") is not None:  # the policy's token count: unit tokens
-            metadata[COMPLETION_LENGTH] = item["response_length"]
-        sample = Sample(completion=str(item.get("response", "")), reference=reference,
-                        metadata=metadata)
-        if packed is not None:
-            sample.group = prompt_id
-        samples.append(sample)
-    if unpacked and (needs := needs_prompt_identity(scorer.config)):
-        raise GroupsUnknown(
-            f"rewardkit EasyR1 reward: {unpacked} of {len(samples)} ground truths carry no "
-            f"prompt id or metadata, but the config needs them ({'; '.join(needs)}). "
-            "Pack the reference, prompt id and columns into the answer column: "
-            "`python -m rewardkit_trainers.easyr1 pack data/train.parquet ...` rewrites "
-            "existing EasyR1 parquet files in place (answer_key/prompt_key: --answer-key, "
-            "--prompt-key), or `rewardkit train --backend easyr1 --dry-run` writes the "
-            "dataset packed."
-        )
+    samples = _batch_samples(scorer, reward_inputs)
     result = scorer.reward_set.score(samples, step=step)
     groups = [s.group for s in samples]
     failed = scorer.null_rows(result)
@@ -138,6 +115,37 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
             row[IMPUTED_SHARE] = share
         out.append(row)
     return out
+
+
+def _batch_samples(scorer: SharedScorer,
+                   reward_inputs: Sequence[Mapping[str, Any]]) -> list[Sample]:
+    """Samples of EasyR1's reward inputs, each in its packed prompt's group; raises
+    :class:`GroupsUnknown` when some are not packed and the config needs them to be."""
+    samples = []
+    unpacked = 0
+    for item in reward_inputs:
+        packed = unpack_answer(item.get("ground_truth"))
+        reference, prompt_id, metadata = packed or (item.get("ground_truth"), None, {})
+        unpacked += packed is None
+        metadata["response_length"] = item.get("response_length")
+        if item.get("response_length") is not None:  # the policy's token count: unit tokens
+            metadata[COMPLETION_LENGTH] = item["response_length"]
+        sample = Sample(completion=str(item.get("response", "")), reference=reference,
+                        metadata=metadata)
+        if packed is not None:
+            sample.group = prompt_id
+        samples.append(sample)
+    if unpacked and (needs := needs_prompt_identity(scorer.config)):
+        raise GroupsUnknown(
+            f"rewardkit EasyR1 reward: {unpacked} of {len(samples)} ground truths carry no "
+            f"prompt id or metadata, but the config needs them ({'; '.join(needs)}). "
+            "Pack the reference, prompt id and columns into the answer column: "
+            "`python -m rewardkit_trainers.easyr1 pack data/train.parquet ...` rewrites "
+            "existing EasyR1 parquet files in place (answer_key/prompt_key: --answer-key, "
+            "--prompt-key), or `rewardkit train --backend easyr1 --dry-run` writes the "
+            "dataset packed."
+        )
+    return samples
 
 
 #: the score key (EasyR1 metric ``reward/imputed_group_share``) under ``on_error: null``:
