@@ -194,27 +194,8 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     if not prep["gpu"]:
         plan = cpu_plan(tiny=isinstance(train.model, TinyModel))
         apply_cpu_plan(plan)
-    if isinstance(train.model, TinyModel):
-        from rewardkit_trainers.quickstart import build_tiny
-
-        model, tokenizer = build_tiny(train.model, rows, output_dir / "base-model")
-    else:
-        from rewardkit_trainers.quickstart import load_tokenizer
-
-        model = train.model
-        tokenizer = load_tokenizer(train.model)
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-    try:
-        rows, dropped_rows = drop_overlong_prompts(rows, tokenizer, train.max_prompt_length)
-    except ValueError as exc:
-        from rewardkit import ConfigError
-
-        raise ConfigError(str(config_file or "<config>"),
-                          [("train.max_prompt_length", str(exc))]) from None
-    if dropped_rows:
-        console.print(f"left out {dropped_rows} of {dropped_rows + len(rows)} prompts longer "
-                      f"than max_prompt_length ({train.max_prompt_length} tokens)")
+    model, tokenizer = _model_and_tokenizer(train, rows, output_dir)
+    rows = _fitting_rows(rows, tokenizer, train, config_file, console)
     dataset = Dataset.from_list(rows)
     args = GRPOConfig(**kwargs)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
@@ -246,6 +227,39 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     return TrainReport(output_dir, model_dir, csv_path, png_path,
                        curves.mean("reward", first=True), curves.mean("reward", first=False),
                        steps, time.monotonic() - started, report_html, train_seconds, plan)
+
+
+def _model_and_tokenizer(train: TrainConfig, rows: list[dict[str, Any]],
+                         output_dir: Path) -> tuple[Any, Any]:
+    """The policy (a tiny model built for ``rows``, or ``train.model``'s name for TRL to
+    load) and its tokenizer, with a pad token."""
+    if isinstance(train.model, TinyModel):
+        from rewardkit_trainers.quickstart import build_tiny
+
+        return build_tiny(train.model, rows, output_dir / "base-model")
+    from rewardkit_trainers.quickstart import load_tokenizer
+
+    tokenizer = load_tokenizer(train.model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return train.model, tokenizer
+
+
+def _fitting_rows(rows: list[dict[str, Any]], tokenizer: Any, train: TrainConfig,
+                  config_file: Path | None, console: Any) -> list[dict[str, Any]]:
+    """``rows`` without the prompts longer than ``max_prompt_length``, saying how many
+    were left out; a ConfigError when none is left."""
+    try:
+        kept, dropped = drop_overlong_prompts(rows, tokenizer, train.max_prompt_length)
+    except ValueError as exc:
+        from rewardkit import ConfigError
+
+        raise ConfigError(str(config_file or "<config>"),
+                          [("train.max_prompt_length", str(exc))]) from None
+    if dropped:
+        console.print(f"left out {dropped} of {dropped + len(kept)} prompts longer "
+                      f"than max_prompt_length ({train.max_prompt_length} tokens)")
+    return kept
 
 
 def drop_overlong_prompts(rows: list[dict[str, Any]], tokenizer: Any,
