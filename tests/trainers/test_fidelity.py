@@ -22,6 +22,31 @@ def test_group_needs_names_every_setting_that_needs_whole_groups():
         "aggregate", "on_error", "rewards.longest.reward"]
 
 
+@pytest.mark.parametrize(("settings", "whole_groups"), [
+    ({"rewards": {"fmt": {"reward": "soft_format"}}}, False),
+    ({"aggregate": "normalize_then_sum", "rewards": {"fmt": {"reward": "soft_format"}}}, True),
+    ({"rewards": {"longest": {"reward": "check_longest"}}}, True),
+])
+def test_rewardkit_score_and_the_trainers_agree_on_what_needs_whole_groups(
+        settings: dict, whole_groups: bool):
+    # one definition (rewardkit.authoring.whole_group_needs): `rewardkit score` reads
+    # whole groups, verl refuses, EasyR1 asks for packed prompt ids, for the same configs
+    from rewardkit_trainers.rewards.easyr1 import needs_prompt_identity
+
+    from rewardkit import RewardSet
+    from rewardkit.scoring.jsonl import _needs_whole_groups
+
+    config = parse_config({"on_error": "ignore", **settings})
+    assert _needs_whole_groups(RewardSet(config)) is whole_groups
+    assert bool(group_needs(config)) is whole_groups
+    assert bool(needs_prompt_identity(config)) is whole_groups
+    if whole_groups:
+        with pytest.raises(ConfigError):
+            check(config, "verl")
+    else:
+        assert check(config, "verl") == []
+
+
 @pytest.mark.parametrize("backend", ["trl", "swift", "easyr1"])
 def test_backends_that_see_whole_groups_accept_them(backend: str):
     config = parse_config({"aggregate": "normalize_then_sum",
