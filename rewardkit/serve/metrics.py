@@ -2,7 +2,8 @@
 
 Requests by endpoint and HTTP status, rows scored, each component's statuses (``ok``,
 ``skipped``, ``error``, ``timeout``: the fault model's, counted as ``rewardkit score``
-counts them), totals that were null (given the trainer's fallback), the request latency
+counts them), totals that were null (given the trainer's fallback), OpenRLHF queries not
+scored because they do not begin with their prompt, the request latency
 as a histogram, and the queue: requests scoring now and requests waiting.
 """
 
@@ -29,6 +30,7 @@ class ServeMetrics:
         self.statuses: Counter[tuple[str, str]] = Counter()
         self.rows = 0
         self.null_totals = 0
+        self.unmatched = 0
         self.buckets = [0] * len(LATENCY_BUCKETS)
         self.latency_sum = 0.0
         self.latency_count = 0
@@ -45,9 +47,14 @@ class ServeMetrics:
                 if seconds <= bound:
                     self.buckets[i] += 1
 
-    def scored(self, metrics: dict[str, Any]) -> None:
-        """A scored batch, from its :attr:`ScoreResult.metrics`."""
+    def scored(self, metrics: dict[str, Any] | None, unmatched: int = 0) -> None:
+        """A scored batch, from its :attr:`ScoreResult.metrics` (None: no row scored),
+        and its ``unmatched`` items (answered as null totals, not scored)."""
         with self._lock:
+            self.unmatched += unmatched
+            self.null_totals += unmatched
+            if metrics is None:
+                return
             self.rows += metrics["samples"]
             self.null_totals += metrics["total"]["null"]
             for name, m in metrics["components"].items():
@@ -68,6 +75,10 @@ class ServeMetrics:
                       "(trainer shapes answer the fallback).",
                       "# TYPE rewardkit_serve_null_totals_total counter",
                       f"rewardkit_serve_null_totals_total {self.null_totals}",
+                      "# HELP rewardkit_serve_unmatched_prompts_total OpenRLHF queries not "
+                      "scored: they do not begin with their prompt.",
+                      "# TYPE rewardkit_serve_unmatched_prompts_total counter",
+                      f"rewardkit_serve_unmatched_prompts_total {self.unmatched}",
                       "# HELP rewardkit_serve_component_status_total Component scores, by "
                       "status.", "# TYPE rewardkit_serve_component_status_total counter"]
             lines += [f'rewardkit_serve_component_status_total{{component="{_label(c)}",'

@@ -201,8 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
             batch = parse_body(endpoint, body, step)
         except ShapeError as exc:
             return self._error(400, str(exc))
-        if len(batch.rows) > opts.max_rows:
-            return self._error(413, f"{len(batch.rows)} rows is over the limit of "
+        if batch.size > opts.max_rows:
+            return self._error(413, f"{batch.size} rows is over the limit of "
                                f"{opts.max_rows} (--max-rows); send smaller batches")
         admission = self.server.admission
         if not admission.enter():
@@ -210,14 +210,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(503, f"{why}; retry later",
                                {"Retry-After": str(opts.retry_after)})
         try:
-            result = self.server.rs.score(batch.rows, step=batch.step)
+            result = self.server.rs.score(batch.rows, step=batch.step) if batch.rows \
+                else None
         except Exception as exc:  # a bug, not a reward fault: say so, stay up
             print(f"rewardkit serve: scoring failed: {type(exc).__name__}: {exc}",
                   file=sys.stderr, flush=True)
             return self._error(500, f"scoring failed: {type(exc).__name__}: {exc}")
         finally:
             admission.leave()
-        self.server.metrics.scored(result.metrics)
+        self.server.metrics.scored(result.metrics if result is not None else None,
+                                   unmatched=len(batch.unmatched))
         self._send(200, answer(batch, result, opts.null_reward))
         return 200
 

@@ -12,6 +12,11 @@ Every request body is one JSON object; what it must hold depends on the endpoint
   "response": ..., "label": ...}``; it takes the whole answer as the reward, so the
   answer is a bare number.
 
+An OpenRLHF query that does not begin with its prompt (a decode that does not round-trip)
+is not scored whole: the prompt would be graded with it, and a few-shot prompt holds
+graded answers, so a response of nothing would be paid. It is left out of the batch
+(:attr:`Batch.unmatched`) and answered as a null total.
+
 A trainer's shape cannot carry a null reward (OpenRLHF makes a tensor of the list,
 slime adds the number up): a sample whose total is null gets ``null_reward`` there (and
 the service counts it); the native answer keeps the null. The step comes from the body
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rewardkit.reward_set import ScoreResult
@@ -38,11 +43,18 @@ class ShapeError(ValueError):
 
 @dataclass
 class Batch:
-    """What a request asks to score: the rows, at which step, for which endpoint."""
+    """What a request asks to score: the rows, at which step, for which endpoint, and
+    the positions (in the request) of the items not scored, answered as null totals."""
 
     endpoint: str
     rows: list[dict[str, Any]]
     step: int
+    unmatched: list[int] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        """Items in the request (scored or not)."""
+        return len(self.rows) + len(self.unmatched)
 
 
 def _no_constant(name: str) -> Any:
@@ -63,14 +75,15 @@ def parse_body(endpoint: str, body: bytes, step: int | None) -> Batch:
         raise ShapeError("the body is nested too deeply") from None
     if not isinstance(data, dict):
         raise ShapeError(f"the body must be a JSON object, got {type(data).__name__}")
+    unmatched: list[int] = []
     if endpoint == "/score":
         rows = _native_rows(data)
         step = _step(data.get("step", 0 if step is None else step))
     elif endpoint == "/openrlhf":
-        rows = _openrlhf_rows(data)
+        rows, unmatched = _openrlhf_rows(data)
     else:
         rows = [_slime_row(data)]
-    return Batch(endpoint, rows, 0 if step is None else _step(step))
+    return Batch(endpoint, rows, 0 if step is None else _step(step), unmatched)
 
 
 def _step(value: Any) -> int:
@@ -101,7 +114,7 @@ def _strings(data: Mapping[str, Any], key: str) -> list[str]:
     return values
 
 
-def _openrlhf_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _openrlhf_rows(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[int]]:
     queries = _strings(data, "query")
     if not queries:
         raise ShapeError("'query' is empty: nothing to score")
@@ -112,14 +125,16 @@ def _openrlhf_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     for key, values in (("prompts", prompts), ("labels", labels)):
         if values is not None and len(values) != len(queries):
             raise ShapeError(f"'{key}' has {len(values)} items for {len(queries)} queries")
-    rows = []
+    rows, unmatched = [], []
     for i, query in enumerate(queries):
         prompt = prompts[i] if prompts is not None else ""
+        if not query.startswith(prompt):
+            unmatched.append(i)
+            continue
         # the query is the prompt then the response; the completion is what follows it
-        completion = query[len(prompt):] if prompt and query.startswith(prompt) else query
-        rows.append({"prompt": prompt, "completion": completion,
+        rows.append({"prompt": prompt, "completion": query[len(prompt):],
                      "reference": labels[i] if labels is not None else None})
-    return rows
+    return rows, unmatched
 
 
 def _slime_row(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,16 +148,29 @@ def _slime_row(data: Mapping[str, Any]) -> dict[str, Any]:
     return _checked(row, "the sample")
 
 
-def answer(batch: Batch, result: ScoreResult, null_reward: float) -> Any:
-    """The JSON answer to ``batch`` scored as ``result``, in its endpoint's shape."""
+def _in_request_order(batch: Batch, scored: list[float | None]) -> list[float | None]:
+    """``scored`` (one per row of the batch) with None at the unmatched positions."""
+    values = iter(scored)
+    skip = set(batch.unmatched)
+    return [None if i in skip else next(values) for i in range(batch.size)]
+
+
+def answer(batch: Batch, result: ScoreResult | None, null_reward: float) -> Any:
+    """The JSON answer to ``batch`` scored as ``result`` (None: no row was scorable), in
+    its endpoint's shape."""
     if batch.endpoint == "/score":
+        assert result is not None  # native rows are all scored
         return {"step": result.step, "rewards": result.totals,
                 "rows": [scored_row({}, scored) for scored in result],
                 "metrics": result.metrics}
-    rewards = [null_reward if t is None else t for t in result.totals]
+
+    def numbers(values: list[float | None]) -> list[float]:
+        return [null_reward if v is None else v for v in _in_request_order(batch, values)]
+
+    rewards = numbers(result.totals if result is not None else [])
     if batch.endpoint == "/slime":
         return rewards[0]
+    components = result.outcomes if result is not None else {}
     return {"rewards": rewards, "scores": rewards,
-            "extra_logs": {name: [null_reward if v is None else v
-                                  for v in result.values(name)]
-                           for name in result.outcomes}}
+            "extra_logs": {name: numbers(result.values(name)) if result else []
+                           for name in components}}

@@ -315,3 +315,25 @@ def test_sigterm_finishes_in_flight_batches_then_exits(tmp_path: Path):
     with pytest.raises(urllib.error.URLError):  # no longer listening
         urllib.request.urlopen(f"{srv.url}/health", timeout=5)
     assert "finishing 1 request(s)" in srv.proc.stderr.read()
+
+
+def test_openrlhf_query_that_does_not_start_with_its_prompt_is_not_paid(tmp_path: Path):
+    """The policy's cheapest win on ``/openrlhf``: a query whose text does not begin with
+    its prompt (a decode that does not round-trip) would be scored whole, prompt included,
+    and a few-shot prompt holds graded answers (``#### The final answer is 5``): a
+    response of nothing would be paid in full. Such a row is not scored: it gets
+    ``--null-reward`` and is counted, the other rows are scored as usual."""
+    srv = start(tmp_path, (Path(__file__).parents[2] / "examples" / "gsm8k-rlvr.yaml")
+                .read_text(encoding="utf-8"), "--null-reward", "-1")
+    try:
+        prompt = "Question: 1+4?\nAnswer: 5\n#### The final answer is 5\n\nQuestion: 2+3?\n"
+        honest = prompt + "Answer: 2+3 = 5\n#### The final answer is 5"
+        shifted = " " + prompt + "Answer: no idea"  # does not start with its prompt
+        code, _, body = request(f"{srv.url}/openrlhf", {
+            "query": [honest, shifted], "prompts": [prompt, prompt], "labels": ["5", "5"]})
+        assert code == 200, body
+        assert json.loads(body)["rewards"] == [1.5, -1.0]
+        metrics = request(f"{srv.url}/metrics")[2].decode()
+        assert 'rewardkit_serve_unmatched_prompts_total 1' in metrics
+    finally:
+        assert srv.stop() == 0
