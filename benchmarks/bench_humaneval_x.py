@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
             row: dict[str, object] = {"problems": len(chosen)}
             for name in args.variants.split(","):
                 made = [(variant(language, p, name), p) for p in chosen]
-                jobs = [(code, p["test"]) for code, p in made if code is not None]
+                jobs = [(code, p.get("test_setup", "") + p["test"]) for code, p in made
+                        if code is not None]
                 kept = [p for code, p in made if code is not None]
                 results, seconds = run_all(runner, jobs, args.slots)
                 passed = [p["task_id"] for p, r in zip(kept, results, strict=True) if r.ok]

@@ -332,11 +332,28 @@ GO_VENDOR_MODULES = (
 )
 
 
+_GO_IMPORTS = re.compile(r"^import\s*(\((?:[^()]*)\)|\"[^\"\n]*\")", re.MULTILINE)
+
+
+def _go_imports(source: str) -> tuple[list[str], str]:
+    """(the import paths of ``source``'s import declarations, ``source`` without them)."""
+    paths: list[str] = []
+    for match in _GO_IMPORTS.finditer(source):
+        paths += re.findall(r"\"([^\"\n]+)\"", match.group(1))
+    return paths, _GO_IMPORTS.sub("", source)
+
+
 def go_tests_source(candidate: str, tests: str) -> str:
-    """One ``_test.go`` file: the package clause and the testing imports, then the
-    candidate (its own package clause dropped) and the tests."""
+    """One ``_test.go`` file: the package clause, one import block (the candidate's and
+    the tests' imports, each once, and ``testing``), then the candidate (its own package
+    clause dropped) and the tests."""
     body = re.sub(r"^\s*package\s+\w+\s*\n", "", candidate, count=1)
-    imports = ['"testing"']
+    tests = re.sub(r"^\s*package\s+\w+\s*\n", "", tests, count=1)
+    imported, body = _go_imports(body)
+    test_imports, tests = _go_imports(tests)
+    wanted = ["testing", *imported, *test_imports]
     if "assert." in tests:
-        imports.append('"github.com/stretchr/testify/assert"')
-    return "package main\n\nimport (\n    " + "\n    ".join(imports) + f"\n)\n\n{body}\n\n{tests}\n"
+        wanted.append("github.com/stretchr/testify/assert")
+    unique = list(dict.fromkeys(wanted))
+    block = "\n".join(f'    "{path}"' for path in unique)
+    return f"package main\n\nimport (\n{block}\n)\n\n{body}\n\n{tests}\n"
