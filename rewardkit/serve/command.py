@@ -24,6 +24,10 @@ def add_serve(subparsers: Subcommands) -> None:
                    help="rows per request; more get 413")
     p.add_argument("--retry-after", type=int, default=1,
                    help="seconds a refused client is told to wait (Retry-After)")
+    p.add_argument("--read-timeout", type=float, default=30.0,
+                   help="seconds a client may take to send its request; then 408")
+    p.add_argument("--max-connections", type=int, default=128,
+                   help="connections open at once; beyond, 503 at once")
     p.add_argument("--null-reward", type=float, default=0.0,
                    help="what the OpenRLHF and slime endpoints answer for a null total "
                    "(the native /score answers null)")
@@ -40,11 +44,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rewardkit.reward_set import RewardSet
     from rewardkit.serve.server import ServeOptions, build_server, read_token, run_server
 
-    for flag in ("workers", "max_body_bytes", "max_rows", "retry_after"):
+    for flag in ("workers", "max_body_bytes", "max_rows", "retry_after", "max_connections"):
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
-    if args.queue < 0 or not 0 <= args.port <= 65535:
-        raise UsageError("--queue must be >= 0 and --port within 0..65535")
+    if args.queue < 0 or not 0 <= args.port <= 65535 or not args.read_timeout > 0:
+        raise UsageError("--queue must be >= 0, --port within 0..65535 and "
+                         "--read-timeout above 0")
     try:
         token = read_token(args.token_file)
     except ValueError as exc:
@@ -53,6 +58,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     options = ServeOptions(host=args.host, port=args.port, workers=args.workers,
                            queue=args.queue, max_body_bytes=args.max_body_bytes,
                            max_rows=args.max_rows, retry_after=args.retry_after,
-                           null_reward=args.null_reward, token=token)
+                           null_reward=args.null_reward, token=token,
+                           read_timeout=args.read_timeout,
+                           max_connections=args.max_connections)
     run_server(build_server(rs, options), args.port_file)
     return EXIT_OK

@@ -7,7 +7,9 @@ and any request beyond that is refused at once with 503 and ``Retry-After`` (a t
 client retries; nothing piles up in memory). What a request may be:
 
 - a body over ``max_body_bytes`` gets 413 before it is read; a body with more than
-  ``max_rows`` rows, 413 too; no ``Content-Length``, 411;
+  ``max_rows`` rows, 413 too; no ``Content-Length``, 411; a body that does not arrive
+  within ``read_timeout``, 408; over ``max_connections`` open at once (idle or slow
+  clients each hold a thread), 503 written at accept;
 - a body the endpoint cannot read (not JSON, wrong shape: :mod:`rewardkit.serve.shapes`),
   400 with a message; an unknown path, 404; a scoring failure the fault model does not
   turn into statuses (a bug), 500 with one line, never a traceback;
@@ -38,6 +40,9 @@ from rewardkit.serve.metrics import ServeMetrics
 from rewardkit.serve.shapes import ENDPOINTS, ShapeError, answer, parse_body
 
 TOKEN_ENV = "REWARDKIT_SERVE_TOKEN"
+_REFUSED = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            b"Retry-After: %d\r\nConnection: close\r\n\r\n"
+            b'{"error": "busy: too many open connections; retry later"}\n')
 
 
 @dataclass
@@ -53,7 +58,8 @@ class ServeOptions:
     retry_after: int = 1
     null_reward: float = 0.0
     token: str | None = None
-    request_timeout: float = 60.0
+    read_timeout: float = 30.0
+    max_connections: int = 128
 
 
 class Admission:
@@ -99,7 +105,42 @@ class RewardServer(ThreadingHTTPServer):
         self.options = options
         self.metrics = ServeMetrics()
         self.admission = Admission(options.workers, options.queue, self.metrics)
+        self._open = 0
+        self._open_lock = threading.Lock()
         super().__init__((options.host, options.port), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection, or (over ``max_connections`` open at once: idle or
+        slow clients holding threads) a 503 written from here and the socket closed."""
+        with self._open_lock:
+            refuse = self._open >= self.options.max_connections
+            if not refuse:
+                self._open += 1
+        if refuse:
+            try:
+                request.settimeout(1.0)
+                request.sendall(_REFUSED % self.options.retry_after)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            self.metrics.request("other", 503, 0.0)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open -= 1
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that failed (the client went away, a read timed out): one line,
+        not the traceback socketserver prints."""
+        exc = sys.exception()
+        if not isinstance(exc, OSError):
+            print(f"rewardkit serve: request from {client_address[0]} failed: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     def drain(self) -> None:
         """Refuse new work, and stop accepting once the loop sees it (from any thread
@@ -116,7 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         # a slow client cannot hold a thread
-        self.connection.settimeout(self.server.options.request_timeout)
+        self.connection.settimeout(self.server.options.read_timeout)
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # one line per request would swamp a trainer's logs; /metrics counts them
@@ -195,7 +236,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the body is never read
             return self._error(413, f"body of {int(length):,} bytes is over the limit of "
                                f"{opts.max_body_bytes:,} (--max-body-bytes)")
-        body = self.rfile.read(int(length))
+        try:
+            body = self.rfile.read(int(length))
+        except TimeoutError:
+            self.close_connection = True
+            return self._error(408, f"the body did not arrive within "
+                               f"{opts.read_timeout:g} s (--read-timeout)")
+        if len(body) < int(length):
+            self.close_connection = True
+            return self._error(400, f"the body ended after {len(body)} of {length} bytes")
         try:
             step = _query_step(query)
             batch = parse_body(endpoint, body, step)

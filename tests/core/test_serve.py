@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -335,5 +336,50 @@ def test_openrlhf_query_that_does_not_start_with_its_prompt_is_not_paid(tmp_path
         assert json.loads(body)["rewards"] == [1.5, -1.0]
         metrics = request(f"{srv.url}/metrics")[2].decode()
         assert 'rewardkit_serve_unmatched_prompts_total 1' in metrics
+    finally:
+        assert srv.stop() == 0
+
+
+def _raw(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=REQUEST_TIMEOUT)
+
+
+def test_a_body_that_never_arrives_gets_408(tmp_path: Path):
+    srv = start(tmp_path, CONFIG, "--read-timeout", "1")
+    try:
+        slow = _raw(srv.url)
+        slow.sendall(b"POST /score HTTP/1.0\r\nContent-Length: 100\r\n\r\n{\"samples\"")
+        started = time.monotonic()
+        answer = slow.recv(4096).decode()
+        assert answer.startswith("HTTP/1.0 408") and "--read-timeout" in answer
+        assert time.monotonic() - started < 10
+        slow.close()
+        assert request(f"{srv.url}/score", {"samples": [{"completion": GOOD}]})[0] == 200
+    finally:
+        assert srv.stop() == 0
+
+
+def test_idle_connections_beyond_the_cap_get_503(tmp_path: Path):
+    """Connections beyond --max-connections (idle clients each hold a thread until
+    --read-timeout) get 503 at once; the server serves again once they are gone."""
+    srv = start(tmp_path, CONFIG, "--max-connections", "3")
+    try:
+        idle = [_raw(srv.url) for _ in range(3)]
+        refused_by = time.monotonic() + REQUEST_TIMEOUT
+        while True:  # the server counts a connection once it has accepted it
+            code, headers, body = request(f"{srv.url}/health")
+            if code == 503 or time.monotonic() > refused_by:
+                break
+            time.sleep(0.05)
+        assert code == 503 and headers["Retry-After"] == "1"
+        assert "too many open connections" in json.loads(body)["error"]
+        for sock in idle:
+            sock.close()
+        deadline = time.monotonic() + REQUEST_TIMEOUT
+        while request(f"{srv.url}/health")[0] != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert request(f"{srv.url}/score", {"samples": [{"completion": GOOD}]})[0] == 200
     finally:
         assert srv.stop() == 0
