@@ -107,8 +107,8 @@ def test_help_lists_every_command_of_every_installed_distribution():
     proc = _cli("--help")
     assert proc.returncode == 0
     listed = proc.stdout.split("commands:")[1]
-    for command in ("rewards", "plugins", "validate", "score", "test", "schema", "new-plugin",
-                    "train", "export", "eval", "launch", "jobs"):
+    for command in ("rewards", "plugins", "validate", "score", "serve", "test", "schema",
+                    "new-plugin", "train", "export", "eval", "launch", "jobs"):
         assert re.search(rf"^    {command}\s", listed, re.MULTILINE), command
 
 
