@@ -383,3 +383,18 @@ def test_idle_connections_beyond_the_cap_get_503(tmp_path: Path):
         assert request(f"{srv.url}/score", {"samples": [{"completion": GOOD}]})[0] == 200
     finally:
         assert srv.stop() == 0
+
+
+def test_process_mode_workers_are_gone_after_the_drain(tmp_path: Path):
+    """A process-mode reward scores in the worker pool, as under ``rewardkit score``;
+    SIGTERM leaves no worker process behind."""
+    srv = start(tmp_path, "rewards:\n  pid: {reward: worker_pid}\n")
+    code, _, body = request(f"{srv.url}/score", {"samples": [{"completion": "a"}] * 4})
+    assert code == 200, body
+    pids = {int(v) for v in json.loads(body)["rewards"]}
+    assert srv.proc.pid not in pids
+    assert srv.stop() == 0
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in pids):
+        assert time.monotonic() < deadline, f"workers {pids} outlived the server"
+        time.sleep(0.1)
