@@ -33,7 +33,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from rewardkit.builtin._answers import STATEMENTS, competing_statements, hedged, reference_text
+from rewardkit.builtin._answers import STATEMENTS, reference_text
+from rewardkit.builtin._commitment import competing_statements, hedged
 from rewardkit.types import Sample, Score
 
 if TYPE_CHECKING:

@@ -23,15 +23,10 @@ from typing import Any
 from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
-from rewardkit.builtin._answers import (
-    after_reasoning,
-    boxed,
-    extract,
-    hedged,
-    read_number,
-    reference_text,
-    tag_blocks,
-)
+from rewardkit.builtin._answers import boxed, extract, reference_text
+from rewardkit.builtin._commitment import hedged
+from rewardkit.builtin._plain_numbers import read_number
+from rewardkit.builtin._tag_blocks import after_reasoning, tag_blocks
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score, completion_text
 

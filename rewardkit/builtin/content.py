@@ -25,8 +25,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from rewardkit.authoring import Params, Reward, reward
-from rewardkit.builtin._answers import tag_block
 from rewardkit.builtin._segmentation import SegmenterMissing, chinese_words
+from rewardkit.builtin._tag_blocks import tag_block
 from rewardkit.hookspecs import hookimpl
 from rewardkit.text.lengths import (
     LengthError,

@@ -29,7 +29,7 @@ from functools import lru_cache
 from pydantic import Field, field_validator
 
 from rewardkit.authoring import Params, Reward, reward
-from rewardkit.builtin._answers import tag_block
+from rewardkit.builtin._tag_blocks import tag_block
 from rewardkit.hookspecs import hookimpl
 from rewardkit.text.visible import visible_length, visible_text
 from rewardkit.types import Sample, Score

@@ -34,26 +34,23 @@ from pydantic import Field
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import (
     STATEMENTS,
-    SUPERSEDED,
     Found,
-    PlainNumber,
-    after_reasoning,
     boxed,
+    extract,
+    reference_text,
+    strip_calculator_notes,
+)
+from rewardkit.builtin._commitment import (
+    SUPERSEDED,
     competing_answers,
     competing_statements,
     context_refusal,
-    extract,
     hedged,
-    normalise,
-    numbers_match,
     read_answer,
-    read_number,
-    reference_text,
-    strip_calculator_notes,
-    tag_block,
-    tag_blocks,
 )
 from rewardkit.builtin._math_fast import fast_verdict
+from rewardkit.builtin._plain_numbers import PlainNumber, normalise, numbers_match, read_number
+from rewardkit.builtin._tag_blocks import after_reasoning, tag_block, tag_blocks
 from rewardkit.builtin.choice import GOLD_LETTER, choice_score, sample_options
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score, Status, completion_text

@@ -25,7 +25,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
-from rewardkit.builtin._answers import after_reasoning, closing_answer, strip_lead_in, tag_blocks
+from rewardkit.builtin._answers import closing_answer, strip_lead_in
+from rewardkit.builtin._tag_blocks import after_reasoning, tag_blocks
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from rewardkit.builtin import _answers
+from rewardkit.builtin import _answers, _commitment, _tag_blocks
 
 PIECES = ["1", "23", "4,567", ",", ".", "5.5", "$", "\\(", "\\)", "\\!", " ", "\t", "\n",
           "\n\n", "a", "AZ", "x2", "%", "-", "/", "{,}", "answer is ", "####", "\\boxed{7}",
@@ -66,7 +66,7 @@ def test_extract_skips_a_strategy_only_where_it_finds_nothing() -> None:
             text = f"{text}<answer>{rng.choice(PIECES)}</answer>{rng.choice(PIECES)}"
         for first in (False, True):
             if "</answer>" not in text:
-                assert _answers.tag_block(text, "answer", first) is None, repr(text)
+                assert _tag_blocks.tag_block(text, "answer", first) is None, repr(text)
             if "\\boxed" not in text and "\\fbox" not in text:
                 assert _answers.boxed(text, first) is None, repr(text)
             if "####" not in text:
@@ -118,8 +118,8 @@ def test_the_statement_count_short_cut_never_counts_fewer_than_there_are() -> No
     kinds = list(_answers.STATEMENTS)
     for _ in range(20_000):
         text = "".join(rng.choice(STATEMENT_PIECES) for _ in range(rng.randint(0, 40)))
-        if _answers._statement_marks(text, kinds, "answer") < 2:
-            assert len(_answers._statements(text, kinds, "answer")) <= 1, repr(text)
+        if _commitment._statement_marks(text, kinds, "answer") < 2:
+            assert len(_commitment._statements(text, kinds, "answer")) <= 1, repr(text)
 
 
 def test_the_negation_short_cut_finds_what_the_pattern_finds() -> None:
@@ -127,5 +127,5 @@ def test_the_negation_short_cut_finds_what_the_pattern_finds() -> None:
     for _ in range(20_000):
         text = "".join(rng.choice(STATEMENT_PIECES) for _ in range(rng.randint(0, 30)))
         window = text[-80:]
-        assert _answers._negated(text, len(text)) == bool(_answers._NEGATED.search(window)), \
+        assert _commitment._negated(text, len(text)) == bool(_commitment._NEGATED.search(window)), \
             repr(text)

@@ -1,0 +1,376 @@
+"""Whether a completion stands by the answer found in it (the *commitment* rules).
+
+An answer is paid only when the output commits to it: not negated, questioned,
+retracted, hedged, bounded, one of a list, copied from the prompt, or contradicted by
+another final statement (:func:`context_refusal`, :func:`read_answer`,
+:func:`competing_statements`, :func:`competing_answers`). A policy learns whatever a
+grader pays; these are the cheap ways to look right without committing to an answer.
+Apart from :mod:`rewardkit.builtin._answers` (where the answer is) because they judge an
+answer already found. Linear in the text, like the extraction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import pairwise
+
+from rewardkit.builtin._answers import (
+    _CLOSING_KEYS,
+    _NUMBER_TOKEN,
+    _NUMBER_TOKEN_DECIMAL_COMMA,
+    _SCALE_AFTER,
+    _TEXT_ARG,
+    _WORD,
+    STATEMENTS,
+    Found,
+    _box_at,
+    _closings,
+    boxed,
+    strip_lead_in,
+)
+from rewardkit.builtin._plain_numbers import _TEXT_CMD, PlainNumber, read_number
+from rewardkit.builtin._tag_blocks import _MAX_STATEMENTS, _tag_block_spans
+
+#: a negation right before an answer: "not 18", "isn't \boxed{18}", "\neq 18"
+_NEGATED = re.compile(
+    r"(?:(?<![A-Za-z])not|(?<![A-Za-z])never|n['’]t|≠|\\neq?)\s*(?:(?:be|equal|equals|to|"
+    r"exactly|just|simply|the|a|an|definitely|actually|really|quite|even|answer|is|it|of|"
+    r"that|at\s+all)\s*){0,3}[\s$({\[\\]*(?:boxed|fbox)?\s*\{?$", re.IGNORECASE)
+#: an answer whose own sentence ends in a question mark
+_QUESTIONED = re.compile(r"[^.!?\n]{0,30}\?")
+#: what withdraws an answer stated before it
+_GIVES_UP = (
+    r"(?:i|we)\s+(?:cannot|can['’]t|can\s+not|could\s+not|couldn['’]t|am\s+unable\s+to|are\s+"
+    r"unable\s+to|was\s+unable\s+to|do\s+not|don['’]t)\s+(?:solve|answer|determine|figure|"
+    r"find|know|tell|say|be\s+sure)"
+    r"|not\s+(?:sure|certain|confident)(?![A-Za-z])|unsure|no\s+idea"
+    r"|(?:i|we)\s*(?:am|are|['’]m|['’]re)\s+(?:just\s+)?guessing|just\s+(?:a\s+)?guess|random\s+"
+    r"guess")
+_RETRACTION = re.compile(
+    r"(?<![A-Za-z])(?:(?:that|this|it|which|the\s+above|my\s+answer|the\s+answer)"
+    r"(?:['’]s|\s+is|\s+was|\s+(?:may|might|must|could)\s+be)\s+(?:(?:definitely|probably|"
+    r"clearly|all|completely)\s+)?(?:wrong|incorrect|not\s+(?:right|correct))"
+    r"|scratch\s+that|disregard|ignore\s+(?:that|this|it|the\s+above|my)|never\s?mind"
+    r"|on\s+second\s+thought|take\s+(?:that|it)\s+back|(?:i|we)\s+made\s+(?:a|an)\s+"
+    r"(?:mistake|error)|" + _GIVES_UP + ")",
+    re.IGNORECASE)
+#: the output says it has no answer ("I do not know how to solve this"): then a number
+#: read from its text is not one
+_NO_ANSWER = re.compile(r"(?<![A-Za-z])(?:" + _GIVES_UP + ")", re.IGNORECASE)
+#: an answer called wrong right after it: "\boxed{18} is wrong", "18 is not the answer"
+_REFUTED = re.compile(r"[\s$)}\]]*(?:is|was|seems)\s+(?:(?:definitely|probably|clearly)\s+)?"
+                      r"(?:wrong|incorrect|not\s+(?:right|correct|the\s+(?:final\s+)?answer))",
+                      re.IGNORECASE)
+#: words that make an answer several values, or none: "17 or 18", "maybe 18", "±5"
+_HEDGE = re.compile(
+    r"(?<![\\A-Za-z])(?:or|either|maybe|perhaps|possibly|guess)(?![A-Za-z])|\\pm|\\mp|±"
+    r"|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])",
+    re.IGNORECASE)
+#: a bound is not a value: "at least 18", "more than 18", "between 17 and 18", "\geq 18"
+_BOUND = re.compile(
+    r"(?<![\\A-Za-z])(?:at\s+(?:least|most)|(?:more|less|fewer|greater|smaller)\s+than|up"
+    r"\s+to|between|no\s+(?:more|less|fewer)\s+than)(?![A-Za-z])|\\[lg]eq?(?![A-Za-z])|[≤≥]",
+    re.IGNORECASE)
+#: what may stand between the values of a list ("16, 17, 18", "17 and 18", "1 2 3")
+_LIST_GAP = re.compile(r"(?:[\s;&/\-–]|[,.](?=\s)|\\quad|\\qquad|\\text\{\s*(?:and|to)?\s*\}|"
+                       r"(?<![A-Za-z])(?:and|to|through|then)(?![A-Za-z]))+", re.IGNORECASE)
+
+
+#: a chat template's turn marker (``<|im_end|>``): nothing after it is the answer
+_TURN_END = re.compile(r"<\|[A-Za-z_]+\|>|</s>")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+
+
+def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
+    """Why the output does not stand by ``found`` (empty when it does): it is empty,
+    negated ("not 18"), questioned ("18?"), withdrawn after it ("18. Wait, that is
+    wrong"), or copied from the prompt; and for a number read from the text without a
+    stated answer (``last_number``, ``math_span``): not where the output ends, hedged, or
+    one of a list. Linear in the length of the text."""
+    if not found.answer:
+        return "the answer is empty"
+    text = found.text
+    if _negated(text, found.start):
+        return "the answer is negated"
+    if _QUESTIONED.match(text, found.end):
+        return "the answer is a question"
+    stop = _next_question(text, found.end) if first else len(text)
+    if found.end < stop and (_RETRACTION.search(text, found.end, stop)
+                             or _REFUTED.match(text, found.end)):
+        return "the answer is retracted after it is given"
+    if prompt and _copied(found.answer, prompt):
+        return "the answer is copied from the prompt"
+    if found.how in ("last_number", "math_span"):
+        return _fallback_refusal(found, first, prompt)
+    return ""
+
+
+#: where a few-shot base model starts inventing the next question
+_NEXT_QUESTION = re.compile(r"\n[ \t]*\n|\n[ \t]*(?:Q|Question|Problem)[ \t]*(?:\d+[ \t]*)?[:.]",
+                            re.IGNORECASE)
+
+
+def _next_question(text: str, start: int) -> int:
+    """Where the output goes on to a next question after ``start`` (a blank line or a
+    ``Q:`` / ``Question:`` line), or its end."""
+    match = _NEXT_QUESTION.search(text, start)
+    return match.start() if match else len(text)
+
+
+def _negated(text: str, start: int) -> bool:
+    """Whether a negation stands right before ``text[start:]`` ("not 18")."""
+    window = text[max(0, start - 80) : start]
+    low = window.lower()  # most often there is no negation at all: plain searches
+    if not ("not" in low or "never" in low or "n't" in low or "n’t" in low or "≠" in low
+            or "\\ne" in low):
+        return False
+    return _NEGATED.search(window) is not None
+
+
+def _copied(answer: str, prompt: str) -> bool:
+    """A sentence of the prompt given back as the answer ("18 apples" is not one)."""
+    words = " ".join(answer.split())
+    return len(words) >= 20 and _WORD.search(words) is not None and words in " ".join(
+        prompt.split())
+
+
+#: the refusal of a number read from the text when a later number follows it: the next
+#: strategy in the order reads on (``math_span`` gives way to ``last_number``)
+SUPERSEDED = "a number follows it: not the final answer"
+
+
+def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
+    """Why a number read from the text is not a final answer: a later number follows it
+    (:data:`SUPERSEDED`), the output ends in a question, its sentence hedges, it is one
+    of a list of numbers, or its sentence was copied from the prompt."""
+    text = found.text
+    begin = max((m.end() for m in _SENTENCE_END.finditer(text, max(0, found.start - 2000),
+                                                         found.start)), default=0)
+    end_match = _SENTENCE_END.search(text, found.end)
+    end = end_match.end() if end_match else len(text)
+    sentence = text[begin:end]
+    if not first:
+        turn = _TURN_END.search(text, found.end)
+        rest = text[found.end : turn.start() if turn else len(text)]
+        if found.how == "math_span" and _NUMBER_TOKEN.search(rest):
+            return SUPERSEDED
+        if rest.rstrip().endswith("?"):
+            return "no final answer: the output ends in a question"
+    if _NO_ANSWER.search(text, 0, found.start):
+        return "no final answer: the output says it cannot answer"
+    if _HEDGE.search(sentence):
+        return "the last sentence hedges between values"
+    if _listed(text, sentence, found):
+        return "a list of numbers, not an answer"
+    if prompt and _copied(sentence, prompt):
+        return "the last sentence is copied from the prompt"
+    return ""
+
+
+def _listed(text: str, sentence: str, found: Found) -> bool:
+    """The number is one of a list: its sentence is numbers only, or its line repeats the
+    line before with another number ("Candidate: 17" / "Candidate: 18")."""
+    token = _NUMBER_TOKEN
+    numbers = token.findall(sentence)
+    if len(set(numbers)) >= 2 and not _WORD.search(sentence) and not re.search(
+            r"[=+*×^]|\\times|\\cdot", sentence):
+        return True
+    line_start = text.rfind("\n", 0, found.start) + 1
+    line_end = text.find("\n", found.start)
+    line = text[line_start : len(text) if line_end < 0 else line_end]
+    before = text[: max(0, line_start - 1)].rstrip("\n")
+    previous = before[before.rfind("\n") + 1 :]
+    if not previous.strip() or previous == line:
+        return False
+    return token.sub("#", previous).strip() == token.sub("#", line).strip()
+
+
+def read_answer(answer: str, decimal_comma: bool = False,
+                prose: bool = True) -> PlainNumber | str | None:
+    """The one value a stated answer commits to, a reason why it commits to none (a
+    question, a hedge or a bound, a false equation, several values, a negation), or None
+    when it is mathematics for a CAS to read (``2\\sqrt{81}``). ``prose=False``: only
+    a plain number (or the last side of an equation) is a value; None for the rest.
+
+    >>> read_answer("18 thousand").value
+    18000
+    >>> read_answer("17 or 18")
+    'the answer hedges between values'
+    >>> read_answer("not 20, but 18").value
+    18
+    """
+    number = read_number(answer, decimal_comma)
+    if number is not None:
+        return number
+    if not answer.strip():
+        return "the answer is empty"
+    words = _TEXT_CMD.sub(lambda t: " " + t.group(1) + " ", answer)
+    if "?" in answer:
+        return "the answer is a question"
+    if hedged(answer):
+        return "the answer hedges between values"
+    if _BOUND.search(words):
+        return "the answer is a bound, not a value"
+    if "=" in answer:  # "9 \times 2 = 18": the last side, when it reads as a number
+        sides = [read_number(side, decimal_comma) for side in answer.split("=")]
+        last = sides[-1]
+        if last is not None:
+            if any(side is not None and side != last for side in sides[:-1]):
+                return "an equation whose sides are different numbers"
+            return last
+    token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
+    tokens = list(token.finditer(answer))
+    if not tokens or not prose:
+        return None
+    kept = [t for t in tokens if not _negated(answer, t.start())]
+    if not kept:
+        return "the answer is negated"
+    prose = _WORD.search(_TEXT_ARG.sub(" ", answer)) is not None
+    listed = len(kept) >= 2 and all(
+        _LIST_GAP.fullmatch(answer, a.end(), b.start()) for a, b in pairwise(kept))
+    if not prose:  # mathematics: a list of numbers is several answers, the rest is a CAS's
+        if not listed:
+            return None
+        listed_values = {read_number(t.group(0), decimal_comma) for t in kept}
+        one = listed_values.pop() if len(listed_values) == 1 else None
+        return one if one is not None else "several values in one answer"
+    values = []
+    for t in kept:
+        scale = _SCALE_AFTER.match(answer, t.end())
+        value = read_number(t.group(0) + (scale.group(0) if scale else ""), decimal_comma)
+        if value is not None:
+            values.append(value)
+    if not values:
+        return None
+    if len(set(values)) == 1:
+        return values[0]
+    if _LIST_GAP.fullmatch(answer, kept[0].end(), kept[1].start()):
+        return "several values in one answer"
+    return values[0]  # "18 because 9 * 2 = 18": the value it states first
+
+
+def hedged(answer: str) -> bool:
+    """Whether an answer hedges between values: ``17 or 18``, ``maybe 18``, ``18 \\pm 1``,
+    ``17 \\text{ or } 18``."""
+    return _HEDGE.search(_TEXT_CMD.sub(lambda t: " " + t.group(1) + " ", answer)) is not None
+
+
+def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
+                      decimal_comma: bool = False, first: bool = False) -> list[PlainNumber]:
+    """The plain-number values of :func:`competing_statements`. An output that stands by
+    two different values has hedged."""
+    values = []
+    for _, answer in competing_statements(found, order, answer_tag, first):
+        value = read_answer(answer, decimal_comma)
+        if isinstance(value, PlainNumber):
+            values.append(value)
+    return values
+
+
+def competing_statements(found: Found, order: Sequence[str], answer_tag: str,
+                         first: bool = False) -> list[tuple[str, str]]:
+    """(kind, answer) of the other final statements that the output stands by:
+    statements of the same kind as ``found`` (answer blocks, boxes, ``####`` lines,
+    closing phrases), and of any kind in ``order`` after it; not empty, negated,
+    questioned, or withdrawn before the next statement. (Boxed steps before a closing
+    "The final answer is 84" are steps, not answers.) With ``first``, only the
+    statements before the next question count."""
+    text = found.text
+    if first:  # what follows the first answer's paragraph is the next invented question
+        text = text[: _next_question(text, found.end)]
+    kinds = _kinds(tuple(order))
+    if _statement_marks(text, kinds, answer_tag) < 2:  # the common case: found is the only one
+        return []
+    statements = _statements(text, kinds, answer_tag)
+    others = []
+    for i, (how, start, end, answer) in enumerate(statements):
+        if start == found.start or not answer:
+            continue
+        if how != found.how and start < found.end and (how != "boxed" or _ends_equation(
+                text, start)):
+            continue  # "$3 \cdot 4 = \boxed{12}$, ... The final answer is 84": a step
+        stop = statements[i + 1][1] if i + 1 < len(statements) else len(text)
+        if (_negated(text, start) or _QUESTIONED.match(text, end) or _REFUTED.match(text, end)
+                or _RETRACTION.search(text, end, stop)):
+            continue
+        others.append((how, answer))
+    return others
+
+
+@lru_cache(maxsize=64)
+def _kinds(order: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(how for how in STATEMENTS if how in order)
+
+
+def _ends_equation(text: str, start: int) -> bool:
+    """The box at ``start`` is the result of a computation (``4 \\cdot 3 = \\boxed{12}``):
+    it ends an equation whose left side ends in a digit, a bracket or a brace. A box
+    after a bare name (``x = \\boxed{17}``) states a value, not a step."""
+    before = text[max(0, start - 40) : start].rstrip(" \t$({")
+    if not before.endswith("="):
+        return False
+    left = before[:-1].rstrip()
+    return not left or not left[-1].isalpha()
+
+
+def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
+    """How many final statements ``text`` may hold, counted up to 2 (plain counts: cheap;
+    never fewer than there are)."""
+    markers, closing = _markers(tuple(kinds), answer_tag)
+    marks = 0
+    for marker in markers:
+        marks += text.count(marker)
+        if marks >= 2:
+            return marks
+    if closing:
+        low = text.lower()
+        marks += low.startswith("a:")
+        for key in _CLOSING_KEYS:
+            marks += low.count(key)
+    return marks
+
+
+@lru_cache(maxsize=64)
+def _markers(kinds: tuple[str, ...], answer_tag: str) -> tuple[tuple[str, ...], bool]:
+    """The plain marks of the statement kinds, and whether closing phrases count."""
+    markers: list[str] = []
+    if "answer_tag" in kinds:
+        markers.append(f"</{answer_tag}>")
+    if "boxed" in kinds:
+        markers += ["\\boxed", "\\fbox"]
+    if "hashes" in kinds:
+        markers.append("####")
+    return tuple(markers), "closing" in kinds
+
+
+def _statements(text: str, kinds: Sequence[str],
+                answer_tag: str) -> list[tuple[str, int, int, str]]:
+    """(kind, start, end, answer) of every final statement of the given kinds, in text
+    order."""
+    found: list[tuple[str, int, int, str]] = []
+    if "answer_tag" in kinds:
+        for start, end, block in _tag_block_spans(text, answer_tag):
+            inner = boxed(block)
+            found.append(("answer_tag", start, end,
+                          strip_lead_in(inner if inner is not None else block).strip()))
+    if "boxed" in kinds:
+        for name in ("\\boxed", "\\fbox"):
+            pos = text.find(name)
+            while pos >= 0 and len(found) < _MAX_STATEMENTS:
+                box = _box_at(text, pos)
+                if box is not None:
+                    found.append(("boxed", pos, box[0], box[1].strip()))
+                pos = text.find(name, pos + len(name))
+    if "hashes" in kinds:
+        pos = text.find("####")
+        while pos >= 0 and len(found) < _MAX_STATEMENTS:
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            found.append(("hashes", pos, end, strip_lead_in(text[pos + 4 : end]).strip()))
+            pos = text.find("####", end)
+    if "closing" in kinds:
+        found += [("closing", *closing) for closing in _closings(text)]
+    found.sort(key=lambda statement: statement[1])
+    return found
