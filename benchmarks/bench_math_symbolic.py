@@ -180,11 +180,10 @@ def math_verify_grader() -> Callable[[str, str], bool]:
 
 def _empty_caches() -> None:
     """math_answer's in-process caches, emptied: each timing starts cold."""
-    from rewardkit.builtin import _math_fast
-    from rewardkit.builtin import math as builtin_math
+    from rewardkit.builtin import _math_fast, _math_references, _math_sample
 
-    for fn in (_math_fast.exact_value, _math_fast._compare, builtin_math._reference_kind,
-               builtin_math._ok_score):
+    for fn in (_math_fast.exact_value, _math_fast._compare, _math_references._reference_kind,
+               _math_sample._ok_score):
         fn.cache_clear()
 
 

@@ -31,14 +31,22 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rewardkit.builtin._answers import STATEMENTS, reference_text
 from rewardkit.builtin._commitment import competing_statements, hedged
+from rewardkit.builtin._math_cost_guards import _too_costly
+from rewardkit.builtin._math_params import MathParams
+from rewardkit.builtin._math_references import _plain_reference, _Symbolic, _symbolic_reference
+from rewardkit.builtin._math_sample import _find, _graded_text, _prompt_text, _verdict
+from rewardkit.builtin._math_verify_bridge import (
+    _cas_form,
+    _delimited,
+    _exactly_different,
+    _math_verify,
+    _parse_output,
+)
 from rewardkit.types import Sample, Score
-
-if TYPE_CHECKING:
-    from rewardkit.builtin.math import MathParams
 
 
 class _Unsupported(Exception):
@@ -417,25 +425,32 @@ def same(gold: Any, pred: Any) -> bool | None:
     if kind == "seq":  # a tuple or an interval: other brackets or ends are another value
         return gold == pred
     if kind == "eq":
-        _, gl, gr = gold
-        _, pl, pr = pred
-        if (gl, gr) == (pl, pr) or (gl, gr) == (pr, pl):
-            return True
-        if gl == pl and _is_constant(gr) and _is_constant(pr):
-            return False  # x = 3 against x = 4
-        f, g = _add(dict(gl), dict(gr), -1), _add(dict(pl), dict(pr), -1)
-        if _proportional(f, g):
-            return True  # 2y = 4x is y = 2x
-        if _linear(f) and _linear(g):
-            return False  # two hyperplanes are one only when their equations are proportional
-        if _point_apart(g, f) or _point_apart(f, g):
-            return False  # a solution of one that is not a solution of the other
-        return None
+        return same_equation(gold, pred)
     if kind == "matrix":
         if len(gold[2]) != len(pred[2]) or len(gold[2][0]) != len(pred[2][0]):
             return None  # math-verify may read a column against a row
         return gold[2] == pred[2]
     return bool(gold == pred)
+
+
+def same_equation(gold: Any, pred: Any) -> bool | None:
+    """Whether two equations ``("eq", lhs, rhs)`` have the same solutions: True when they
+    match side by side or are proportional, False when both are linear, or when a point
+    solving one does not solve the other; None when math-verify must say."""
+    _, gl, gr = gold
+    _, pl, pr = pred
+    if (gl, gr) == (pl, pr) or (gl, gr) == (pr, pl):
+        return True
+    if gl == pl and _is_constant(gr) and _is_constant(pr):
+        return False  # x = 3 against x = 4
+    f, g = _add(dict(gl), dict(gr), -1), _add(dict(pl), dict(pr), -1)
+    if _proportional(f, g):
+        return True  # 2y = 4x is y = 2x
+    if _linear(f) and _linear(g):
+        return False  # two hyperplanes are one only when their equations are proportional
+    if _point_apart(g, f) or _point_apart(f, g):
+        return False  # a solution of one that is not a solution of the other
+    return None
 
 
 def _proportional(f: Poly, g: Poly) -> bool:
@@ -585,44 +600,40 @@ def fast_verdict(sample: Sample, params: MathParams) -> Score | None:
     reference and the answer the output commits to are in the exact language; None
     otherwise (and for every case the commitment rules must look at: refusals, hedges,
     competing final statements), which leaves the verdict to the math-verify path."""
-    from rewardkit.builtin import math as m  # math.py calls this module
-
-    if not params.symbolic or m._math_verify() is None:
+    if not params.symbolic or _math_verify() is None:
         return None  # without math-verify, symbolic answers are an error, not a verdict
     gold_text = reference_text(sample.reference)
     if gold_text is None:
         return None
-    gold = m._plain_reference(sample.reference, params)
-    if type(gold) is not m._Symbolic:
+    gold = _plain_reference(sample.reference, params)
+    if type(gold) is not _Symbolic:
         return None
-    text = m._graded_text(sample.text, params)
+    text = _graded_text(sample.text, params)
     if text is None:
         return None
-    found, refusal = m._find(text, params, m._prompt_text(sample))
+    found, refusal = _find(text, params, _prompt_text(sample))
     if found is None or refusal or found.how not in _WHOLE_ANSWER or not found.answer:
         return None
     if found.how == "boxed" and text.count("\\boxed") + text.count("\\fbox") != 1:
         return None
-    if hedged(found.answer) or m._too_costly(found.answer, params.max_symbolic_chars):
+    if hedged(found.answer) or _too_costly(found.answer, params.max_symbolic_chars):
         return None
     if found.how in STATEMENTS and competing_statements(
             found, params.extract, params.answer_tag, first=params.occurrence == "first"):
         return None
-    formula = m._cas_form(found.answer)
+    formula = _cas_form(found.answer)
     verdict = _compare(gold_text.strip(), formula)
     if verdict is None:
         verdict = _math_verify_compare(gold_text, formula)
     if verdict is None:
         return None
-    return m._verdict(verdict, params, found.how, found.answer)
+    return _verdict(verdict, params, found.how, found.answer)
 
 
 @lru_cache(maxsize=4096)
 def _gold_parse(gold_text: str) -> tuple[Any, ...] | None:
     """math-verify's parse of a reference, once per distinct reference in this process."""
-    from rewardkit.builtin import math as m
-
-    parsed = m._symbolic_reference(m._math_verify(), gold_text)
+    parsed = _symbolic_reference(_math_verify(), gold_text)
     return None if isinstance(parsed, Score) else tuple(parsed)
 
 
@@ -632,15 +643,13 @@ def _math_verify_compare(gold_text: str, formula: str) -> bool | None:
     symbolic path reads an answer block (the formula in math delimiters; exact numbers
     compared exactly), cached: each distinct answer of a batch is parsed once. None when
     either side cannot be parsed (the symbolic path then reads the whole output)."""
-    from rewardkit.builtin import math as m
-
     gold = _gold_parse(gold_text)
     if gold is None:
         return None
-    mv = m._math_verify()
-    region = m._delimited(formula)
-    pred = m._parse_output(mv, region)
+    mv = _math_verify()
+    region = _delimited(formula)
+    pred = _parse_output(mv, region)
     if not pred:
         return None
     same = bool(mv.verify(list(gold), pred, timeout_seconds=None))
-    return same and not m._exactly_different(list(gold), pred, region)
+    return same and not _exactly_different(list(gold), pred, region)

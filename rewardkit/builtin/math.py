@@ -22,12 +22,10 @@ on any input and may run inline: ``mode: inline`` on the config component.
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from fractions import Fraction
-from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
@@ -35,25 +33,43 @@ from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import (
     STATEMENTS,
     Found,
-    boxed,
-    extract,
     reference_text,
     strip_calculator_notes,
 )
 from rewardkit.builtin._commitment import (
-    SUPERSEDED,
     competing_answers,
     competing_statements,
-    context_refusal,
     hedged,
     read_answer,
 )
+from rewardkit.builtin._math_cost_guards import _too_costly
 from rewardkit.builtin._math_fast import fast_verdict
-from rewardkit.builtin._plain_numbers import PlainNumber, normalise, numbers_match, read_number
+from rewardkit.builtin._math_params import MathParams
+from rewardkit.builtin._math_references import (
+    _last_words,
+    _plain_reference,
+    _reference_kind,
+    _Symbolic,
+    _symbolic_reference,
+    _WordAnswer,
+    _words,
+)
+from rewardkit.builtin._math_sample import _find, _graded_text, _ok_score, _prompt_text, _verdict
+from rewardkit.builtin._math_verify_bridge import (
+    _MAX_REGION,
+    _bare_formula,
+    _cas_form,
+    _delimited,
+    _exactly_different,
+    _math_verify,
+    _parse,
+    _parse_output,
+)
+from rewardkit.builtin._plain_numbers import PlainNumber, numbers_match
 from rewardkit.builtin._tag_blocks import after_reasoning, tag_block, tag_blocks
 from rewardkit.builtin.choice import GOLD_LETTER, choice_score, sample_options
 from rewardkit.hookspecs import hookimpl
-from rewardkit.types import Sample, Score, Status, completion_text
+from rewardkit.types import Sample, Score
 
 
 class ExactParams(Params):
@@ -101,69 +117,6 @@ def exact_answer(sample: Sample, params: ExactParams) -> Score:
     return Score.ok(params.score if answer == gold else params.wrong, extracted=answer[:200])
 
 
-Strategy = Literal[
-    "answer_tag", "boxed", "hashes", "closing", "bare", "math_span", "last_number"
-]
-_ALL_STRATEGIES: tuple[Strategy, ...] = (
-    "answer_tag", "boxed", "hashes", "closing", "bare", "math_span", "last_number"
-)
-
-
-class MathParams(Params):
-    """Parameters of math_answer."""
-
-    extract: list[Strategy] = Field(
-        default_factory=lambda: list(_ALL_STRATEGIES),
-        min_length=1,
-        description="where to look for a plain-number answer, in order; the first strategy "
-        "that finds something decides: answer_tag (last <answer> block), boxed (last "
-        "\\boxed{}), hashes (the last '####' line), closing (a closing line 'A: 18' / "
-        "'Final Answer: ...' or 'The answer is 18'), bare (the whole output is only an "
-        "answer, e.g. '\\frac{3}{4}' or 'x = 3'), math_span (last $...$ or \\(...\\)), "
-        "last_number (last number in the text)",
-    )
-    answer_tag: str = Field("answer", description="name of the answer tag")
-    reasoning_tag: str | None = Field(
-        None,
-        description="name of the reasoning tag of a reasoning model (e.g. 'think'): grade "
-        "only what follows the last closing </tag>, and pay `wrong` when the reasoning "
-        "never closes; None grades the whole output, less a <think> block (what follows "
-        "the last </think>; an output that opens <think> and never closes it pays `wrong`)",
-    )
-    occurrence: Literal["last", "first"] = Field(
-        "last",
-        description="which occurrence a strategy takes: last (chat models answer at the end) "
-        "or first (few-shot base models go on to invent new questions after answering)",
-    )
-    abs_tol: float = Field(1e-6, ge=0, description="numbers match within this absolute error")
-    rel_tol: float | None = Field(
-        None, ge=0, description="... or within this error relative to the gold value; "
-        "unset: 1e-9 for decimals and none for two whole numbers (exact within abs_tol: "
-        "1000000000001 is not 10^12); a value you set applies to every pair, whole "
-        "numbers included (a 1% tolerance pays 301 for 300)"
-    )
-    decimal_comma: bool = Field(
-        False,
-        description="numbers use a decimal comma ('1,22' is 1.22; '.' and spaces separate "
-        "thousands), as in most of Europe",
-    )
-    symbolic: bool = Field(
-        True,
-        description="compare answers that are not plain numbers with math-verify + sympy; "
-        "false: plain numbers only (a non-numeric answer is wrong)",
-    )
-    choice: bool = Field(
-        True,
-        description="a gold that is one option letter A-J (`B`, `(B)`) is graded as "
-        "multiple_choice grades it: `B) 2x(x-7)` and, when the sample lists the options, "
-        "the option's value are right, several options named is wrong",
-    )
-    max_symbolic_chars: int = Field(
-        1000, gt=0, description="longer extracted answers are not parsed symbolically (they "
-        "are wrong)",
-    )
-    score: float = Field(1.0, description="value of a correct answer")
-    wrong: float = Field(0.0, description="value of a wrong or missing answer")
 
 
 def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
@@ -206,22 +159,6 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     return _verdict(_words(words) == gold.words, params, found.how if found else "words", words)
 
 
-def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None, str]:
-    """The answer the strategies find, and why the output does not stand by it (empty
-    when it does). A number read from the text that a later number follows gives way to
-    the next strategy."""
-    first = params.occurrence == "first"
-    order: Sequence[str] = params.extract
-    while order:
-        found = extract(text, order, params.answer_tag, first=first,
-                        decimal_comma=params.decimal_comma)
-        if found is None:
-            return None, ""
-        refusal = context_refusal(found, first, prompt)
-        if refusal != SUPERSEDED:
-            return found, refusal
-        order = order[order.index(found.how) + 1 :]
-    return None, ""
 
 
 #: a prompt that asks for a percentage: there "18%" may stand for the gold 18
@@ -284,12 +221,6 @@ def _rounds_to(gold_text: str, gold: PlainNumber, pred: PlainNumber, answer: str
     return any(abs(Fraction(p) - g) <= tol for g, tol in golds for p in pred.candidates())
 
 
-def _prompt_text(sample: Sample) -> str:
-    """The prompt as text (chat messages joined), for spotting answers copied from it."""
-    prompt = sample.prompt
-    if isinstance(prompt, list | tuple):  # every turn, not only the assistant's
-        return "\n".join(completion_text(message) for message in prompt)
-    return completion_text(prompt)
 
 
 @reward(params=MathParams, mode="process", timeout=10.0, quick=_quick_verdict)
@@ -387,142 +318,6 @@ def _one_value(gold: str) -> bool:
     return not hedged(gold) and _SEVERAL_VALUES.search(gold) is None
 
 
-def _graded_text(text: str, params: MathParams) -> str | None:
-    """The part of the output that is graded: what follows the reasoning (None when it
-    never closes). With no ``reasoning_tag``, a ``<think>`` block is reasoning all the
-    same: an answer only inside it is not one."""
-    if params.reasoning_tag:
-        return after_reasoning(text, params.reasoning_tag)
-    if "think>" not in text:  # one plain search in the common case
-        return text
-    if "</think>" in text:
-        return after_reasoning(text, "think")
-    return None if "<think>" in text else text
-
-
-def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:
-    return _ok_score(float(params.score if same else params.wrong), how, answer)
-
-
-@lru_cache(maxsize=16384)
-def _ok_score(value: float, how: str, answer: str) -> Score:
-    """One Score per distinct verdict (Scores are immutable): a GRPO group mostly repeats
-    a few answers, and this runs once per sample on the fast path."""
-    return Score(value, Status.OK, "", {"via": how, "extracted": answer[:200]})
-
-
-class _WordAnswer:
-    """A gold answer that is words, not mathematics (``\\text{odd}``, ``Even``)."""
-
-    def __init__(self, words: str) -> None:
-        self.words = words
-
-
-class _Symbolic:
-    """A gold answer for math-verify."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-_TEXT_ONLY = re.compile(r"\s*\\(?:text|textbf|mathrm|textnormal|mbox)\s*\{([^{}$\\]*)\}\s*")
-_ONE_WORD = re.compile(r"\s*([A-Za-z]{2,})\s*")
-#: two words in a row, each with a lower-case letter (``AE + AP = PD`` names quantities)
-_PROSE = re.compile(r"(?<![\\A-Za-z])(?=[A-Z]*[a-z])[A-Za-z]{2,}\b[^\\$]{0,3}?\s+"
-                    r"(?=[A-Z]*[a-z])[A-Za-z]{2,}")
-_TEXT_BLOCK = re.compile(r"\\(?:text|textbf|mathrm|textnormal|mbox|operatorname)\s*\{[^{}]*\}")
-_HAS_MATH = re.compile(r"[\d$]|\\[a-zA-Z(\[]")
-_LAST_SPAN = re.compile(r"\$([^$\n]{1,200})\$\s*\.?\s*$")
-
-
-def _words(text: str) -> str:
-    """Text reduced for comparing word answers: delimiters, ``\\text{}``, case and
-    punctuation dropped."""
-    s = text.strip().strip("$").strip()
-    inner = boxed(s) if s.startswith("\\boxed") else None
-    s = inner if inner is not None else s
-    s = _TEXT_BLOCK.sub(lambda m: " " + m.group(0).split("{", 1)[1][:-1] + " ", s)
-    return " ".join(re.sub(r"[^\w\s]", " ", s).casefold().split())
-
-
-def _last_words(text: str) -> str | None:
-    """For a word answer that no strategy found: a closing ``$...$`` span (``$Even$``), or
-    the whole output when it is short."""
-    m = _LAST_SPAN.search(text)
-    if m:
-        return m.group(1)
-    stripped = text.strip()
-    return stripped if 0 < len(stripped) <= 100 else None
-
-
-def _plain_reference(
-    reference: Any, params: MathParams
-) -> PlainNumber | _WordAnswer | _Symbolic | Score:
-    """The gold answer as a plain number or a word answer, read without math-verify; a
-    ``_Symbolic`` when math-verify must read it; a Score with status error when it is
-    missing or prose."""
-    if type(reference) is str:  # the common case: read each distinct reference once
-        return _reference_kind(reference, params.decimal_comma, params.symbolic)
-    text = reference_text(reference)
-    if text is None:
-        return Score.error("sample has no reference answer")
-    return _reference_kind(text, params.decimal_comma, params.symbolic)
-
-
-@lru_cache(maxsize=65536)
-def _reference_kind(
-    reference: str, decimal_comma: bool, symbolic: bool
-) -> PlainNumber | _WordAnswer | _Symbolic | Score:
-    """What a gold answer is, read once per distinct reference (a GRPO group shares one)."""
-    text = reference_text(reference)
-    if text is None:
-        return Score.error("sample has no reference answer")
-    gold_text = text
-    number = read_number(gold_text, decimal_comma)
-    if number is not None:
-        return number
-    inner = gold_text.strip().strip("$").strip()
-    words = _TEXT_ONLY.fullmatch(inner) or _ONE_WORD.fullmatch(inner)
-    if words and not re.search(r"\d", words.group(1)):
-        return _WordAnswer(_words(words.group(1)))
-    if _PROSE.search(_TEXT_BLOCK.sub(" ", inner)):
-        if not _HAS_MATH.search(gold_text):
-            return Score.error(f"reference {gold_text[:80]!r} is prose, not a number, "
-                               "mathematics or a word answer in \\text{}")
-        # a worked solution (MATH style): its boxed answer is the gold
-        if gold_text.count("\\boxed") + gold_text.count("\\fbox") == 1:
-            number = read_number(boxed(gold_text) or "", decimal_comma)
-            if number is not None:
-                return number
-    if not symbolic:
-        return Score.error(f"reference {gold_text[:80]!r} is not a plain number")
-    return _Symbolic(gold_text)
-
-
-def _symbolic_reference(mv: Any, reference: Any) -> list[Any] | Score:
-    """math-verify's parse of a gold answer that is not a plain number; status error when
-    it cannot be parsed or is too costly to."""
-    gold_text = reference_text(reference) or ""
-    refusal = _too_costly(gold_text, 10_000, max_powers=None)
-    if refusal:
-        return Score.error(f"reference cannot be graded: {refusal}")
-    if _PROSE.search(_TEXT_BLOCK.sub(" ", gold_text)):  # a worked solution: its own extraction
-        parsed = _parse_output(mv, gold_text)
-    else:
-        # with its text as well as its value, as math-verify reads a gold ("12:00")
-        parsed = _parse(mv, gold_text, fallback=_balanced(gold_text))
-    if not parsed:
-        return Score.error(f"reference {gold_text[:80]!r} cannot be parsed")
-    return parsed
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += (ch == "{") - (ch == "}")
-        if depth < 0:
-            return False
-    return depth == 0
 
 
 # -- the symbolic path -------------------------------------------------------------------
@@ -571,209 +366,8 @@ def _symbolic(gold: list[Any], text: str, found: Found | None, params: MathParam
                     extracted=str(pred[-1])[:200])
 
 
-#: the longest tail of an output that math-verify reads
-_MAX_REGION = 8000
 
 
-def _parse_output(mv: Any, text: str) -> list[Any]:
-    """math-verify's parse of a model output with its default extraction (LaTeX anywhere,
-    boxed first, then expressions and numbers), signals off."""
-    return list(mv.parse(text, parsing_timeout=None) or [])
-
-
-def _parse(mv: Any, text: str, fallback: bool) -> list[Any]:
-    """math-verify's parse of a bare answer, signals off (the engine's worker timeout is
-    the guard): as written when it carries its own math delimiters, else as LaTeX math,
-    then with decoration removed, then as free text."""
-    mode = "first_match" if fallback else "no_fallback"
-    text = _cas_form(text)
-    stripped = text.strip()
-    delimited = stripped.startswith(("$", "\\(", "\\[")) or "\\boxed" in stripped
-    candidates = [stripped] if delimited else [f"${stripped}$"]
-    candidates += [f"${normalise(text)}$", text]
-    for candidate in candidates:
-        got = mv.parse(candidate, fallback_mode=mode, parsing_timeout=None)
-        if got:
-            return list(got)
-    return []
-
-
-#: ``√2``, ``√{x+1}``, ``√(x+1)``: the root sign, which math-verify reads as nothing
-_ROOT_SIGN = re.compile(r"√\s*(?:\{([^{}]*)\}|\(([^()]*)\)|(\d+(?:\.\d+)?|[A-Za-z]))")
-#: a MATLAB-style matrix ``[1, 2; 3, 4]``: rows split by ``;``, entries by ``,``
-_MATLAB_MATRIX = re.compile(r"\s*\$?\s*\[([^\[\]$]*;[^\[\]$]*)\]\s*\$?\s*\.?\s*")
-#: a closing phrase after a formula (``(a, 1) for any positive integer a``) that names no
-#: value of its own: no digit, no ``=``, no comma or ``;`` (``3 for odd n, 4 for even n``
-#: keeps it all)
-_TRAILING_PHRASE = re.compile(
-    r"\s*(?:\\text\s*\{\s*)?(?<![\\A-Za-z])(?:for|where|when|with)\s[^=,;\d\\]*"
-    r"(?:\}[^=,;\d\\{}]*)?$")
-_ENGLISH_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
-_LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
-#: a unit in words after a number (``40 \text{ chocolate candies}``): in a list of
-#: quantities math-verify drops the units and reads the first value alone
-_UNIT_AFTER_NUMBER = re.compile(
-    r"(\d)\s*(?:\\[ ,;!]\s*)*\\(?:text|mbox|mathrm)\s*\{[^{}\d\\]*\}")
-
-
-#: the longest answer _cas_form rewrites
-_MAX_REWRITTEN = 1000
-
-
-def _cas_form(answer: str) -> str:
-    """An answer rewritten into the LaTeX math-verify reads, where it writes a value in a
-    form math-verify misreads: the root sign ``√2`` (read as nothing, so ``4√2`` was 4),
-    ``∞``, ``∪`` and ``∩`` (``(-∞, -3) ∪ (3, +∞)`` was not an interval),
-    a MATLAB-style matrix (read as one flat tuple), a formula followed by a phrase that
-    qualifies it (read as its last number), a list of quantities with units in words
-    (read as its first value: the units are dropped). Anything else, and anything longer than an
-    answer (the patterns would backtrack), is returned as it is."""
-    if len(answer) > _MAX_REWRITTEN:
-        return answer
-    if "√" in answer:
-        answer = _ROOT_SIGN.sub(
-            lambda m: "\\sqrt{" + next(g for g in m.groups() if g is not None) + "}", answer)
-    if "∞" in answer or "∪" in answer or "∩" in answer:  # read as nothing, like √
-        answer = answer.replace("∞", "\\infty ").replace("∪", " \\cup ").replace("∩", " \\cap ")
-    matrix = _MATLAB_MATRIX.fullmatch(answer)
-    if matrix:
-        rows = [[cell.strip() for cell in row.split(",")] for row in matrix.group(1).split(";")]
-        if len({len(row) for row in rows}) == 1 and all(all(row) for row in rows):
-            return ("\\begin{pmatrix}" + " \\\\ ".join(" & ".join(row) for row in rows)
-                    + "\\end{pmatrix}")
-    if "," in answer and "\\" in answer:  # a list of quantities: math-verify reads one
-        units = _UNIT_AFTER_NUMBER.sub(r"\1", answer)
-        if units != answer and not _LATEX_TEXT.search(units):
-            answer = units
-    phrase = _TRAILING_PHRASE.search(answer)
-    if phrase and phrase.start() > 0:
-        head = answer[: phrase.start()].strip()
-        if head and not _ENGLISH_WORD.search(_LATEX_TEXT.sub(" ", head)):
-            return head
-    return answer
-
-
-def _bare_formula(answer: str) -> bool:
-    """An answer that is a formula written without math delimiters and without words
-    (``2x^2+x-1``, ``y = -5x - 3``), which math-verify would read only a number of."""
-    return bool(answer) and not any(d in answer for d in ("$", "\\(", "\\[", "\\boxed")) \
-        and not _ENGLISH_WORD.search(_LATEX_TEXT.sub(" ", answer))
-
-
-def _exactly_different(gold: list[Any], pred: list[Any], read: str) -> bool:
-    """Whether two values math-verify calls equal are, written exactly, different
-    numbers: math-verify compares numbers after rounding, which is right for decimals
-    (``0.333``) and wrong for exact values that differ far past the sixth digit
-    (``\\frac{2^{1009}}{2^{1009}+2018}`` is not ``\\frac{2^{1009}}{2^{1009}+1009}``,
-    ``1+10^{-30}`` is not 1). Only exact numbers (no decimal, no variable) on both sides
-    are checked: rationals exactly, other constants by evaluating their difference to
-    as many digits as it takes to tell it from zero; a percent (in ``read``, the text
-    math-verify read, or the gold) is left to math-verify, which reads 28% as 28 too."""
-    import sympy
-
-    if any(isinstance(v, str) and ("%" in v or "percent" in v) for v in (*gold, *pred, read)):
-        return False  # math-verify reads 28% as 0.28 and as 28, on purpose
-    g = next((v for v in gold if isinstance(v, sympy.Expr)), None)
-    p = next((v for v in pred if isinstance(v, sympy.Expr)), None)
-    if g is None or p is None or not (g.is_number and p.is_number):
-        return False
-    if g.atoms(sympy.Float) or p.atoms(sympy.Float):
-        return False  # a decimal: the documented tolerance decides
-    try:
-        g, p = g.doit(), p.doit()  # math-verify leaves 2^{1009}+1009 unevaluated
-        if isinstance(g, sympy.Rational) and isinstance(p, sympy.Rational):
-            return bool(g != p)
-        # a nonzero difference evaluates to full precision however small it is; a zero
-        # one to no precision at all (``-0.e-423``)
-        difference = (g - p).evalf(15, maxn=400)
-        return bool(difference.is_Float and difference != 0 and difference._prec > 1)
-    except Exception:  # sympy cannot evaluate it: math-verify's verdict stands
-        return False
-
-
-def _delimited(region: str) -> str:
-    """An answer block without math delimiters (``\\{3, 1, 2\\}``) read as one formula."""
-    if "$" in region or "\\(" in region or "\\[" in region or "\\boxed" in region:
-        return region
-    return f"${region.strip()}$"
-
-
-_MAX_BRACE_DEPTH = 40
-_MAX_POWERS = 8
-
-
-def _too_costly(text: str, max_chars: int, max_powers: int | None = _MAX_POWERS) -> str:
-    """Why sympy should not see ``text`` (empty when it may). Cheap checks for the known
-    ways to make sympy run for minutes: size, deep nesting, power towers, big factorials.
-    The worker timeout remains the guard for everything else."""
-    if len(text) > max_chars:
-        return f"answer longer than {max_chars} characters"
-    depth = deepest = 0
-    for ch in text:
-        if ch in "{([":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "})]":
-            depth -= 1
-    if deepest > _MAX_BRACE_DEPTH:
-        return "answer nested too deeply"
-    powers = text.count("^") + text.count("**")
-    if (max_powers is not None and powers > max_powers) or _power_tower(text):
-        return "answer has a power tower"
-    if _big_factorial(text):
-        return "answer has a large factorial"
-    return ""
-
-
-_POWER = re.compile(r"(?:\^|\*\*)\s*(\{|\()?")
-_LEADING_DIGITS = re.compile(r"\s*\d*")
-#: a factorial sympy must not evaluate: of 10000 or more (``2019!`` is a few thousand
-#: digits, computed in microseconds), of a factorial (``(2019!)!``, ``5!!``) or of a power
-_FACTORIAL = re.compile(r"(?<!\d)\d{5,}\s*\}?\s*!|!\s*[)}]*\s*!|\^[^!^]{0,40}?[)}]\s*!")
-
-
-def _power_tower(text: str) -> bool:
-    """A power whose exponent itself holds a power (``2^{2^{30}}``) or is huge."""
-    for m in _POWER.finditer(text):
-        rest = text[m.end() : m.end() + 200]
-        if m.group(1):
-            closing = "}" if m.group(1) == "{" else ")"
-            exponent = rest.split(closing, 1)[0]
-            if "^" in exponent or "**" in exponent:
-                return True
-        else:
-            exponent = _LEADING_DIGITS.match(rest).group(0)  # type: ignore[union-attr]
-        digits = "".join(ch for ch in exponent if ch.isdigit())
-        if len(digits) > 5:
-            return True
-    return False
-
-
-def _big_factorial(text: str) -> bool:
-    return _FACTORIAL.search(text) is not None
-
-
-_mv_module: Any = None
-
-
-def _math_verify() -> Any:
-    """math_verify, imported on first use (None when not installed); its once-per-process
-    warning about disabled signal timeouts is silenced, since that is deliberate here."""
-    global _mv_module
-    if _mv_module is None:
-        try:
-            import math_verify
-        except ImportError:
-            return None
-        for name in ("math_verify.parser", "math_verify.grader"):
-            logging.getLogger(name).addFilter(_drop_timeout_warning)
-        _mv_module = math_verify
-    return _mv_module
-
-
-def _drop_timeout_warning(record: logging.LogRecord) -> bool:
-    message = record.getMessage()
-    return not (message.startswith("Timeout is disabled") or message.startswith("Timeout during"))
 
 
 @hookimpl

@@ -14,7 +14,7 @@ import pytest
 
 from rewardkit import RewardSet, Sample, Score, Status, get_reward
 from rewardkit.authoring import Reward
-from rewardkit.builtin import math as builtin_math
+from rewardkit.builtin import _math_verify_bridge
 from rewardkit.types import ExecutionMode
 
 
@@ -59,7 +59,8 @@ def test_non_numeric_reference_without_symbolic_is_an_error() -> None:
 
 
 def test_missing_math_verify_is_reported_as_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(builtin_math, "_math_verify", lambda: None)
+    monkeypatch.setattr(_math_verify_bridge, "_mv_module", None)  # not imported yet, and
+    monkeypatch.setitem(sys.modules, "math_verify", None)  # importing it fails
     score = get_reward("math_answer")().score(
         Sample(completion="\\boxed{x+1}", reference="1+x"))
     assert score.status is Status.ERROR

@@ -29,9 +29,7 @@ SOURCE_ROOTS = [ROOT, ROOT / "trainers", ROOT / "sandbox",
 PACKAGE_PREFIXES = ("rewardkit",)  # rewardkit, rewardkit_trainers, rewardkit_sandbox, ...
 
 #: cycles not fixed yet (issue 22 item 3), each the set of modules of one component
-KNOWN: dict[str, frozenset[str]] = {
-    "math-fast-path": frozenset({"rewardkit.builtin.math", "rewardkit.builtin._math_fast"}),
-}
+KNOWN: dict[str, frozenset[str]] = {}
 
 
 def _modules() -> dict[str, Path]:

@@ -1,0 +1,75 @@
+"""What math_answer reads from a sample, and the Score of a verdict.
+
+The graded text (what follows the reasoning), the prompt as text, the answer the
+extraction strategies find with the reason the output does not stand by it, and one
+cached Score per distinct verdict. Shared by the reward's plain-number and symbolic paths
+(:mod:`rewardkit.builtin.math`) and its exact fast path
+(:mod:`~rewardkit.builtin._math_fast`), so that all three read a sample the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from rewardkit.builtin._answers import (
+    Found,
+    extract,
+)
+from rewardkit.builtin._commitment import (
+    SUPERSEDED,
+    context_refusal,
+)
+from rewardkit.builtin._math_params import MathParams
+from rewardkit.builtin._tag_blocks import after_reasoning
+from rewardkit.types import Sample, Score, Status, completion_text
+
+
+def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None, str]:
+    """The answer the strategies find, and why the output does not stand by it (empty
+    when it does). A number read from the text that a later number follows gives way to
+    the next strategy."""
+    first = params.occurrence == "first"
+    order: Sequence[str] = params.extract
+    while order:
+        found = extract(text, order, params.answer_tag, first=first,
+                        decimal_comma=params.decimal_comma)
+        if found is None:
+            return None, ""
+        refusal = context_refusal(found, first, prompt)
+        if refusal != SUPERSEDED:
+            return found, refusal
+        order = order[order.index(found.how) + 1 :]
+    return None, ""
+
+
+def _prompt_text(sample: Sample) -> str:
+    """The prompt as text (chat messages joined), for spotting answers copied from it."""
+    prompt = sample.prompt
+    if isinstance(prompt, list | tuple):  # every turn, not only the assistant's
+        return "\n".join(completion_text(message) for message in prompt)
+    return completion_text(prompt)
+
+
+def _graded_text(text: str, params: MathParams) -> str | None:
+    """The part of the output that is graded: what follows the reasoning (None when it
+    never closes). With no ``reasoning_tag``, a ``<think>`` block is reasoning all the
+    same: an answer only inside it is not one."""
+    if params.reasoning_tag:
+        return after_reasoning(text, params.reasoning_tag)
+    if "think>" not in text:  # one plain search in the common case
+        return text
+    if "</think>" in text:
+        return after_reasoning(text, "think")
+    return None if "<think>" in text else text
+
+
+def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:
+    return _ok_score(float(params.score if same else params.wrong), how, answer)
+
+
+@lru_cache(maxsize=16384)
+def _ok_score(value: float, how: str, answer: str) -> Score:
+    """One Score per distinct verdict (Scores are immutable): a GRPO group mostly repeats
+    a few answers, and this runs once per sample on the fast path."""
+    return Score(value, Status.OK, "", {"via": how, "extracted": answer[:200]})
