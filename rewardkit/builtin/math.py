@@ -10,7 +10,7 @@
     ``pip install 'rewardkit[math]'`` and imported only when first needed. Only an
     answer the output commits to is paid: several different final answers, negated,
     questioned or retracted mentions, hedges and bounds are wrong (see
-    ``rewardkit.builtin._answers``, "commitment").
+    ``rewardkit.builtin._commitment``).
 
 Why ``math_answer`` is declared ``mode="process"``: sympy can hang or eat memory on
 inputs a policy will produce (``10^{10^{10^{10}}}``, ``1000000!``, deep ``\\frac``
@@ -18,6 +18,13 @@ nests), and only a worker process can be stopped from outside without signals. T
 pool costs about 20 µs per sample in IPC, far below one math-verify call (~0.5 ms), so
 the fast path stays fast. A purely numeric setup (``symbolic: false``) does bounded work
 on any input and may run inline: ``mode: inline`` on the config component.
+
+This module holds the two rewards, math_answer's plain-number verdict and its symbolic
+path; the rest of math_answer is in modules named for what they hold: ``_math_params``
+(MathParams), ``_math_sample`` (what it reads from a sample), ``_math_references`` (what
+a gold answer is), ``_math_verify_bridge`` (math-verify), ``_math_cost_guards`` (what
+sympy must not see) and ``_math_fast`` (the exact fast path, which imports those and
+never this module).
 """
 
 from __future__ import annotations
