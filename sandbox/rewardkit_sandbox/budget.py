@@ -15,7 +15,9 @@ the node that names it the same way, with nothing to start or clean up:
 Waiting is back-pressure, not an error: ``acquire`` blocks until a slot (and a token)
 is free, and says how long it waited (``Ticket.queued_s``), the queueing metric.
 
->>> >>> budget = ExecutionBudget("doc", slots=2, directory=tempfile.mkdtemp())
+>>> import tempfile
+>>> from rewardkit_sandbox.budget import ExecutionBudget
+>>> budget = ExecutionBudget("doc", slots=2, directory=tempfile.mkdtemp())
 >>> with budget.acquire() as ticket:
 ...     ticket.slot in (0, 1), ticket.queued_s < 1.0
 (True, True)
