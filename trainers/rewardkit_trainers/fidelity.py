@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from rewardkit import ConfigError, get_reward
 from rewardkit.authoring import whole_group_needs
 from rewardkit.config import Component, RewardConfig
-from rewardkit.schedules import is_constant
+from rewardkit.schedules import Weight, is_constant
 
 from rewardkit_trainers.launch.segments import reward_boundaries
 
@@ -62,7 +62,7 @@ def group_needs(config: RewardConfig) -> list[tuple[str, str]]:
 def scheduled_components(config: RewardConfig) -> list[str]:
     """Components whose weight changes continuously with the step (a schedule that is not
     constant: :func:`rewardkit.schedules.is_constant`)."""
-    def weights(comp: Component) -> list[object]:
+    def weights(comp: Component) -> list[Weight]:
         if not comp.stages:
             return [comp.weight]
         return [comp.weight if st.weight is None else st.weight for st in comp.stages]
