@@ -81,6 +81,11 @@ class TaskSupervision:
 
     channel: Channel
 
+    if TYPE_CHECKING:  # the reaping and judge mixins' methods
+        def _sweep(self, deadline: float) -> bool: ...
+        def _kill_task(self, pid: int, main_child_reaped: bool = False) -> None: ...
+        def _signal_judge(self) -> None: ...
+
     def _end_task(self, task: Task, reply: dict[str, Any]) -> None:
         """Kill and reap what is left of the task, then read what it left in the pipes."""
         if not self._sweep(time.monotonic() + KILL_GRACE_S):

@@ -17,6 +17,7 @@ from rewardkit_sandbox._zygote_supervision import (
     REPORT_LIMIT_BYTES,
     Stuck,
     Task,
+    TaskSupervision,
     pipes,
     read_rest,
 )
@@ -28,8 +29,22 @@ if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per
 _GONE_GRACE_S = 0.5
 
 
-class TestRunning:
-    """Run a task's tests, one candidate child and one judged test at a time."""
+class TestRunning(TaskSupervision):
+    """Run a task's tests, one candidate child and one judged test at a time (a mixin of
+    ``Zygote``: serving a task comes from :class:`TaskSupervision`, the judge from the
+    judge mixin, forking a confined child from the Zygote itself)."""
+
+    devnull: int  # the Zygote's, opened at its start
+    judge_verdicts: int
+
+    if TYPE_CHECKING:  # the judge mixin's and the Zygote's own methods
+        def _judge_ready(self, request: dict[str, Any]) -> str | None: ...
+        def _judge_test(self, tests_fd: int, span: Any, index: int,
+                        link: tuple[int, int]) -> bool: ...
+        def _judge_verdict(self) -> dict[str, Any] | int | None: ...
+        def _stop_judge(self) -> int | None: ...
+        def _fork_task_child(self, request: dict[str, Any], fds: tuple[int, ...],
+                             workdir: str, role: str = "program") -> int: ...
 
     def _run_tests(
         self,

@@ -279,7 +279,9 @@ class CompiledRunner:
                 result = SandboxResult(Status.FAILED, error="the test program declares no tests")
             else:
                 result = self._run_plan(self._test_plan(code, test), nonce + "\n", limits)
-            if result.status is Status.OK and nonce not in result.metadata.get("harness", ()):
+            records = result.metadata.get("harness", ())
+            if result.status is Status.OK and not (isinstance(records, tuple)
+                                                   and nonce in records):
                 result = dataclasses.replace(
                     result,
                     status=Status.FAILED,
@@ -305,7 +307,7 @@ class CompiledRunner:
 
     def _run_plan(self, plan: _Plan, stdin: str, limits: SandboxLimits) -> SandboxResult:
         build, cached = self.cache.get_or_build(self._key(plan), lambda: self._build(plan))
-        facts = {"compile_cached": cached, "compile_s": round(build.seconds, 4)}
+        facts: dict[str, object] = {"compile_cached": cached, "compile_s": round(build.seconds, 4)}
         if not build.ok:
             return SandboxResult(
                 build.status, stderr=build.log, error=build.error, metadata=facts
