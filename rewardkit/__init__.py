@@ -4,6 +4,7 @@ composed in a config, tested against golden cases, and fed to any trainer."""
 from rewardkit import registry  # the module: registry.register(cls), registry.names(), ...
 from rewardkit.authoring import NoParams, Params, Reward, reward
 from rewardkit.config import ConfigError, RewardConfig, load_config, parse_config
+from rewardkit.execution.budget import BudgetWaitTimeout, ExecutionBudget, node_budget
 from rewardkit.hookspecs import EXIT_FAIL, EXIT_OK, EXIT_USAGE, Subcommands, UsageError, hookimpl
 from rewardkit.registry import RegistryError, UnknownRewardError, get_reward
 from rewardkit.reward_set import RewardSet, SampleScores, ScoreResult
@@ -17,7 +18,9 @@ __all__ = [
     "EXIT_FAIL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "BudgetWaitTimeout",
     "ConfigError",
+    "ExecutionBudget",
     "ExecutionMode",
     "NoParams",
     "Params",
@@ -42,6 +45,7 @@ __all__ = [
     "get_reward",
     "hookimpl",
     "load_config",
+    "node_budget",
     "parse_config",
     "registry",
     "reward",

@@ -1,0 +1,370 @@
+"""One node-wide budget for program executions: how many at once, how many requests a second.
+
+G completions x a batch of prompts x every rank and Ray worker on a node would otherwise
+open G x batch sandboxes (or remote requests) at the same time: a provider answers 429,
+the machine thrashes.  An ``ExecutionBudget`` is shared by every process of one user on
+the node that names it the same way, with nothing to start or clean up:
+
+- **slots**: ``slots`` lock files ``slot-<i>.lock`` in a per-user runtime folder; an
+  execution holds an ``fcntl.flock`` on one of them.  The kernel drops the lock when its
+  holder exits, SIGKILL included, so a dead process never keeps a slot.
+- **rate** (optional): a token bucket (``rate_per_s``, ``burst``) kept in a small
+  mmap'd file, changed only under an ``flock`` of that file; ``pause(s)`` stops every
+  process's requests for ``s`` seconds (a provider's ``Retry-After``).
+
+Waiting is back-pressure, not an error: ``acquire`` blocks until a slot (and a token)
+is free, and says how long it waited (``Ticket.queued_s``), the queueing metric.
+
+>>> import tempfile
+>>> from rewardkit import ExecutionBudget
+>>> budget = ExecutionBudget("doc", slots=2, directory=tempfile.mkdtemp())
+>>> with budget.acquire() as ticket:
+...     ticket.slot in (0, 1), ticket.queued_s < 1.0
+(True, True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import math
+import mmap
+import os
+import random
+import re
+import struct
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+#: tokens, stamp (CLOCK_MONOTONIC, shared by every process of the node), paused until
+_BUCKET = struct.Struct("<ddd")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_POLL_MIN_S = 0.001
+_POLL_MAX_S = 0.02
+_POLL_TURN_S = 0.005  # the turnstile's holder: the one process polling the slots
+#: the deepest debt a bucket may be in (tokens taken beyond its burst; see take_token)
+_MAX_DEBT = 1e12
+
+
+class BudgetWaitTimeout(TimeoutError):
+    """``acquire(max_wait_s=...)`` gave up: the node stayed busy for that long."""
+
+
+@dataclass
+class Ticket:
+    """One held execution slot: which one, and how long getting it took.
+
+    ``queued_s`` is the wait for the slot plus the wait for rate tokens taken through
+    this ticket (``take_token``), so a runner that sends several requests under one slot
+    reports their whole queueing time.
+    """
+
+    slot: int
+    queued_s: float
+    budget: ExecutionBudget
+
+    def take_token(self) -> float:
+        """Wait for one request token of the budget's rate; return (and count) the wait."""
+        waited = self.budget.take_token()
+        self.queued_s += waited
+        return waited
+
+
+class ExecutionBudget:
+    """At most ``slots`` executions at once on this node (for one user and ``name``), and
+    at most ``rate_per_s`` requests a second (bursts of ``burst``) when a rate is given.
+
+    Every process that should share the limit uses the same ``name`` (and ``slots``: the
+    folder holds one file per slot, and a process asking for fewer uses the first ones).
+    Thread-safe; usable after ``fork`` (a child reopens its own lock files).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        slots: int,
+        rate_per_s: float | None = None,
+        burst: float = 1.0,
+        directory: str | None = None,
+    ) -> None:
+        if not _NAME.match(name):
+            raise ValueError(f"budget name {name!r}: letters, digits, '_', '.', '-' only")
+        if slots < 1:
+            raise ValueError(f"a budget needs at least one slot, got {slots}")
+        if rate_per_s is not None and not (rate_per_s > 0 and math.isfinite(rate_per_s)):
+            raise ValueError(f"rate_per_s must be a positive number, got {rate_per_s}")
+        if burst < 1:
+            raise ValueError(f"burst must be at least 1, got {burst}")
+        self.name = name
+        self.slots = slots
+        self.rate_per_s = rate_per_s
+        self.burst = float(burst)
+        self.directory = os.path.join(directory or runtime_directory(), name)
+        _private_folder(self.directory)
+        self._lock = threading.Lock()
+        self._local = threading.Semaphore(slots)  # only `slots` threads poll the files
+        self._pid = -1
+        self._fds: list[int] = []
+        self._held: list[bool] = []
+        self._bucket_fd = -1
+        self._bucket: mmap.mmap | None = None
+        self._turnstiles: set[int] = set()  # descriptors of waits in progress
+        alive = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _after_fork(alive))
+
+    # -- slots ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def acquire(self, *, max_wait_s: float | None = None) -> Iterator[Ticket]:
+        """Hold one slot (and, with a rate, one request token) for the ``with`` body.
+
+        Blocks while every slot is held anywhere on the node; raises
+        ``BudgetWaitTimeout`` only when ``max_wait_s`` is given and passes.
+        """
+        started = time.monotonic()
+        deadline = None if max_wait_s is None else started + max_wait_s
+        if not self._local.acquire(timeout=max_wait_s):
+            raise BudgetWaitTimeout(self._busy(max_wait_s))
+        try:
+            slot = self._claim(deadline, max_wait_s)
+        except BaseException:
+            self._local.release()
+            raise
+        try:
+            ticket = Ticket(slot, time.monotonic() - started, self)
+            if self.rate_per_s is not None:
+                ticket.take_token()
+            yield ticket
+        finally:
+            self._release(slot)
+            self._local.release()
+
+    def _claim(self, deadline: float | None, max_wait_s: float | None) -> int:
+        """A free slot, claimed in turn: waiters queue on the turnstile lock and only its
+        holder polls the slots, so a process that just let a slot go cannot take it
+        straight back ahead of one that has been waiting."""
+        turnstile = os.open(
+            os.path.join(self.directory, "turnstile.lock"), os.O_RDWR | os.O_CREAT, 0o600
+        )
+        with self._lock:
+            self._turnstiles.add(turnstile)
+        try:
+            self._enter(turnstile, deadline, max_wait_s)
+            pause = _POLL_MIN_S
+            while True:
+                slot = self._try_slots()
+                if slot is not None:
+                    return slot
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise BudgetWaitTimeout(self._busy(max_wait_s))
+                time.sleep(pause)
+                pause = min(pause * 2, _POLL_TURN_S)
+        finally:
+            with self._lock:
+                self._turnstiles.discard(turnstile)
+            os.close(turnstile)  # lets the next waiter in
+
+    def _enter(self, turnstile: int, deadline: float | None, max_wait_s: float | None) -> None:
+        if deadline is None:
+            fcntl.flock(turnstile, fcntl.LOCK_EX)
+            return
+        pause = _POLL_MIN_S
+        while True:
+            try:
+                fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise BudgetWaitTimeout(self._busy(max_wait_s)) from None
+            time.sleep(pause * random.uniform(0.5, 1.5))
+            pause = min(pause * 2, _POLL_MAX_S)
+
+    def _try_slots(self) -> int | None:
+        with self._lock:
+            self._reopen_if_forked()
+            start = random.randrange(self.slots)
+            for offset in range(self.slots):
+                slot = (start + offset) % self.slots
+                if self._held[slot]:
+                    continue
+                try:
+                    fcntl.flock(self._fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                self._held[slot] = True
+                return slot
+        return None
+
+    def _release(self, slot: int) -> None:
+        with self._lock:
+            if os.getpid() == self._pid:
+                fcntl.flock(self._fds[slot], fcntl.LOCK_UN)
+                self._held[slot] = False
+
+    def _reopen_if_forked(self) -> None:
+        """Open this process's own descriptors: an inherited one shares the parent's
+        lock (flock belongs to the open file), so a child must not use it."""
+        if self._pid == os.getpid():
+            return
+        self._fds = [
+            os.open(os.path.join(self.directory, f"slot-{i}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            for i in range(self.slots)
+        ]
+        self._held = [False] * self.slots
+        self._bucket_fd, self._bucket = -1, None
+        self._pid = os.getpid()
+
+    def _busy(self, max_wait_s: float | None) -> str:
+        return (
+            f"every one of the {self.slots} slots of budget {self.name!r} stayed busy for "
+            f"{max_wait_s:g} s ({self.directory})"
+        )
+
+    # -- rate -----------------------------------------------------------------------
+
+    def take_token(self, amount: float = 1.0) -> float:
+        """Wait until the node's bucket can pay ``amount`` tokens, take them; return the
+        wait (s).
+
+        One request is one token; a bucket of API tokens (a judge's TPM) takes a
+        request's estimated token count. An amount above ``burst`` waits for a full
+        bucket and leaves it in debt (negative), which later takers wait out, so the
+        long-run rate holds. Without a rate, returns 0 at once.
+        """
+        if self.rate_per_s is None:
+            return 0.0
+        if not amount > 0:
+            return 0.0
+        needed = min(amount, self.burst)
+        started = time.monotonic()
+        while True:
+            with self._bucket_locked() as bucket:
+                now = time.monotonic()
+                tokens, stamp, paused_until = _read(bucket, now, self.burst)
+                tokens = min(self.burst, tokens + (now - stamp) * self.rate_per_s)
+                if paused_until > now:
+                    wait = paused_until - now
+                elif tokens >= needed:
+                    _write(bucket, tokens - amount, now, paused_until)
+                    return time.monotonic() - started
+                else:
+                    wait = (needed - tokens) / self.rate_per_s
+                _write(bucket, tokens, now, paused_until)
+            time.sleep(max(wait, _POLL_MIN_S) * random.uniform(1.0, 1.1))
+
+    def charge(self, amount: float) -> None:
+        """Take ``amount`` more tokens without waiting (a negative amount gives some
+        back, up to ``burst``): the correction once a request's real cost is known (the
+        usage an API answers with, against the estimate taken)."""
+        if self.rate_per_s is None or not amount or not math.isfinite(amount):
+            return
+        with self._bucket_locked() as bucket:
+            now = time.monotonic()
+            tokens, stamp, paused_until = _read(bucket, now, self.burst)
+            tokens = min(self.burst, tokens + (now - stamp) * self.rate_per_s)
+            _write(bucket, min(self.burst, tokens - amount), now, paused_until)
+
+    def pause(self, seconds: float) -> None:
+        """Hold back every process's requests for ``seconds`` (a ``Retry-After``)."""
+        if self.rate_per_s is None or not seconds > 0:
+            return
+        with self._bucket_locked() as bucket:
+            now = time.monotonic()
+            _, stamp, paused_until = _read(bucket, now, self.burst)
+            _write(bucket, 0.0, max(now, stamp), max(paused_until, now + seconds))
+
+    @contextlib.contextmanager
+    def _bucket_locked(self) -> Iterator[mmap.mmap]:
+        with self._lock:
+            self._reopen_if_forked()
+            if self._bucket is None:
+                fd = os.open(os.path.join(self.directory, "rate"), os.O_RDWR | os.O_CREAT, 0o600)
+                if os.fstat(fd).st_size < _BUCKET.size:
+                    os.ftruncate(fd, _BUCKET.size)  # zeros: an empty bucket stamped at boot
+                self._bucket_fd, self._bucket = fd, mmap.mmap(fd, _BUCKET.size)
+            fd, bucket = self._bucket_fd, self._bucket
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield bucket
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _after_fork(alive: weakref.ref[ExecutionBudget]) -> None:
+    """In a forked child: fresh locks and permits (a parent thread may have held them at
+    the fork), and the inherited descriptors closed.  A lock belongs to the open file, so
+    a child keeping the parent's descriptors would keep the parent's slots locked after
+    the parent died; the child opens its own on next use."""
+    budget = alive()
+    if budget is None:
+        return
+    budget._lock = threading.Lock()
+    budget._local = threading.Semaphore(budget.slots)
+    if budget._bucket is not None:
+        budget._bucket.close()
+    for fd in [*budget._fds, budget._bucket_fd, *budget._turnstiles]:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    budget._fds, budget._held, budget._bucket_fd, budget._bucket = [], [], -1, None
+    budget._turnstiles = set()
+    budget._pid = -1
+
+
+def _read(bucket: mmap.mmap, now: float, burst: float) -> tuple[float, float, float]:
+    """The bucket's state; one that cannot be right (torn, from before a reboot) is reset."""
+    tokens, stamp, paused_until = _BUCKET.unpack_from(bucket)
+    sane = all(math.isfinite(v) for v in (tokens, stamp, paused_until))
+    if not sane or not -_MAX_DEBT <= tokens <= burst or stamp > now or paused_until > now + 3600:
+        return burst, now, 0.0
+    return tokens, stamp, paused_until
+
+
+def _write(bucket: mmap.mmap, tokens: float, stamp: float, paused_until: float) -> None:
+    _BUCKET.pack_into(bucket, 0, tokens, stamp, paused_until)
+
+
+def runtime_directory() -> str:
+    """Where budgets keep their files: ``/dev/shm/rewardkit-budget-<uid>`` (node-local
+    memory), else ``/tmp/rewardkit-budget-<uid>``; ``RK_BUDGET_DIR`` overrides.
+
+    A fixed path, not ``$TMPDIR`` or ``$XDG_RUNTIME_DIR``: trainer ranks, worker
+    processes and Ray workers on one node often see different values of those, and a
+    budget is shared only by processes that find the same folder.
+    """
+    chosen = os.environ.get("RK_BUDGET_DIR")
+    if chosen:
+        return chosen
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else "/tmp"
+    return os.path.join(base, f"rewardkit-budget-{os.getuid()}")
+
+
+def _private_folder(path: str) -> None:
+    """Make ``path`` (mode 0700) or check that an existing one is this user's own: a
+    folder another user made could hand us their lock files."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    owner = os.stat(path).st_uid
+    if owner != os.getuid():
+        raise PermissionError(f"budget folder {path} belongs to uid {owner}, not to this user")
+
+
+_shared: dict[tuple[str, int, float | None, float], ExecutionBudget] = {}
+_shared_lock = threading.Lock()
+
+
+def node_budget(
+    name: str, *, slots: int, rate_per_s: float | None = None, burst: float = 1.0
+) -> ExecutionBudget:
+    """The process's ``ExecutionBudget`` for these settings (made once, then reused), in
+    the default runtime folder: what rewards and runners call."""
+    key = (name, slots, rate_per_s, burst)
+    with _shared_lock:
+        budget = _shared.get(key)
+        if budget is None:
+            budget = ExecutionBudget(name, slots=slots, rate_per_s=rate_per_s, burst=burst)
+            _shared[key] = budget
+        return budget
