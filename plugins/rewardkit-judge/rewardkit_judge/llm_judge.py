@@ -31,13 +31,23 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score, completion_text
+from rewardkit import (
+    ExecutionBudget,
+    ExecutionMode,
+    Params,
+    Reward,
+    Sample,
+    Score,
+    completion_text,
+    node_budget,
+)
 from rewardkit_judge.data_block import block_nonce, cut_middle, data_block
 
 DEFAULT_TEMPLATE = """\
@@ -77,8 +87,27 @@ class EndpointParams(Params):
     #: the placeholders ``template`` may use
     PLACEHOLDERS: ClassVar[tuple[str, ...]] = ("prompt", "completion", "reference", "nonce")
 
-    base_url: str = Field(description="the endpoint's OpenAI API root, e.g. "
-                          "http://127.0.0.1:8000/v1")
+    base_url: str | list[str] | None = Field(
+        None, description="the endpoint's OpenAI API root, e.g. http://127.0.0.1:8000/v1 "
+        "(a list: several endpoints, as endpoints)")
+    endpoints: list[str] = Field(
+        default_factory=list, description="several OpenAI API roots serving the same model; "
+        "each request goes to one (endpoint_policy), a dead one is left out for "
+        "dead_endpoint_retry_s. Filled from base_url when not given")
+    endpoint_policy: Literal["round_robin", "least_loaded"] = Field(
+        "round_robin", description="round_robin: the live endpoints in turn; least_loaded: "
+        "the live endpoint with the fewest requests in flight from this process")
+    dead_endpoint_retry_s: float = Field(
+        30.0, ge=0, description="seconds an endpoint that refused the connection, timed "
+        "out or answered 5xx is left out before it is tried again")
+    rpm: float | None = Field(
+        None, gt=0, description="requests a minute to these endpoints, for every process "
+        "of the node together (a node-wide token bucket); null: no limit")
+    tpm: float | None = Field(
+        None, gt=0, description="API tokens a minute to these endpoints, for every process "
+        "of the node together: a request is charged its estimate (prompt characters / 4 + "
+        "max_tokens) before it is sent, then corrected by the usage the endpoint answers "
+        "with; null: no limit")
     model: str = Field(description="model name sent in each request")
     template: str = Field(DEFAULT_TEMPLATE, description="the user message; placeholders in "
                           "braces are filled in (see the reward); {prompt}, {completion} "
@@ -102,12 +131,29 @@ class EndpointParams(Params):
         None, description="environment variable holding a bearer token for the endpoint"
     )
 
-    @field_validator("base_url")
+    @model_validator(mode="before")
     @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"{value!r} is not an http(s) URL")
-        return value.rstrip("/")
+    def _endpoint_list(cls, data: Any) -> Any:
+        """One list of endpoints (``endpoints``), from ``endpoints`` or ``base_url`` (one
+        URL or a list), each an http(s) URL without its trailing slash."""
+        if not isinstance(data, Mapping):
+            return data
+        base, listed = data.get("base_url"), data.get("endpoints")
+        given = [base] if isinstance(base, str) else base
+        if listed and given and list(given) != list(listed):
+            raise ValueError("give base_url or endpoints, not both")
+        urls = listed or given
+        if not urls:
+            raise ValueError("base_url or endpoints is required (the judge's OpenAI API root)")
+        if not isinstance(urls, list | tuple) or not all(isinstance(u, str) for u in urls):
+            raise ValueError(f"endpoints must be a list of URLs, got {urls!r}")
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{url!r} is not an http(s) URL")
+        clean = [url.rstrip("/") for url in urls]
+        if len(set(clean)) != len(clean):
+            raise ValueError(f"an endpoint is listed twice: {clean}")
+        return {**data, "endpoints": clean, "base_url": clean[0] if len(clean) == 1 else clean}
 
     @model_validator(mode="after")
     def _template_fills(self) -> EndpointParams:
@@ -205,7 +251,6 @@ def retry_after(value: str | None) -> float:
         seconds = float(value)
     except ValueError:
         import email.utils
-        import time
 
         try:
             seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
@@ -216,69 +261,189 @@ def retry_after(value: str | None) -> float:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
-class ChatClient:
-    """Posts chat-completion requests with a concurrency limit, timeouts and retries.
+def estimate_tokens(body: Mapping[str, Any]) -> int:
+    """The API tokens a chat request may cost, before it is sent: its messages'
+    characters / 4 (about a token in English text; a TPM bucket is corrected by the
+    answer's ``usage`` when the endpoint reports it) plus ``max_tokens``."""
+    chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", ())
+                if isinstance(m, Mapping))
+    return chars // 4 + 1 + int(body.get("max_tokens") or 0)
 
+
+def rate_budgets(endpoints: list[str], model: str, rpm: float | None,
+                 tpm: float | None) -> tuple[ExecutionBudget | None, ExecutionBudget | None]:
+    """The node-wide RPM and TPM buckets of these endpoints (one pair for every process of
+    the user on the node that asks the same endpoints for the same model)."""
+    key = hashlib.sha256(json.dumps([sorted(endpoints), model]).encode()).hexdigest()[:16]
+    requests = node_budget(f"judge-{key}-rpm", slots=1, rate_per_s=rpm / 60.0) if rpm \
+        else None
+    tokens = node_budget(f"judge-{key}-tpm", slots=1, rate_per_s=tpm / 60.0,
+                         burst=max(1.0, tpm / 60.0)) if tpm else None
+    return requests, tokens
+
+
+class _Endpoint:
+    """One endpoint's state in a client: requests in flight, left out until when."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.in_flight = 0
+        self.dead_until = 0.0
+        self.failures = 0
+
+
+class ChatClient:
+    """Posts chat-completion requests with a concurrency limit, timeouts and retries, to
+    one of several endpoints, under the node's RPM and TPM buckets.
+
+    A request goes to a live endpoint (``round_robin`` or ``least_loaded``); one that
+    refuses the connection, times out or answers 5xx is left out for
+    ``dead_retry_s`` and the retry goes to another at once (when every endpoint is out,
+    the one due back first is tried). A 429's ``Retry-After`` (bounded by
+    ``MAX_RETRY_AFTER``) holds back every request of this client, and, with an RPM bucket,
+    of every process on the node.
     Built inside the event loop that uses it (httpx clients belong to one loop).
     """
 
     RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+    #: answers that take an endpoint out (it is down or failing), beside connection errors
+    DEAD_STATUS = frozenset({500, 502, 503, 504})
 
-    def __init__(self, base_url: str, concurrency: int, timeout: float, retries: int,
-                 backoff: float, api_key: str | None) -> None:
+    def __init__(self, endpoints: str | list[str], concurrency: int, timeout: float,
+                 retries: int, backoff: float, api_key: str | None, *,
+                 policy: str = "round_robin", dead_retry_s: float = 30.0,
+                 requests: ExecutionBudget | None = None,
+                 tokens: ExecutionBudget | None = None) -> None:
         import httpx
 
+        urls = [endpoints] if isinstance(endpoints, str) else list(endpoints)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        limits = httpx.Limits(max_connections=concurrency,
-                              max_keepalive_connections=concurrency)
+        limits = httpx.Limits(max_connections=concurrency * len(urls),
+                              max_keepalive_connections=concurrency * len(urls))
         self._httpx = httpx
-        self._client = httpx.AsyncClient(base_url=base_url, timeout=timeout, headers=headers,
-                                         limits=limits)
+        self._client = httpx.AsyncClient(timeout=timeout, headers=headers, limits=limits)
         self._gate = asyncio.Semaphore(concurrency)
         self._timeout = timeout
         self._retries = retries
         self._backoff = backoff
+        self._endpoints = [_Endpoint(url.rstrip("/")) for url in urls]
+        self._policy = policy
+        self._dead_retry_s = dead_retry_s
+        self._turn = 0
+        self._paused_until = 0.0
+        self._requests = requests
+        self._tokens = tokens
         self.requests = 0  # requests sent, retries included
+        self.sent_to: dict[str, int] = {e.url: 0 for e in self._endpoints}
+
+    def _pick(self, avoid: _Endpoint | None) -> _Endpoint:
+        """The endpoint for the next attempt: a live one by the policy, not ``avoid`` (the
+        one that just failed) when another is live; else the one due back first."""
+        now = time.monotonic()
+        live = [e for e in self._endpoints if e.dead_until <= now]
+        if avoid is not None and len(live) > 1:
+            live = [e for e in live if e is not avoid]
+        if not live:
+            return min(self._endpoints, key=lambda e: e.dead_until)
+        self._turn += 1
+        if self._policy == "least_loaded":
+            least = min(e.in_flight for e in live)
+            live = [e for e in live if e.in_flight == least]
+        return live[self._turn % len(live)]
+
+    def _dead(self, endpoint: _Endpoint) -> None:
+        endpoint.failures += 1
+        endpoint.dead_until = time.monotonic() + self._dead_retry_s
+
+    async def _take(self, estimate: int) -> None:
+        """Wait out a ``Retry-After`` this client was given, then (off the event loop)
+        for the node's RPM and TPM tokens of one request."""
+        paused = self._paused_until - time.monotonic()
+        if paused > 0:
+            await asyncio.sleep(paused)
+        if self._requests is not None:
+            await asyncio.to_thread(self._requests.take_token)
+        if self._tokens is not None:
+            await asyncio.to_thread(self._tokens.take_token, float(estimate))
 
     async def complete(self, body: dict[str, Any]) -> str:
         """The assistant message's content for ``body``; raises :class:`EndpointError`."""
         delay = self._backoff
         asked = 0.0  # the wait the endpoint asked for (Retry-After)
         problem = ""
+        failed: _Endpoint | None = None
+        estimate = estimate_tokens(body)
         for attempt in range(self._retries + 1):
             if attempt:
-                await asyncio.sleep(max(delay, asked))
-                delay *= 2
+                switched = failed is not None and self._pick(failed) is not failed
+                # another live endpoint takes the retry at once; the same one is backed off
+                await asyncio.sleep(asked if switched else max(delay, asked))
+                if not switched:
+                    delay *= 2
                 asked = 0.0
             async with self._gate:
+                endpoint = self._pick(failed)
+                await self._take(estimate)
                 self.requests += 1
+                self.sent_to[endpoint.url] += 1
+                endpoint.in_flight += 1
+                where = f" {endpoint.url}" if len(self._endpoints) > 1 else ""
                 try:
                     # the whole request, not each read: httpx's timeout restarts with
                     # every byte, so a server trickling its answer would hold it longer
-                    response = await asyncio.wait_for(
-                        self._client.post("/chat/completions", json=body), self._timeout)
+                    response = await asyncio.wait_for(self._client.post(
+                        f"{endpoint.url}/chat/completions", json=body), self._timeout)
                 except (self._httpx.TimeoutException, TimeoutError):
-                    problem = "request timed out"
+                    problem = f"request{where and ' to' + where} timed out"
+                    self._dead(endpoint)
+                    failed = endpoint
                     continue
                 except self._httpx.HTTPError as exc:
-                    problem = f"cannot reach the endpoint: {type(exc).__name__}: {exc}"
+                    problem = (f"cannot reach the endpoint{where}: "
+                               f"{type(exc).__name__}: {exc}")
+                    self._dead(endpoint)
+                    failed = endpoint
                     continue
+                finally:
+                    endpoint.in_flight -= 1
             if response.status_code in self.RETRY_STATUS:
-                problem = f"endpoint answered HTTP {response.status_code}"
+                problem = f"endpoint{where} answered HTTP {response.status_code}"
                 asked = retry_after(response.headers.get("Retry-After"))
+                if response.status_code in self.DEAD_STATUS:
+                    self._dead(endpoint)
+                    failed = endpoint
+                else:
+                    failed = None
+                if response.status_code == 429 and asked:
+                    # every request of this client waits, and with rpm every process's
+                    self._paused_until = max(self._paused_until, time.monotonic() + asked)
+                    if self._requests is not None:
+                        await asyncio.to_thread(self._requests.pause, asked)
                 continue
             if response.status_code >= 400:
                 raise EndpointError(f"endpoint answered HTTP {response.status_code}: "
                                     f"{response.text[:200]}")
             try:
-                content = response.json()["choices"][0]["message"]["content"]
+                answer = response.json()
+                content = answer["choices"][0]["message"]["content"]
             except (ValueError, KeyError, IndexError, TypeError):
                 raise EndpointError("endpoint answer is not a chat completion: "
                                     f"{response.text[:200]!r}") from None
+            endpoint.failures = 0
+            self._correct(answer, estimate)
             if not isinstance(content, str):
                 raise EndpointError(f"chat completion content is {type(content).__name__}")
             return content
         raise EndpointError(f"{problem} (after {self._retries + 1} attempts)")
+
+    def _correct(self, answer: Any, estimate: int) -> None:
+        """Charge the TPM bucket the difference between the tokens the answer's ``usage``
+        reports and the estimate taken (nothing when it reports none)."""
+        usage = answer.get("usage") if isinstance(answer, Mapping) else None
+        total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
+        if self._tokens is not None and isinstance(total, int) and \
+                not isinstance(total, bool) and total >= 0:
+            self._tokens.charge(float(total - estimate))
 
 
 class EndpointJudge(Reward):
@@ -333,8 +498,12 @@ class EndpointJudge(Reward):
         if self._client is None or self._client_loop is not loop:
             p = self.params
             api_key = os.environ.get(p.api_key_env) if p.api_key_env else None
-            self._client = ChatClient(p.base_url, p.concurrency, p.request_timeout,
-                                      p.retries, p.backoff, api_key)
+            requests, tokens = rate_budgets(p.endpoints, p.model, p.rpm, p.tpm)
+            self._client = ChatClient(p.endpoints, p.concurrency, p.request_timeout,
+                                      p.retries, p.backoff, api_key,
+                                      policy=p.endpoint_policy,
+                                      dead_retry_s=p.dead_endpoint_retry_s,
+                                      requests=requests, tokens=tokens)
             self._client_loop = loop
         return self._client
 
