@@ -302,3 +302,36 @@ def test_base_url_may_be_a_list() -> None:
     rs = judge_set(base_url=["http://a/v1/", "http://b/v1"])
     p = rs.components["judge"].stages[0].reward.params
     assert p.endpoints == ["http://a/v1", "http://b/v1"]
+
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "plugins"
+
+
+def _section_yaml(page: str, heading: str) -> dict[str, Any]:
+    import re
+
+    import yaml
+
+    text = (DOCS / page).read_text(encoding="utf-8")
+    section = text.split(heading, 1)[1]
+    return yaml.safe_load(re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)[0])
+
+
+@pytest.mark.parametrize("page, heading, sample", [
+    ("judge.md", "### Rate limits and several endpoints",
+     {"prompt": CAPITAL, "completion": "paris"}),
+    ("translation.md", "Under a provider's limits",
+     {"prompt": SOURCE, "completion": "包裹重 3.5 公斤。"}),
+])
+def test_the_docs_rate_limit_snippets_run_against_a_dead_and_a_live_endpoint(
+        servers: Any, page: str, heading: str, sample: dict[str, Any]) -> None:
+    config = _section_yaml(page, heading)
+    (name, component), = config["rewards"].items()
+    live, dead = servers(), refused_url()
+    assert len(component["params"]["endpoints"]) == 2
+    component["params"]["endpoints"] = [dead, live.url]
+    rs = RewardSet.from_dict(config)
+    out = rs.score([{**sample, "completion": sample["completion"] + " " * i}
+                    for i in range(3)])
+    assert [r.scores[name].status for r in out] == ["ok"] * 3
+    assert len(live.arrivals) == 3
