@@ -335,3 +335,22 @@ def test_the_docs_rate_limit_snippets_run_against_a_dead_and_a_live_endpoint(
                     for i in range(3)])
     assert [r.scores[name].status for r in out] == ["ok"] * 3
     assert len(live.arrivals) == 3
+
+
+def test_a_429s_retry_after_holds_back_the_components_other_requests(
+        servers: Any) -> None:
+    """Without rpm (no node bucket), the pause still holds every request of the
+    component, not only the one that was told."""
+    def busy_first(n: int, request: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+        if n == 1:
+            return 429, {"error": {"message": "slow down"}}, {"Retry-After": "1"}
+        time.sleep(0.2)
+        return verdict(n, request)
+
+    server = servers(busy_first)
+    out = judge_set(base_url=server.url, concurrency=2, retries=2).score(rows(4))
+    assert [r.scores["judge"].status for r in out] == ["ok"] * 4
+    told = server.arrivals[0]
+    # the second request was in flight with the first; every later one waited
+    assert all(t - told >= 0.95 for t in server.arrivals[2:]), \
+        [t - told for t in server.arrivals]

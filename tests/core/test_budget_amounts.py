@@ -1,0 +1,44 @@
+"""The node budget's buckets charged by amount (what a judge's TPM needs): a request
+costing more than the burst waits for a full bucket and leaves it in debt, later takers
+wait the debt out, and ``charge`` corrects an estimate both ways."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rewardkit import ExecutionBudget
+
+
+def _timed(budget: ExecutionBudget, amount: float) -> float:
+    started = time.monotonic()
+    budget.take_token(amount)
+    return time.monotonic() - started
+
+
+def test_an_amount_above_the_burst_leaves_a_debt_that_later_takers_wait_out(
+        tmp_path: Path) -> None:
+    budget = ExecutionBudget("tpm", slots=1, rate_per_s=100, burst=10,
+                             directory=str(tmp_path))
+    assert _timed(budget, 30) < 0.05          # a full bucket pays it at once
+    assert _timed(budget, 1) >= 0.18          # 20 in debt + 1, at 100/s: ~0.21 s
+
+
+def test_charge_corrects_the_estimate_up_and_down(tmp_path: Path) -> None:
+    budget = ExecutionBudget("usage", slots=1, rate_per_s=100, burst=10,
+                             directory=str(tmp_path))
+    budget.take_token(10)
+    budget.charge(20)                         # it cost 20 more than estimated
+    assert _timed(budget, 1) >= 0.18
+    budget.take_token(10)
+    budget.charge(-10)                        # it cost 10 less: given back
+    assert _timed(budget, 5) < 0.05
+
+
+def test_two_budgets_of_one_name_share_the_bucket(tmp_path: Path) -> None:
+    """Two objects (as two processes would hold) over one folder: one's debt is the
+    other's wait."""
+    one = ExecutionBudget("shared", slots=1, rate_per_s=50, burst=5, directory=str(tmp_path))
+    two = ExecutionBudget("shared", slots=1, rate_per_s=50, burst=5, directory=str(tmp_path))
+    one.take_token(15)
+    assert _timed(two, 1) >= 0.18             # (10 + 1) / 50 s
