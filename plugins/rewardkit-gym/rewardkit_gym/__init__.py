@@ -1,0 +1,1 @@
+"""rewardkit-gym: reasoning-gym's procedural tasks for rewardkit (docs/plugins/gym.md)."""

@@ -1,0 +1,161 @@
+"""``gym_answer``: a completion scored by its reasoning-gym dataset's own ``score_answer``.
+
+A row carries what reasoning-gym generated for it (``rewardkit gym-data`` writes it so):
+the dataset name in ``gym_dataset`` and the entry's ``metadata`` in ``gym_entry`` (a
+mapping, or its JSON text, so that rows of different datasets share one Arrow schema);
+the reference is the entry's ``answer``. The answer is the last ``<answer>`` block, or
+the final non-empty line when there is none.
+
+What the scorers pay cheaply, the reward refuses before them (docs/plugins/gym.md): an
+empty answer, several answer blocks (the last one is read: a hedge), and an answer that
+copies the question (``game_of_life_halting`` pays the echoed question 1.0,
+``rotate_matrix`` 0.22). Several scorers pay any well-formed wrong
+answer 0.01 or 0.05 (``advanced_geometry``, ``countdown``, ``arc_agi``,
+``sentence_reordering``): with ``credit: full`` (the default) only a full score pays, and
+with ``credit: scorer`` what the scorer pays a decoy answer (:data:`DECOY`) is taken out.
+A scorer that pays the decoy full marks cannot tell answers apart
+(``game_of_life_halting`` compares ``bool("False") == bool("True")``): then only the
+reference itself, whitespace aside, is paid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, visible_length
+
+#: a question this long found whole in an answer is a copy, not a coincidence
+ECHO_MIN_WORDS = 8
+_WORD = re.compile(r"\w+")
+#: an answer to no reasoning-gym task: what a scorer pays it, it pays any answer
+DECOY = "no answer here"
+
+
+class GymParams(Params):
+    """Parameters of gym_answer."""
+
+    answer_tag: str = Field(
+        "answer", description="tag whose last block holds the answer; without one, the "
+        "final non-empty line is the answer")
+    reasoning_tag: str | None = Field(
+        None, description="name of the reasoning tag (e.g. 'think'): read only what follows "
+        "the last closing </tag>, and pay 0 when it never closes")
+    credit: Literal["full", "scorer"] = Field(
+        "full", description="full: 1 when the dataset's scorer gives full marks, else 0; "
+        "scorer: the scorer's own value (partial credit, including the 0.01-0.05 some "
+        "scorers pay any well-formed answer)")
+    dataset_column: str = Field("gym_dataset", description="metadata column: dataset name")
+    entry_column: str = Field(
+        "gym_entry", description="metadata column: the entry's metadata (mapping or JSON)")
+
+
+class GymAnswer(Reward):
+    """The answer is right by the row's reasoning-gym dataset's own scorer.
+
+    Details: ``dataset``, ``scorer`` (the scorer's raw value) and ``answer`` (what was
+    read). Status error for a row without a known dataset or its entry metadata. A scorer
+    that raises on the answer pays 0 (the answer is malformed), with the error in details.
+    Example: ``gym_dataset: spell_backward``, reference ``"tac"`` and
+    ``<answer>tac</answer>`` -> 1.0; ``<answer></answer>`` -> 0.0.
+    """
+
+    name: ClassVar[str] = "gym_answer"
+    Params: ClassVar[type[Params]] = GymParams
+    mode: ClassVar[ExecutionMode] = ExecutionMode.PROCESS
+    #: the first score in a worker imports reasoning-gym (1 s quiet, more when loaded)
+    timeout: ClassVar[float | None] = 60.0
+
+    def score(self, sample: Sample) -> Score:
+        params: GymParams = self.params  # type: ignore[assignment]
+        entry = _entry(sample, params)
+        if isinstance(entry, Score):
+            return entry
+        name, metadata = entry
+        import reasoning_gym
+
+        try:
+            scorer = reasoning_gym.get_score_answer_fn(name)
+        except ValueError:
+            return Score.error(f"unknown reasoning-gym dataset {name!r}")
+        text = sample.text
+        if params.reasoning_tag is not None:
+            closer = f"</{params.reasoning_tag}>"
+            at = text.rfind(closer)
+            if at < 0:
+                return Score.ok(0.0, "the reasoning never closes", dataset=name)
+            text = text[at + len(closer):]
+        if text.count(f"</{params.answer_tag}>") > 1:
+            return Score.ok(0.0, "several answer blocks", dataset=name)
+        answer = read_answer(text, params.answer_tag)
+        if not visible_length(answer):
+            return Score.ok(0.0, "no answer", dataset=name)
+        question = sample.prompt if isinstance(sample.prompt, str) else str(sample.prompt)
+        if _echoes(answer, question):
+            return Score.ok(0.0, "the question copied into the answer", dataset=name)
+        gold = sample.reference if isinstance(sample.reference, str) else None
+        entry = {"question": question, "answer": gold, "metadata": metadata}
+        try:
+            raw = float(scorer(answer, entry))
+        except Exception as exc:  # the scorer chokes on a malformed answer: not paid
+            return Score.ok(0.0, "the dataset's scorer refused the answer", dataset=name,
+                            error=f"{type(exc).__name__}: {exc}"[:300], answer=answer[:200])
+        floor = _paid_to_anything(scorer, entry)
+        if floor >= 1.0:  # the scorer pays any answer: only the reference is right
+            right = gold is not None and " ".join(answer.split()) == " ".join(gold.split())
+            return Score.ok(float(right), dataset=name, scorer=raw, decoy=floor,
+                            answer=answer[:200])
+        if params.credit == "full":  # exactly 1: spell_backward's prefix credit sums to
+            # 1.0000000000000002 for the answer with text appended ("olleh or 0"), past its
+            # own -0.2 for an imperfect answer; every scorer pays a right answer 1.0 itself
+            value = float(raw == 1.0)
+        else:  # the credit any answer gets is taken out
+            value = 1.0 if raw == 1.0 else min(1.0, max(0.0, (raw - floor) / (1.0 - floor)))
+        return Score.ok(value, dataset=name, scorer=raw, decoy=floor, answer=answer[:200])
+
+
+def read_answer(text: str, tag: str) -> str:
+    """The last ``<tag>...</tag>`` block's content, else the final non-empty line."""
+    opener, closer = f"<{tag}>", f"</{tag}>"
+    end = text.rfind(closer)
+    if end >= 0:
+        start = text.rfind(opener, 0, end)
+        if start >= 0:
+            return text[start + len(opener):end].strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _entry(sample: Sample, params: GymParams) -> tuple[str, dict[str, Any]] | Score:
+    name = sample.metadata.get(params.dataset_column)
+    if not isinstance(name, str) or not name:
+        return Score.error(f"the sample has no reasoning-gym dataset name (the "
+                           f"{params.dataset_column!r} column)")
+    raw = sample.metadata.get(params.entry_column)
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raw = None
+    if not isinstance(raw, Mapping):
+        return Score.error(f"the {params.entry_column!r} column must hold the entry's "
+                           "metadata (a mapping or its JSON text)")
+    return name, dict(raw)
+
+
+def _paid_to_anything(scorer: Any, entry: dict[str, Any]) -> float:
+    """What the scorer pays :data:`DECOY`, an answer to no task (0 when it raises)."""
+    try:
+        return max(0.0, float(scorer(DECOY, entry)))
+    except Exception:  # a scorer that refuses the decoy pays it nothing
+        return 0.0
+
+
+def _echoes(answer: str, question: str) -> bool:
+    echo = " ".join(_WORD.findall(question.lower()))
+    return (len(echo.split()) >= ECHO_MIN_WORDS
+            and echo in " ".join(_WORD.findall(answer.lower())))
