@@ -6,7 +6,11 @@ In real use the endpoint is a vLLM server (``vllm serve MODEL``: ``base_url`` is
 transformers model the same way. Per request: a timeout on the whole request, retries
 with exponential backoff (or the answer's ``Retry-After``, up to a minute) on connection
 errors, timeouts, 429 and 5xx answers; per component: at most
-``concurrency`` requests in flight. Verdicts are cached in the process, keyed by
+``concurrency`` requests in flight. With ``rpm`` / ``tpm``, every process of the node
+asking the same endpoints for the same model shares one request bucket and one token
+bucket (:class:`rewardkit.ExecutionBudget`); with several ``endpoints``, each request
+goes to a live one (``round_robin`` or ``least_loaded``) and one that fails is left out
+for ``dead_endpoint_retry_s``. Verdicts are cached in the process, keyed by
 (prompt, completion, rubric, model) and the template, so a completion seen again (a
 re-scored batch, a duplicate in a group) costs no request.
 
