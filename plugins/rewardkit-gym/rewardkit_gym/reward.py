@@ -12,7 +12,9 @@ copies the question (``game_of_life_halting`` pays the echoed question 1.0,
 ``rotate_matrix`` 0.22). Several scorers pay any well-formed wrong
 answer 0.01 or 0.05 (``advanced_geometry``, ``countdown``, ``arc_agi``,
 ``sentence_reordering``): with ``credit: full`` (the default) only a full score pays, and
-with ``credit: scorer`` what the scorer pays a decoy answer (:data:`DECOY`) is taken out.
+with ``credit: scorer`` what the scorer pays a decoy answer (:data:`DECOY`) is taken out
+(a well-formed wrong answer may still get more: countdown pays 0.05 to one, 0.01 to the
+decoy).
 A scorer that pays the decoy full marks cannot tell answers apart
 (``game_of_life_halting`` compares ``bool("False") == bool("True")``): then only the
 reference itself, whitespace aside, is paid.

@@ -1,0 +1,129 @@
+"""rewardkit-gym: ``rewardkit gym-data`` rows and ``gym_answer`` on them.
+
+The golden cases (tests/cases/gym) hold verdicts on single answers; these tests hold what
+they cannot: generation is seeded and sized, rows are what the trainers' loaders read,
+and on five datasets the dataset's own answers are paid 1.0 while the cheap outputs its
+scorer would pay (an echo, a well-formed wrong answer, a hedge) are not."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewardkit import Sample, get_reward
+
+pytest.importorskip("rewardkit_gym")
+
+from rewardkit_gym.data import generate
+
+DATASETS = ["spell_backward", "basic_arithmetic", "word_sorting", "game_of_life_halting",
+            "countdown"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rewardkit.cli", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def score(row: dict, completion: str, **params) -> float:
+    reward = get_reward("gym_answer")(params)
+    result = reward.score(Sample.from_dict({**row, "completion": completion}))
+    assert result.status.value == "ok", result
+    return result.value
+
+
+def test_gym_data_is_seeded_and_sized_and_its_rows_load(tmp_path: Path):
+    out = tmp_path / "rows.jsonl"
+    done = cli("gym-data", "spell_backward", "--size", "7", "--seed", "3", "--out", str(out),
+               "--config", "min_word_len=4", "--config", "max_word_len=6")
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 7
+    assert rows == generate("spell_backward", 7, 3, {"min_word_len": 4, "max_word_len": 6})
+    assert rows != generate("spell_backward", 7, 4, {"min_word_len": 4, "max_word_len": 6})
+    assert all(4 <= len(r["reference"]) <= 6 for r in rows)
+    assert {r["gym_dataset"] for r in rows} == {"spell_backward"}
+    assert json.loads(rows[0]["gym_entry"])["word"] == rows[0]["reference"][::-1]
+    # what `rewardkit train` reads: prompt, the reference column, the rest as metadata
+    read_rows = pytest.importorskip("rewardkit_trainers.launch.data").read_rows
+    loaded = read_rows(out)
+    sample = Sample.from_dict({**loaded[0], "completion": f"<answer>{rows[0]['reference']}"
+                                                        "</answer>"})
+    assert sample.metadata["gym_dataset"] == "spell_backward"
+    assert get_reward("gym_answer")({}).score(sample).value == 1.0
+
+
+def test_parquet_rows_are_the_jsonl_rows(tmp_path: Path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "rows.parquet"
+    assert cli("gym-data", "word_sorting", "--size", "4", "--out", str(out)).returncode == 0
+    assert pq.read_table(out).to_pylist() == generate("word_sorting", 4, 42, {})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["no_such_dataset"], "unknown reasoning-gym dataset 'no_such_dataset'"),
+    (["spell_backward", "--config", "bogus=1"], "bad config"),
+    (["spell_backward", "--config", "novalue"], "expected KEY=VALUE"),
+    (["spell_backward", "--size", "0"], "--size must be at least 1"),
+])
+def test_bad_requests_exit_2_without_a_traceback(tmp_path: Path, args, message):
+    done = cli("gym-data", *args, "--out", str(tmp_path / "x.jsonl"))
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_dataset_whose_metadata_json_does_not_keep_is_warned_about(tmp_path: Path):
+    done = cli("gym-data", "arc_agi", "--size", "2", "--out", str(tmp_path / "a.jsonl"))
+    assert done.returncode == 0
+    assert "does not pay its own answer on 2 of 2 rows" in done.stderr
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_honest_answers_are_paid_and_cheap_outputs_are_not(dataset: str):
+    rows = generate(dataset, 20, 5, {})
+    for row in rows:
+        assert score(row, f"Let me work it out.\n<answer>{row['reference']}</answer>") == 1.0
+        assert score(row, f"Let me work it out.\n{row['reference']}") == 1.0
+        for hack in ("<answer></answer>", row["prompt"], f"<answer>{row['prompt']}</answer>",
+                     f"<answer>{row['reference']} or 0</answer>",
+                     f"<answer>0</answer><answer>{row['reference']}</answer>"):
+            assert score(row, hack) == 0.0, (dataset, hack)
+
+
+def test_scorer_credit_takes_out_what_a_non_answer_gets():
+    row = generate("countdown", 1, 11, {})[0]
+    numbers = json.loads(row["gym_entry"])["numbers"]
+    wrong = " + ".join(map(str, numbers))  # well formed, wrong: the scorer pays 0.05
+    reward = get_reward("gym_answer")({"credit": "scorer"})
+    result = reward.score(Sample.from_dict({**row, "completion": f"<answer>{wrong}</answer>"}))
+    # the decoy (no expression at all) gets 0.01: that much is taken out, the rest of the
+    # format credit stays (credit: full pays this answer 0)
+    assert result.details["scorer"] == 0.05 and result.details["decoy"] == 0.01
+    assert result.value == pytest.approx(0.04 / 0.99)
+    assert score(row, f"<answer>{wrong}</answer>") == 0.0
+    row = generate("word_sorting", 1, 1, {})[0]
+    words = row["reference"].split(", ")
+    swapped = ", ".join([words[1], words[0], *words[2:]])
+    value = score(row, f"<answer>{swapped}</answer>", credit="scorer")
+    assert 0.0 < value < 1.0
+
+
+def test_a_scorer_that_pays_anything_pays_only_the_reference():
+    row = generate("game_of_life_halting", 1, 2, {})[0]
+    other = "False" if row["reference"] == "True" else "True"
+    assert score(row, f"<answer>{row['reference']}</answer>") == 1.0
+    assert score(row, f"<answer>{other}</answer>") == 0.0
+    assert score(row, "<answer>no idea</answer>", credit="scorer") == 0.0
+
+
+def test_rows_without_the_gym_columns_are_an_error_status():
+    reward = get_reward("gym_answer")({})
+    missing = reward.score(Sample.from_dict({"prompt": "q", "completion": "a"}))
+    assert missing.status.value == "error" and "gym_dataset" in missing.reason
+    unknown = reward.score(Sample.from_dict({"prompt": "q", "completion": "a",
+                                             "gym_dataset": "nope", "gym_entry": "{}"}))
+    assert unknown.status.value == "error" and "nope" in unknown.reason
