@@ -12,12 +12,12 @@ copies the question (``game_of_life_halting`` pays the echoed question 1.0,
 ``rotate_matrix`` 0.22). Several scorers pay any well-formed wrong
 answer 0.01 or 0.05 (``advanced_geometry``, ``countdown``, ``arc_agi``,
 ``sentence_reordering``): with ``credit: full`` (the default) only a full score pays, and
-with ``credit: scorer`` what the scorer pays a decoy answer (:data:`DECOY`) is taken out
-(a well-formed wrong answer may still get more: countdown pays 0.05 to one, 0.01 to the
-decoy).
-A scorer that pays the decoy full marks cannot tell answers apart
-(``game_of_life_halting`` compares ``bool("False") == bool("True")``): then only the
-reference itself, whitespace aside, is paid.
+with ``credit: scorer`` what the scorer pays a decoy answer (:data:`DECOYS`) is taken out
+(countdown's 0.05 for any well-formed expression: it pays the decoy ``0`` as much).
+A scorer that pays a decoy full marks cannot tell answers apart
+(``game_of_life_halting`` compares ``bool("False") == bool("True")``; ``coin_flip`` pays
+``0`` for ``0.109375``): then only the reference itself (whitespace aside, or the same
+number) is paid.
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ from rewardkit import ExecutionMode, Params, Reward, Sample, Score, visible_leng
 #: a question this long found whole in an answer is a copy, not a coincidence
 ECHO_MIN_WORDS = 8
 _WORD = re.compile(r"\w+")
-#: an answer to no reasoning-gym task: what a scorer pays it, it pays any answer
-DECOY = "no answer here"
+#: answers to no task, and the shortest numbers: what a scorer pays one that is not the
+#: reference, it pays without the task solved (coin_flip pays "0" full marks for any
+#: probability below 1: its prefix credit divides by the shorter string)
+DECOYS = ("no answer here", "0", "1")
 
 
 class GymParams(Params):
@@ -108,7 +110,7 @@ class GymAnswer(Reward):
                             error=f"{type(exc).__name__}: {exc}"[:300], answer=answer[:200])
         floor = _paid_to_anything(scorer, entry)
         if floor >= 1.0:  # the scorer pays any answer: only the reference is right
-            right = gold is not None and " ".join(answer.split()) == " ".join(gold.split())
+            right = gold is not None and _same(answer, gold)
             return Score.ok(float(right), dataset=name, scorer=raw, decoy=floor,
                             answer=answer[:200])
         if params.credit == "full":  # exactly 1: spell_backward's prefix credit sums to
@@ -150,11 +152,27 @@ def _entry(sample: Sample, params: GymParams) -> tuple[str, dict[str, Any]] | Sc
 
 
 def _paid_to_anything(scorer: Any, entry: dict[str, Any]) -> float:
-    """What the scorer pays :data:`DECOY`, an answer to no task (0 when it raises)."""
+    """The most the scorer pays a decoy that is not the reference (:data:`DECOYS`); a
+    scorer that raises on a decoy pays it nothing."""
+    paid = 0.0
+    for decoy in DECOYS:
+        if entry["answer"] is not None and _same(decoy, entry["answer"]):
+            continue
+        try:
+            paid = max(paid, float(scorer(decoy, entry)))
+        except Exception:  # a scorer that refuses the decoy pays it nothing
+            continue
+    return paid
+
+
+def _same(answer: str, reference: str) -> bool:
+    """The answer is the reference, whitespace aside or as the same number."""
+    if " ".join(answer.split()) == " ".join(reference.split()):
+        return True
     try:
-        return max(0.0, float(scorer(DECOY, entry)))
-    except Exception:  # a scorer that refuses the decoy pays it nothing
-        return 0.0
+        return float(answer) == float(reference)
+    except ValueError:
+        return False
 
 
 def _echoes(answer: str, question: str) -> bool:

@@ -100,10 +100,9 @@ def test_scorer_credit_takes_out_what_a_non_answer_gets():
     wrong = " + ".join(map(str, numbers))  # well formed, wrong: the scorer pays 0.05
     reward = get_reward("gym_answer")({"credit": "scorer"})
     result = reward.score(Sample.from_dict({**row, "completion": f"<answer>{wrong}</answer>"}))
-    # the decoy (no expression at all) gets 0.01: that much is taken out, the rest of the
-    # format credit stays (credit: full pays this answer 0)
-    assert result.details["scorer"] == 0.05 and result.details["decoy"] == 0.01
-    assert result.value == pytest.approx(0.04 / 0.99)
+    # the decoy "0" gets the same format credit: it is taken out
+    assert result.details["scorer"] == 0.05 and result.details["decoy"] == 0.05
+    assert result.value == 0.0
     assert score(row, f"<answer>{wrong}</answer>") == 0.0
     row = generate("word_sorting", 1, 1, {})[0]
     words = row["reference"].split(", ")
@@ -127,3 +126,13 @@ def test_rows_without_the_gym_columns_are_an_error_status():
     unknown = reward.score(Sample.from_dict({"prompt": "q", "completion": "a",
                                              "gym_dataset": "nope", "gym_entry": "{}"}))
     assert unknown.status.value == "error" and "nope" in unknown.reason
+
+
+def test_coin_flip_does_not_pay_a_bare_zero_for_a_probability():
+    # its scorer's prefix credit divides by the shorter string: "0" gets 1.0 for 0.109375
+    rows = [r for r in generate("coin_flip", 20, 7, {}) if float(r["reference"]) != 0.0]
+    assert rows
+    for row in rows:
+        assert score(row, f"<answer>{row['reference']}</answer>") == 1.0
+        assert score(row, "<answer>0</answer>") == 0.0
+        assert score(row, "<answer>0</answer>", credit="scorer") == 0.0
