@@ -61,10 +61,11 @@ class GymParams(Params):
 class GymAnswer(Reward):
     """The answer is right by the row's reasoning-gym dataset's own scorer.
 
-    Details: ``dataset``, ``scorer`` (the scorer's raw value) and ``answer`` (what was
-    read). Status error for a row without a known dataset or its entry metadata. A scorer
-    that raises on the answer pays 0 (the answer is malformed), with the error in details.
-    Example: ``gym_dataset: spell_backward``, reference ``"tac"`` and
+    Details: ``dataset``, ``scorer`` (the scorer's raw value), ``decoy`` (the most it
+    pays a decoy) and ``answer`` (what was read). Status error for a row without a known
+    dataset or its entry metadata. A scorer that raises on the answer pays 0 (the answer
+    is malformed), with the error in details.
+    Example: a ``gym-data spell_backward`` row, reference ``"tac"``, and
     ``<answer>tac</answer>`` -> 1.0; ``<answer></answer>`` -> 0.0.
     """
 
@@ -76,10 +77,10 @@ class GymAnswer(Reward):
 
     def score(self, sample: Sample) -> Score:
         params: GymParams = self.params  # type: ignore[assignment]
-        entry = _entry(sample, params)
-        if isinstance(entry, Score):
-            return entry
-        name, metadata = entry
+        row = _entry(sample, params)
+        if isinstance(row, Score):
+            return row
+        name, metadata = row
         import reasoning_gym
 
         try:
@@ -102,7 +103,7 @@ class GymAnswer(Reward):
         if _echoes(answer, question):
             return Score.ok(0.0, "the question copied into the answer", dataset=name)
         gold = sample.reference if isinstance(sample.reference, str) else None
-        entry = {"question": question, "answer": gold, "metadata": metadata}
+        entry: dict[str, Any] = {"question": question, "answer": gold, "metadata": metadata}
         try:
             raw = float(scorer(answer, entry))
         except Exception as exc:  # the scorer chokes on a malformed answer: not paid
