@@ -136,3 +136,38 @@ def test_coin_flip_does_not_pay_a_bare_zero_for_a_probability():
         assert score(row, f"<answer>{row['reference']}</answer>") == 1.0
         assert score(row, "<answer>0</answer>") == 0.0
         assert score(row, "<answer>0</answer>", credit="scorer") == 0.0
+
+
+def test_mixed_rows_go_into_every_backends_files_and_come_back_scorable(tmp_path: Path):
+    data = pytest.importorskip("rewardkit_trainers.launch.data")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from rewardkit_trainers.config import DatasetSpec
+    from rewardkit_trainers.rewards.easyr1 import unpack_answer
+
+    rows = [*generate("spell_backward", 3, 1, {}), *generate("basic_arithmetic", 3, 1, {})]
+    spec = DatasetSpec(train="unused.jsonl")
+    reward = get_reward("gym_answer")({})
+
+    swift = data.to_swift_jsonl(rows, spec, tmp_path / "swift.jsonl")
+    for line, row in zip(swift.read_text().splitlines(), rows, strict=True):
+        back = json.loads(line)  # ms-swift hands the ORM `solution` and the other columns
+        sample = Sample.from_dict({"prompt": back["messages"][-1]["content"],
+                                   "reference": back["solution"],
+                                   "completion": f"<answer>{row['reference']}</answer>",
+                                   **{k: v for k, v in back.items()
+                                      if k not in ("messages", "solution")}})
+        assert reward.score(sample).value == 1.0
+    easyr1 = pq.read_table(data.to_easyr1_parquet(rows, spec, tmp_path / "e.parquet"))
+    for cell, row in zip(easyr1.column("answer").to_pylist(), rows, strict=True):
+        reference, _, metadata = unpack_answer(cell)
+        sample = Sample.from_dict({"prompt": row["prompt"], "reference": reference,
+                                   "completion": f"<answer>{row['reference']}</answer>",
+                                   **metadata})
+        assert reward.score(sample).value == 1.0
+    verl = pq.read_table(data.to_verl_parquet(rows, spec, tmp_path / "v.parquet"))
+    for info, truth, row in zip(verl.column("extra_info").to_pylist(),
+                                verl.column("reward_model").to_pylist(), rows, strict=True):
+        sample = Sample.from_dict({"prompt": info["prompt"], "reference": truth["ground_truth"],
+                                   "completion": f"<answer>{row['reference']}</answer>",
+                                   **json.loads(info["metadata"])})
+        assert reward.score(sample).value == 1.0
