@@ -21,7 +21,9 @@ Score(value=1.0, status=<Status.OK: 'ok'>, reason='all 1 tests passed', ...)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
+import os
 import secrets
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +43,7 @@ from rewardkit_sandbox import (
 )
 from rewardkit_sandbox.remote.factory import build_remote_runner, check_remote_settings
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, node_budget
 from rewardkit_code.extraction import ExtractMode, extract_code
 from rewardkit_code.references import IOCase, ReferenceFormatError, TestSuite, parse_reference
 from rewardkit_code.sandboxes import default_slots, shared_executor, shared_pool
@@ -50,6 +52,8 @@ _MIB = 1024 * 1024
 #: time a test batch may take beyond its tests' own limits (harness start, forks)
 _BATCH_OVERHEAD_S = 1.0
 _REMOTE_CONCURRENCY = 16
+#: the node-wide budget every local run holds a slot of (all processes and ranks)
+_LOCAL_BUDGET = "local-sandbox"
 
 # Compiles the candidate first, says so on stderr (with a per-run token), then runs it
 # as __main__: tells "does not compile" from "compiles but fails" without parsing
@@ -116,9 +120,10 @@ class CodeExecutionParams(Params):
     concurrency: int | None = Field(
         None,
         ge=1,
-        description="programs run at once: sandbox slots (local, default: CPU count) or, "
-        "for a remote runner, runs in flight on this node, shared by every process and "
-        f"rank that uses the same endpoint (default {_REMOTE_CONCURRENCY})",
+        description="programs run at once on this node, shared by every process and rank: "
+        "local, this process's sandbox slots and the node's local runs (default: the "
+        "node's CPU count); a remote runner, runs in flight to the same endpoint "
+        f"(default {_REMOTE_CONCURRENCY})",
     )
     requests_per_s: float | None = Field(
         None,
@@ -159,7 +164,7 @@ class _Tally:
     passed: int = 0
     failure: str | None = None
     error: str | None = None  # infrastructure failure: the score is an error
-    queued_s: float = 0.0  # waited for the node's execution budget (remote runners)
+    queued_s: float = 0.0  # waited for the node's execution budget
 
     def count(self, result: SandboxResult) -> None:
         """Add ``result``'s wait for a budget slot (and request tokens) to the tally."""
@@ -284,12 +289,31 @@ class CodeExecution(Reward):
             stop_on_first_failure=stop_early,
         )
 
+    def _run(
+        self,
+        runner: Runner,
+        code: str,
+        *,
+        stdin: str | None = None,
+        tests: Sequence[str] | None = None,
+    ) -> SandboxResult:
+        """One execution. Local runs hold a slot of the node's budget (remote runners hold
+        their endpoint's themselves), so ranks with their own pools do not run G x batch
+        programs at once; the wait is ``metadata["queued_s"]``."""
+        if self.params.runner != "local":
+            return runner.run(code, stdin=stdin, tests=tests)
+        slots = self.params.concurrency or os.cpu_count() or 1
+        with node_budget(_LOCAL_BUDGET, slots=slots).acquire() as ticket:
+            result = runner.run(code, stdin=stdin, tests=tests)
+        metadata = {**result.metadata, "queued_s": round(ticket.queued_s, 6)}
+        return dataclasses.replace(result, metadata=metadata)
+
     def _probe(self, runner: Runner, code: str, suite: TestSuite) -> tuple[SandboxResult, bool]:
         """Run the program once (on the first case's stdin): (result, did it compile)."""
         token = f"rewardkit-compiled-{secrets.token_hex(8)}"
         program = _STAGE_PROBE.format(source=code, token=token)
         stdin = suite.cases[0].stdin if suite.cases else None
-        result = runner.run(program, stdin=stdin)
+        result = self._run(runner, program, stdin=stdin)
         return result, token in result.stderr
 
     def _stage(self, probe: SandboxResult, compiled: bool) -> tuple[float, str | None]:
@@ -306,7 +330,7 @@ class CodeExecution(Reward):
         tally = _Tally()
         for start in range(0, len(tests), self.params.batch_size or len(tests)):
             batch = list(tests[start : start + (self.params.batch_size or len(tests))])
-            result = self._runner(len(batch)).run(code, tests=batch)
+            result = self._run(self._runner(len(batch)), code, tests=batch)
             tally.count(result)
             if result.status in _INFRASTRUCTURE:
                 tally.error = f"{result.status.replace('_', ' ')}: {result.error}"
@@ -342,7 +366,7 @@ class CodeExecution(Reward):
                 if index == 0 and first is not None:
                     result = first
                 else:
-                    result = runner.run(code, stdin=case.stdin)
+                    result = self._run(runner, code, stdin=case.stdin)
                 tally.count(result)
                 if result.status in _INFRASTRUCTURE:
                     tally.error = f"{result.status.replace('_', ' ')}: {result.error}"
@@ -381,10 +405,8 @@ class CodeExecution(Reward):
             reason = f"all {total} {kind} passed"
         else:
             reason = f"{tally.passed}/{total} {kind} passed; {tally.failure}"
-        if params.runner != "local":  # the queueing metric of the node's budget
-            queued = round(tally.queued_s, 4)
-            return Score.ok(value, reason, passed=tally.passed, total=total, queued_s=queued)
-        return Score.ok(value, reason, passed=tally.passed, total=total)
+        queued = round(tally.queued_s, 4)  # the queueing metric of the node's budget
+        return Score.ok(value, reason, passed=tally.passed, total=total, queued_s=queued)
 
 
 #: statuses that are the machine's fault, not the program's: an error score, never a 0
