@@ -8,6 +8,8 @@
 (<Status.OK: 'ok'>, 1)
 """
 
+from typing import TYPE_CHECKING
+
 from rewardkit_sandbox.languages import (
     LANGUAGES,
     CompileCache,
@@ -25,9 +27,24 @@ from rewardkit_sandbox.pool import (
     detect_layers,
 )
 from rewardkit_sandbox.result import SandboxResult, Status, TestResult
-from rewardkit_sandbox.runners import PythonRunner, Runner, SandboxFusionRunner
+
+if TYPE_CHECKING:
+    from rewardkit_sandbox.runners import PythonRunner, Runner, SandboxFusionRunner
 
 doctor = detect_layers
+
+#: the runners, imported when first named: the remote ones share rewardkit's node-wide
+#: ExecutionBudget (rewardkit.execution.budget), while the local pool above stands alone
+#: (a system python3 with only this package on its path can run it)
+_RUNNERS = ("PythonRunner", "Runner", "SandboxFusionRunner")
+
+
+def __getattr__(name: str) -> object:
+    if name in _RUNNERS:
+        from rewardkit_sandbox import runners
+
+        return getattr(runners, name)
+    raise AttributeError(f"module 'rewardkit_sandbox' has no attribute {name!r}")
 
 __all__ = [
     "DEFAULT_PRELOAD",
