@@ -608,8 +608,10 @@ def test_a_child_process_outliving_its_timeout_leaks_no_fd_thread_or_process():
     while _orphan_sleeps() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _orphan_sleeps() == []  # the worker's whole process group was killed
-    assert len(os.listdir("/proc/self/fd")) == fds
-    assert threading.active_count() == threads
+    # no growth over 24 timeouts (a leak adds one of each per timeout); fewer is fine: other
+    # tests' pools, collected meanwhile in this process, close theirs
+    assert len(os.listdir("/proc/self/fd")) <= fds
+    assert threading.active_count() <= threads
 
 
 # -- 17. a plugin that exits at import --------------------------------------------------------
