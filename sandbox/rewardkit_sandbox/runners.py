@@ -12,11 +12,11 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from rewardkit_sandbox.budget import ExecutionBudget, Ticket
+from rewardkit_sandbox.budget import Ticket
 from rewardkit_sandbox.limits import SandboxLimits
 from rewardkit_sandbox.pool import SandboxPool
-from rewardkit_sandbox.remote.base import RemoteRunner
-from rewardkit_sandbox.remote.http import HttpClient, RequestLog
+from rewardkit_sandbox.remote.base import RemoteOptions, RemoteRunner
+from rewardkit_sandbox.remote.http import RequestLog
 from rewardkit_sandbox.result import SandboxResult
 
 
@@ -86,33 +86,9 @@ class SandboxFusionRunner(RemoteRunner):
 
     provider = "sandbox_fusion"
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        language: str = "python",
-        run_timeout_s: float = 10.0,
-        memory_limit_mb: int | None = None,
-        request_timeout_s: float | None = None,
-        stop_on_first_failure: bool = False,
-        output_cap_bytes: int = 1024 * 1024,
-        headers: dict[str, str] | None = None,
-        budget: ExecutionBudget | None = None,
-        max_wait_s: float | None = None,
-        max_retry_wait_s: float = 30.0,
-    ) -> None:
-        super().__init__(
-            language=language,
-            run_timeout_s=run_timeout_s,
-            request_timeout_s=request_timeout_s,
-            stop_on_first_failure=stop_on_first_failure,
-            output_cap_bytes=output_cap_bytes,
-            budget=budget,
-            max_wait_s=max_wait_s,
-            http=HttpClient("SandboxFusion", headers or {}, max_retry_wait_s=max_retry_wait_s),
-        )
+    def __init__(self, base_url: str, options: RemoteOptions | None = None) -> None:
+        super().__init__(options or RemoteOptions(), name="SandboxFusion")
         self.url = base_url.rstrip("/") + "/run_code"
-        self.memory_limit_mb = memory_limit_mb
 
     def _run_once(
         self, code: str, stdin: str | None, ticket: Ticket | None, log: RequestLog

@@ -18,25 +18,31 @@ import pytest
 from remote_fakes import E2B_KEY, FakeE2B, FakeJudge0, FakePiston, FakeSandboxFusion, serving
 from rewardkit_sandbox import Runner, SandboxFusionRunner, Status
 from rewardkit_sandbox.budget import ExecutionBudget
-from rewardkit_sandbox.remote import E2BRunner, Judge0Runner, PistonRunner, RemoteRunner
+from rewardkit_sandbox.remote import (
+    E2BRunner,
+    Judge0Runner,
+    PistonRunner,
+    RemoteOptions,
+    RemoteRunner,
+)
 
 Make = Callable[..., RemoteRunner]
 
 
 def _piston(url: str, **options: Any) -> RemoteRunner:
-    return PistonRunner(f"{url}/api/v2", **options)
+    return PistonRunner(f"{url}/api/v2", RemoteOptions(**options))
 
 
 def _judge0(url: str, **options: Any) -> RemoteRunner:
-    return Judge0Runner(url, **options)
+    return Judge0Runner(url, RemoteOptions(**options))
 
 
 def _e2b(url: str, **options: Any) -> RemoteRunner:
-    return E2BRunner(E2B_KEY, api_url=url, sandbox_url=url, **options)
+    return E2BRunner(E2B_KEY, RemoteOptions(**options), api_url=url, sandbox_url=url)
 
 
 def _fusion(url: str, **options: Any) -> RemoteRunner:
-    return SandboxFusionRunner(url, **options)
+    return SandboxFusionRunner(url, RemoteOptions(**options))
 
 
 KINDS = {
@@ -196,7 +202,7 @@ def test_a_full_budget_with_max_wait_is_a_sandbox_error(
 
 def test_piston_sends_the_documented_request() -> None:
     with serving(FakePiston) as (url, fake):
-        runner = PistonRunner(f"{url}/api/v2", run_timeout_s=3, memory_limit_mb=64)
+        runner = PistonRunner(f"{url}/api/v2", RemoteOptions(run_timeout_s=3, memory_limit_mb=64))
         runner.run("print(1)", stdin="x")
         assert fake.requests[0]["body"] == {
             "language": "python",
@@ -212,7 +218,7 @@ def test_piston_sends_the_documented_request() -> None:
 def test_piston_lists_its_runtimes_and_refuses_an_unknown_language() -> None:
     with serving(FakePiston) as (url, _):
         assert PistonRunner(f"{url}/api/v2").runtimes()[0]["language"] == "python"
-        result = PistonRunner(f"{url}/api/v2", language="cobol").run("x")
+        result = PistonRunner(f"{url}/api/v2", RemoteOptions(language="cobol")).run("x")
         assert result.status is Status.SANDBOX_ERROR
         assert "cobol-* runtime is unknown" in (result.error or "")
 
@@ -230,7 +236,8 @@ def test_piston_compile_failure_is_a_wrong_answer_with_the_compiler_output() -> 
 
 def test_judge0_sends_base64_with_the_newest_python_id() -> None:
     with serving(FakeJudge0) as (url, fake):
-        Judge0Runner(url, run_timeout_s=2, memory_limit_mb=128).run("print(1)", stdin="5")
+        runner = Judge0Runner(url, RemoteOptions(run_timeout_s=2, memory_limit_mb=128))
+        runner.run("print(1)", stdin="5")
         post = next(r for r in fake.requests if r["method"] == "POST")
         assert post["path"].startswith("/submissions?base64_encoded=true&wait=true&fields=")
         assert {"exit_code", "exit_signal", "status"} <= set(post["path"].split("=")[-1].split(","))
@@ -256,7 +263,7 @@ def test_judge0_compile_error_and_unknown_language() -> None:
     with serving(FakeJudge0) as (url, _):
         result = Judge0Runner(url, language_id=71).run("COMPILE_ERROR")
         assert (result.status, result.metadata["stage"]) == (Status.FAILED, "compile")
-        missing = Judge0Runner(url, language="cobol").run("x")
+        missing = Judge0Runner(url, RemoteOptions(language="cobol")).run("x")
         assert missing.status is Status.SANDBOX_ERROR
         assert "no language like 'cobol'" in (missing.error or "")
 
@@ -307,7 +314,7 @@ def test_e2b_refusals_and_a_cut_stream_are_sandbox_errors() -> None:
 
 def test_e2b_runs_only_the_languages_it_knows() -> None:
     with pytest.raises(ValueError, match="e2b runner runs python"):
-        E2BRunner("key", language="cobol")
+        E2BRunner("key", RemoteOptions(language="cobol"))
 
 
 @pytest.mark.parametrize("leave", ["import sys\nsys.exit(0)", "import os\nos._exit(0)", "quit()"])
@@ -334,10 +341,10 @@ def test_the_completion_line_is_not_in_the_output(service: tuple[str, Make, type
 CLIENT = """
 import json, sys, threading
 from rewardkit_sandbox.budget import ExecutionBudget
-from rewardkit_sandbox.remote import PistonRunner
+from rewardkit_sandbox.remote import PistonRunner, RemoteOptions
 url, folder = sys.argv[1:]
 budget = ExecutionBudget("piston-test", slots=3, directory=folder)
-runner = PistonRunner(url, run_timeout_s=5, budget=budget)
+runner = PistonRunner(url, RemoteOptions(run_timeout_s=5, budget=budget))
 results = []
 def grade():
     results.append(runner.run("import time\\ntime.sleep(0.2)\\nprint(1)"))
@@ -428,7 +435,8 @@ def test_requests_go_through_the_environments_proxy(monkeypatch: pytest.MonkeyPa
 
 def test_piston_killed_at_its_memory_limit_is_a_memory_verdict() -> None:
     with serving(FakePiston) as (url, _):
-        result = PistonRunner(f"{url}/api/v2", memory_limit_mb=64).run("print('OVER_MEMORY')")
+        capped = PistonRunner(f"{url}/api/v2", RemoteOptions(memory_limit_mb=64))
+        result = capped.run("print('OVER_MEMORY')")
         assert result.status is Status.MEMORY
         plain_kill = PistonRunner(f"{url}/api/v2").run("import os\nos.kill(os.getpid(), 9)")
         assert (plain_kill.status, plain_kill.signal) == (Status.CRASHED, 9)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from rewardkit_sandbox import PythonRunner, Runner, SandboxFusionRunner, SandboxPool, Status
+from rewardkit_sandbox.remote import RemoteOptions
 
 
 def test_python_runner_is_a_runner(contained: SandboxPool) -> None:
@@ -77,7 +78,7 @@ def fusion_url() -> Iterator[str]:
 
 def test_fusion_sends_the_documented_request(fusion_url: str) -> None:
     FakeSandboxFusion.requests.clear()
-    SandboxFusionRunner(fusion_url, run_timeout_s=3).run("print(1)", stdin="abc")
+    SandboxFusionRunner(fusion_url, RemoteOptions(run_timeout_s=3)).run("print(1)", stdin="abc")
     assert FakeSandboxFusion.requests == [
         {"code": "print(1)", "language": "python", "run_timeout": 3, "stdin": "abc"}
     ]
@@ -103,14 +104,15 @@ def test_fusion_infrastructure_failures_are_sandbox_errors(fusion_url: str, code
 
 
 def test_fusion_unreachable_is_a_sandbox_error() -> None:
-    result = SandboxFusionRunner("http://127.0.0.1:9", request_timeout_s=2).run("print(1)")
+    runner = SandboxFusionRunner("http://127.0.0.1:9", RemoteOptions(request_timeout_s=2))
+    result = runner.run("print(1)")
     assert result.status is Status.SANDBOX_ERROR
     assert "unreachable" in (result.error or "")
 
 
 def test_fusion_runs_each_test_with_the_program(fusion_url: str) -> None:
     FakeSandboxFusion.requests.clear()
-    runner = SandboxFusionRunner(fusion_url, stop_on_first_failure=True)
+    runner = SandboxFusionRunner(fusion_url, RemoteOptions(stop_on_first_failure=True))
     result = runner.run("x = 1", tests=["assert x == 1", "assert FAIL", "assert x"])
     codes = [request["code"] for request in FakeSandboxFusion.requests]
     assert [code.split("print(")[0] for code in codes] == [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardkit_sandbox.budget import BudgetWaitTimeout, ExecutionBudget, Ticket
@@ -33,8 +33,51 @@ _COMPLETION_LINES = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class RemoteOptions:
+    """What every remote runner takes, whichever provider runs the program.
+
+    One definition for the four clients (``PistonRunner``, ``Judge0Runner``,
+    ``E2BRunner``, ``SandboxFusionRunner``), each of which adds only its provider's own
+    keywords.  ``build_remote_runner`` fills it from a reward's config (``language``,
+    ``run_timeout_s``, ``memory_limit_mb``, ``stop_on_first_failure``, the budget, the
+    API key's header, and ``runner_options``' ``request_timeout_s``, ``max_wait_s`` and
+    ``max_retry_wait_s``), so the keys users write stay what they were.
+
+    >>> RemoteOptions(run_timeout_s=5).request_timeout_s is None  # the runner derives it
+    True
+    """
+
+    #: the program's language, as the provider names it
+    language: str = "python"
+    #: the program's wall limit, sent to the provider (seconds)
+    run_timeout_s: float = 10.0
+    #: the program's memory limit, sent to the provider; None: the provider's default
+    memory_limit_mb: int | None = None
+    #: one request's wall-clock deadline; None: ``run_timeout_s`` plus 30 s (Piston:
+    #: plus its compile timeout too)
+    request_timeout_s: float | None = None
+    #: with tests: stop at the first failing one (the rest are not run)
+    stop_on_first_failure: bool = False
+    #: stdout and stderr each cut to this many bytes (a cut output is ``output_limit``)
+    output_cap_bytes: int = 1024 * 1024
+    #: sent with every request (an API key's header); E2B adds its own ``X-API-Key``
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: the node-wide budget a run holds a slot of; None: runs are not budgeted
+    budget: ExecutionBudget | None = None
+    #: the longest a run waits for a budget slot before it is ``sandbox_error``
+    max_wait_s: float | None = None
+    #: the longest ``Retry-After`` (429/503) a request waits before giving up
+    max_retry_wait_s: float = 30.0
+
+
 class RemoteRunner:
-    """Base of the remote runners (see the module docstring); not used on its own."""
+    """Base of the remote runners (see the module docstring); not used on its own.
+
+    ``name`` is the provider's name in HTTP errors; ``headers`` are the provider's own,
+    sent after ``options.headers``; ``setup_s`` is time a run needs beyond
+    ``run_timeout_s`` before its answer (a compile stage) in the default request deadline.
+    """
 
     #: the provider's name, in metadata and errors
     provider: str = "remote"
@@ -42,24 +85,27 @@ class RemoteRunner:
 
     def __init__(
         self,
+        options: RemoteOptions,
         *,
-        language: str,
-        run_timeout_s: float,
-        request_timeout_s: float | None,
-        stop_on_first_failure: bool,
-        output_cap_bytes: int,
-        budget: ExecutionBudget | None,
-        max_wait_s: float | None,
-        http: HttpClient,
+        name: str,
+        headers: Mapping[str, str] | None = None,
+        setup_s: float = 0.0,
     ) -> None:
-        self.language = language
-        self.run_timeout_s = run_timeout_s
-        self.request_timeout_s = request_timeout_s or run_timeout_s + 30.0
-        self.stop_on_first_failure = stop_on_first_failure
-        self.output_cap_bytes = output_cap_bytes
-        self.budget = budget
-        self.max_wait_s = max_wait_s
-        self.http = http
+        self.language = options.language
+        self.run_timeout_s = options.run_timeout_s
+        self.memory_limit_mb = options.memory_limit_mb
+        self.request_timeout_s = (
+            options.request_timeout_s or options.run_timeout_s + setup_s + 30.0
+        )
+        self.stop_on_first_failure = options.stop_on_first_failure
+        self.output_cap_bytes = options.output_cap_bytes
+        self.budget = options.budget
+        self.max_wait_s = options.max_wait_s
+        self.http = HttpClient(
+            name,
+            {**options.headers, **(headers or {})},
+            max_retry_wait_s=options.max_retry_wait_s,
+        )
 
     def run(
         self, code: str, *, stdin: str | None = None, tests: Sequence[str] | None = None

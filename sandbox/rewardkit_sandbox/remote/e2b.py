@@ -20,13 +20,14 @@ process has both, and its output cannot reach the driver's own line.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import time
 from typing import Any
 
-from rewardkit_sandbox.budget import ExecutionBudget, Ticket
-from rewardkit_sandbox.remote.base import RemoteRunner
+from rewardkit_sandbox.budget import Ticket
+from rewardkit_sandbox.remote.base import RemoteOptions, RemoteRunner
 from rewardkit_sandbox.remote.http import HttpClient, RemoteError, RequestLog
 from rewardkit_sandbox.result import SandboxResult
 
@@ -71,39 +72,28 @@ class E2BRunner(RemoteRunner):
     def __init__(
         self,
         api_key: str,
+        options: RemoteOptions | None = None,
         *,
-        language: str = "python",
         api_url: str = "https://api.e2b.app",
         template: str = "code-interpreter-v1",
         sandbox_url: str = "https://{port}-{sandbox_id}.{domain}",
         domain: str = "e2b.app",
-        run_timeout_s: float = 10.0,
-        memory_limit_mb: int | None = None,
         internet: bool = False,
-        request_timeout_s: float | None = None,
-        stop_on_first_failure: bool = False,
-        output_cap_bytes: int = 1024 * 1024,
-        budget: ExecutionBudget | None = None,
-        max_wait_s: float | None = None,
-        max_retry_wait_s: float = 30.0,
     ) -> None:
-        if language.lower() not in COMMANDS:
-            raise ValueError(f"the e2b runner runs {', '.join(COMMANDS)}; not {language!r}")
+        options = options or RemoteOptions()
+        if options.language.lower() not in COMMANDS:
+            raise ValueError(
+                f"the e2b runner runs {', '.join(COMMANDS)}; not {options.language!r}"
+            )
         super().__init__(
-            language=language.lower(),
-            run_timeout_s=run_timeout_s,
-            request_timeout_s=request_timeout_s,
-            stop_on_first_failure=stop_on_first_failure,
-            output_cap_bytes=output_cap_bytes,
-            budget=budget,
-            max_wait_s=max_wait_s,
-            http=HttpClient("E2B", {"X-API-Key": api_key}, max_retry_wait_s=max_retry_wait_s),
+            dataclasses.replace(options, language=options.language.lower()),
+            name="E2B",
+            headers={"X-API-Key": api_key},
         )
         self.api_url = api_url.rstrip("/")
         self.template = template
         self.sandbox_url = sandbox_url
         self.domain = domain
-        self.memory_limit_mb = memory_limit_mb
         self.internet = internet
 
     def _run_once(

@@ -16,15 +16,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rewardkit_sandbox.budget import node_budget
-from rewardkit_sandbox.remote.base import RemoteRunner
+from rewardkit_sandbox.remote.base import RemoteOptions, RemoteRunner
 from rewardkit_sandbox.remote.e2b import COMMANDS as E2B_LANGUAGES
 from rewardkit_sandbox.remote.e2b import E2BRunner
 from rewardkit_sandbox.remote.judge0 import Judge0Runner
 from rewardkit_sandbox.remote.piston import PistonRunner
 from rewardkit_sandbox.runners import SandboxFusionRunner
 
+#: ``runner_options`` that are fields of every runner's ``RemoteOptions``
+_SHARED = frozenset({"request_timeout_s", "max_retry_wait_s", "max_wait_s"})
 #: options every remote runner takes
-_COMMON = {"request_timeout_s", "max_retry_wait_s", "max_wait_s", "api_key_header"}
+_COMMON = _SHARED | {"api_key_header"}
 #: per runner: the options it takes beyond the common ones, and its default endpoint
 REMOTE_RUNNERS: dict[str, tuple[frozenset[str], str | None]] = {
     "sandboxfusion": (frozenset(), None),
@@ -88,23 +90,24 @@ def build_remote_runner(
     if key_name and not key:
         raise ValueError(f"runner {runner} needs an API key in ${key_name} (it is not set)")
     host = re.sub(r"[^A-Za-z0-9_.-]", "_", urlsplit(base).netloc)
-    common: dict[str, Any] = {
-        "language": language,
-        "run_timeout_s": run_timeout_s,
-        "memory_limit_mb": memory_limit_mb,
-        "stop_on_first_failure": stop_on_first_failure,
-        "budget": node_budget(f"{runner}-{host}", slots=slots, rate_per_s=requests_per_s),
-        **options,
-    }
-    if runner == "e2b":
-        assert key is not None
-        return E2BRunner(key, api_url=base, **common)
     headers = {}
-    if key:
+    if key and runner != "e2b":  # E2B sends its key as its own X-API-Key
         bearer = key_header.lower() == "authorization" and " " not in key
         headers[key_header] = f"Bearer {key}" if bearer else key
+    settings = RemoteOptions(
+        language=language,
+        run_timeout_s=run_timeout_s,
+        memory_limit_mb=memory_limit_mb,
+        stop_on_first_failure=stop_on_first_failure,
+        headers=headers,
+        budget=node_budget(f"{runner}-{host}", slots=slots, rate_per_s=requests_per_s),
+        **{name: options.pop(name) for name in _SHARED & set(options)},
+    )
+    if runner == "e2b":
+        assert key is not None
+        return E2BRunner(key, settings, api_url=base, **options)
     if runner == "piston":
-        return PistonRunner(base, headers=headers, **common)
+        return PistonRunner(base, settings, **options)
     if runner == "judge0":
-        return Judge0Runner(base, headers=headers, **common)
-    return SandboxFusionRunner(base, headers=headers, **common)
+        return Judge0Runner(base, settings, **options)
+    return SandboxFusionRunner(base, settings)

@@ -20,9 +20,9 @@ import threading
 import time
 from typing import Any
 
-from rewardkit_sandbox.budget import ExecutionBudget, Ticket
-from rewardkit_sandbox.remote.base import RemoteRunner
-from rewardkit_sandbox.remote.http import HttpClient, RemoteError, RequestLog
+from rewardkit_sandbox.budget import Ticket
+from rewardkit_sandbox.remote.base import RemoteOptions, RemoteRunner
+from rewardkit_sandbox.remote.http import RemoteError, RequestLog
 from rewardkit_sandbox.result import SandboxResult
 
 #: how a language's entry in /languages begins ("Python (3.8.1)", "C++ (GCC 9.2.0)")
@@ -54,32 +54,13 @@ class Judge0Runner(RemoteRunner):
     def __init__(
         self,
         base_url: str,
+        options: RemoteOptions | None = None,
         *,
-        language: str = "python",
         language_id: int | None = None,
-        run_timeout_s: float = 10.0,
-        memory_limit_mb: int | None = None,
-        request_timeout_s: float | None = None,
-        stop_on_first_failure: bool = False,
-        output_cap_bytes: int = 1024 * 1024,
-        headers: dict[str, str] | None = None,
-        budget: ExecutionBudget | None = None,
-        max_wait_s: float | None = None,
-        max_retry_wait_s: float = 30.0,
     ) -> None:
-        super().__init__(
-            language=language,
-            run_timeout_s=run_timeout_s,
-            request_timeout_s=request_timeout_s,
-            stop_on_first_failure=stop_on_first_failure,
-            output_cap_bytes=output_cap_bytes,
-            budget=budget,
-            max_wait_s=max_wait_s,
-            http=HttpClient("Judge0", headers or {}, max_retry_wait_s=max_retry_wait_s),
-        )
+        super().__init__(options or RemoteOptions(), name="Judge0")
         self.base_url = base_url.rstrip("/")
         self.language_id = language_id
-        self.memory_limit_mb = memory_limit_mb
 
     def resolve_language_id(self) -> int:
         """``language_id``, or the newest matching entry of the server's /languages."""

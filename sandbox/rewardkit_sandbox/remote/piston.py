@@ -17,9 +17,9 @@ import signal as signals
 import time
 from typing import Any
 
-from rewardkit_sandbox.budget import ExecutionBudget, Ticket
-from rewardkit_sandbox.remote.base import RemoteRunner
-from rewardkit_sandbox.remote.http import HttpClient, RemoteError, RequestLog
+from rewardkit_sandbox.budget import Ticket
+from rewardkit_sandbox.remote.base import RemoteOptions, RemoteRunner
+from rewardkit_sandbox.remote.http import RemoteError, RequestLog
 from rewardkit_sandbox.result import SandboxResult
 
 #: the main file's name by language: some runtimes need the extension (or a class name)
@@ -47,34 +47,15 @@ class PistonRunner(RemoteRunner):
     def __init__(
         self,
         base_url: str,
+        options: RemoteOptions | None = None,
         *,
-        language: str = "python",
         version: str = "*",
-        run_timeout_s: float = 10.0,
         compile_timeout_s: float = 10.0,
-        memory_limit_mb: int | None = None,
-        request_timeout_s: float | None = None,
-        stop_on_first_failure: bool = False,
-        output_cap_bytes: int = 1024 * 1024,
-        headers: dict[str, str] | None = None,
-        budget: ExecutionBudget | None = None,
-        max_wait_s: float | None = None,
-        max_retry_wait_s: float = 30.0,
     ) -> None:
-        super().__init__(
-            language=language,
-            run_timeout_s=run_timeout_s,
-            request_timeout_s=request_timeout_s or run_timeout_s + compile_timeout_s + 30.0,
-            stop_on_first_failure=stop_on_first_failure,
-            output_cap_bytes=output_cap_bytes,
-            budget=budget,
-            max_wait_s=max_wait_s,
-            http=HttpClient("Piston", headers or {}, max_retry_wait_s=max_retry_wait_s),
-        )
+        super().__init__(options or RemoteOptions(), name="Piston", setup_s=compile_timeout_s)
         self.base_url = base_url.rstrip("/")
         self.version = version
         self.compile_timeout_s = compile_timeout_s
-        self.memory_limit_mb = memory_limit_mb
 
     def runtimes(self) -> list[dict[str, Any]]:
         """What the server can run: ``[{"language", "version", "aliases"}, ...]``."""
