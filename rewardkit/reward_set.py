@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
+from rewardkit.config.models import TURN_METRICS
 from rewardkit.execution import Outcome, mode_for, run_component
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, changes_with_step, weight_at
@@ -118,6 +119,9 @@ class RewardSet:
     def __init__(self, config: RewardConfig) -> None:
         self.config = config
         self.components = {name: ScheduledComponent(name, c) for name, c in config.rewards.items()}
+        #: components that have given per-turn values: from then on their results carry
+        #: every turn bucket, with count 0 on a batch where none did (fixed logger keys)
+        self.per_turn: set[str] = set()
 
     @classmethod
     def from_file(cls, path: str | Path) -> RewardSet:
@@ -169,7 +173,11 @@ class RewardSet:
         else:
             used = {name: outcomes[name].values for name in chosen}
         totals = _aggregate(len(batch), used, outcomes, weights, self.config.on_error == "null")
-        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate, used)
+        self.per_turn.update(name for name in chosen if name not in self.per_turn
+                             and turn_values_of(outcomes[name]))
+        return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate, used,
+                           turn_metrics=self.config.turn_metrics,
+                           per_turn=self.per_turn.intersection(chosen))
 
     def _score_component(self, comp: ScheduledComponent, batch: list[Sample], step: int,
                          oversize: list[int], groups: list[list[int]] | None) -> Outcome:
@@ -334,14 +342,21 @@ class ScoreResult:
     (what the aggregate used: the value standardised within its group under
     ``normalize_then_sum``, the value itself under ``weighted_sum``) and
     :meth:`contributions` (weight x normalised value: the component's share of the
-    total). Trainer adapters read these; none recomputes them.
+    total). Trainer adapters read these; none recomputes them. ``turn_metrics`` is the
+    config's: how many turn indices get their own per-turn metrics (:func:`turn_buckets`);
+    ``per_turn`` names the components that get them even where no score of this batch has
+    turn values (:attr:`RewardSet.per_turn`).
     """
 
     def __init__(self, step: int, samples: list[Sample], totals: list[float | None],
                  outcomes: dict[str, Outcome], weights: dict[str, float],
                  aggregate: str,
-                 normalized: dict[str, list[float | None]] | None = None) -> None:
+                 normalized: dict[str, list[float | None]] | None = None,
+                 turn_metrics: int = TURN_METRICS,
+                 per_turn: Iterable[str] = ()) -> None:
         self.step = step
+        self.turn_metrics = turn_metrics
+        self.per_turn = frozenset(per_turn)
         self.samples = samples
         self.totals = totals
         self.outcomes = outcomes
@@ -374,7 +389,9 @@ class ScoreResult:
                 merged.sample_seconds.update(
                     {offset + i: v for i, v in part.sample_seconds.items()})
         aggregate = results[0].aggregate if results else "weighted_sum"
-        return cls(step, [], totals, outcomes, weights, aggregate, normalized)
+        turns = results[0].turn_metrics if results else TURN_METRICS
+        per_turn = frozenset().union(*(res.per_turn for res in results))
+        return cls(step, [], totals, outcomes, weights, aggregate, normalized, turns, per_turn)
 
     def __getitem__(self, i: int) -> SampleScores:
         return SampleScores(self.totals[i],
@@ -405,7 +422,8 @@ class ScoreResult:
     @cached_property
     def metrics(self) -> dict[str, Any]:
         """Per component: mean/std/min/max of the values scored, the mean weighted
-        contribution, status counts and rates, latency p50/p95 (ms); and the total."""
+        contribution, status counts and rates, latency p50/p95 (ms); for a per-turn
+        reward, ``turns`` (:func:`turn_stats`); and the total."""
         n = len(self)
         comps: dict[str, Any] = {}
         for name, out in self.outcomes.items():
@@ -432,22 +450,23 @@ class ScoreResult:
                 "latency_ms_p50": percentile(out.latencies, 50) * 1000,
                 "latency_ms_p95": percentile(out.latencies, 95) * 1000,
             }
-            per_turn = _per_turn(out)
-            if per_turn:
-                comps[name]["turns"] = per_turn
+            turn_values = turn_values_of(out)
+            if turn_values or name in self.per_turn:
+                comps[name]["turns"] = turn_stats(turn_sums(turn_values, self.turn_metrics))
         totals = [t for t in self.totals if t is not None]
         return {"step": self.step, "samples": n, "components": comps,
                 "total": {**_stats(totals), "null": n - len(totals)}}
 
     def flat_metrics(self, prefix: str = "rewards") -> dict[str, float]:
-        """Metrics as flat ``prefix/component/name`` keys for a logger."""
+        """Metrics as flat ``prefix/component/name`` keys for a logger (a per-turn
+        reward's: :func:`flat_turn_metrics`)."""
         flat: dict[str, float] = {}
         for name, m in self.metrics["components"].items():
             for key in ("mean", "std", "min", "max", "contribution", "error_rate",
                         "timeout_rate", "skip_rate", "latency_ms_p50", "latency_ms_p95"):
                 flat[f"{prefix}/{name}/{key}"] = float(m[key])
-            for turn, stats in m.get("turns", {}).items():
-                flat[f"{prefix}/{name}/turn_{turn}/mean"] = float(stats["mean"])
+            if "turns" in m:
+                flat.update(flat_turn_metrics(m["turns"], f"{prefix}/{name}"))
         total = self.metrics["total"]
         for key in ("mean", "std", "min", "max"):
             flat[f"{prefix}/total/{key}"] = float(total[key])
@@ -457,17 +476,68 @@ class ScoreResult:
         return [self[i].to_dict() for i in range(len(self))]
 
 
-def _per_turn(out: Outcome) -> dict[str, dict[str, float]]:
-    """Per assistant-turn index, the mean and count of a per-turn reward's values
-    (:data:`rewardkit.trajectory.TURN_VALUES`); empty for a reward that gives none."""
-    by_turn: dict[int, list[float]] = {}
+def turn_buckets(turn_metrics: int) -> list[str]:
+    """The per-turn metric buckets of a run: each turn index below ``turn_metrics``, then
+    ``"<turn_metrics>plus"`` for every later turn. The same on every batch of a run, so a
+    logger's keys do not depend on how long the batch's trajectories were."""
+    return [*map(str, range(turn_metrics)), f"{turn_metrics}plus"]
+
+
+#: per bucket of :func:`turn_buckets`, the sum of its values and how many samples gave one
+TurnSums = dict[str, list[float]]
+
+
+def turn_values_of(out: Outcome) -> list[list[float]]:
+    """The per-turn values (:data:`rewardkit.trajectory.TURN_VALUES`) of each score of
+    ``out`` that has them."""
+    found = []
     for score in out.scores.values():
         vals = score.details.get(TURN_VALUES) if score.details else None
         if isinstance(vals, list):
-            for t, v in enumerate(vals):
-                by_turn.setdefault(t, []).append(float(v))
-    return {str(t): {"mean": math.fsum(v) / len(v), "count": float(len(v))}
-            for t, v in sorted(by_turn.items())}
+            found.append(vals)
+    return found
+
+
+def turn_sums(turn_values: Iterable[Sequence[float]], turn_metrics: int) -> TurnSums:
+    """Per bucket of :func:`turn_buckets`, the sum and count of the samples' per-turn
+    values. A sample counts once per bucket: in a turn's bucket with its value, in the
+    last bucket with the mean of its values from turn ``turn_metrics`` on (so a sample
+    with many later turns weighs as much as one with a single one)."""
+    buckets = turn_buckets(turn_metrics)
+    sums = empty_turn_sums(turn_metrics)
+    for vals in turn_values:
+        for key, v in zip(buckets, vals[:turn_metrics], strict=False):
+            sums[key][0] += float(v)
+            sums[key][1] += 1
+        later = vals[turn_metrics:]
+        if later:
+            sums[buckets[-1]][0] += math.fsum(map(float, later)) / len(later)
+            sums[buckets[-1]][1] += 1
+    return sums
+
+
+def empty_turn_sums(turn_metrics: int) -> TurnSums:
+    """Every bucket of :func:`turn_buckets` with no value in it."""
+    return {key: [0.0, 0.0] for key in turn_buckets(turn_metrics)}
+
+
+def turn_stats(sums: TurnSums) -> dict[str, dict[str, float]]:
+    """``{bucket: {"mean", "count"}}`` of :func:`turn_sums` (a bucket no sample reached:
+    count 0, mean NaN, as a component's mean without values)."""
+    return {key: {"mean": total / count if count else math.nan, "count": int(count)}
+            for key, (total, count) in sums.items()}
+
+
+def flat_turn_metrics(turns: Mapping[str, Mapping[str, float]], prefix: str
+                      ) -> dict[str, float]:
+    """``prefix/turn_<bucket>/mean`` and ``/count`` for each bucket of :func:`turn_stats`:
+    the one spelling of per-turn logger keys (``rewards/valid/turn_2/mean``,
+    ``.../turn_8plus/count``)."""
+    flat: dict[str, float] = {}
+    for key, stats in turns.items():
+        flat[f"{prefix}/turn_{key}/mean"] = float(stats["mean"])
+        flat[f"{prefix}/turn_{key}/count"] = float(stats["count"])
+    return flat
 
 
 def _stats(vals: Sequence[float]) -> dict[str, float]:

@@ -156,6 +156,7 @@ def _print_summary(summary: dict[str, Any], console: Console = out) -> None:
     table.add_row("[bold]total[/bold]", "", _num(t["mean"]), _num(t["std"]), _num(t["min"]),
                   _num(t["max"]), "", "", f"null {t['null']}", "", "", "", "")
     console.print(table)
+    _print_turns(summary, console)
     if any(not m["latency_per_sample"] for m in summary["components"].values()):
         console.print("[dim]p50/p95: '-' for inline rewards, which are timed per batch "
                       "(mean ms is per sample)[/dim]")
@@ -164,6 +165,22 @@ def _print_summary(summary: dict[str, Any], console: Console = out) -> None:
     console.print(f"[{colour}]{summary['scored']} scored, {skipped} malformed line(s) "
                   f"skipped[/{colour}]" + (" (listed above; --strict makes that exit 1)"
                                            if skipped else ""))
+
+
+def _print_turns(summary: dict[str, Any], console: Console) -> None:
+    """Per-turn rewards' mean per turn bucket, with the samples that reached it."""
+    per_turn = {name: m["turns"] for name, m in summary["components"].items() if "turns" in m}
+    if not per_turn:
+        return
+    buckets = list(next(iter(per_turn.values())))
+    table = Table(title="per turn: mean (samples that reached the turn)")
+    table.add_column("component")
+    for key in buckets:
+        table.add_column(f"turn {key.replace('plus', '+')}", justify="right")
+    for name, turns in per_turn.items():
+        table.add_row(name, *(f"{_num(turns[k]['mean'])} ({turns[k]['count']:.0f})"
+                              for k in buckets))
+    console.print(table)
 
 
 def _percentiles(m: dict[str, Any]) -> tuple[str, str]:

@@ -50,6 +50,9 @@ def require_finite(value: Any) -> Any:
 MAX_TIMEOUT = 86_400.0
 #: most process-mode workers a config may ask for
 MAX_WORKERS = 1024
+#: turn indices whose per-turn metrics are logged one by one unless the config says
+#: otherwise (``turn_metrics``); later turns share one bucket
+TURN_METRICS = 8
 
 
 def weight_not_text(value: Any, where: str = "") -> Any:
@@ -213,6 +216,12 @@ class RewardConfig(ConfigModel):
         "RAY_ADDRESS is set)",
     )
     ray: RaySettings = Field(default_factory=lambda: RaySettings.model_validate({}))
+    turn_metrics: int = Field(
+        TURN_METRICS, ge=0, le=64,
+        description="per-turn rewards' metrics: turns 0 .. turn_metrics-1 each get a mean "
+        "and a count, later turns one bucket `<turn_metrics>plus` (each sample's mean over "
+        "them); the same keys on every batch (see docs/agents.md)",
+    )
 
     _sections: dict[str, Any] = PrivateAttr(default_factory=dict)
 

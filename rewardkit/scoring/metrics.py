@@ -3,7 +3,8 @@
 The same figures as :attr:`ScoreResult.metrics`, accumulated batch by batch: counts,
 mean and standard deviation (batch statistics merged with Chan's formula), min and max
 exactly; latency percentiles from a bounded uniform sample of the latencies
-(``LATENCY_SAMPLE`` of them), exact while a run has fewer.
+(``LATENCY_SAMPLE`` of them), exact while a run has fewer; a per-turn reward's ``turns``
+from the sums and counts of its turn buckets (:func:`~rewardkit.reward_set.turn_sums`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from rewardkit.reward_set import ScoreResult, percentile
+from rewardkit.execution import Outcome
+from rewardkit.reward_set import (
+    ScoreResult,
+    TurnSums,
+    empty_turn_sums,
+    percentile,
+    turn_stats,
+    turn_sums,
+    turn_values_of,
+)
 from rewardkit.types import Status
 
 #: latencies kept per component for the p50 / p95 estimate
@@ -85,6 +95,7 @@ class RunningMetrics:
         self._latencies: dict[str, _Reservoir] = {}
         self._latency_sum: dict[str, tuple[float, int]] = {}
         self._per_sample: dict[str, bool] = {}
+        self._turns: dict[str, TurnSums] = {}
         self._totals = _RunningStats()
         self._null = 0
 
@@ -108,9 +119,21 @@ class RunningMetrics:
             self._latency_sum[name] = (total + math.fsum(out.latencies),
                                        count + len(out.latencies))
             self._per_sample[name] = self._per_sample.get(name, True) and out.latency_per_sample
+            self._add_turns(name, out, result)
         totals = [t for t in result.totals if t is not None]
         self._totals.add(totals)
         self._null += n - len(totals)
+
+    def _add_turns(self, name: str, out: Outcome, result: ScoreResult) -> None:
+        """Merge the batch's turn buckets of a per-turn component (one that has turn
+        values now, or had them in an earlier batch of the same reward set)."""
+        turn_values = turn_values_of(out)
+        if not turn_values and name not in result.per_turn:
+            return
+        merged = self._turns.setdefault(name, empty_turn_sums(result.turn_metrics))
+        for key, (total, count) in turn_sums(turn_values, result.turn_metrics).items():
+            merged[key][0] += total
+            merged[key][1] += count
 
     def metrics(self) -> dict[str, Any]:
         """The shape of :attr:`ScoreResult.metrics`."""
@@ -135,5 +158,7 @@ class RunningMetrics:
                 "latency_ms_p50": percentile(latencies, 50) * 1000,
                 "latency_ms_p95": percentile(latencies, 95) * 1000,
             }
+            if name in self._turns:
+                comps[name]["turns"] = turn_stats(self._turns[name])
         return {"step": self.step, "samples": n, "components": comps,
                 "total": {**self._totals.as_dict(), "null": self._null}}

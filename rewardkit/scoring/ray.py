@@ -65,6 +65,7 @@ from rewardkit.scoring.shards import (
     read_units,
     row_key,
 )
+from rewardkit.trajectory import TURN_VALUES
 from rewardkit.types import Sample, Score, Status
 
 ProgressFn = Callable[[int, int], None]
@@ -398,12 +399,16 @@ def summarize(config: RewardConfig, scored: Path, entries: list[dict[str, Any]],
                 value = c.get("value")
                 status = Status(c.get("status", "ok"))
                 outcomes[name].values.append(value)
-                if status is not Status.OK or c.get("reason"):
-                    outcomes[name].scores[i] = Score(value, status, c.get("reason", ""))
+                turns = c.get(TURN_VALUES)  # a per-turn reward's, for the summary's turns
+                details = {TURN_VALUES: turns} if isinstance(turns, list) else None
+                if status is not Status.OK or c.get("reason") or details:
+                    outcomes[name].scores[i] = Score(value, status, c.get("reason", ""),
+                                                     details)
         for name, lat in e.get("latencies", {}).items():
             if name in outcomes:
                 outcomes[name].latencies.extend(lat)
-        metrics.add(ScoreResult(step, [], totals, outcomes, weights, config.aggregate))
+        metrics.add(ScoreResult(step, [], totals, outcomes, weights, config.aggregate,
+                                turn_metrics=config.turn_metrics))
     return metrics
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from rewardkit import RewardSet, Sample, ScoreResult, Status
 from rewardkit.config import RewardConfig, load_config, parse_config
+from rewardkit.reward_set import flat_turn_metrics
 
 #: keyword arguments trainers pass that are not dataset columns
 TRAINER_KWARGS = frozenset({
@@ -107,9 +108,17 @@ def _fingerprint(samples: Sequence[Sample], step: int) -> str:
 
 
 def component_metrics(result: ScoreResult, name: str, prefix: str = "rewards") -> dict[str, float]:
-    """Status rates, latency and weight of one component, as flat logger keys."""
+    """Status rates, latency and weight of one component, as flat logger keys; for a
+    per-turn reward also each turn bucket's ``turn_<t>/count`` (every batch) and
+    ``turn_<t>/mean`` (:func:`rewardkit.reward_set.flat_turn_metrics`).
+
+    A bucket no sample reached has no mean key in that batch rather than a NaN: the
+    trainers average a key's values over the logging window (ms-swift 4.x with a plain
+    ``sum / len``, TRL's ``log_metric`` summing across ranks first), where one NaN would
+    blank the window's value; its count of 0 is logged.
+    """
     m = result.metrics["components"][name]
-    return {
+    metrics = {
         f"{prefix}/{name}/weight": float(m["weight"]),
         f"{prefix}/{name}/error_rate": float(m["error_rate"]),
         f"{prefix}/{name}/timeout_rate": float(m["timeout_rate"]),
@@ -117,6 +126,11 @@ def component_metrics(result: ScoreResult, name: str, prefix: str = "rewards") -
         f"{prefix}/{name}/latency_ms_p50": float(m["latency_ms_p50"]),
         f"{prefix}/{name}/latency_ms_p95": float(m["latency_ms_p95"]),
     }
+    if "turns" in m:
+        metrics.update((key, value) for key, value in
+                       flat_turn_metrics(m["turns"], f"{prefix}/{name}").items()
+                       if not math.isnan(value))
+    return metrics
 
 
 def global_step(trainer_state: Any) -> int:
