@@ -102,14 +102,7 @@ class SandboxFusionRunner(RemoteRunner):
         if self.memory_limit_mb is not None:
             payload["memory_limit_MB"] = self.memory_limit_mb
         started = time.monotonic()
-        body = self.http.request(
-            "POST",
-            self.url,
-            body=payload,
-            timeout_s=self.request_timeout_s,
-            ticket=ticket,
-            log=log,
-        ).json()
+        body = self.post(self.url, payload, ticket, log)
         return self._result_of(body, started)
 
     def _result_of(self, body: Any, started: float) -> SandboxResult:

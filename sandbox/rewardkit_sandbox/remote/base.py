@@ -182,6 +182,13 @@ class RemoteRunner:
     ) -> SandboxResult:
         raise NotImplementedError
 
+    def post(self, url: str, payload: Any, ticket: Ticket | None, log: RequestLog) -> Any:
+        """The JSON answer to the run's ``POST`` of ``payload``, within its request
+        deadline, its first request token taken with the ``ticket``'s slot."""
+        return self.http.request(
+            "POST", url, body=payload, timeout_s=self.request_timeout_s, ticket=ticket, log=log
+        ).json()
+
     # -- reading answers ------------------------------------------------------------
 
     def cap(self, text: Any) -> tuple[str, bool]:

@@ -100,18 +100,12 @@ class E2BRunner(RemoteRunner):
         self, code: str, stdin: str | None, ticket: Ticket | None, log: RequestLog
     ) -> SandboxResult:
         started = time.monotonic()
-        created = self.http.request(
-            "POST",
-            f"{self.api_url}/sandboxes",
-            body={
-                "templateID": self.template,
-                "timeout": int(self.request_timeout_s) + 30,
-                "allow_internet_access": self.internet,
-            },
-            timeout_s=self.request_timeout_s,
-            ticket=ticket,
-            log=log,
-        ).json()
+        sandbox = {
+            "templateID": self.template,
+            "timeout": int(self.request_timeout_s) + 30,
+            "allow_internet_access": self.internet,
+        }
+        created = self.post(f"{self.api_url}/sandboxes", sandbox, ticket, log)
         sandbox_id = created.get("sandboxID") if isinstance(created, dict) else None
         if not isinstance(sandbox_id, str) or not sandbox_id.replace("-", "").isalnum():
             return self.sandbox_error(f"E2B made no sandbox: {str(created)[:300]}", started)

@@ -106,14 +106,8 @@ class Judge0Runner(RemoteRunner):
         }
         if self.memory_limit_mb is not None:
             payload["memory_limit"] = self.memory_limit_mb * 1024
-        body = self.http.request(
-            "POST",
-            f"{self.base_url}/submissions?base64_encoded=true&wait=true&fields={_FIELDS}",
-            body=payload,
-            timeout_s=self.request_timeout_s,
-            ticket=ticket,
-            log=log,
-        ).json()
+        submit = f"{self.base_url}/submissions?base64_encoded=true&wait=true&fields={_FIELDS}"
+        body = self.post(submit, payload, ticket, log)
         for pause in _polls():
             if not isinstance(body, dict):
                 return self.sandbox_error(f"unexpected Judge0 answer: {str(body)[:300]}", started)

@@ -78,14 +78,7 @@ class PistonRunner(RemoteRunner):
         if self.memory_limit_mb is not None:
             payload["run_memory_limit"] = self.memory_limit_mb * 1024 * 1024
         started = time.monotonic()
-        body = self.http.request(
-            "POST",
-            f"{self.base_url}/execute",
-            body=payload,
-            timeout_s=self.request_timeout_s,
-            ticket=ticket,
-            log=log,
-        ).json()
+        body = self.post(f"{self.base_url}/execute", payload, ticket, log)
         if not isinstance(body, dict):
             return self.sandbox_error(f"unexpected Piston answer: {str(body)[:300]}", started)
         compiled = body.get("compile")
