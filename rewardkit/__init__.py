@@ -3,6 +3,7 @@ composed in a config, tested against golden cases, and fed to any trainer."""
 
 from rewardkit import registry  # the module: registry.register(cls), registry.names(), ...
 from rewardkit.authoring import NoParams, Params, Reward, reward
+from rewardkit.builtin._tag_blocks import after_reasoning
 from rewardkit.config import ConfigError, RewardConfig, load_config, parse_config
 from rewardkit.execution.budget import BudgetWaitTimeout, ExecutionBudget, node_budget
 from rewardkit.hookspecs import EXIT_FAIL, EXIT_OK, EXIT_USAGE, Subcommands, UsageError, hookimpl
@@ -41,6 +42,7 @@ __all__ = [
     "UnknownRewardError",
     "UsageError",
     "__version__",
+    "after_reasoning",
     "completion_text",
     "get_reward",
     "hookimpl",

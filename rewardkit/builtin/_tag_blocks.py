@@ -3,6 +3,8 @@
 The block a reward reads (the last complete one, or the first), every block of a tag, and
 what follows a closed reasoning block. Apart from answer extraction because the format and
 content rewards read tag blocks too, without extracting an answer. Linear in the text.
+:func:`after_reasoning` is public (``rewardkit.after_reasoning``); the rest is private
+to :mod:`rewardkit.builtin`.
 """
 
 from __future__ import annotations
@@ -69,8 +71,19 @@ def after_reasoning(text: str, tag: str) -> str | None:
     """What follows the last closing ``</tag>`` of a reasoning block (the part of a
     reasoning model's output that is its answer), or None when the reasoning never closes.
 
+    Public as ``rewardkit.after_reasoning``: the built-in rewards' ``reasoning_tag`` and
+    the plugins' read the answer of a reasoning model this one way.  None is a verdict,
+    not a missing value: an output whose reasoning never closes has given no answer (a
+    reward scores it wrong), and reading the whole text instead would pay a guess written
+    inside the reasoning.  Nothing is stripped: a reward that wants the answer's first
+    line drops the newline after the tag itself.
+
     >>> after_reasoning("<think>maybe 3</think> It is 4.", "think")
     ' It is 4.'
+    >>> after_reasoning("<think>3? <think>no, 4</think>\\n4", "think")
+    '\\n4'
+    >>> after_reasoning("<think>it is 4, so", "think") is None
+    True
     """
     closer = f"</{tag}>"
     end = text.rfind(closer)
