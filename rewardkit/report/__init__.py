@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardkit.config.models import TURN_METRICS
 from rewardkit.report.analysis import ReportInputError, RunSummary, read_scored, summarise
 from rewardkit.report.hacking import ComponentRoles
 from rewardkit.report.monitor import monitor_run
@@ -66,7 +67,7 @@ def build_report(rows: Sequence[Mapping[str, Any]], *, title: str = "rewardkit r
     them) adds the reward curves of a training run.
     """
     if summary is None:
-        summary = summarise(rows, bad_lines)
+        summary = summarise(rows, bad_lines, _turn_metrics(reward_set))
     rewards = ({name: c.config.reward for name, c in reward_set.components.items()}
                if reward_set is not None else {})
     roles = ComponentRoles.guess(list(summary.components), rewards)
@@ -82,6 +83,11 @@ def build_report(rows: Sequence[Mapping[str, Any]], *, title: str = "rewardkit r
     monitor = monitor_run(rows, curves, reward_set)
     return render(rows, summary, title=title, source=source, roles=roles, weights=weights,
                   curves=list(curves) if curves else None, monitor=monitor)
+
+
+def _turn_metrics(reward_set: Any) -> int:
+    """The config's ``turn_metrics`` (the default without a config)."""
+    return reward_set.config.turn_metrics if reward_set is not None else TURN_METRICS
 
 
 def write_report(src: str | Path, out: str | Path, *, config: str | Path | None = None,
@@ -104,7 +110,7 @@ def write_report(src: str | Path, out: str | Path, *, config: str | Path | None 
     rows, bad = read_scored(samples)
     reward_set = RewardSet.from_file(config) if config is not None else None
     curve_rows = read_curves(curves) if curves is not None else None
-    summary = summarise(rows, bad)
+    summary = summarise(rows, bad, _turn_metrics(reward_set))
     page = build_report(rows, title=title or f"rewardkit report: {src.name}",
                         source=str(src), reward_set=reward_set, steps=steps,
                         curves=curve_rows, summary=summary)

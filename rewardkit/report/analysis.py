@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rewardkit.config.models import TURN_METRICS
+from rewardkit.reward_set import turn_stats, turn_sums
+from rewardkit.trajectory import TURN_VALUES
 from rewardkit.types import Sample, group_key
 
 STATUSES = ("ok", "skipped", "error", "timeout")
@@ -39,6 +42,9 @@ class ComponentSummary:
     std: float
     zero_variance_groups: int = 0
     groups_scored: int = 0
+    #: a per-turn reward's mean and count per turn bucket
+    #: (:func:`rewardkit.reward_set.turn_stats`), None for any other
+    turns: dict[str, dict[str, float]] | None = None
 
     @property
     def zero_variance_share(self) -> float:
@@ -166,9 +172,26 @@ def _spread(values: Sequence[float]) -> float:
     return max(values) - min(values) if values else 0.0
 
 
+def turn_values_in(rows: Iterable[Mapping[str, Any]], name: str) -> list[list[float]]:
+    """Component ``name``'s per-turn values in the scored rows (``turn_values``, which
+    ``rewardkit score`` writes for a per-turn reward); a row whose list is not all finite
+    numbers is left out."""
+    found = []
+    for row in rows:
+        comp = (row.get("components") or {}).get(name)
+        vals = comp.get(TURN_VALUES) if isinstance(comp, dict) else None
+        if isinstance(vals, list) and all(
+                isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                for v in vals):
+            found.append([float(v) for v in vals])
+    return found
+
+
 def summarise(rows: Sequence[Mapping[str, Any]],
-              bad_lines: Sequence[tuple[int, str]] = ()) -> RunSummary:
-    """Every figure of the report from the scored rows."""
+              bad_lines: Sequence[tuple[int, str]] = (),
+              turn_metrics: int = TURN_METRICS) -> RunSummary:
+    """Every figure of the report from the scored rows (per-turn rewards' turns in the
+    buckets of a config's ``turn_metrics``)."""
     names = component_names(rows)
     groups: dict[Hashable, list[int]] = {}
     for i, row in enumerate(rows):
@@ -190,6 +213,8 @@ def summarise(rows: Sequence[Mapping[str, Any]],
                if values else math.nan)
         summary = ComponentSummary(name, values, counts, latencies, histogram(values),
                                    mean, std)
+        if turn_values := turn_values_in(rows, name):
+            summary.turns = turn_stats(turn_sums(turn_values, turn_metrics))
         for members in multi:
             got = [v for v in (value_of(rows[i], name) for i in members) if v is not None]
             if len(got) > 1:

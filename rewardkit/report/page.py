@@ -202,8 +202,28 @@ def _overview(summary: RunSummary) -> str:
             f"<p>Total (the reward that trains): mean {svg.fmt(mean)} over {len(totals)} "
             f"samples; null totals: {summary.null_totals}. Latency columns show '-' where the "
             "input holds no per-sample latency.</p>"
-            "<h3>Totals</h3>" + svg.histogram(summary.total_histogram, "totals", width=480,
+            + _turns(summary)
+            + "<h3>Totals</h3>" + svg.histogram(summary.total_histogram, "totals", width=480,
                                                 colour="#333") + "</section>")
+
+
+def _turns(summary: RunSummary) -> str:
+    """Per-turn rewards' mean at each turn bucket some sample reached, with how many did
+    (later buckets hold fewer, longer trajectories: not a like-for-like comparison)."""
+    per_turn = {name: c.turns for name, c in summary.components.items() if c.turns}
+    if not per_turn:
+        return ""
+    buckets = [key for key in next(iter(per_turn.values()))
+               if any(turns[key]["count"] for turns in per_turn.values())]
+    head = "<tr><th>component</th>" + "".join(
+        f"<th>turn {escape(key.replace('plus', '+'))}</th>" for key in buckets) + "</tr>"
+    rows = "".join(
+        f"<tr><td>{escape(name)}</td>" + "".join(
+            f"<td>{svg.fmt(turns[k]['mean'])} ({int(turns[k]['count'])})</td>"
+            for k in buckets) + "</tr>" for name, turns in per_turn.items())
+    return ("<h3 id='turns'>Per turn</h3><p class='muted'>mean of each per-turn reward at "
+            "each assistant turn (samples that reached it); a turn no sample reached is "
+            "left out</p><table class='grid'>" + head + rows + "</table>")
 
 
 def _components(summary: RunSummary) -> str:
