@@ -142,6 +142,11 @@ class CodeExecutionParams(Params):
         "judge0: language_id; e2b: template, sandbox_url, domain, internet; all: "
         "request_timeout_s, max_retry_wait_s, max_wait_s, api_key_header)",
     )
+    rust_crates: str | None = Field(
+        None,
+        description="local rust: a directory of prebuilt crates offered to every program "
+        "(python -m rewardkit_sandbox.rust_crates; see docs/sandbox.md, Rust crates)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> CodeExecutionParams:
@@ -149,6 +154,11 @@ class CodeExecutionParams(Params):
             check_remote_settings(self.runner, self.endpoint, self.language, self.runner_options)
         elif not _is_python(self.language):
             language_named(self.language)  # ValueError naming the languages run locally
+        if self.rust_crates is not None and (
+            self.runner != "local" or _is_python(self.language)
+            or language_named(self.language).name != "rust"
+        ):
+            raise ValueError("rust_crates needs language rust and runner local")
         if self.mode == "partial":
             if not _is_python(self.language):
                 raise ValueError("mode partial needs language python (its compile check)")
@@ -277,6 +287,7 @@ class CodeExecution(Reward):
                 limits=_limits(params.timeout_s, params.timeout_s, params.memory_mb),
                 test_timeout_s=params.timeout_s,
                 stop_on_first_failure=stop_early,
+                rust_crates=params.rust_crates,
             )
         wall = params.timeout_s if n_tests == 0 else params.timeout_s * n_tests
         limits = _limits(
