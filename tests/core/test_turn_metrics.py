@@ -16,8 +16,8 @@ import pytest
 
 from rewardkit import RewardSet
 from rewardkit.config import ConfigError
-from rewardkit.reward_set import turn_buckets
 from rewardkit.report import svg
+from rewardkit.reward_set import turn_buckets
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tool-use.yaml"
@@ -160,3 +160,17 @@ def test_trl_log_metric_gets_every_count_and_no_nan_mean() -> None:
     assert "rewards/valid/turn_2/mean" not in short  # a NaN would blank the log window
     assert not any(math.isnan(v) for v in short.values())
     assert long["rewards/valid/turn_3plus/mean"] == 0.75
+
+
+def test_the_ray_engines_summary_reads_the_turns_back_from_its_output(tmp_path: Path) -> None:
+    from rewardkit.scoring.jsonl import score_jsonl
+    from rewardkit.scoring.ray import summarize
+
+    rows = SHORT + LONG
+    data, scored = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rs = RewardSet.from_dict(CONFIG)
+    local = score_jsonl(rs, data, scored)["components"]["valid"]["turns"]
+    # the Ray engine rebuilds its summary from the rows it wrote, shard by shard
+    rebuilt = summarize(rs.config, scored, [{"rows": 1}, {"rows": 2}], 0).metrics()
+    assert rebuilt["components"]["valid"]["turns"] == local
