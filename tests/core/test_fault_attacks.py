@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,21 @@ def strict_json(text: str) -> object:
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """SIGINT as a terminal's Ctrl-C meets it: Python's KeyboardInterrupt here, the
+    default action in the processes started meanwhile. A test run started in the
+    background by a non-interactive shell (CI's ``.ci/run``) inherits SIGINT ignored,
+    and a Python started so ignores it too: no Ctrl-C could be tested then."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, previous)
 
 
 # -- 1. a burst of bad rows ---------------------------------------------------------------
@@ -203,7 +219,7 @@ def test_non_finite_or_absurd_config_numbers_are_refused_with_the_key_path(
 
 
 # -- 6. stale answers after an interrupted call --------------------------------------------
-def test_interrupted_call_leaks_no_answer_into_the_next_call():
+def test_interrupted_call_leaks_no_answer_into_the_next_call(ctrl_c):
     rs = RewardSet.from_dict({"workers": 2, "rewards": {"e": {"reward": "echo_after"}}})
     rs.score([{"completion": "warm", "v": 0}] * 2)
     ctrl_c = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
@@ -363,7 +379,7 @@ def test_yaml_loading_refuses_an_alias_bomb_in_well_under_a_second(tmp_path):
 
 
 # -- 11. the .partial output file -------------------------------------------------------------
-def test_interrupted_scoring_removes_its_partial_output(tmp_path):
+def test_interrupted_scoring_removes_its_partial_output(tmp_path, ctrl_c):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("rewards:\n  e: {reward: echo_after}\n")
     src = write_jsonl(tmp_path / "in.jsonl",
