@@ -53,6 +53,14 @@ from rewardkit_trainers.rewards.scoring import SharedScorer
 #: the ``extra_info`` key where :mod:`rewardkit_trainers.rewards.verl_manager` puts the
 #: response's token ids
 RESPONSE_IDS = "response_ids"
+#: the agent loop output field where ``RewardkitToolAgentLoop`` records its rollout
+ROLLOUT = "rewardkit_rollout"
+#: the ``extra_info`` key where the manager puts the rebuilt trajectory (messages, tools,
+#: finish_reason, truncated; or problem)
+TRAJECTORY = "rewardkit_trajectory"
+#: columns that describe how one generation went: from the rollout only, never from the
+#: dataset row (a recorded ``finish_reason: stop`` would excuse every truncated rollout)
+ROLLOUT_COLUMNS = ("finish_reason", "truncated")
 #: ``reward.custom_reward_function.path`` of this module
 REWARD_PATH = "pkg://rewardkit_trainers.rewards.verl"
 #: the overrides that make verl use that manager
@@ -120,15 +128,24 @@ def compute_score(data_source: Any = None, solution_str: str = "", ground_truth:
     value_on_failure = _fallback(fallback)
     metadata = {k: v for k, v in info.items()
                 if k not in ("rewardkit_config", "global_step", "rollout_reward_scores",
-                             "metadata", RESPONSE_IDS)}
+                             "metadata", RESPONSE_IDS, ROLLOUT, TRAJECTORY)}
     if info.get(RESPONSE_IDS) is not None:  # the policy's tokens, counted by unit tokens
         metadata[COMPLETION_IDS] = list(info[RESPONSE_IDS])
     if isinstance(info.get("metadata"), str):  # columns packed by `rewardkit train`
         with contextlib.suppress(ValueError):
             metadata.update(json.loads(info["metadata"]))
+    for column in ROLLOUT_COLUMNS:
+        metadata.pop(column, None)
     metadata["data_source"] = data_source
+    completion: Any = solution_str
+    trajectory = info.get(TRAJECTORY)
+    if isinstance(trajectory, Mapping) and trajectory.get("problem"):
+        metadata["rollout_problem"] = trajectory["problem"]  # trajectory rewards: error
+    elif isinstance(trajectory, Mapping):
+        completion = list(trajectory["messages"])
+        metadata.update({k: trajectory[k] for k in ("tools", *ROLLOUT_COLUMNS)})
     prompt = info.get("prompt", info.get("question", ""))
-    sample = Sample(prompt=prompt, completion=solution_str, reference=ground_truth,
+    sample = Sample(prompt=prompt, completion=completion, reference=ground_truth,
                     metadata=metadata)
     result = scorer.reward_set.score([sample], step=_step(step, info))
     total = result.totals[0]

@@ -1,0 +1,108 @@
+"""verl multi-turn: tool rollouts of verl's own agent loop reach rewardkit as trajectories.
+
+``backends/verl_multiturn_check.py`` runs verl's ``AgentLoopWorker.generate_sequences``
+with ``RewardkitToolAgentLoop`` (verl's ToolAgentLoop plus its record), a real verl
+``FunctionTool`` and a scripted policy (fixed turns from a stand-in LLM client: no model,
+no GPU), scores through verl's streaming and batch reward paths with
+``RewardkitRewardManager``, and hands the token rewards to verl's GRPO advantage. The
+rewards are examples/tool-use.yaml's (with ``on_error: ignore``, which verl needs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from backend_venvs import ROOT, run_in_venv
+from rewardkit_trainers import verl
+
+GOLDEN = {"honest": 1.95, "fake_result": 1.10, "garbage_call": 1.40, "truncated": 0.45,
+          "no_call": 1.00}
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    config = tmp_path_factory.mktemp("verl_mt") / "tool-use.yaml"
+    config.write_text("on_error: ignore\n" + (ROOT / "examples/tool-use.yaml").read_text())
+    return run_in_venv("verl", "verl_multiturn_check.py", env={"REWARDKIT_CONFIG": str(config)})
+
+
+def test_streamed_and_batched_paths_pay_the_examples_golden_totals(result: dict):
+    """The honest rollout gets the example's honest total (1.95) in both of verl's reward
+    paths; the no-call, garbage-call and truncated rollouts their golden totals too."""
+    streamed = dict(zip(result["cases"], result["streamed_score"], strict=True))
+    batched = dict(zip(result["cases"], result["batched_score"], strict=True))
+    for case, total in GOLDEN.items():
+        assert streamed[case] == pytest.approx(total, abs=1e-6), case
+        assert batched[case] == pytest.approx(total, abs=1e-6), case
+    assert result["num_turns"] == [4, 4, 4, 4, 2]  # verl's __num_turns__: user+assistant+tool
+
+
+def test_the_trajectory_is_rebuilt_from_the_response_mask_and_verls_parser(result: dict):
+    honest = result["trajectories"][0]
+    assert [m["role"] for m in honest["messages"]] == ["assistant", "tool", "assistant"]
+    call = honest["messages"][0]["tool_calls"][0]["function"]
+    assert call["name"] == "convert_units" and '"to_unit": "mi"' in call["arguments"]
+    assert honest["messages"][1]["content"] == "7.456"  # what the verl FunctionTool returned
+    assert honest["messages"][2]["content"] == "12 km is about 7.46 miles."
+    assert [t["function"]["name"] for t in honest["tools"]] == ["convert_units"]
+    assert (honest["finish_reason"], honest["truncated"]) == ("stop", False)
+
+
+def test_a_tool_response_the_policy_wrote_itself_is_not_a_tool_result(result: dict):
+    """Hack: a call the tool refuses, then ``<tool_response>7.456</tool_response>`` in the
+    policy's own tokens. The decoded text verl's naive manager scores holds two
+    tool responses for one call; the mask keeps the fake in the assistant's content, the
+    real (error) result counts: tool_errors 0 and the call invalid, 1.10 not 1.95."""
+    i = result["cases"].index("fake_result")
+    assert result["text_tool_responses"][i] == 2
+    messages = result["trajectories"][i]["messages"]
+    assert "<tool_response>" in messages[0]["content"]
+    assert [m for m in messages if m["role"] == "tool"] == [
+        {"role": "tool", "status": "error",
+         "content": "Error executing tool 'convert_units': cannot convert km to parsec"}]
+    assert result["streamed"]["tool_errors"][i] == 0.0
+    assert result["streamed"]["valid_calls"][i] == 0.0
+
+
+def test_a_call_text_verls_parser_drops_stays_an_invalid_call(result: dict):
+    """Hack: the right call then ``<tool_call>not json</tool_call>``; verl's hermes
+    parser logs and drops it, so the loop runs one call. The trajectory keeps it as an
+    invalid call: tool_call_valid 0, match 1/2 (1.40, the example's golden garbage case)."""
+    i = result["cases"].index("garbage_call")
+    calls = result["trajectories"][i]["messages"][0]["tool_calls"]
+    assert len(calls) == 2 and calls[1].strip() == "not json"
+    assert (result["streamed"]["valid_calls"][i], result["streamed"]["right_calls"][i]) == (
+        0.0, 0.5)
+
+
+def test_truncation_comes_from_the_response_length_not_the_dataset_row(result: dict):
+    """The dataset row says ``finish_reason: stop`` (a recorded completion's); the cut-off
+    rollout is truncated: answer zeroed (on_truncated: zero), non_stop -1."""
+    i = result["cases"].index("truncated")
+    assert (result["trajectories"][i]["finish_reason"],
+            result["trajectories"][i]["truncated"]) == ("length", True)
+    assert (result["streamed"]["answer"][i], result["streamed"]["non_stop"][i]) == (0.0, -1.0)
+
+
+def test_grpo_sums_token_rewards_so_per_turn_placement_changes_nothing(result: dict):
+    """verl puts a reward function's score at the last valid token (both paths). Placing
+    the same total split over each assistant turn's last token instead gives verl's
+    compute_grpo_outcome_advantage identical advantages, the same at every token: GRPO
+    sums the token rewards, so ``turns: sum`` is what per-turn values would train."""
+    grpo = result["grpo"]
+    assert grpo["turn_ends"] == [2, 2, 2, 2, 1]
+    assert grpo["advantage_per_turn"] == pytest.approx(grpo["advantage"], abs=1e-6)
+    assert grpo["constant_over_tokens"]
+    assert grpo["advantage"][0] > 0 > grpo["advantage"][3]  # honest above, truncated below
+
+
+def test_the_datasets_finish_reason_never_stands_for_the_rollouts(tmp_path: Path):
+    """Before: compute_score put the packed row's ``finish_reason: stop`` into the
+    sample, so non_stop_penalty paid 0 for any rollout, cut off or not. Now only the
+    rollout says how it ended: without a trajectory the penalty is status error."""
+    config = tmp_path / "c.yaml"
+    config.write_text("on_error: ignore\nrewards:\n  non_stop: {reward: non_stop_penalty}\n")
+    info = {"metadata": '{"finish_reason": "stop", "truncated": false}'}
+    out = verl.compute_score("s", "cut off mid", "7", info, config=str(config))
+    assert out["non_stop_failed"] == 1.0
