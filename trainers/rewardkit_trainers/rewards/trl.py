@@ -13,6 +13,15 @@ the step-0 weights while the logged weight moves. Failed gradings are ``None`` (
 turns them into NaN and leaves them out of the sums and means); status rates, latency
 and the current weight of each component go through TRL's ``log_metric``.
 
+Tool and environment rollouts (``GRPOTrainer(tools=...)`` / ``environment_factory=``)
+reach the rewards as trajectories: TRL's completion messages (assistant ``tool_calls``,
+the ``role: tool`` results its loop appended, a failed call's result marked ``status:
+error``), the ``tools`` schemas TRL rendered into the prompt, and ``finish_reason`` /
+``truncated`` derived from ``completion_ids`` (see :class:`TRLRollout`). A reward
+function sees neither the trainer nor its tools, so :meth:`TRLRewards.attach` reads them
+off the trainer; before it, the rollout fields are unknown and the rewards that need them
+say status error.
+
 Usage::
 
     from trl import GRPOConfig, GRPOTrainer
@@ -29,8 +38,10 @@ No TRL import happens at module import time.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +65,156 @@ AGGREGATION = {"weighted_sum": "sum_then_normalize", "normalize_then_sum": "norm
 class ScheduleNotAttached(RuntimeError):
     """A scheduled weight was about to train frozen at its step-0 value: the callables
     were called by a trainer that :meth:`TRLRewards.attach` never saw."""
+
+
+#: metadata a TRL generation sets (:class:`TRLRollout`); a dataset column of that name
+#: describes the dataset's own rollout, not this generation, and never reaches a reward
+ROLLOUT_KEYS = ("finish_reason", "truncated")
+
+
+@dataclass(frozen=True)
+class TRLRollout:
+    """What GRPOTrainer generated with, read off the trainer by :meth:`of` (picklable:
+    schemas and ids, no trainer).
+
+    ``tools`` are the JSON schemas TRL rendered into every prompt (transformers'
+    ``get_json_schema`` of each callable, as ``apply_chat_template`` computes them);
+    ``env_tools`` those of each ``environment_factory`` class (its methods and the
+    standalone tools), looked up by the ``environments`` TRL passes. ``finish_reason`` is
+    derived from TRL's own completion ids, which end at the first EOS (transformers) or
+    at the length budget: ``stop`` when the last id is an EOS id and the last message
+    asks for no tool; ``length`` when the last id is not an EOS id, or when TRL's tool
+    loop dropped a tool result that would overrun ``max_completion_length`` (the last
+    assistant message's calls stay unanswered); ``tool_calls`` when the loop stopped at
+    ``max_tool_calling_iterations`` with calls unanswered. ``truncated`` is true for
+    ``length``, and for ``tool_calls`` when the trainer has tools (the rollout was cut
+    before its answer). With a ``rollout_func``, its own ``finish_reason`` / ``truncated``
+    fields win."""
+
+    tools: tuple[dict[str, Any], ...] = ()
+    env_tools: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    eos_token_ids: frozenset[int] = frozenset()
+    max_tool_calling_iterations: int | None = None
+    rollout_func: bool = False
+
+    @classmethod
+    def of(cls, trainer: Any) -> TRLRollout:
+        """The rollout settings of a ``trl.GRPOTrainer``."""
+        import sys
+
+        env_tools: dict[str, tuple[dict[str, Any], ...]] = {}
+        for name, instances in (getattr(trainer, "_environment_pool", None) or {}).items():
+            per_name = (getattr(trainer, "_env_tools", None) or {}).get(name)
+            if instances and per_name is not None:
+                env_tools[_class_key(type(instances[0]))] = tool_schemas(per_name)
+        limit = getattr(trainer, "max_tool_calling_iterations", None)
+        return cls(
+            tools=tool_schemas(getattr(trainer, "tools", None) or []),
+            env_tools=env_tools,
+            eos_token_ids=frozenset(int(i) for i in getattr(trainer, "eos_token_ids", ())),
+            max_tool_calling_iterations=None if limit in (None, sys.maxsize) else int(limit),
+            rollout_func=getattr(trainer, "rollout_func", None) is not None)
+
+    def tools_for(self, environment: Any = None) -> tuple[dict[str, Any], ...] | None:
+        """The schemas one rollout was offered (None: no tools, or unknown)."""
+        if environment is not None and self.env_tools:
+            return self.env_tools.get(_class_key(type(environment)))
+        return self.tools or None
+
+    def finish(self, completion: Any, ids: Sequence[int] | None) -> dict[str, Any]:
+        """``finish_reason`` and ``truncated`` of one completion ({} when unknown)."""
+        if ids is None or not self.eos_token_ids:
+            return {}
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+        if not ids:
+            return {}
+        messages = completion if isinstance(completion, list) else []
+        last = messages[-1] if messages and isinstance(messages[-1], Mapping) else {}
+        if ids[-1] not in self.eos_token_ids:
+            reason = "length"
+        elif last.get("role") == "assistant" and last.get("tool_calls") and self.has_tools:
+            rounds = sum(1 for m, n in pairwise(messages)
+                         if isinstance(m, Mapping) and m.get("tool_calls")
+                         and isinstance(n, Mapping) and n.get("role") == "tool")
+            limit = self.max_tool_calling_iterations
+            reason = "tool_calls" if limit is not None and rounds >= limit else "length"
+        elif last.get("role") == "assistant" and last.get("tool_calls"):
+            reason = "tool_calls"  # no tools in the trainer: a call nothing answers
+        else:
+            reason = "stop"
+        cut = reason == "length" or (reason == "tool_calls" and self.has_tools)
+        return {"finish_reason": reason, "truncated": cut}
+
+    @property
+    def has_tools(self) -> bool:
+        return bool(self.tools or self.env_tools)
+
+
+def tool_schemas(tools: Sequence[Any]) -> tuple[dict[str, Any], ...]:
+    """The JSON schemas of TRL's tools as the chat template renders them: a dict as
+    given, a function or method through transformers' ``get_json_schema``."""
+    if not tools:
+        return ()
+    from transformers.utils import get_json_schema
+
+    return tuple(dict(t) if isinstance(t, Mapping) else get_json_schema(t) for t in tools)
+
+
+def _class_key(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def trl_messages(completion: Any) -> Any:
+    """TRL's completion messages in the shape the trajectory reads: a copy, with each
+    tool result TRL's loop wrote for a failed call (``str({"error": ...})``, Python's
+    repr, not JSON) marked ``status: error``."""
+    if not isinstance(completion, list):
+        return completion
+    out = []
+    for message in completion:
+        if isinstance(message, Mapping) and message.get("role") == "tool" \
+                and _is_error_repr(message.get("content")):
+            message = {**message, "status": "error"}
+        out.append(message)
+    return out
+
+
+def _is_error_repr(content: Any) -> bool:
+    if not isinstance(content, str) or not content.startswith("{'error'"):
+        return False
+    try:
+        parsed = ast.literal_eval(content)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return isinstance(parsed, dict) and list(parsed) == ["error"]
+
+
+def apply_rollout(samples: Sequence[Sample], rollout: TRLRollout | None,
+                  completion_ids: Sequence[Any] | None,
+                  environments: Sequence[Any] | None = None) -> None:
+    """Set each sample's trajectory fields from TRL's rollout, in place: the completion
+    messages (:func:`trl_messages`), the ``tools`` offered (the trainer's; a dataset's
+    ``tools`` column only when the trainer has none) and ``finish_reason`` /
+    ``truncated`` (:meth:`TRLRollout.finish`). Without a ``rollout`` (no
+    :meth:`TRLRewards.attach`) finish and truncation are unknown: a dataset's columns of
+    those names are dropped, never read as this generation's."""
+    ids = completion_ids if completion_ids is not None and \
+        len(completion_ids) == len(samples) else None
+    for i, sample in enumerate(samples):
+        sample.completion = trl_messages(sample.completion)
+        supplied = {k: sample.metadata.pop(k) for k in ROLLOUT_KEYS if k in sample.metadata}
+        if rollout is None:
+            continue
+        environment = environments[i] if environments is not None and \
+            i < len(environments) else None
+        tools = rollout.tools_for(environment)
+        if tools is not None:
+            sample.metadata["tools"] = list(tools)
+        if rollout.rollout_func and supplied:
+            sample.metadata.update(supplied)  # the rollout function's own fields
+        else:
+            sample.metadata.update(rollout.finish(sample.completion,
+                                                  ids[i] if ids is not None else None))
 
 
 def build_samples(prompts: Sequence[Any], completions: Sequence[Any],
@@ -89,8 +250,8 @@ class ComponentReward:
     """TRL reward function for one component of a composed reward (picklable).
 
     Called by ``GRPOTrainer`` as ``f(prompts=, completions=, completion_ids=,
-    trainer_state=, log_metric=, **dataset_columns)``; returns one value per completion,
-    ``None`` where the component failed to grade or does not apply.
+    trainer_state=, log_metric=, environments=, **dataset_columns)``; returns one value
+    per completion, ``None`` where the component failed to grade or does not apply.
     """
 
     def __init__(self, scorer: SharedScorer, name: str,
@@ -102,10 +263,13 @@ class ComponentReward:
         #: set by :meth:`TRLRewards.attach`; checked on every call of a scheduled config
         self.attached = False
         self.scheduled = any(scorer.reward_set.is_scheduled(n) for n in scorer.names)
+        #: what the trainer generated with, set by :meth:`TRLRewards.attach`
+        self.rollout: TRLRollout | None = None
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
                  completion_ids: Any = None, trainer_state: Any = None,
                  log_metric: Callable[[str, float], None] | None = None,
+                 environments: Sequence[Any] | None = None,
                  **columns: Any) -> list[float | None]:
         if self.scheduled and not self.attached:
             raise ScheduleNotAttached(
@@ -118,6 +282,7 @@ class ComponentReward:
         step = global_step(trainer_state)
         local = build_samples(prompts, completions, columns, self.reference_column,
                               completion_ids)
+        apply_rollout(local, self.rollout, completion_ids, environments)
         samples, start = gather_across_ranks(local)  # whole groups for per-group rewards
         result = self.scorer.score(samples, step)
         values = list(result.values(self.name))
@@ -169,12 +334,18 @@ class TRLRewards:
         return kwargs
 
     def attach(self, trainer: Any) -> Any:
-        """Add the callback that moves ``trainer.reward_weights`` with the schedule, and
-        set the trainer's weights to those at its current step now.
+        """Read what ``trainer`` generates with (:class:`TRLRollout`: its tools' schemas,
+        EOS ids, tool-loop limit) for the trajectory fields, add the callback that moves
+        ``trainer.reward_weights`` with the schedule, and set the trainer's weights to
+        those at its current step now.
 
         Returns the callback (None when no weight changes with the step). Until this is
-        called, the callables of a scheduled config raise :class:`ScheduleNotAttached`.
+        called, the callables of a scheduled config raise :class:`ScheduleNotAttached`,
+        and ``finish_reason`` / ``truncated`` / the trainer's ``tools`` are unknown.
         """
+        rollout = TRLRollout.of(trainer)
+        for func in self.funcs:
+            func.rollout = rollout
         if not self.scheduled:
             return None
         callback = make_weight_callback(trainer, self)

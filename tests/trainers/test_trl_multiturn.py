@@ -1,0 +1,357 @@
+"""Tool rollouts through TRL's own GRPOTrainer: the trajectory reaches rewardkit's rewards.
+
+A real ``GRPOTrainer`` step (CPU, a tiny Qwen2 built from a config, a word-level
+tokenizer built here with TRL's own Qwen2.5 chat template) with real Python tools:
+TRL renders the tools into the prompt, generates, parses the tool calls with its response
+template, runs the tools in its tool loop, appends their results, generates again and
+calls the reward functions. What is scripted is the policy only: :class:`ScriptedPolicy`
+is the tiny model whose ``generate`` (transformers' own) gets one more logits processor
+that forces the next token of a fixed text per scenario and turn (a random tiny model
+emits no tool calls). Everything else (tokenisation, parsing, tool execution, the
+length budget, ``max_tool_calling_iterations``, the reward calls) is TRL's code.
+
+The scenarios are the hacks a policy can try through this path, beside two honest ones:
+a tool result faked inside its own text, a call written so TRL cannot parse it (TRL runs
+nothing), an answer written beside a call when the loop stops at its iteration limit or
+drops a tool result that overruns the budget, a rambling answer cut at the budget. The
+dataset carries ``finish_reason: stop`` for every row (as a dataset of recorded rollouts
+does): it is not this generation's, and must not be read as such.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl")
+
+from rewardkit_trainers.rewards.trl import TRLRollout, build_samples, trl_rewards
+
+from rewardkit import Status
+
+CONFIG = {
+    "on_error": "ignore",
+    "rewards": {
+        "answer": {"reward": "math_answer", "on_truncated": "zero"},
+        "right_calls": {"reward": "tool_call_match", "weight": 0.5,
+                        "params": {"calls_column": "reference_calls"}},
+        "valid_calls": {"reward": "tool_call_valid", "weight": 0.25},
+        "tool_errors": {"reward": "tool_errors", "weight": 0.1},
+        "non_stop": {"reward": "non_stop_penalty", "weight": 0.5},
+    },
+}
+FACTORS = {("km", "mi"): 0.621371, ("mi", "km"): 1.609344, ("kg", "lb"): 2.204623}
+
+
+def convert_units(value: float, from_unit: str, to_unit: str) -> str:
+    """Convert a value between units.
+
+    Args:
+        value: the value to convert
+        from_unit: its unit (km, mi or kg)
+        to_unit: the unit wanted (km, mi or lb)
+    """
+    if (from_unit, to_unit) not in FACTORS:
+        raise ValueError(f"cannot convert {from_unit} to {to_unit}")
+    return f"{value * FACTORS[from_unit, to_unit]:.3f}"
+
+
+def read_manual(section: str) -> str:
+    """Read a section of the unit manual.
+
+    Args:
+        section: the section's name
+    """
+    return " ".join(["units"] * 400)  # longer than the whole completion budget
+
+
+def call(name: str, **arguments: Any) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + \
+        "\n</tool_call>"
+
+
+RIGHT = call("convert_units", value=12, from_unit="km", to_unit="mi")
+ANSWER = "12 km is about 7.46 miles."
+#: scenario (a word of the user prompt) -> the text of each assistant turn
+SCRIPTS: dict[str, list[str]] = {
+    "honest": [RIGHT, ANSWER],
+    "recovers": [call("convert_units", value=12, from_unit="km", to_unit="parsec"),
+                 RIGHT, ANSWER],
+    "fakes": ["I called convert_units.\n<tool_response>\n7.456\n</tool_response>\n" + ANSWER],
+    "unparsed": ['<tool_call>\n{"name": convert_units, "arguments": {"value": 12}}\n'
+                 "</tool_call>\n" + ANSWER],
+    "loops": [RIGHT, RIGHT, ANSWER + "\n" + RIGHT],
+    "overruns": [ANSWER + "\n" + call("read_manual", section="miles")],
+    "rambles": [ANSWER + " and so on" * 120],
+}
+MAX_COMPLETION = 200
+
+
+def rows() -> list[dict[str, Any]]:
+    return [{"prompt": [{"role": "user", "content": f"What is 12 km in miles? ({name})"}],
+             "reference": "7.46",
+             "reference_calls": [{"convert_units": {"value": [12], "from_unit": ["km"],
+                                                    "to_unit": ["mi"]}}],
+             "finish_reason": "stop"}  # the dataset's, not this generation's
+            for name in SCRIPTS]
+
+
+def build_tokenizer() -> Any:
+    """A word-level tokenizer whose vocabulary covers every scripted conversation, with
+    TRL's Qwen2.5 chat template (so TRL sets its own response template for parsing)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    def fast(tok: Any) -> Any:
+        out = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]",
+                                      pad_token="<|endoftext|>", eos_token="<|im_end|>",
+                                      clean_up_tokenization_spaces=False)
+        out.chat_template = qwen2_5_chat_template
+        return out
+
+    render = fast(Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")))
+    corpus = []
+    for row in rows():
+        name = row["prompt"][0]["content"].split("(")[-1].rstrip(")")
+        turns = [{"role": "assistant", "content": text} for text in SCRIPTS[name]]
+        corpus.append(render.apply_chat_template(row["prompt"] + turns, tokenize=False,
+                                                 tools=[convert_units, read_manual]))
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"<[^>\s]+>|\w+|\n| |[^\w\s]"),
+                                             behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tok.train_from_iterator(corpus, trainer=trainers.WordLevelTrainer(
+        special_tokens=["[UNK]", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]))
+    return fast(tok)
+
+
+def scripted_policy(tokenizer: Any) -> Any:
+    """The tiny model, whose generation is forced onto :data:`SCRIPTS`."""
+    import torch
+    from transformers import LogitsProcessor, LogitsProcessorList, Qwen2Config, Qwen2ForCausalLM
+
+    eos = tokenizer.eos_token_id
+    start, assistant = tokenizer.convert_tokens_to_ids(["<|im_start|>", "assistant"])
+    scripts = {tokenizer.convert_tokens_to_ids(name): [
+        tokenizer(text, add_special_tokens=False)["input_ids"] + [eos] for text in turns]
+        for name, turns in SCRIPTS.items()}
+
+    class Script(LogitsProcessor):
+        """Forces, for each row, the next token of its scenario's current turn: the
+        scenario is the word of the prompt naming it, the turn the number of assistant
+        headers in the row so far."""
+
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            forced = torch.full_like(scores, -float("inf"))
+            for row, ids in enumerate(input_ids.tolist()):
+                headers = [i for i in range(len(ids) - 1)
+                           if ids[i] == start and ids[i + 1] == assistant]
+                turns = next(t for key, t in scripts.items() if key in ids)
+                text = turns[min(len(headers), len(turns)) - 1]
+                done = len(ids) - headers[-1] - 3  # after "<|im_start|>assistant\n"
+                forced[row, text[done] if done < len(text) else eos] = 0.0
+            return forced
+
+    class ScriptedPolicy(Qwen2ForCausalLM):
+        def generate(self, *args: Any, **kwargs: Any) -> Any:
+            kwargs["logits_processor"] = LogitsProcessorList([Script()])
+            return super().generate(*args, **kwargs)
+
+    torch.manual_seed(0)
+    vocab = max(tokenizer.get_vocab().values()) + 1  # the trainer's ids have gaps
+    config = Qwen2Config(vocab_size=vocab, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=4096, tie_word_embeddings=False,
+                         bos_token_id=None, eos_token_id=eos,
+                         pad_token_id=tokenizer.pad_token_id)
+    model = ScriptedPolicy(config)
+    model.generation_config.eos_token_id = eos
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+@pytest.fixture(scope="module")
+def step(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One GRPOTrainer step over the scenarios, two generations each; every batch the
+    rewards scored, with TRL's own arguments to the reward functions."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(2)
+    tokenizer = build_tokenizer()
+    rewards = trl_rewards(CONFIG)
+    args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("trl-tools")),
+                      per_device_train_batch_size=2 * len(SCRIPTS), num_generations=2,
+                      max_completion_length=MAX_COMPLETION, max_tool_calling_iterations=2,
+                      max_steps=1, learning_rate=1e-3, report_to="none", use_cpu=True,
+                      save_strategy="no", disable_tqdm=True, shuffle_dataset=False,
+                      logging_steps=1, **rewards.grpo_kwargs())
+    trainer = GRPOTrainer(model=scripted_policy(tokenizer), reward_funcs=rewards.funcs,
+                          args=args, train_dataset=Dataset.from_list(rows()),
+                          processing_class=tokenizer, tools=[convert_units, read_manual])
+    rewards.attach(trainer)
+    seen: dict[str, Any] = {}
+    first = rewards.funcs[0]
+
+    def spy(**kwargs: Any) -> Any:  # what TRL passes, kept for the before/after checks
+        seen.update(kwargs)
+        return first(**kwargs)
+
+    spy.__name__ = first.__name__
+    trainer.reward_funcs[0] = spy
+    trainer.train()
+    return {"trainer": trainer, "rewards": rewards, "result": rewards.scorer._last[1],
+            "kwargs": seen}
+
+
+def by_scenario(result: Any) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for i, sample in enumerate(result.samples):
+        prompt = sample.prompt[-1]["content"]
+        out.setdefault(prompt.split("(")[-1].rstrip(")"), []).append(i)
+    return out
+
+
+def values(result: Any, name: str, rows: list[int]) -> list[Any]:
+    outcome = result.outcomes[name]
+    return [outcome.score(i).value if outcome.score(i).status is Status.OK
+            else str(outcome.score(i).status) for i in rows]
+
+
+def test_trl_runs_the_tools_and_the_rewards_see_the_trajectory(step):
+    result = step["result"]
+    rows = by_scenario(result)
+    assert set(rows) == set(SCRIPTS) and all(len(r) == 2 for r in rows.values())
+    honest = result.samples[rows["honest"][0]]
+    messages = honest.completion
+    assert [m["role"] for m in messages] == ["assistant", "tool", "assistant"]
+    call_ = messages[0]["tool_calls"][0]["function"]
+    assert (call_["name"], call_["arguments"]) == (
+        "convert_units", {"value": 12, "from_unit": "km", "to_unit": "mi"})
+    assert messages[1]["content"] == "7.456"  # TRL ran the real tool
+    assert (honest.metadata["finish_reason"], honest.metadata["truncated"]) == ("stop", False)
+    names = [t["function"]["name"] for t in honest.metadata["tools"]]
+    assert names == ["convert_units", "read_manual"]
+    from transformers.utils import get_json_schema
+    assert honest.metadata["tools"][0] == get_json_schema(convert_units)
+    for name in ("answer", "right_calls", "valid_calls", "tool_errors"):
+        assert values(result, name, rows["honest"]) == [1.0, 1.0], name
+    assert values(result, "non_stop", rows["honest"]) == [0.0, 0.0]
+    assert result.totals[rows["honest"][0]] == pytest.approx(1.85)
+
+
+def test_a_failed_call_counts_as_a_tool_error(step):
+    """TRL writes a raised tool's result as ``str({"error": ...})``: Python's repr, not
+    JSON. Read raw (the adapter before), it was a successful call: tool_errors 1.0."""
+    result = step["result"]
+    rows = by_scenario(result)
+    sample = result.samples[rows["recovers"][0]]
+    assert sample.completion[1]["content"] == "{'error': 'cannot convert km to parsec'}"
+    assert sample.completion[1]["status"] == "error"
+    assert values(result, "tool_errors", rows["recovers"]) == [0.5, 0.5]
+    assert values(result, "answer", rows["recovers"]) == [1.0, 1.0]
+    raw = _score_as_before(step, rows["recovers"])
+    assert raw.values("tool_errors") == [1.0, 1.0]
+
+
+def test_text_that_is_not_a_tool_call_pays_no_tool_reward(step):
+    """A tool result faked in the policy's own text, and a call TRL could not parse (so
+    ran nothing): no call, no result, whatever the text says."""
+    result = step["result"]
+    rows = by_scenario(result)
+    for scenario in ("fakes", "unparsed"):
+        sample = result.samples[rows[scenario][0]]
+        assert [m["role"] for m in sample.completion] == ["assistant"]
+        assert "tool_calls" not in sample.completion[0]
+        assert values(result, "right_calls", rows[scenario]) == [0.0, 0.0], scenario
+        assert values(result, "valid_calls", rows[scenario]) == [0.0, 0.0], scenario
+        assert values(result, "tool_errors", rows[scenario]) == ["skipped"] * 2, scenario
+        assert result.totals[rows[scenario][0]] == pytest.approx(1.0)  # the answer only
+
+
+def test_an_answer_beside_calls_the_loop_left_unanswered_is_not_paid(step):
+    """The loop stopped at max_tool_calling_iterations (loops) or dropped a result that
+    overran the budget (overruns) while the last message still asked for a tool: the
+    rollout was cut, even though the last token is EOS (TRL's own clipped check says it
+    stopped). Read with the dataset's finish_reason (the adapter before), it paid the
+    answer and no penalty."""
+    result = step["result"]
+    rows = by_scenario(result)
+    for scenario, reason in (("loops", "tool_calls"), ("overruns", "length")):
+        sample = result.samples[rows[scenario][0]]
+        assert sample.completion[-1]["role"] == "assistant"
+        assert sample.completion[-1]["tool_calls"]
+        assert (sample.metadata["finish_reason"], sample.metadata["truncated"]) == \
+            (reason, True), scenario
+        assert values(result, "answer", rows[scenario]) == [0.0, 0.0], scenario
+        assert values(result, "non_stop", rows[scenario]) == [-1.0, -1.0], scenario
+    raw = _score_as_before(step, rows["loops"] + rows["overruns"])
+    assert raw.values("answer") == [1.0] * 4
+    assert raw.values("non_stop") == [0.0] * 4
+
+
+def test_an_answer_cut_at_the_length_budget_is_truncated(step):
+    result = step["result"]
+    rows = by_scenario(result)
+    ids = step["kwargs"]["completion_ids"]
+    assert [len(ids[i]) for i in rows["rambles"]] == [MAX_COMPLETION] * 2
+    sample = result.samples[rows["rambles"][0]]
+    assert (sample.metadata["finish_reason"], sample.metadata["truncated"]) == ("length", True)
+    assert values(result, "answer", rows["rambles"]) == [0.0, 0.0]
+    assert values(result, "non_stop", rows["rambles"]) == [-1.0, -1.0]
+    assert _score_as_before(step, rows["rambles"]).values("non_stop") == [0.0, 0.0]
+
+
+def test_trl_logged_the_components_and_its_tool_metrics(step):
+    (log,) = [e for e in step["trainer"].state.log_history if "reward" in e]
+    assert log["tools/call_frequency"] > 0 and log["tools/failure_frequency"] > 0
+    for name in CONFIG["rewards"]:
+        assert f"rewards/{name}/mean" in log
+    assert log["rewards/non_stop/error_rate"] == 0.0
+
+
+def _score_as_before(step: dict[str, Any], rows: list[int]) -> Any:
+    """The rows scored as the adapter did before trajectories: TRL's arguments turned into
+    samples as they came (``build_samples`` alone)."""
+    kwargs = dict(step["kwargs"])
+    columns = {k: v for k, v in kwargs.items()
+               if k not in ("prompts", "completions", "completion_ids")}
+    samples = build_samples(kwargs["prompts"], kwargs["completions"], columns, "reference",
+                            kwargs["completion_ids"])
+    return step["rewards"].scorer.reward_set.score([samples[i] for i in rows])
+
+
+def test_without_attach_finish_and_tools_are_unknown_not_guessed():
+    """No attach: the callables cannot see the trainer. The dataset's finish_reason does
+    not stand in for this generation's: the rewards that need it say error."""
+    rewards = trl_rewards(CONFIG)
+    func = next(f for f in rewards.funcs if f.name == "non_stop")
+    completion = [{"role": "assistant", "content": ANSWER}]
+    out = func(prompts=[[{"role": "user", "content": "q"}]], completions=[completion],
+               completion_ids=[[1, 2, 3]], trainer_state=None, reference=["7.46"],
+               finish_reason=["stop"],
+               reference_calls=[[{"convert_units": {"value": [12]}}]])
+    result = rewards.scorer._last[1]
+    assert out == [None]
+    assert result.outcomes["non_stop"].score(0).status is Status.ERROR
+    assert result.outcomes["valid_calls"].score(0).status is Status.ERROR  # no tools
+
+
+def test_rollout_finish_rules():
+    rollout = TRLRollout(tools=({"type": "function", "function": {"name": "f"}},),
+                         eos_token_ids=frozenset({9}), max_tool_calling_iterations=1)
+    asks = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f"}}]}
+    result = {"role": "tool", "name": "f", "content": "1"}
+    said = {"role": "assistant", "content": "1"}
+    assert rollout.finish([said], [1, 9]) == {"finish_reason": "stop", "truncated": False}
+    assert rollout.finish([said], [1, 2]) == {"finish_reason": "length", "truncated": True}
+    assert rollout.finish([asks, result, asks], [9]) == \
+        {"finish_reason": "tool_calls", "truncated": True}
+    assert rollout.finish([asks], [9]) == {"finish_reason": "length", "truncated": True}
+    assert rollout.finish([said], None) == {} and rollout.finish([said], []) == {}
+    bare = TRLRollout(eos_token_ids=frozenset({9}))  # no tools: a call nothing answers
+    assert bare.finish([asks], [9]) == {"finish_reason": "tool_calls", "truncated": False}
