@@ -174,3 +174,27 @@ def test_the_ray_engines_summary_reads_the_turns_back_from_its_output(tmp_path: 
     # the Ray engine rebuilds its summary from the rows it wrote, shard by shard
     rebuilt = summarize(rs.config, scored, [{"rows": 1}, {"rows": 2}], 0).metrics()
     assert rebuilt["components"]["valid"]["turns"] == local
+
+
+# -- what a policy can do to the per-turn metrics (docs/agents.md, "Per-turn rewards") --
+def test_a_sample_scored_without_turn_values_is_in_no_bucket() -> None:
+    """tool_call_valid pays a rollout with no call a plain 0, not per-turn values: it is in
+    no turn bucket, so a policy that stops calling tools leaves the turn means as they
+    were; only turn_0/count (8) below the samples scored (9) shows it."""
+    rows = [json.loads(line) for line in EXAMPLE_DATA.read_text().splitlines()]
+    m = RewardSet.from_file(EXAMPLE).score(rows).metrics["components"]["valid_per_turn"]
+    no_call = [r["id"] for r in rows if r["id"].startswith("hack: no call")]
+    assert m["count"]["ok"] == 9 and m["turns"]["0"]["count"] == 8 and len(no_call) == 1
+    assert m["turns"]["0"]["mean"] == 0.875
+    assert m["mean"] == pytest.approx(7.5 / 9)  # 0.83 in docs/agents.md
+
+
+def test_padding_turns_adds_one_sample_to_the_later_bucket_not_one_per_turn() -> None:
+    chatter = rollout([False])
+    chatter["completion"][2:2] = [{"role": "assistant", "content": "hmm"}] * 60
+    rs = RewardSet.from_dict(CONFIG)
+    turns = rs.score([rollout([True] * 9)] * 3 + [chatter]).metrics["components"]["valid"]
+    later = turns["turns"]["3plus"]
+    # chatter turns are 0 (not the answer); its 59 later turns count as one sample
+    assert later["count"] == 4
+    assert later["mean"] == pytest.approx((3 * 1.0 + 1 / 59) / 4)
