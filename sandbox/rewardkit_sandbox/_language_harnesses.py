@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from rewardkit_sandbox import _go_imports as go_imports
+
 #: C and C++: the tests' own ``main`` is linked behind the harness's (``--wrap=main``:
 #: the C runtime calls ``__wrap_main``, which calls the tests' ``main`` as
 #: ``__real_main``), and every ``assert`` failure calls ``rewardkit_assert_fail``
@@ -158,7 +160,7 @@ process.reallyExit(1);
 
 #: ``#[test]``, then comments or other attributes, then ``fn name``
 _RUST_TEST = re.compile(r"#\[test\]((?:\s*//[^\n]*|\s*#\[[^\]]*\])*)\s*fn\s+(\w+)")
-_GO_TEST = re.compile(r"^func\s+Test\w*\s*\(\s*\w+\s+\*testing\.T\s*\)", re.MULTILINE)
+_GO_TEST = re.compile(r"^func\s+(Test\w*)\s*\(\s*\w+\s+\*testing\.T\s*\)", re.MULTILINE)
 
 
 def count_tests(language: str, tests: str) -> int | None:
@@ -167,7 +169,7 @@ def count_tests(language: str, tests: str) -> int | None:
     if language == "rust":
         return len(_RUST_TEST.findall(re.sub(r"/\*.*?\*/", "", tests, flags=re.DOTALL)))
     if language == "go":
-        return len(_GO_TEST.findall(re.sub(r"/\*.*?\*/", "", tests, flags=re.DOTALL)))
+        return len(_GO_TEST.findall(go_imports.blanked(tests)))
     return None
 
 
@@ -199,17 +201,25 @@ def rust_tests_source(tests: str) -> str:
     )
 
 
-#: Go: ``TestMain`` (a candidate defining another fails to compile) reads the nonce,
-#: runs the tests with ``m.Run`` and writes the record only when they all passed.
-GO_TEST_MAIN = """package main
+#: Go: the tests' ``TestX`` functions are renamed (``rewardkitTestX``: ``go test`` no
+#: longer finds them) and run as subtests of the harness's one test, which counts, in a
+#: variable of its own, each that returned: the record is written only when that count is
+#: the number of tests and every subtest passed. So a candidate's ``init`` changing the
+#: test runner's flags (``-test.run=^$``, ``-test.list``, ``-test.count=0``, a subtest
+#: filter), which makes ``go test`` run nothing and exit 0, does not pass. ``TestMain`` is
+#: the harness's (a candidate defining another fails to compile).
+_GO_HARNESS = """package main
 
 import (
 \t"fmt"
 \t"os"
+\t"sync/atomic"
 \t"testing"
 )
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+func TestRewardkit(t *testing.T) {
 \tnonce := make([]byte, 0, 64)
 \tbuf := make([]byte, 1)
 \tfor {
@@ -219,11 +229,21 @@ func TestMain(m *testing.M) {
 \t\t}
 \t\tnonce = append(nonce, buf[0])
 \t}
-\tcode := m.Run()
-\tif code == 0 && len(nonce) > 0 {
+\ttests := []struct {
+\t\tname string
+\t\trun  func(*testing.T)
+\t}{
+@TESTS@\t}
+\tvar ran int64
+\tpassed := t.Run("tests", func(t *testing.T) {
+\t\tfor _, test := range tests {
+\t\t\trun := test.run
+\t\t\tt.Run(test.name, func(t *testing.T) { run(t); atomic.AddInt64(&ran, 1) })
+\t\t}
+\t})
+\tif passed && !t.Failed() && atomic.LoadInt64(&ran) == int64(len(tests)) && len(nonce) > 0 {
 \t\tfmt.Fprintf(os.NewFile(3, "report"), "{\\"harness\\": \\"%s\\"}\\n", nonce)
 \t}
-\tos.Exit(code)
 }
 """
 
@@ -332,28 +352,17 @@ GO_VENDOR_MODULES = (
 )
 
 
-_GO_IMPORTS = re.compile(r"^import\s*(\((?:[^()]*)\)|\"[^\"\n]*\")", re.MULTILINE)
-
-
-def _go_imports(source: str) -> tuple[list[str], str]:
-    """(the import paths of ``source``'s import declarations, ``source`` without them)."""
-    paths: list[str] = []
-    for match in _GO_IMPORTS.finditer(source):
-        paths += re.findall(r"\"([^\"\n]+)\"", match.group(1))
-    return paths, _GO_IMPORTS.sub("", source)
-
-
-def go_tests_source(candidate: str, tests: str) -> str:
-    """One ``_test.go`` file: the package clause, one import block (the candidate's and
-    the tests' imports, each once, and ``testing``), then the candidate (its own package
-    clause dropped) and the tests."""
-    body = re.sub(r"^\s*package\s+\w+\s*\n", "", candidate, count=1)
-    tests = re.sub(r"^\s*package\s+\w+\s*\n", "", tests, count=1)
-    imported, body = _go_imports(body)
-    test_imports, tests = _go_imports(tests)
-    wanted = ["testing", *imported, *test_imports]
-    if "assert." in tests:
-        wanted.append("github.com/stretchr/testify/assert")
-    unique = list(dict.fromkeys(wanted))
-    block = "\n".join(f'    "{path}"' for path in unique)
-    return f"package main\n\nimport (\n{block}\n)\n\n{body}\n\n{tests}\n"
+def go_test_sources(candidate: str, tests: str) -> dict[str, str]:
+    """The two ``_test.go`` files of a Go test program: the candidate and the tests in
+    one file with one merged import block (:mod:`._go_imports`), their ``TestX``
+    functions renamed, and the harness that runs them (above)."""
+    renamed = tests
+    names = list(_GO_TEST.finditer(go_imports.blanked(tests)))
+    for match in reversed(names):
+        renamed = renamed[: match.start(1)] + "rewardkit" + renamed[match.start(1):]
+    listed = "".join(f'\t\t{{"{match.group(1)}", rewardkit{match.group(1)}}},\n'
+                     for match in names)
+    return {
+        "candidate_test.go": go_imports.merged_file("main", [candidate, renamed]),
+        "rewardkit_main_test.go": _GO_HARNESS.replace("@TESTS@", listed),
+    }
