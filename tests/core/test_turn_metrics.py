@@ -198,3 +198,17 @@ def test_padding_turns_adds_one_sample_to_the_later_bucket_not_one_per_turn() ->
     # chatter turns are 0 (not the answer); its 59 later turns count as one sample
     assert later["count"] == 4
     assert later["mean"] == pytest.approx((3 * 1.0 + 1 / 59) / 4)
+
+
+def test_ms_swift_pending_metrics_hold_a_count_per_batch_and_only_real_means() -> None:
+    swift = pytest.importorskip("rewardkit_trainers.rewards.swift")
+    from rewardkit_trainers.rewards.scoring import SharedScorer
+
+    component = swift.SwiftComponent(SharedScorer(CONFIG), "valid")
+    swift.drain_metrics()
+    for step, batch in enumerate((SHORT, LONG)):
+        component([r["completion"] for r in batch], tools=[r["tools"] for r in batch],
+                  trainer_state=SimpleNamespace(global_step=step))
+    pending = swift.drain_metrics()  # what the rewardkit_metrics callback averages
+    assert pending["rewards/valid/turn_2/count"] == [0.0, 2.0]
+    assert pending["rewards/valid/turn_2/mean"] == [0.5]  # LONG's; SHORT had none to give
