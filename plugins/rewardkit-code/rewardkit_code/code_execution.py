@@ -147,6 +147,11 @@ class CodeExecutionParams(Params):
         description="local rust: a directory of prebuilt crates offered to every program "
         "(python -m rewardkit_sandbox.rust_crates; see docs/sandbox.md, Rust crates)",
     )
+    node_modules: str | None = Field(
+        None,
+        description="local javascript: a node_modules directory (npm install --prefix DIR "
+        "PACKAGE) whose packages programs may require; mounted read-only in the sandbox",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> CodeExecutionParams:
@@ -159,6 +164,11 @@ class CodeExecutionParams(Params):
             or language_named(self.language).name != "rust"
         ):
             raise ValueError("rust_crates needs language rust and runner local")
+        if self.node_modules is not None and (
+            self.runner != "local" or _is_python(self.language)
+            or language_named(self.language).name != "javascript"
+        ):
+            raise ValueError("node_modules needs language javascript and runner local")
         if self.mode == "partial":
             if not _is_python(self.language):
                 raise ValueError("mode partial needs language python (its compile check)")
@@ -281,13 +291,15 @@ class CodeExecution(Reward):
             )
         if not _is_python(params.language):
             # each test is a whole test program: its limits are the test's own
+            offered = [params.node_modules] if params.node_modules else []
             return CompiledRunner(
-                shared_pool(params.concurrency),
+                shared_pool(params.concurrency, offered),
                 params.language,
                 limits=_limits(params.timeout_s, params.timeout_s, params.memory_mb),
                 test_timeout_s=params.timeout_s,
                 stop_on_first_failure=stop_early,
                 rust_crates=params.rust_crates,
+                node_modules=params.node_modules,
             )
         wall = params.timeout_s if n_tests == 0 else params.timeout_s * n_tests
         limits = _limits(
