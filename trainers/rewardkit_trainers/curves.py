@@ -27,11 +27,13 @@ class RewardCurves:
     def add(self, step: int, logs: dict[str, Any]) -> dict[str, float] | None:
         """Record one trainer log entry; returns the row when it held reward values."""
         row: dict[str, float] = {"step": float(step)}
-        if "reward" in logs:
+        # TRL logs None for a mean with no value in the batch (a component that skipped
+        # or failed every sample): no point on that curve, not a crash of the run
+        if logs.get("reward") is not None:
             row["reward"] = float(logs["reward"])
         for name in self.components:
             key = f"rewards/{name}/mean"
-            if key in logs:
+            if logs.get(key) is not None:
                 row[name] = float(logs[key])
         if len(row) == 1:
             return None
