@@ -21,6 +21,7 @@ does): it is not this generation's, and must not be read as such.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -355,3 +356,88 @@ def test_rollout_finish_rules():
     assert rollout.finish([said], None) == {} and rollout.finish([said], []) == {}
     bare = TRLRollout(eos_token_ids=frozenset({9}))  # no tools: a call nothing answers
     assert bare.finish([asks], [9]) == {"finish_reason": "tool_calls", "truncated": False}
+
+
+# -- `rewardkit train` with backend trl: train.extra_args.tools ---------------------------
+TOOLS_MODULE = '''
+def convert_units(value: float, from_unit: str, to_unit: str) -> str:
+    """Convert a value between units.
+
+    Args:
+        value: the value to convert
+        from_unit: its unit (km, mi or kg)
+        to_unit: the unit wanted (km, mi or lb)
+    """
+    return f"{value * 0.621371:.3f}"
+'''
+
+
+def train_config(tmp_path: Path, tools: list[str] | None) -> Path:
+    """A config of :data:`CONFIG` with a train section on a local model (a plain Qwen2
+    and the tokenizer above, saved) and, with ``tools``, ``extra_args.tools``."""
+    import yaml
+    from rewardkit_trainers.quickstart import BUILT_MARK
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    base = tmp_path / "base"
+    if not base.exists():
+        tokenizer = build_tokenizer()
+        tokenizer.init_kwargs[BUILT_MARK] = "word-level"
+        model = Qwen2ForCausalLM(Qwen2Config(
+            vocab_size=max(tokenizer.get_vocab().values()) + 1, hidden_size=32,
+            intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+            num_key_value_heads=2, max_position_embeddings=4096, bos_token_id=None,
+            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id))
+        model.save_pretrained(base)
+        tokenizer.save_pretrained(base)
+        (tmp_path / "unit_tools.py").write_text(TOOLS_MODULE)
+        with (tmp_path / "rows.jsonl").open("w") as fh:
+            for row in rows()[:2]:
+                fh.write(json.dumps({**row, "tools": [{"type": "function", "function": {
+                    "name": "convert_units", "parameters": {"type": "object"}}}]}) + "\n")
+    train = {"backend": "trl", "model": str(base), "output_dir": str(tmp_path / "out"),
+             "dataset": {"train": str(tmp_path / "rows.jsonl")}, "num_generations": 2,
+             "batch_size": 2, "max_steps": 1, "max_completion_length": 16,
+             "extra_args": {"max_tool_calling_iterations": 2}}
+    if tools is not None:
+        train["extra_args"]["tools"] = tools
+    config = tmp_path / f"tools-{len(tools or [])}.yaml"
+    config.write_text(yaml.safe_dump({**CONFIG, "train": train}))
+    return config
+
+
+def test_dry_run_shows_the_tools_trl_will_render(tmp_path: Path, capsys):
+    from rewardkit_trainers.cli import run as cli_run
+
+    assert cli_run("train", [str(train_config(tmp_path, ["unit_tools:convert_units"])),
+                             "--dry-run", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [t["name"] for t in shown["tools"]] == ["convert_units"]
+    assert shown["tools"][0]["parameters"]["required"] == ["value", "from_unit", "to_unit"]
+    assert shown["grpo_config"]["max_tool_calling_iterations"] == 2
+    assert "tools" not in shown["grpo_config"] and "tools_note" not in shown
+    assert cli_run("train", [str(train_config(tmp_path, None)), "--dry-run", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["tools"] == [] and "runs no call" in shown["tools_note"]
+    assert cli_run("train", [str(train_config(tmp_path, ["unit_tools:nothing"])),
+                             "--dry-run"]) == 2
+    assert "train.extra_args.tools.0: unit_tools:nothing" in capsys.readouterr().err
+
+
+def test_rewardkit_train_hands_trl_the_tools_and_the_rewards_their_schemas(tmp_path: Path):
+    """A real `rewardkit train` run (one step, the untrained model, which calls no tool):
+    GRPOTrainer got the tools (their schemas replace the dataset's stale column), and the
+    finish reason is this generation's, not the dataset's ``stop``."""
+    from rewardkit_trainers.cli import run as cli_run
+
+    assert cli_run("train", [str(train_config(tmp_path, ["unit_tools:convert_units"]))]) == 0
+    scored = [json.loads(line) for line in
+              (tmp_path / "out" / "scored_samples.jsonl").read_text().splitlines()]
+    assert len(scored) == 4
+    for row in scored:
+        assert row["tools"][0]["function"]["parameters"]["required"] == \
+            ["value", "from_unit", "to_unit"]
+        assert row["finish_reason"] in ("stop", "length")
+        assert row["truncated"] is (row["finish_reason"] == "length")
+        assert row["components"]["valid_calls"]["status"] == "ok"
+        assert row["components"]["non_stop"]["status"] == "ok"

@@ -25,6 +25,8 @@ from rewardkit_trainers.run_report import ScoredSampleLog, write_run_report
 
 #: seconds between plain progress lines when the output is not a terminal (a log, CI)
 PROGRESS_LINE_SECONDS = float(os.environ.get("REWARDKIT_PROGRESS_SECONDS", "10"))
+#: ``train.extra_args`` keys that are GRPOTrainer arguments, not GRPOConfig fields
+TRAINER_ARGS = ("tools",)
 
 
 @dataclass
@@ -96,7 +98,7 @@ def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, A
                       vllm_tensor_parallel_size=train.vllm.tensor_parallel_size)
     if train.lora is not None and train.lora.quantize:
         wanted["model_init_kwargs"] = {"quantization_config": _quantization(train)}
-    wanted.update(train.extra_args)
+    wanted.update({k: v for k, v in train.extra_args.items() if k not in TRAINER_ARGS})
     from trl import GRPOConfig
 
     known = {f.name for f in dataclasses.fields(GRPOConfig)}
@@ -160,7 +162,40 @@ def prepare(reward_config: RewardConfig, train: TrainConfig, config_file: Path |
         processes = int(os.environ.get("WORLD_SIZE", "1"))
     kwargs, dropped = grpo_kwargs(train, output_dir, rewards.grpo_kwargs(), gpu, processes)
     return {"rows": rows, "rewards": rewards, "kwargs": kwargs, "dropped": dropped,
-            "train_file": train_file, "gpu": gpu}
+            "train_file": train_file, "gpu": gpu, "tools": load_tools(train, config_file)}
+
+
+def load_tools(train: TrainConfig, config_file: Path | None) -> list[Any]:
+    """GRPOTrainer's ``tools``: the functions ``train.extra_args.tools`` names as
+    ``module:function`` (the module found next to the config file first); TRL renders
+    their schemas into the prompt and runs them in its tool loop. A ConfigError naming
+    the entry that does not import."""
+    import importlib
+    import sys
+
+    from rewardkit import ConfigError
+
+    names = train.extra_args.get("tools") or []
+    source = str(config_file or "<config>")
+    if not isinstance(names, list) or not all(isinstance(n, str) and ":" in n for n in names):
+        raise ConfigError(source, [("train.extra_args.tools", "a list of 'module:function' "
+                                    f"import paths, got {names!r}")])
+    folder = str(config_file.resolve().parent) if config_file else None
+    if folder and folder not in sys.path:
+        sys.path.insert(0, folder)
+    tools = []
+    for i, name in enumerate(names):
+        module, _, attr = name.partition(":")
+        try:
+            tool = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(source, [(f"train.extra_args.tools.{i}",
+                                        f"{name}: {type(exc).__name__}: {exc}")]) from None
+        if not callable(tool):
+            raise ConfigError(source, [(f"train.extra_args.tools.{i}", f"{name} is not a "
+                                        "function")])
+        tools.append(tool)
+    return tools
 
 
 def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | None,
@@ -200,8 +235,8 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     args = GRPOConfig(**kwargs)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
                           train_dataset=dataset, processing_class=tokenizer,
-                          peft_config=peft_config(train))
-    rewards.attach(trainer)
+                          peft_config=peft_config(train), tools=prep["tools"] or None)
+    rewards.attach(trainer)  # always: it also reads the tools and EOS ids for the rewards
     curves = RewardCurves(rewards.names)
     samples = ScoredSampleLog(num_generations=train.num_generations)
     samples.watch(rewards.scorer)
@@ -438,7 +473,22 @@ def describe(prep: dict[str, Any], train: TrainConfig) -> dict[str, Any]:
         # not a GRPOConfig field in TRL 1.x: longer prompts are left out of the rows
         "max_prompt_length": train.max_prompt_length,
         "peft": train.lora.model_dump() if train.lora else None,
+        **_describe_tools(prep),
     }
+
+
+def _describe_tools(prep: dict[str, Any]) -> dict[str, Any]:
+    """The dry run's word on tools: the schemas TRL will render (``tools``), and a note
+    when the rows carry a ``tools`` column that no tool of the trainer runs."""
+    from rewardkit_trainers.rewards.trl import tool_schemas
+
+    out: dict[str, Any] = {"tools": [s.get("function", s) for s in tool_schemas(prep["tools"])]}
+    if not prep["tools"] and any("tools" in row for row in prep["rows"]):
+        out["tools_note"] = (
+            "the dataset has a tools column, which reaches the rewards, but GRPOTrainer "
+            "gets no tools: TRL renders none into the prompt and runs no call; name the "
+            "functions in train.extra_args.tools ('module:function')")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
