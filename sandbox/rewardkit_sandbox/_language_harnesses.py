@@ -207,23 +207,24 @@ def rust_tests_source(tests: str) -> str:
 #: the number of tests and every subtest passed. So a candidate's ``init`` changing the
 #: test runner's flags (``-test.run=^$``, ``-test.list``, ``-test.count=0``, a subtest
 #: filter), which makes ``go test`` run nothing and exit 0, does not pass. ``TestMain`` is
-#: the harness's (a candidate defining another fails to compile).
+#: the harness's (a candidate defining another fails to compile). Its imports are aliased,
+#: so a candidate's own top-level ``os`` or ``atomic`` does not clash with them.
 _GO_HARNESS = """package main
 
 import (
-\t"fmt"
-\t"os"
-\t"sync/atomic"
-\t"testing"
+\trewardkitFmt "fmt"
+\trewardkitOs "os"
+\trewardkitAtomic "sync/atomic"
+\trewardkitTesting "testing"
 )
 
-func TestMain(m *testing.M) { os.Exit(m.Run()) }
+func TestMain(m *rewardkitTesting.M) { rewardkitOs.Exit(m.Run()) }
 
-func TestRewardkit(t *testing.T) {
+func TestRewardkit(t *rewardkitTesting.T) {
 \tnonce := make([]byte, 0, 64)
 \tbuf := make([]byte, 1)
 \tfor {
-\t\tn, err := os.Stdin.Read(buf)
+\t\tn, err := rewardkitOs.Stdin.Read(buf)
 \t\tif n != 1 || err != nil || buf[0] == '\\n' {
 \t\t\tbreak
 \t\t}
@@ -231,18 +232,18 @@ func TestRewardkit(t *testing.T) {
 \t}
 \ttests := []struct {
 \t\tname string
-\t\trun  func(*testing.T)
+\t\trun  func(*rewardkitTesting.T)
 \t}{
 @TESTS@\t}
 \tvar ran int64
-\tpassed := t.Run("tests", func(t *testing.T) {
+\tpassed := t.Run("tests", func(t *rewardkitTesting.T) {
 \t\tfor _, test := range tests {
 \t\t\trun := test.run
-\t\t\tt.Run(test.name, func(t *testing.T) { run(t); atomic.AddInt64(&ran, 1) })
+\t\t\tt.Run(test.name, func(t *rewardkitTesting.T) { run(t); rewardkitAtomic.AddInt64(&ran, 1) })
 \t\t}
 \t})
-\tif passed && !t.Failed() && atomic.LoadInt64(&ran) == int64(len(tests)) && len(nonce) > 0 {
-\t\tfmt.Fprintf(os.NewFile(3, "report"), "{\\"harness\\": \\"%s\\"}\\n", nonce)
+\tif passed && !t.Failed() && rewardkitAtomic.LoadInt64(&ran) == int64(len(tests)) && len(nonce) > 0 {
+\t\trewardkitFmt.Fprintf(rewardkitOs.NewFile(3, "report"), "{\\"harness\\": \\"%s\\"}\\n", nonce)
 \t}
 }
 """
