@@ -2,7 +2,7 @@
 
 Each input line is written back plus ``reward`` (the total, or null) and ``components``
 ({name: {value, status, reason}}, plus ``latency_ms`` for a reward timed sample by sample:
-process mode). Malformed lines are reported with their line number,
+process mode, and ``turn_values`` for a per-turn reward). Malformed lines are reported with their line number,
 counted and skipped; nothing else is dropped (what counts as malformed, and how a line is
 read and written back: :mod:`rewardkit.scoring.rows`, shared with the Ray engine).
 
