@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import os
 import secrets
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,17 +42,15 @@ from rewardkit_sandbox import (
 )
 from rewardkit_sandbox.remote.factory import build_remote_runner, check_remote_settings
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score, node_budget
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score
 from rewardkit_code.extraction import ExtractMode, extract_code
 from rewardkit_code.references import IOCase, ReferenceFormatError, TestSuite, parse_reference
-from rewardkit_code.sandboxes import default_slots, shared_executor, shared_pool
+from rewardkit_code.sandboxes import default_slots, local_budget, shared_executor, shared_pool
 
 _MIB = 1024 * 1024
 #: time a test batch may take beyond its tests' own limits (harness start, forks)
 _BATCH_OVERHEAD_S = 1.0
 _REMOTE_CONCURRENCY = 16
-#: the node-wide budget every local run holds a slot of (all processes and ranks)
-_LOCAL_BUDGET = "local-sandbox"
 
 # Compiles the candidate first, says so on stderr (with a per-run token), then runs it
 # as __main__: tells "does not compile" from "compiles but fails" without parsing
@@ -325,8 +322,7 @@ class CodeExecution(Reward):
         programs at once; the wait is ``metadata["queued_s"]``."""
         if self.params.runner != "local":
             return runner.run(code, stdin=stdin, tests=tests)
-        slots = self.params.concurrency or os.cpu_count() or 1
-        with node_budget(_LOCAL_BUDGET, slots=slots).acquire() as ticket:
+        with local_budget(self.params.concurrency).acquire() as ticket:
             result = runner.run(code, stdin=stdin, tests=tests)
         metadata = {**result.metadata, "queued_s": round(ticket.queued_s, 6)}
         return dataclasses.replace(result, metadata=metadata)

@@ -22,13 +22,16 @@ fails ``rewardkit validate`` at ``rewards.<name>.params.source`` with ``line N: 
 messages), and runs only inside a sandbox child. Samples go to the sandbox in chunks of
 at most ``batch_size`` (one child per chunk, chunks in parallel on every slot); a chunk
 that dies (time, memory) is re-run one sample per child, so one bad sample cannot cost
-the others.
+the others. Every child holds a slot of the node's local sandbox budget (shared with
+``code_execution``'s programs, every process and rank); each score's ``queued_s`` is the
+wait for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import marshal
 import math
@@ -49,7 +52,7 @@ from rewardkit_code.restricted import (
     compile_reward_source,
     restricted_python_path,
 )
-from rewardkit_code.sandboxes import default_slots, shared_executor, shared_pool
+from rewardkit_code.sandboxes import default_slots, local_budget, shared_executor, shared_pool
 
 _MIB = 1024 * 1024
 #: a chunk's child imports RestrictedPython and loads the code before the first call
@@ -207,19 +210,28 @@ class PythonReward(Reward):
         except SandboxUnavailableError as error:
             return [Score.error(f"sandbox unavailable: {error}")] * len(samples)
         payload = json.dumps(request, default=str)
-        result = pool.run(self._harness, stdin=payload, limits=limits)
+        # released before any re-run below takes its own slot (a 1-slot node would wait
+        # on itself otherwise)
+        with local_budget(params.concurrency).acquire() as ticket:
+            result = pool.run(self._harness, stdin=payload, limits=limits)
+        queued = {"queued_s": round(ticket.queued_s, 6)}  # the queueing metric
         records = _records(result.stdout, token)
-        scores = [_score_of(record) for record in records[: len(samples)]]
+        scores = [_with(_score_of(record), queued) for record in records[: len(samples)]]
         missing = samples[len(scores) :]
         if not missing:
             return scores
         if result.status is Status.SANDBOX_ERROR:
-            return scores + [Score.error(f"sandbox error: {result.error}")] * len(missing)
+            failed = _with(Score.error(f"sandbox error: {result.error}"), queued)
+            return scores + [failed] * len(missing)
         if len(samples) > 1:
             # the child died part-way: the rest are scored one per child, so the sample
             # that killed it gets its own verdict and the others theirs
             return scores + [score for sample in missing for score in self._grade_chunk([sample])]
-        return [_failure_score(result, params.timeout_s)]
+        return [_with(_failure_score(result, params.timeout_s), queued)]
+
+
+def _with(score: Score, details: dict[str, float]) -> Score:
+    return dataclasses.replace(score, details={**(score.details or {}), **details})
 
 
 def _records(stdout: str, token: str) -> list[dict[str, Any]]:

@@ -10,6 +10,11 @@ process limit, and the zygote's end-of-task sweep (``kill(-1)`` as the slot uid)
 one would kill the other's tasks; so every pool, in this process or another one on the
 machine (trainer ranks, worker processes), claims a block of ``UID_BLOCK`` uids from
 ``UID_START`` up with a lock file held for the pool's life.
+
+Pools are per process, so every local sandbox run (``code_execution``'s programs, the
+``python`` reward's children) also holds a slot of one node-wide budget,
+:func:`local_budget`: ranks and workers with pools of their own still run at most that
+many at once together.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rewardkit_sandbox import SandboxPool
 
+from rewardkit import ExecutionBudget, node_budget
+
 #: first slot uid of rewardkit-code pools (the sandbox's own default, 60000, and its
 #: test suite's 61000 range stay free for direct SandboxPool users)
 UID_START = 64000
@@ -37,6 +44,16 @@ _uid_claims: list[int] = []  # lock-file descriptors held for this process's poo
 _executors: dict[tuple[str, int], ThreadPoolExecutor] = {}
 #: objects inherited over fork: kept referenced so their finalizers never run here
 _inherited: list[object] = []
+
+
+#: the node-wide budget every local sandbox run holds a slot of (all processes and ranks)
+LOCAL_BUDGET = "local-sandbox"
+
+
+def local_budget(concurrency: int | None = None) -> ExecutionBudget:
+    """The node's budget of local sandbox runs: ``concurrency`` slots, by default the
+    node's CPU count (the same for every process, so they share the same slots)."""
+    return node_budget(LOCAL_BUDGET, slots=concurrency or os.cpu_count() or 1)
 
 
 def default_slots() -> int:

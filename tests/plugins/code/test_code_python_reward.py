@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 from rewardkit_code import PythonReward, compile_reward_source
 
-from rewardkit import ConfigError, ExecutionMode, RewardSet, Sample, Status, parse_config
+from rewardkit import ConfigError, ExecutionMode, RewardSet, Sample, Score, Status, parse_config
 
 KEYWORDS = """\
 import re
@@ -112,7 +112,10 @@ def test_chunking_does_not_change_the_scores() -> None:
     one_per_child = reward_of(KEYWORDS, batch_size=1).grade_many(samples)
     all_in_one = reward_of(KEYWORDS, batch_size=64).grade_many(samples)
     in_threes = reward_of(KEYWORDS, batch_size=3).grade_many(samples)
-    assert one_per_child == all_in_one == in_threes
+    def verdicts(scores: list[Score]) -> list[tuple[object, ...]]:  # details hold queued_s
+        return [(s.value, s.status, s.reason) for s in scores]
+
+    assert verdicts(one_per_child) == verdicts(all_in_one) == verdicts(in_threes)
     assert [s.value for s in all_in_one] == [0.0] + [pytest.approx(2 / 3)] * 9
 
 
