@@ -43,7 +43,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rewardkit_sandbox import _go_imports as go_imports
 from rewardkit_sandbox import _language_harnesses as harnesses
@@ -51,7 +51,9 @@ from rewardkit_sandbox._node_modules import node_modules_of, node_path_in
 from rewardkit_sandbox.limits import SandboxLimits
 from rewardkit_sandbox.pool import SandboxPool
 from rewardkit_sandbox.result import SandboxResult, Status, TestResult
-from rewardkit_sandbox.rust_crates import CrateSetError, RustCrates, crates_at
+
+if TYPE_CHECKING:  # imported when used: `python -m rewardkit_sandbox.rust_crates` runs it
+    from rewardkit_sandbox.rust_crates import RustCrates
 
 _MIB = 1024 * 1024
 _GIB = 1024 * _MIB
@@ -488,6 +490,8 @@ class CompiledRunner:
     def _offer_crates(self, crates: str | os.PathLike[str] | RustCrates) -> None:
         """Compile Rust with the prebuilt ``crates`` (:mod:`.rust_crates`); a set that
         cannot serve (unreadable, another rustc's) is this runner's toolchain problem."""
+        from rewardkit_sandbox.rust_crates import CrateSetError, RustCrates, crates_at
+
         if self.language != "rust":
             raise ValueError(f"rust_crates is for language rust, not {self.language}")
         try:
