@@ -488,12 +488,13 @@ TurnSums = dict[str, list[float]]
 
 
 def turn_values_of(out: Outcome) -> list[list[float]]:
-    """The per-turn values (:data:`rewardkit.trajectory.TURN_VALUES`) of each score of
-    ``out`` that has them."""
+    """The per-turn values (:data:`rewardkit.trajectory.TURN_VALUES`) of each ok score of
+    ``out`` that has them (those are checked against their sample: one finite number per
+    assistant turn; a failed score's are not)."""
     found = []
     for score in out.scores.values():
         vals = score.details.get(TURN_VALUES) if score.details else None
-        if isinstance(vals, list):
+        if isinstance(vals, list) and score.status is Status.OK:
             found.append(vals)
     return found
 

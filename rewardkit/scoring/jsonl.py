@@ -2,9 +2,10 @@
 
 Each input line is written back plus ``reward`` (the total, or null) and ``components``
 ({name: {value, status, reason}}, plus ``latency_ms`` for a reward timed sample by sample:
-process mode, and ``turn_values`` for a per-turn reward). Malformed lines are reported with their line number,
-counted and skipped; nothing else is dropped (what counts as malformed, and how a line is
-read and written back: :mod:`rewardkit.scoring.rows`, shared with the Ray engine).
+process mode, and ``turn_values`` for a per-turn reward). Malformed lines are reported
+with their line number, counted and skipped; nothing else is dropped (what counts as
+malformed, and how a line is read and written back: :mod:`rewardkit.scoring.rows`,
+shared with the Ray engine).
 
 Whole groups: when the config has a group reward or ``normalize_then_sum``, every prompt's
 rows are scored in one batch wherever they are in the file. Adjacent rows (the usual

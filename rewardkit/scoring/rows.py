@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from rewardkit.reward_set import SampleScores
 from rewardkit.trajectory import TURN_VALUES
+from rewardkit.types import Status
 
 #: deepest nesting of a row's JSON (rows deeper are malformed: they break recursion
 #: limits and pickling)
@@ -129,14 +130,15 @@ def count_lines(fh: IO[bytes], max_bytes: int) -> int:
 
 def scored_row(row: dict[str, Any], scored: SampleScores) -> dict[str, Any]:
     """``row`` plus ``reward`` (the total, or null) and ``components``
-    ({name: {value, status, reason}}, plus ``turn_values`` from a per-turn reward, which
-    the summary and ``rewardkit report`` read back): the output format of both engines."""
+    ({name: {value, status, reason}}, plus an ok score's ``turn_values`` from a per-turn
+    reward, which the summary and ``rewardkit report`` read back): the output format of
+    both engines."""
     components: dict[str, dict[str, Any]] = {
         name: {"value": s.value, "status": str(s.status), "reason": s.reason}
         for name, s in scored.scores.items()}
     for name, s in scored.scores.items():
         turns = s.details.get(TURN_VALUES) if s.details else None
-        if isinstance(turns, list):
+        if isinstance(turns, list) and s.status is Status.OK:
             components[name][TURN_VALUES] = turns
     return {**row, "reward": scored.total, "components": components}
 

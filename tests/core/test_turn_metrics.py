@@ -212,3 +212,30 @@ def test_ms_swift_pending_metrics_hold_a_count_per_batch_and_only_real_means() -
     pending = swift.drain_metrics()  # what the rewardkit_metrics callback averages
     assert pending["rewards/valid/turn_2/count"] == [0.0, 2.0]
     assert pending["rewards/valid/turn_2/mean"] == [0.5]  # LONG's; SHORT had none to give
+
+
+def test_values_that_break_the_contract_are_in_no_bucket_nor_in_the_output(tmp_path: Path
+                                                                           ) -> None:
+    from rewardkit import reward
+    from rewardkit.registry import registry
+    from rewardkit.trajectory import turn_score
+
+    @reward(name="test_three_turn_values")
+    def three(sample):  # type: ignore[no-untyped-def]
+        return turn_score([1.0, 1.0, 1.0])  # right only for three-turn rollouts
+
+    registry.register(three)
+    try:
+        rs = RewardSet.from_dict({"turn_metrics": 3, "rewards": {
+            "t": {"reward": "test_three_turn_values"}}})
+        result = rs.score([rollout([True, True]), rollout([True])])
+        assert [s.status for s in result.scores("t")] == ["ok", "error"]
+        turns = result.metrics["components"]["t"]["turns"]
+        assert [turns[k]["count"] for k in turn_buckets(3)] == [1, 1, 1, 0]
+        data, scored = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+        data.write_text(json.dumps(rollout([True])) + "\n")
+        from rewardkit.scoring.jsonl import score_jsonl
+        score_jsonl(rs, data, scored)
+        assert "turn_values" not in json.loads(scored.read_text())["components"]["t"]
+    finally:
+        registry.unregister("test_three_turn_values")
