@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score, visible_length
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, after_reasoning, visible_length
 
 #: a question this long found whole in an answer is a copy, not a coincidence
 ECHO_MIN_WORDS = 8
@@ -89,11 +89,10 @@ class GymAnswer(Reward):
             return Score.error(f"unknown reasoning-gym dataset {name!r}")
         text = sample.text
         if params.reasoning_tag is not None:
-            closer = f"</{params.reasoning_tag}>"
-            at = text.rfind(closer)
-            if at < 0:
+            after = after_reasoning(text, params.reasoning_tag)
+            if after is None:
                 return Score.ok(0.0, "the reasoning never closes", dataset=name)
-            text = text[at + len(closer):]
+            text = after
         if text.count(f"</{params.answer_tag}>") > 1:
             return Score.ok(0.0, "several answer blocks", dataset=name)
         answer = read_answer(text, params.answer_tag)

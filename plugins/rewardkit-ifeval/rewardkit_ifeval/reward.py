@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score, visible_length
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, after_reasoning, visible_length
 from rewardkit_ifeval.checkers import MissingData, UnknownInstruction, evaluate
 
 #: instruction types whose honest answer may be a word or two (one option, a copied span,
@@ -166,11 +166,13 @@ def _as_list(value: Any) -> list[Any] | None:
 
 
 def _checked_text(text: str, reasoning_tag: str | None) -> str | None:
+    """The response the instructions are checked on: what follows the reasoning, less
+    the line breaks after its tag (so "the first line" / "starts with" see the answer's
+    own first line); None when the reasoning never closes."""
     if reasoning_tag is None:
         return text
-    closer = f"</{reasoning_tag}>"
-    at = text.rfind(closer)
-    return None if at < 0 else text[at + len(closer):].lstrip("\n")
+    after = after_reasoning(text, reasoning_tag)
+    return None if after is None else after.lstrip("\n")
 
 
 def _off_task(text: str, prompt: str, ids: Sequence[str],
