@@ -126,12 +126,19 @@ def _without_flag(argv: list[str], flag: str) -> list[str]:
     return out
 
 
+#: columns of a recorded rollout (the scored rows of ``rewardkit score``, the tool-use
+#: example): the run generates its own, and ms-swift would pass a stale ``completion`` or
+#: ``truncated`` to the rewards beside its own ``finish_reason``
+ROLLOUT_COLUMNS = frozenset({"completion", "finish_reason", "truncated"})
+
+
 def build_jobs(plan: RunPlan) -> list[Job]:
     """One ``swift rlhf`` job (ms-swift passes the step, so stages live inside it), after
     the ``swift rollout`` server in vLLM server mode."""
     out = plan.output_dir
     train_file, _ = materialise(plan.train, plan.config_file, out)
     rows = normalise_rows(read_rows(train_file, str(plan.config_file)), plan.train.dataset)
+    rows = [{k: v for k, v in row.items() if k not in ROLLOUT_COLUMNS} for row in rows]
     dataset = to_swift_jsonl(rows, plan.train.dataset, out / "data" / "train.swift.jsonl")
     plugin = out / "rewardkit_swift_plugin.py"
     rewards = export_plugin(plan.reward_config, plan.config_file, plugin)

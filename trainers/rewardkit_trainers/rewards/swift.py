@@ -38,10 +38,21 @@ How ms-swift calls it (4.x ``swift.rl_core.grpo_algorithm.compute_rewards_per_fu
   record each component's error/timeout/skip rates and latency, and the
   :class:`RewardMetricsCallback` (registered in ms-swift's callback table by the plugin,
   passed as ``--callbacks rewardkit_metrics``) adds them to every log line.
+* Multi-turn and tool rollouts (``--multi_turn_scheduler``): ms-swift hands each row's
+  whole ``messages`` (tool calls as the agent template's text in the assistant content,
+  earlier assistant turns as token ids, the scheduler's ``tool`` messages), its
+  ``tools`` column, the last turn's ``finish_reason`` and ``rollout_infos``.
+  :func:`rollout_completion` turns the turns ms-swift generated into OpenAI-shape
+  messages: ids decoded and calls parsed with the trainer's own template (its tokenizer
+  and agent template, the parser ms-swift's engine fills ``tool_calls`` with), which the
+  ``rewardkit_metrics`` callback hands over; results only from ``tool`` messages, never
+  from assistant text. Where that cannot be done faithfully, the completion stays the
+  final text, so the trajectory rewards say status error.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -63,11 +74,14 @@ from rewardkit_trainers.rewards.scoring import (
     neutralise_failed_rows,
 )
 
-#: kwargs ms-swift passes that are neither prompt nor dataset metadata
+#: kwargs ms-swift passes that are neither prompt nor dataset metadata (``is_truncated``
+#: is ``finish_reason == "length"``, False when the finish reason is unknown: the
+#: trajectory reads ``finish_reason`` itself; ``trajectory_inputs`` is keyed by request,
+#: not a column)
 _SWIFT_INTERNAL = frozenset({
     "trainer_state", "messages", "prompt_id", "request_id", "response_token_ids",
-    "rollout_infos", "trajectory_inputs", "log_metric", "log_extra", "completions",
-    "chat_template_kwargs",
+    "trajectory_inputs", "log_metric", "log_extra", "completions", "chat_template_kwargs",
+    "is_truncated",
 })
 
 
@@ -145,13 +159,19 @@ def orm_table() -> tuple[type, dict[str, Any]]:
     return ORM, orms
 
 
-def register_orms(config: Mapping[str, Any] | RewardConfig | str | Path) -> dict[str, type]:
-    """Register one ORM class per component in ms-swift's table; returns them by name."""
+def register_orms(config: Mapping[str, Any] | RewardConfig | str | Path,
+                  agent_template: str | None = None) -> dict[str, type]:
+    """Register one ORM class per component in ms-swift's table; returns them by name.
+
+    ``agent_template`` (a name of ms-swift's ``agent_template_map``) parses tool calls out
+    of assistant text where the trainer's template is not handed over (no
+    ``--callbacks rewardkit_metrics``); by default the trainer's own is used.
+    """
     base, table = orm_table()
     scorer = SharedScorer(config)
     made: dict[str, type] = {}
     for name in scorer.names:
-        adapter = SwiftComponent(scorer, name)
+        adapter = SwiftComponent(scorer, name, agent_template=agent_template)
 
         def __init__(self: Any, args: Any = None, _adapter: SwiftComponent = adapter,
                      **kwargs: Any) -> None:
@@ -173,10 +193,12 @@ def register_orms(config: Mapping[str, Any] | RewardConfig | str | Path) -> dict
 class SwiftComponent:
     """The scoring behind one component's ORM (picklable, holds no ms-swift object)."""
 
-    def __init__(self, scorer: SharedScorer, name: str, reference_column: str = "solution") -> None:
+    def __init__(self, scorer: SharedScorer, name: str, reference_column: str = "solution",
+                 agent_template: str | None = None) -> None:
         self.scorer = scorer
         self.name = name
         self.reference_column = reference_column
+        self.agent_template = agent_template
         self._scheduled: bool | None = None
 
     @property
@@ -187,7 +209,8 @@ class SwiftComponent:
 
     def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         step = global_step(kwargs.get("trainer_state"))
-        local = swift_samples(completions, kwargs, self.reference_column)
+        local = swift_samples(completions, kwargs, self.reference_column,
+                              rollout_reader(self.agent_template))
         samples, start = gather_across_ranks(local)
         result = self.scorer.score(samples, step)
         # normalised as the aggregate did (normalize_then_sum); weighted here only when
@@ -228,7 +251,12 @@ def metrics_callback_class() -> type:
     from swift.callbacks import TrainerCallback
 
     class RewardMetricsCallback(TrainerCallback):
-        """Logs rewardkit's per-component error/timeout/skip rates, latency and weight."""
+        """Logs rewardkit's per-component error/timeout/skip rates, latency and weight,
+        and hands the ORMs the trainer's template (:func:`use_trainer_template`)."""
+
+        def __init__(self, args: Any, trainer: Any) -> None:
+            super().__init__(args, trainer)
+            use_trainer_template(trainer)
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             store = getattr(self.trainer, "_metrics", None)
@@ -268,8 +296,10 @@ METRICS_CALLBACK = "rewardkit_metrics"
 
 
 def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
-                  reference_column: str = "solution") -> list[Sample]:
-    """Samples from ms-swift's reward-function arguments."""
+                  reference_column: str = "solution",
+                  reader: RolloutReader | None = None) -> list[Sample]:
+    """Samples from ms-swift's reward-function arguments; with a ``reader``, each
+    completion is the conversation ms-swift generated (:func:`rollout_completion`)."""
     n = len(completions)
     messages = kwargs.get("messages")
     prompt_ids = kwargs.get("prompt_id")
@@ -280,15 +310,27 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
     meta_cols = {k: v for k, v in kwargs.items()
                  if k not in _SWIFT_INTERNAL and k not in (reference_column, "reference")
                  and isinstance(v, list | tuple) and len(v) == n}
+    infos = kwargs.get("rollout_infos")
     samples = []
     for i in range(n):
         prompt: Any = ""
+        completion: Any = completions[i]
         if isinstance(messages, list | tuple) and i < len(messages) and messages[i]:
             turns = list(messages[i])
             prompt = turns[:-1] if turns[-1].get("role") == "assistant" else turns
-        sample = Sample(prompt=prompt, completion=completions[i],
+            if reader is not None:
+                ids = token_ids[i] if _row_of(token_ids, n) else None
+                info = infos[i] if _row_of(infos, n) else None
+                got = rollout_completion(turns, ids, info, reader, _row_tools(kwargs, i, n))
+                if got is not None:
+                    prompt, completion = got
+        sample = Sample(prompt=prompt, completion=completion,
                         reference=refs[i] if isinstance(refs, list | tuple) else None,
                         metadata={k: v[i] for k, v in meta_cols.items()})
+        if _row_of(kwargs.get("finish_reason"), n):
+            # the rollout's own finish reason decides; a dataset column of that name
+            # describes some earlier rollout
+            sample.metadata.pop("truncated", None)
         if isinstance(prompt_ids, list | tuple) and i < len(prompt_ids):
             sample.group = prompt_ids[i]
         if isinstance(token_ids, list | tuple) and len(token_ids) == n:
@@ -313,3 +355,174 @@ def _last_turn_ids(ids: Any) -> list[int] | None:
     if isinstance(ids[-1], list | tuple):
         return list(ids[-1]) or None
     return list(ids)
+
+
+# -- multi-turn and tool rollouts --------------------------------------------------------
+
+@dataclass
+class RolloutReader:
+    """How ms-swift's messages are read back: the agent template whose ``get_toolcall``
+    parses tool calls out of assistant text (what ms-swift's engine fills
+    ``response_choice.message.tool_calls`` with, so the calls are the ones a scheduler
+    acting on them executed) and the tokenizer that decodes the assistant turns ms-swift
+    keeps as token ids (None: such a rollout cannot be read)."""
+
+    agent_template: Any
+    tokenizer: Any = None
+
+
+#: the trainer whose template the ORMs read rollouts with (set by the callback)
+_TRAINER: list[Any] = []
+
+
+def use_trainer_template(trainer: Any) -> None:
+    """Read rollouts with ``trainer.template`` (its agent template and tokenizer), the
+    template ms-swift itself encodes and generates with; the ``rewardkit_metrics``
+    callback calls this with the trainer ms-swift builds it for."""
+    _TRAINER[:] = [trainer]
+
+
+def rollout_reader(agent_template: str | None = None) -> RolloutReader | None:
+    """The reader of this process: the trainer's template (its agent template unless
+    ``agent_template`` names another); None when there is no agent template to parse
+    calls with (the completions then stay text)."""
+    template = getattr(_TRAINER[0], "template", None) if _TRAINER else None
+    tokenizer = getattr(template, "tokenizer", None)
+    if agent_template is not None:
+        from swift.agent_template import agent_template_map
+
+        return RolloutReader(agent_template_map[agent_template](), tokenizer)
+    if template is None:
+        return None
+    try:
+        parser = template.agent_template
+    except (ValueError, KeyError):  # ms-swift matched no agent template to this template
+        return None
+    parser.template_meta = template.template_meta  # as ms-swift does before using it
+    return RolloutReader(parser, tokenizer)
+
+
+def rollout_completion(messages: list[Any], ids: Any, info: Any, reader: RolloutReader,
+                       tools: Any = None) -> tuple[list[Any], list[dict[str, Any]]] | None:
+    """(prompt, completion) of one ms-swift row: the completion is the turns ms-swift
+    generated as OpenAI-shape messages, or None where they cannot be read faithfully.
+
+    The generated turns are the last ``len(response_token_ids)`` assistant messages and
+    what follows the first of them (ms-swift's own rule when it re-encodes them); without
+    ids, from the first assistant message. None when a scheduler continued inside one
+    assistant message (``num_turns`` above the generated turns: the environment's text is
+    spliced into the policy's, so no result or call can be told apart) or a turn is token
+    ids without a tokenizer to decode them.
+    """
+    positions = [j for j, m in enumerate(messages)
+                 if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    if not positions:
+        return None
+    generated = _generated_turns(ids)
+    num_turns = info.get("num_turns") if isinstance(info, Mapping) else None
+    if generated is not None and isinstance(num_turns, int) and num_turns > generated \
+            and isinstance(ids[-1], list | tuple):
+        return None  # continuation: environment text inside the assistant turn
+    first = positions[-generated] if generated and generated <= len(positions) else positions[0]
+    completion: list[Any] = []
+    ids_made: set[Any] = set()
+    for message in messages[first:]:
+        if not isinstance(message, Mapping):
+            completion.append(message)  # the trajectory reports it as a problem
+        elif message.get("role") == "assistant":
+            turn = _assistant_message(message, reader, tools, len(ids_made))
+            if turn is None:
+                return None
+            ids_made.update(c.get("id") for c in turn.get("tool_calls", ())
+                            if isinstance(c, Mapping))
+            completion.append(turn)
+        elif message.get("role") in ("tool", "tool_response"):
+            result = {**message, "role": "tool"}
+            if result.get("tool_call_id") not in ids_made:
+                # the engine's ids (random per parse) are not the ones made here: the
+                # result answers its call by name, else in order
+                result.pop("tool_call_id", None)
+            completion.append(result)
+        else:
+            completion.append(dict(message))
+    return list(messages[:first]), completion
+
+
+def _generated_turns(ids: Any) -> int | None:
+    """How many assistant turns ms-swift generated, from the row's response_token_ids."""
+    if hasattr(ids, "tolist"):
+        ids = ids.tolist()
+    if not isinstance(ids, list | tuple) or not ids:
+        return None
+    return len(ids) if isinstance(ids[-1], list | tuple) else 1
+
+
+def _assistant_message(message: Mapping[str, Any], reader: RolloutReader,
+                       tools: Any, first_id: int) -> dict[str, Any] | None:
+    """One generated assistant turn in the OpenAI shape: its text (decoded when ms-swift
+    kept it as token ids) and the calls ms-swift's agent template finds in it."""
+    from swift.template.utils import get_token_backed_response_ids
+
+    content = message.get("content")
+    ids = get_token_backed_response_ids(content)
+    if ids is not None:
+        if reader.tokenizer is None:
+            return None
+        content = reader.tokenizer.decode(ids, skip_special_tokens=False)
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        return None
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if message.get("tool_calls"):  # a scheduler that wrote them in the OpenAI shape
+        out["tool_calls"] = message["tool_calls"]
+        return out
+    calls = _calls_in(reader.agent_template, content, tools, first_id)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _calls_in(parser: Any, text: str, tools: Any, first_id: int = 0) -> list[dict[str, Any]]:
+    """The calls in ``text`` as ms-swift's engine parses them
+    (``InferEngine._get_toolcall``: the agent template's ``get_toolcall``, the offered
+    tools passed where the template takes them, nothing when it raises); ids
+    ``call_<n>`` from ``first_id`` on."""
+    import inspect
+
+    kwargs: dict[str, Any] = {}
+    if getattr(parser, "supports_tool_schema", False):
+        try:
+            inspect.signature(parser.get_toolcall).bind(text, tools=None)
+            kwargs["tools"] = _wrapped_tools(parser, tools)
+        except (TypeError, ValueError):
+            pass
+    try:
+        functions = parser.get_toolcall(text, **kwargs) or []
+    except Exception:  # ms-swift's engine treats a parser failure as no call
+        return []
+    return [{"id": f"call_{first_id + k}", "type": "function",
+             "function": {"name": f.name, "arguments": f.arguments}}
+            for k, f in enumerate(functions)]
+
+
+def _wrapped_tools(parser: Any, tools: Any) -> Any:
+    """The tools as ms-swift's template hands them to the parser (JSON text parsed, each
+    one through the agent template's ``wrap_tool``)."""
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except ValueError:
+            return None
+    if not isinstance(tools, list | tuple):
+        return None
+    return [parser.wrap_tool(t) if isinstance(t, Mapping) else t for t in tools]
+
+
+def _row_of(column: Any, n: int) -> bool:
+    return isinstance(column, list | tuple) and len(column) == n
+
+
+def _row_tools(kwargs: Mapping[str, Any], i: int, n: int) -> Any:
+    tools = kwargs.get("tools")
+    return tools[i] if _row_of(tools, n) else None
