@@ -34,15 +34,24 @@ from rewardkit_tools.matching import ReferenceError_, assign, mismatch, parse_re
 from rewardkit_tools.schema import call_problem
 
 
-def _trajectory(sample: Sample) -> Trajectory | Score:
-    if isinstance(sample.completion, str):
-        return Score.error("the completion is text, not chat messages: no tool call can be "
-                           "read (a backend that passes only the final text passes no "
-                           "trajectory; tool calls are not parsed out of text)")
-    t = Trajectory.of(sample)
-    if t.problem:
-        return Score.error(f"malformed trajectory: {t.problem}")
-    return t
+class _TrajectoryReward(Reward):
+    """A reward of the sample's trajectory: :meth:`score` reads it, or gives the shared
+    status error (a text completion, a malformed trajectory), and each reward states
+    only its own rule in :meth:`score_trajectory`. Not registered itself."""
+
+    def score(self, sample: Sample) -> Score:
+        if isinstance(sample.completion, str):
+            return Score.error("the completion is text, not chat messages: no tool call can "
+                               "be read (a backend that passes only the final text passes no "
+                               "trajectory; tool calls are not parsed out of text)")
+        t = Trajectory.of(sample)
+        if t.problem:
+            return Score.error(f"malformed trajectory: {t.problem}")
+        return self.score_trajectory(t, sample)
+
+    def score_trajectory(self, t: Trajectory, sample: Sample) -> Score:
+        """The reward's value for the well-formed trajectory ``t`` of ``sample``."""
+        raise NotImplementedError
 
 
 def _call_problem(call: ToolCall, t: Trajectory, allow_extra: bool) -> str | None:
@@ -70,7 +79,7 @@ class ValidParams(Params):
         "component's turns setting reduces them")
 
 
-class ToolCallValid(Reward):
+class ToolCallValid(_TrajectoryReward):
     """The tool calls parse and fit the offered schemas (the ``tools`` column).
 
     A trajectory without any call is 0 (a validity reward that paid nothing-called would
@@ -83,11 +92,8 @@ class ToolCallValid(Reward):
     name: ClassVar[str] = "tool_call_valid"
     Params: ClassVar[type[Params]] = ValidParams
 
-    def score(self, sample: Sample) -> Score:
+    def score_trajectory(self, t: Trajectory, sample: Sample) -> Score:
         params: ValidParams = self.params  # type: ignore[assignment]
-        t = _trajectory(sample)
-        if isinstance(t, Score):
-            return t
         if t.tools is None:
             return Score.error("the sample has no tools column (the offered tool schemas); "
                                "this backend or dataset does not pass it")
@@ -129,7 +135,7 @@ class MatchParams(Params):
         "(integer-for-number coercion, type checks) when the sample has a tools column")
 
 
-class ToolCallMatch(Reward):
+class ToolCallMatch(_TrajectoryReward):
     """The calls made are the reference calls, compared as values by the Berkeley Function
     Calling Leaderboard's tolerant rules (see ``rewardkit_tools.matching``): name,
     required and optional arguments, several allowed values, integer-for-number coercion,
@@ -146,11 +152,8 @@ class ToolCallMatch(Reward):
     name: ClassVar[str] = "tool_call_match"
     Params: ClassVar[type[Params]] = MatchParams
 
-    def score(self, sample: Sample) -> Score:
+    def score_trajectory(self, t: Trajectory, sample: Sample) -> Score:
         params: MatchParams = self.params  # type: ignore[assignment]
-        t = _trajectory(sample)
-        if isinstance(t, Score):
-            return t
         raw = _reference_calls(sample, params.calls_column)
         if raw is None:
             where = f"column {params.calls_column!r}" if params.calls_column else "reference"
@@ -206,7 +209,7 @@ class ErrorParams(Params):
         "the tool ran): failed, or left out of the count")
 
 
-class ToolErrors(Reward):
+class ToolErrors(_TrajectoryReward):
     """The share of calls whose tool answered without an error or a timeout (a result
     with ``status: error|timeout``, ``is_error``, or TRL's ``{"error": ...}`` content).
 
@@ -218,11 +221,8 @@ class ToolErrors(Reward):
     name: ClassVar[str] = "tool_errors"
     Params: ClassVar[type[Params]] = ErrorParams
 
-    def score(self, sample: Sample) -> Score:
+    def score_trajectory(self, t: Trajectory, sample: Sample) -> Score:
         params: ErrorParams = self.params  # type: ignore[assignment]
-        t = _trajectory(sample)
-        if isinstance(t, Score):
-            return t
         calls = t.calls
         results = [c.result for c in calls]
         if not any(r is not None for r in results):
@@ -251,7 +251,7 @@ class EfficiencyParams(Params):
         "arguments) counts this many times")
 
 
-class ToolEfficiency(Reward):
+class ToolEfficiency(_TrajectoryReward):
     """Calls and turns used, against a budget: 1 within it, ``budget / used`` beyond
     (the product of the call and the turn factors). Meant as a small shaping weight next
     to correctness: on its own it pays any cheap trajectory. Details: ``calls``,
@@ -261,11 +261,8 @@ class ToolEfficiency(Reward):
     name: ClassVar[str] = "tool_efficiency"
     Params: ClassVar[type[Params]] = EfficiencyParams
 
-    def score(self, sample: Sample) -> Score:
+    def score_trajectory(self, t: Trajectory, sample: Sample) -> Score:
         params: EfficiencyParams = self.params  # type: ignore[assignment]
-        t = _trajectory(sample)
-        if isinstance(t, Score):
-            return t
         calls = t.calls
         if len(calls) < params.min_calls:
             return Score.ok(0.0, f"{len(calls)} calls, fewer than {params.min_calls}",
