@@ -87,7 +87,17 @@ SCRIPTS: dict[str, list[str]] = {
     "overruns": [ANSWER + "\n" + call("read_manual", section="miles")],
     "rambles": [ANSWER + " and so on" * 120],
 }
+#: the environment scenarios (test_environment_factory_...): one per environment
+ENV_SCRIPTS: dict[str, list[str]] = {
+    "converts": [RIGHT, ANSWER],
+    "recalls": [call("recall", key="mile"), "A mile is 1.609 km."],
+}
 MAX_COMPLETION = 200
+
+
+def scenario_of(prompt: list[dict[str, Any]]) -> str:
+    """The scenario a row's user message names, as ``(honest)``."""
+    return prompt[-1]["content"].split("(")[-1].rstrip(")")
 
 
 def rows() -> list[dict[str, Any]]:
@@ -97,6 +107,51 @@ def rows() -> list[dict[str, Any]]:
                                                     "to_unit": ["mi"]}}],
              "finish_reason": "stop"}  # the dataset's, not this generation's
             for name in SCRIPTS]
+
+
+def env_rows() -> list[dict[str, Any]]:
+    """One row per environment of :class:`UnitsEnv` / :class:`MemoEnv`."""
+    converts = {"convert_units": {"value": [12], "from_unit": ["km"], "to_unit": ["mi"]}}
+    return [{"prompt": [{"role": "user", "content": f"How long is a mile? ({name})"}],
+             "environment": env, "reference": ref,
+             # JSON text: Arrow would merge both rows' structs (null for the other tool)
+             "reference_calls": json.dumps([calls])}
+            for name, env, ref, calls in (
+                ("converts", "units", "7.46", converts),
+                ("recalls", "memo", "1.609", {"recall": {"key": ["mile"]}}))]
+
+
+class UnitsEnv:
+    """An environment whose one tool converts units (TRL's environment_factory)."""
+
+    def reset(self, **row: Any) -> None:
+        self.calls = 0
+
+    def convert_units(self, value: float, from_unit: str, to_unit: str) -> str:
+        """Convert a value between units.
+
+        Args:
+            value: the value to convert
+            from_unit: its unit (km, mi or kg)
+            to_unit: the unit wanted (km, mi or lb)
+        """
+        self.calls += 1
+        return convert_units(value, from_unit, to_unit)
+
+
+class MemoEnv:
+    """An environment whose one tool recalls a stored fact."""
+
+    def reset(self, **row: Any) -> None:
+        self.facts = {"mile": "1.609 km"}
+
+    def recall(self, key: str) -> str:
+        """Recall a stored fact.
+
+        Args:
+            key: the fact's name
+        """
+        return self.facts[key]
 
 
 def build_tokenizer() -> Any:
@@ -115,9 +170,9 @@ def build_tokenizer() -> Any:
 
     render = fast(Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")))
     corpus = []
-    for row in rows():
-        name = row["prompt"][0]["content"].split("(")[-1].rstrip(")")
-        turns = [{"role": "assistant", "content": text} for text in SCRIPTS[name]]
+    for row in rows() + env_rows():
+        scripts = {**SCRIPTS, **ENV_SCRIPTS}[scenario_of(row["prompt"])]
+        turns = [{"role": "assistant", "content": text} for text in scripts]
         corpus.append(render.apply_chat_template(row["prompt"] + turns, tokenize=False,
                                                  tools=[convert_units, read_manual]))
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
@@ -138,7 +193,7 @@ def scripted_policy(tokenizer: Any) -> Any:
     start, assistant = tokenizer.convert_tokens_to_ids(["<|im_start|>", "assistant"])
     scripts = {tokenizer.convert_tokens_to_ids(name): [
         tokenizer(text, add_special_tokens=False)["input_ids"] + [eos] for text in turns]
-        for name, turns in SCRIPTS.items()}
+        for name, turns in {**SCRIPTS, **ENV_SCRIPTS}.items()}
 
     class Script(LogitsProcessor):
         """Forces, for each row, the next token of its scenario's current turn: the
@@ -212,8 +267,7 @@ def step(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def by_scenario(result: Any) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for i, sample in enumerate(result.samples):
-        prompt = sample.prompt[-1]["content"]
-        out.setdefault(prompt.split("(")[-1].rstrip(")"), []).append(i)
+        out.setdefault(scenario_of(sample.prompt), []).append(i)
     return out
 
 
@@ -441,3 +495,37 @@ def test_rewardkit_train_hands_trl_the_tools_and_the_rewards_their_schemas(tmp_p
         assert row["truncated"] is (row["finish_reason"] == "length")
         assert row["components"]["valid_calls"]["status"] == "ok"
         assert row["components"]["non_stop"]["status"] == "ok"
+
+
+def test_environment_factory_rollouts_carry_their_environments_tools(tmp_path: Path):
+    """TRL's environment_factory with two environments (a dict, the rows' ``environment``
+    column choosing): each rollout's ``tools`` are its environment's methods, as TRL
+    rendered them for that prompt, found through the ``environments`` TRL passes."""
+    import torch
+    from datasets import Dataset
+    from transformers.utils import get_json_schema
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(2)
+    tokenizer = build_tokenizer()
+    rewards = trl_rewards(CONFIG)
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4,
+                      num_generations=2, max_completion_length=MAX_COMPLETION, max_steps=1,
+                      report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True,
+                      shuffle_dataset=False, **rewards.grpo_kwargs())
+    trainer = GRPOTrainer(model=scripted_policy(tokenizer), reward_funcs=rewards.funcs,
+                          args=args, train_dataset=Dataset.from_list(env_rows()),
+                          processing_class=tokenizer,
+                          environment_factory={"units": UnitsEnv, "memo": MemoEnv})
+    rewards.attach(trainer)
+    trainer.train()
+    result = rewards.scorer._last[1]
+    rows = by_scenario(result)
+    units, memo = result.samples[rows["converts"][0]], result.samples[rows["recalls"][0]]
+    assert units.metadata["tools"] == [get_json_schema(UnitsEnv().convert_units)]
+    assert [t["function"]["name"] for t in memo.metadata["tools"]] == ["recall"]
+    assert memo.completion[1]["content"] == "1.609 km"  # MemoEnv.recall ran
+    for scenario in ("converts", "recalls"):
+        for name in ("answer", "right_calls", "valid_calls", "tool_errors"):
+            assert values(result, name, rows[scenario]) == [1.0, 1.0], (scenario, name)
+        assert values(result, "non_stop", rows[scenario]) == [0.0, 0.0]
