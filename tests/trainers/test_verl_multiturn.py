@@ -20,11 +20,44 @@ GOLDEN = {"honest": 1.95, "fake_result": 1.10, "garbage_call": 1.40, "truncated"
           "no_call": 1.00}
 
 
+TRAIN = """
+train:
+  model: Qwen/Qwen2.5-0.5B-Instruct
+  dataset: {{train: {data}}}
+  max_steps: 10
+  num_generations: 4
+  batch_size: 4
+"""
+TOOLS = "  extra_args: {actor_rollout_ref.rollout.multi_turn.function_tool_path: tools.py}\n"
+
+
+def tool_use_config(folder: Path, tools: bool) -> Path:
+    """examples/tool-use.yaml with ``on_error: ignore`` (what verl needs) and a train
+    section over its own rollouts' prompts; with ``tools`` the verl tools named."""
+    config = folder / "tool-use.yaml"
+    config.write_text("on_error: ignore\n" + (ROOT / "examples/tool-use.yaml").read_text()
+                      + TRAIN.format(data=ROOT / "examples/data/tool-use.jsonl")
+                      + (TOOLS if tools else ""))
+    return config
+
+
 @pytest.fixture(scope="module")
-def result(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    config = tmp_path_factory.mktemp("verl_mt") / "tool-use.yaml"
-    config.write_text("on_error: ignore\n" + (ROOT / "examples/tool-use.yaml").read_text())
-    return run_in_venv("verl", "verl_multiturn_check.py", env={"REWARDKIT_CONFIG": str(config)})
+def planned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """The config and the first job's argv of `rewardkit train --backend verl`."""
+    from rewardkit_trainers.launch.runner import jobs, load_run
+
+    folder = tmp_path_factory.mktemp("verl_mt")
+    config = tool_use_config(folder, tools=True)
+    plan = load_run(config, backend="verl", output_dir=str(folder / "run"))
+    return config, jobs(plan)[0].argv
+
+
+@pytest.fixture(scope="module")
+def result(planned: tuple[Path, list[str]]) -> dict:
+    config, argv = planned
+    registry = next(a.split("=", 1)[1] for a in argv if ".agent_loop_config_path=" in a)
+    return run_in_venv("verl", "verl_multiturn_check.py", registry,
+                       env={"REWARDKIT_CONFIG": str(config)})
 
 
 def test_streamed_and_batched_paths_pay_the_examples_golden_totals(result: dict):
@@ -106,3 +139,31 @@ def test_the_datasets_finish_reason_never_stands_for_the_rollouts(tmp_path: Path
     info = {"metadata": '{"finish_reason": "stop", "truncated": false}'}
     out = verl.compute_score("s", "cut off mid", "7", info, config=str(config))
     assert out["non_stop_failed"] == 1.0
+
+
+def test_train_dry_run_rolls_out_with_rewardkits_tool_agent_loop(
+        planned: tuple[Path, list[str]], tmp_path: Path, tiny_tokenizer_dir: Path):
+    """With tools named, the jobs select RewardkitToolAgentLoop (the registry file the
+    check above loads) and verl's own Hydra config composes the overrides."""
+    import json
+
+    _, argv = planned
+    assert "actor_rollout_ref.rollout.multi_turn.enable=true" in argv
+    assert "actor_rollout_ref.rollout.agent.default_agent_loop=rewardkit_tool_agent" in argv
+    argv_file = tmp_path / "argv.json"
+    argv_file.write_text(json.dumps(argv))
+    composed = run_in_venv("verl", "verl_args_check.py", str(argv_file),
+                           str(tiny_tokenizer_dir))
+    rows = (ROOT / "examples/data/tool-use.jsonl").read_text().strip().splitlines()
+    assert composed["rows"] == len(rows) and composed["raw_prompt"][0]["role"] == "system"
+
+
+def test_train_refuses_trajectory_rewards_without_verl_tools(tmp_path: Path, capsys):
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = tool_use_config(tmp_path, tools=False)
+    assert cli_run("train", [str(config), "--backend", "verl", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    for name in ("answer", "right_calls", "valid_calls", "tool_errors", "non_stop"):
+        assert f"rewards.{name}: needs a multi-turn trajectory" in err
+    assert "function_tool_path" in err

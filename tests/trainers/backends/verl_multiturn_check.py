@@ -10,7 +10,7 @@ batched (the reward manager's ``run_single`` on the worker's output DataProto, t
 ``assemble_rm_scores``). verl's ``compute_grpo_outcome_advantage`` then reads the token
 rewards. Prints one JSON object.
 
-    REWARDKIT_CONFIG=rewards.yaml python verl_multiturn_check.py
+    REWARDKIT_CONFIG=rewards.yaml python verl_multiturn_check.py AGENT_LOOP_YAML
 """
 
 from __future__ import annotations
@@ -149,10 +149,10 @@ def main() -> None:
                        "name": MANAGER_OVERRIDES["reward.reward_manager.name"],
                        "module": {"path": MANAGER_OVERRIDES["reward.reward_manager.module.path"],
                                   "name": "custom_reward_manager"}}}})
-    # what AgentLoopWorker does with rollout.agent.agent_loop_config_path
-    al._agent_loop_registry["rewardkit_tool_agent"] = OmegaConf.create(
-        {"name": "rewardkit_tool_agent",
-         "_target_": "rewardkit_trainers.rewards.verl_manager.RewardkitToolAgentLoop"})
+    # what AgentLoopWorker does with rollout.agent.agent_loop_config_path: here the file
+    # `rewardkit train --backend verl` writes
+    for entry in OmegaConf.load(sys.argv[1]):
+        al._agent_loop_registry[entry.name] = entry
     RolloutTraceConfig.init("p", "e", None, False, None)
     manager = load_reward_manager(config, tokenizer)
     cases = list(SCRIPTS)

@@ -6,6 +6,10 @@ successive *segments* (:mod:`rewardkit_trainers.launch.segments`): each segment'
 file (:mod:`rewardkit_trainers.rewards.easyr1`) is pinned to its first step, and each
 segment after the first resumes from the previous one's checkpoint
 (``trainer.load_checkpoint_path=.../global_step_<boundary>``).
+
+EasyR1 has no multi-turn rollout (one generation per prompt, text only): a config whose
+rewards need a trajectory or how the generation ended is refused
+(:func:`refuse_rollout_needs`) rather than trained on components that fail every row.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from rewardkit import RewardSet, Sample, Status
+from rewardkit.config import ConfigError
 
 from rewardkit_trainers.config import TrainConfig
 from rewardkit_trainers.launch.data import (
@@ -25,6 +31,7 @@ from rewardkit_trainers.launch.data import (
 )
 from rewardkit_trainers.launch.plan import Job, RunPlan
 from rewardkit_trainers.rewards.easyr1 import export_reward_file
+from rewardkit_trainers.rewards.verl import ROLLOUT_COLUMNS
 
 
 def easyr1_config(plan: RunPlan, train_file: Path, val_file: Path, template: Path,
@@ -111,6 +118,40 @@ def _trainer_section(t: TrainConfig, max_steps: int | None, checkpoints: Path,
     }
 
 
+def rollout_needs(plan: RunPlan, row: dict[str, Any]) -> list[str]:
+    """The components that fail on a text response but grade once the same answer comes
+    as a finished one-turn trajectory: they need a trajectory (tool calls, turns) or the
+    rollout's ``finish_reason`` / ``truncated``, which a text-only rollout never gives.
+    Probed on the dataset's first row, its reference as the response (shared with the
+    verl planner, whose single-turn rollout is text-only too)."""
+    spec = plan.train.dataset
+    reference = row.get(spec.reference_column)
+    text = reference if isinstance(reference, str) else str(reference or "")
+    metadata = {k: v for k, v in row.items()
+                if k not in ("prompt", "completion", spec.reference_column, *ROLLOUT_COLUMNS)}
+    as_text = Sample(row.get("prompt", ""), text, reference, metadata=metadata)
+    as_rollout = Sample(row.get("prompt", ""), [{"role": "assistant", "content": text}],
+                        reference, metadata={**metadata, "finish_reason": "stop",
+                                             "truncated": False})
+    scored = RewardSet(plan.reward_config).score([as_text, as_rollout], step=0)
+    failed = (Status.ERROR, Status.TIMEOUT)
+    return [name for name in plan.reward_config.rewards
+            if scored.scores(name)[0].status in failed
+            and scored.scores(name)[1].status not in failed]
+
+
+def refuse_rollout_needs(plan: RunPlan, row: dict[str, Any]) -> None:
+    """EasyR1 has no multi-turn or tool rollout and passes no finish reason: a
+    :class:`ConfigError` naming each component of :func:`rollout_needs`."""
+    needs = rollout_needs(plan, row)
+    if needs:
+        raise ConfigError(str(plan.config_file), [
+            (f"rewards.{name}", "needs a multi-turn trajectory or the rollout's finish "
+             "reason, and EasyR1 rolls out text only (no agent or tool loop): it would fail "
+             "on every row; use backend verl (rewardkit's tool agent loop), trl or swift")
+            for name in needs])
+
+
 def build_jobs(plan: RunPlan) -> list[Job]:
     """One ``python3 -m verl.trainer.main config=...`` job per segment."""
     t = plan.train
@@ -118,6 +159,8 @@ def build_jobs(plan: RunPlan) -> list[Job]:
     train_path, test_path = materialise(t, plan.config_file, plan.output_dir)
     source = str(plan.config_file)
     rows = normalise_rows(read_rows(train_path, source), t.dataset)
+    if rows:
+        refuse_rollout_needs(plan, rows[0])
     train_file = to_easyr1_parquet(rows, t.dataset, out / "data" / "train.parquet")
     val_file = train_file
     if test_path is not None:

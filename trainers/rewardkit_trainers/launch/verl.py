@@ -3,21 +3,62 @@
 verl passes no step to the reward (:mod:`rewardkit_trainers.rewards.verl`), so each
 segment (:mod:`rewardkit_trainers.launch.segments`) pins the step through the reward
 kwargs and resumes from the previous segment's last checkpoint.
+
+Multi-turn: when ``train.extra_args`` names the tools verl's tool agent loop runs
+(:data:`TOOL_KEYS`), the jobs roll out with ``RewardkitToolAgentLoop``
+(:func:`agent_loop_args`), whose record the reward rebuilds the trajectory from. A config
+whose rewards need a trajectory without them is refused: verl's single-turn rollout is
+text only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+from rewardkit.config import ConfigError
+
 from rewardkit_trainers.config import TrainConfig
 from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows, to_verl_parquet
+from rewardkit_trainers.launch.easyr1 import rollout_needs
 from rewardkit_trainers.launch.plan import Job, RunPlan
 from rewardkit_trainers.rewards.verl import MANAGER_OVERRIDES, REWARD_PATH
 
+#: the ``train.extra_args`` keys that give verl's tool agent loop its tools
+TOOL_KEYS = ("actor_rollout_ref.rollout.multi_turn.tool_config_path",
+             "actor_rollout_ref.rollout.multi_turn.function_tool_path")
+#: the agent loop name rewardkit's jobs register (``agent.agent_loop_config_path``)
+AGENT_LOOP = "rewardkit_tool_agent"
+AGENT_LOOP_TARGET = "rewardkit_trainers.rewards.verl_manager.RewardkitToolAgentLoop"
+
+
+def agent_loop_args(plan: RunPlan, rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    """The overrides that roll out with ``RewardkitToolAgentLoop`` (its registration
+    written to ``out/agent_loop.yaml``) when ``train.extra_args`` names tools; none
+    without tools, and a :class:`ConfigError` when the rewards need a trajectory then."""
+    if not any(plan.train.extra_args.get(key) for key in TOOL_KEYS):
+        needs = rollout_needs(plan, rows[0]) if rows else []
+        if needs:
+            raise ConfigError(str(plan.config_file), [
+                (f"rewards.{name}", "needs a multi-turn trajectory or the rollout's finish "
+                 "reason, which verl passes only from rewardkit's tool agent loop: name "
+                 f"your tools in train.extra_args ({TOOL_KEYS[1]}: tools.py, or "
+                 f"{TOOL_KEYS[0]}: tools.yaml)") for name in needs])
+        return {}
+    registry = out / "agent_loop.yaml"
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    registry.write_text(yaml.safe_dump([{"name": AGENT_LOOP, "_target_": AGENT_LOOP_TARGET}]),
+                        encoding="utf-8")
+    return {"actor_rollout_ref.rollout.multi_turn.enable": True,
+            "actor_rollout_ref.rollout.agent.default_agent_loop": AGENT_LOOP,
+            "actor_rollout_ref.rollout.agent.agent_loop_config_path": str(registry)}
+
 
 def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
-                   end: int | None, checkpoints: Path, experiment: str) -> list[str]:
+                   end: int | None, checkpoints: Path, experiment: str,
+                   agent: Mapping[str, Any] | None = None) -> list[str]:
     """Hydra overrides of ``verl.trainer.main_ppo`` for one segment (verl 0.9.x names).
 
     The batch is :meth:`RunPlan.batch`: ``data.train_batch_size`` and the actor's
@@ -78,6 +119,7 @@ def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
     }
     args.update(_segment_args(start, end, checkpoints))
     args.update(_lora_args(t))
+    args.update(agent or {})  # the tool agent loop (agent_loop_args)
     args.update(t.extra_args)
     return [f"{k}={_hydra_value(v)}" for k, v in args.items()]
 
@@ -126,10 +168,11 @@ def build_jobs(plan: RunPlan) -> list[Job]:
         val_rows = normalise_rows(read_rows(test_path, source, "train.dataset.test"), t.dataset)
         val_file = to_verl_parquet(val_rows, t.dataset, out / "data" / "test.parquet", "test")
     checkpoints = out / "checkpoints"
+    agent = agent_loop_args(plan, rows, out)
     jobs = []
     for k, (start, end) in enumerate(plan.segment_ranges("verl")):
         overrides_k = verl_overrides(plan, train_file, val_file, start, end, checkpoints,
-                                     f"{plan.config_file.stem}_segment{k}")
+                                     f"{plan.config_file.stem}_segment{k}", agent)
         label = f"verl segment {k}: steps {start}..{end if end is not None else 'end'}"
         if start:
             label += f", resumes from global_step_{start}"

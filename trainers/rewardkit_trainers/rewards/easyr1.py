@@ -18,6 +18,11 @@ use that count (``metadata["completion_length"]``); token n-grams
 The prompt a response answers and the row's columns travel in the ``answer`` column
 (:func:`pack_answer`): EasyR1 passes nothing else and reorders the batch before scoring.
 
+Multi-turn: EasyR1 (at hiyouga/EasyR1 b44b311) rolls out one generation per prompt (vLLM
+SPMD, no agent or tool loop), so the response is text: rewards that read a trajectory
+(tool calls, turns) and ``finish_reason`` / ``truncated`` (the row's recorded values are
+dropped: they describe a dataset completion, not this rollout) give status error.
+
 EasyR1 passes no step, so the file is pinned to one step (``STEP``): stages and
 schedules are evaluated there. ``rewardkit train`` with ``backend: easyr1`` runs one job
 (a *segment*) per reward stage, each with its own pinned file, each resuming from the
@@ -42,6 +47,7 @@ from rewardkit_trainers.rewards.scoring import (
     imputed_group_share,
     neutralise_failed_rows,
 )
+from rewardkit_trainers.rewards.verl import ROLLOUT_COLUMNS  # a plain module: no verl import
 
 #: marks an ``answer`` cell packed by :func:`pack_answer` (reference, prompt id, metadata)
 PACKED = "rewardkit/v1"
@@ -127,6 +133,8 @@ def _batch_samples(scorer: SharedScorer,
         packed = unpack_answer(item.get("ground_truth"))
         reference, prompt_id, metadata = packed or (item.get("ground_truth"), None, {})
         unpacked += packed is None
+        for column in ROLLOUT_COLUMNS:  # the dataset row's, not this rollout's
+            metadata.pop(column, None)
         metadata["response_length"] = item.get("response_length")
         if item.get("response_length") is not None:  # the policy's token count: unit tokens
             metadata[COMPLETION_LENGTH] = item["response_length"]

@@ -1,0 +1,72 @@
+"""EasyR1 and multi-turn: EasyR1 (hiyouga/EasyR1 at b44b311) rolls out one generation per
+prompt with vLLM (``verl/workers/rollout/vllm_rollout_spmd.py``; no agent or tool loop),
+and its reward inputs are ``response`` (text), ``response_length`` and ``ground_truth``.
+A reward that needs a trajectory gets status error through our EasyR1 reward file, and
+``rewardkit train --backend easyr1`` refuses such a config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend_venvs import ROOT
+from rewardkit_trainers.rewards.easyr1 import export_reward_file, pack_answer
+
+# reuses the EasyR1 loader of test_easyr1 (spec_from_file_location, REWARD_TYPE, partial)
+from test_easyr1 import load_like_easyr1
+
+from rewardkit.config import parse_config
+
+CONFIG = {"on_error": "ignore", "rewards": {
+    "answer": {"reward": "math_answer"},
+    "valid": {"reward": "tool_call_valid", "weight": 0.5},
+    "non_stop": {"reward": "non_stop_penalty"}}}
+TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {
+    "type": "object", "properties": {"a": {"type": "integer"}}}}}]
+CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 7}}\n</tool_call>\nThe answer is 7.'
+
+
+def test_trajectory_rewards_say_error_on_easyr1s_text_response(tmp_path: Path):
+    """The response is text even when it holds a tool call: tool_call_valid fails (never
+    parsed out of text), the answer still grades, the total is the answer's."""
+    file = export_reward_file(parse_config(CONFIG), None, tmp_path / "reward.py")
+    truth = pack_answer("7", 0, {"tools": TOOLS})
+    [row] = load_like_easyr1(file)([{"response": CALL, "response_length": 12,
+                                     "ground_truth": truth}])
+    assert (row["valid_failed"], row["answer"], row["overall"]) == (1.0, 1.0, 1.0)
+
+
+def test_the_rows_recorded_finish_reason_is_not_the_rollouts(tmp_path: Path):
+    """Before: a packed ``finish_reason: stop`` (the dataset's recorded completion)
+    reached the sample, so non_stop_penalty paid 0 for every rollout, cut off or not.
+    EasyR1 says nothing of how a generation ended: now the penalty is status error."""
+    file = export_reward_file(parse_config(CONFIG), None, tmp_path / "reward.py")
+    truth = pack_answer("7", 0, {"finish_reason": "stop", "truncated": False})
+    [row] = load_like_easyr1(file)([{"response": "The answer is", "response_length": 3,
+                                     "ground_truth": truth}])
+    assert row["non_stop_failed"] == 1.0
+
+
+def test_train_refuses_a_config_needing_a_trajectory(tmp_path: Path, capsys):
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = tmp_path / "tool-use.yaml"
+    config.write_text("on_error: ignore\n" + (ROOT / "examples/tool-use.yaml").read_text()
+                      + "train:\n  model: m\n  dataset: {train: "
+                      + str(ROOT / "examples/data/tool-use.jsonl") + "}\n")
+    assert cli_run("train", [str(config), "--backend", "easyr1", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    for name in ("answer", "right_calls", "valid_calls", "tool_errors", "efficiency",
+                 "non_stop"):
+        assert f"rewards.{name}: needs a multi-turn trajectory" in err
+    assert "EasyR1 rolls out text only" in err
+
+
+def test_train_still_plans_a_config_that_needs_no_trajectory(tmp_path: Path):
+    from rewardkit_trainers.launch.runner import jobs, load_run
+
+    config = tmp_path / "answer.yaml"
+    config.write_text("on_error: ignore\nrewards:\n  answer: {reward: math_answer}\n"
+                      "train:\n  model: m\n  dataset: {train: "
+                      + str(ROOT / "examples/data/tool-use.jsonl") + "}\n")
+    plan = load_run(config, backend="easyr1", output_dir=str(tmp_path / "run"))
+    assert len(jobs(plan)) == 1
