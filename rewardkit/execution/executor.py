@@ -16,13 +16,16 @@ so a caller (:meth:`rewardkit.RewardSet.score`) does not know which it got
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rewardkit.types import ExecutionMode, Sample, Score
 
 if TYPE_CHECKING:  # typing only
     from rewardkit.authoring import Reward
+
+_Unit = TypeVar("_Unit")
 
 #: the breaker: a call stops trying a reward once at least this many of its units (an
 #: item in the worker pool, a chunk on Ray) killed their worker or actor ...
@@ -115,6 +118,19 @@ class Breaker:
         return Score(None, last.status,
                      f"not run: the reward failed on {self.failures} of the {tried} "
                      f"{self.unit} tried in this call (last: {last.reason})")
+
+    def give_up_waiting(self, last: Score, waiting: deque[_Unit],
+                        indices: Callable[[_Unit], Iterable[int]],
+                        put: Callable[[int, Score], None]) -> None:
+        """What both executors do after a failure (``last``): once tripped, every sample
+        of the work still ``waiting`` (taken out of it) gets :meth:`given_up`, through
+        ``put``; the call then ends with the work already sent."""
+        if not waiting or not self.tripped:
+            return
+        given_up = self.given_up(last)
+        while waiting:
+            for idx in indices(waiting.popleft()):
+                put(idx, given_up)
 
 
 def requested(samples: Sequence[Sample], indices: Sequence[int] | None,

@@ -440,12 +440,8 @@ class _Call:
                 self.queue.appendleft(requeue[at:at + MAX_CHUNK])
         worker.chunks.clear()
         self._swap(worker)
-        if self.queue and self.breaker.tripped:
-            given_up = self.breaker.given_up(failure)
-            for positions in self.queue:
-                for pos in positions:
-                    self.results.scores[pos] = given_up
-            self.queue.clear()
+        self.breaker.give_up_waiting(failure, self.queue, list,
+                                     self.results.scores.__setitem__)
 
 
 _pools: dict[int, WorkerPool] = {}
