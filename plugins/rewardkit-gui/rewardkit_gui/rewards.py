@@ -78,7 +78,8 @@ class NavigationParams(Params):
     reasoning_tag: str = Field(
         "think",
         description="without an answer block, only the text after the last closing "
-        "</reasoning_tag> is searched: a list inside the reasoning is not the answer",
+        "</reasoning_tag> is searched: a list inside the reasoning is not the answer, and "
+        "a reasoning block that never closes pays 0",
     )
     require_answer_tag: bool = Field(
         False,
@@ -122,6 +123,8 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
         text = block
     elif params.reasoning_tag:
         text = text.rpartition(f"</{params.reasoning_tag}>")[2]
+        if f"<{params.reasoning_tag}>" in text:  # a reasoning block that never closes
+            return Score.ok(0.0, f"<{params.reasoning_tag}> never closes: no answer given")
     lists = find_action_lists(text)
     if not lists:
         return Score.ok(0.0, "no action list found")
