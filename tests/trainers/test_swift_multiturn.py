@@ -132,7 +132,8 @@ def test_a_continuation_scheduler_gives_errors_not_a_guess(swift_run: dict):
 def test_the_tool_use_example_dry_runs_on_swift(tmp_path: Path):
     """``rewardkit train --backend swift --dry-run`` on the example's rewards and data:
     the dataset has ms-swift's shape (``messages``, ``tools``, ``solution``, the reference
-    calls), without the recorded rollout's columns, and ms-swift parses the command."""
+    calls), without the recorded rollout's columns, and ms-swift parses the command with
+    a scheduler's plugin file beside the rewards' own."""
     config = tmp_path / "tool-use-train.yaml"
     config.write_text(_config_text() + f"""
 train:
@@ -143,6 +144,8 @@ train:
   max_steps: 2
   num_generations: 2
   batch_size: 2
+  extra_args: {{external_plugins: {tmp_path / "my_scheduler.py"},
+               multi_turn_scheduler: units_tools, max_turns: 3}}
 """)
     rewardkit = Path(sys.executable).parent / "rewardkit"
     proc = subprocess.run([str(rewardkit), "train", str(config), "--backend", "swift",
@@ -167,3 +170,7 @@ train:
     assert parsed["unknown"] == []
     assert parsed["parsed"]["reward_funcs"] == [func_name(n) for n in COMPONENTS]
     assert parsed["parsed"]["reward_weights"] == [1.0, 0.5, 0.25, 0.1, 0.1, 0.5, 0.0]
+    # the scheduler's plugin file comes beside the rewards' own, not instead of it
+    assert parsed["parsed"]["external_plugins"] == [
+        str(tmp_path / "out/rewardkit_swift_plugin.py"), str(tmp_path / "my_scheduler.py")]
+    assert job.argv[job.argv.index("--multi_turn_scheduler") + 1] == "units_tools"

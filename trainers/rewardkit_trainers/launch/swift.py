@@ -34,7 +34,8 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
                     server: RolloutServer | None = None) -> list[str]:
     """``swift rlhf --rlhf_type grpo ...`` for the run: ms-swift 4.x names, or 3.x
     (``--train_type`` for ``--tuner_type``) when ms-swift 3 is what is installed; in vLLM
-    server mode pointed at ``server``.
+    server mode pointed at ``server``. ``extra_args`` replace flags of the same name, but
+    ``external_plugins`` (a ``--multi_turn_scheduler``'s file) come after the rewards' own.
 
     The batch is :meth:`RunPlan.batch`, as for TRL: ms-swift counts
     ``--per_device_train_batch_size`` in completions per process and micro-step and
@@ -84,8 +85,11 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
     if resume is not None:
         argv += ["--resume_from_checkpoint", str(resume)]
     for key, value in t.extra_args.items():
+        values = list(map(str, value)) if isinstance(value, list) else [str(value)]
+        if key == "external_plugins":  # a scheduler's plugin file, beside the rewards'
+            values = [str(rewards.plugin), *values]
         argv = _without_flag(argv, f"--{key}")
-        argv += [f"--{key}", *(map(str, value) if isinstance(value, list) else [str(value)])]
+        argv += [f"--{key}", *values]
     return argv
 
 
