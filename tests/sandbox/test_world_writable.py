@@ -44,6 +44,12 @@ def ww_pool(planted: str) -> Iterator[SandboxPool]:
         yield pool
 
 
+def every_folder(pool: SandboxPool, planted: str) -> list[str]:
+    """The world-writable folders a task can reach: those the pool found, and the known
+    ones named too, so that a folder the walk missed fails a test, not silently."""
+    return sorted({*pool.world_writable_dirs, "/run/lock", "/var/lock", planted})
+
+
 def test_the_discovered_list_holds_run_lock_and_a_folder_made_before_start(
     ww_pool: SandboxPool, planted: str
 ) -> None:
@@ -60,8 +66,7 @@ def test_the_discovered_list_holds_run_lock_and_a_folder_made_before_start(
 def test_a_task_writing_into_every_world_writable_folder_leaves_nothing_on_the_host(
     ww_pool: SandboxPool, planted: str
 ) -> None:
-    # the known ones named too: a folder the walk missed fails here, not silently
-    targets = sorted({*ww_pool.world_writable_dirs, "/run/lock", "/var/lock", planted})
+    targets = every_folder(ww_pool, planted)
     program = (
         "import os, sys\n"
         f"wrote = []\nfor d in {targets!r}:\n"
@@ -120,7 +125,7 @@ def test_an_import_path_inside_a_discovered_folder_is_still_importable(planted: 
 def test_a_task_on_one_slot_cannot_pass_a_note_to_a_concurrent_task_on_the_other(
     ww_pool: SandboxPool, planted: str
 ) -> None:
-    folders = sorted({*ww_pool.world_writable_dirs, "/run/lock", "/var/lock", planted})
+    folders = every_folder(ww_pool, planted)
     writer = (
         "import os, time\n"
         f"for d in {folders!r}:\n"
