@@ -11,6 +11,11 @@ variant, how many passed, the programs per second, and the compile cache's effec
 canonical pass run again: every build a cache hit).
 
     python benchmarks/bench_humaneval_x.py PATH/humaneval-x [--languages cpp,js] [--limit N]
+
+Rust's declarations ``use`` the crates rand, regex and md5 (upstream grades in a cargo
+project with them): ``--rust-crates DIR`` offers a crate directory built by
+``python -m rewardkit_sandbox.rust_crates DIR regex=1 md5=0.7 rand=0.8`` (docs/sandbox.md);
+without it those ``use`` lines are dropped and the solutions that need a crate fail.
 """
 
 from __future__ import annotations
@@ -62,10 +67,12 @@ def load(root: Path) -> dict[str, list[dict[str, str]]]:
     return problems
 
 
-def program(language: str, problem: dict[str, str], body: str) -> str:
-    """The candidate program of ``problem`` with solution ``body``."""
+def program(language: str, problem: dict[str, str], body: str, crates: bool = False) -> str:
+    """The candidate program of ``problem`` with solution ``body`` (Rust: the crates'
+    ``use`` lines kept only when ``crates`` are offered)."""
     if language == "rust":
-        return _CRATES.sub("", problem["declaration"]) + body
+        declaration = problem["declaration"]
+        return (declaration if crates else _CRATES.sub("", declaration)) + body
     if language == "cpp":  # the declaration's includes, then the prompt
         includes = [line for line in problem["declaration"].splitlines()
                     if line.startswith(("#include", "using namespace"))]
@@ -73,17 +80,19 @@ def program(language: str, problem: dict[str, str], body: str) -> str:
     return problem["prompt"] + body
 
 
-def variant(language: str, problem: dict[str, str], name: str) -> str | None:
+def variant(
+    language: str, problem: dict[str, str], name: str, crates: bool = False
+) -> str | None:
     body = problem["canonical_solution"]
     if name == "exit":
-        code = program(language, problem, f"\n    {_EXIT[language]}\n" + body)
+        code = program(language, problem, f"\n    {_EXIT[language]}\n" + body, crates)
         return 'import "os"\n' + code if language == "go" else code
     if name == "mutant":
         for old, new in _OPERATORS:
             if old in body:
-                return program(language, problem, body.replace(old, new, 1))
+                return program(language, problem, body.replace(old, new, 1), crates)
         return None
-    return program(language, problem, body)
+    return program(language, problem, body, crates)
 
 
 def needs_crate(language: str, problem: dict[str, str]) -> bool:
@@ -110,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     parser.add_argument("--uid-base", type=int, default=62000,
                         help="first slot uid (two runs at once need different ones)")
+    parser.add_argument("--rust-crates", default=None,
+                        help="a crate directory (rewardkit_sandbox.rust_crates) for Rust")
     args = parser.parse_args(argv)
     problems = load(args.root)
     figures: dict[str, object] = {}
@@ -117,13 +128,17 @@ def main(argv: list[str] | None = None) -> None:
         for language in args.languages.split(","):
             chosen = problems[language][: args.limit]
             cache = CompileCache()
-            runner = CompiledRunner(pool, language, test_timeout_s=20.0, cache=cache)
+            crates = args.rust_crates if language == "rust" else None
+            runner = CompiledRunner(pool, language, test_timeout_s=20.0, cache=cache,
+                                    rust_crates=crates)
             if runner.toolchain_problem:
                 print(f"{language}: {runner.toolchain_problem}")
                 continue
             row: dict[str, object] = {"problems": len(chosen)}
+            if runner.rust_crates is not None:
+                row["rust_crates"] = sorted(runner.rust_crates.externs)
             for name in args.variants.split(","):
-                made = [(variant(language, p, name), p) for p in chosen]
+                made = [(variant(language, p, name, crates is not None), p) for p in chosen]
                 jobs = [(code, p.get("test_setup", "") + p["test"]) for code, p in made
                         if code is not None]
                 kept = [p for code, p in made if code is not None]
