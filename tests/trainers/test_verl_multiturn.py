@@ -167,3 +167,19 @@ def test_train_refuses_trajectory_rewards_without_verl_tools(tmp_path: Path, cap
     for name in ("answer", "right_calls", "valid_calls", "tool_errors", "non_stop"):
         assert f"rewards.{name}: needs a multi-turn trajectory" in err
     assert "function_tool_path" in err
+
+
+def test_a_record_that_does_not_fit_its_tokens_is_an_error_not_a_guess(
+        result: dict, tmp_path: Path):
+    """A mask whose length is not the response's: no trajectory is made up; the tool
+    rewards say status error, the problem is in the sample's metadata."""
+    assert result["mismatch"] == {"problem": "response_mask has 2 tokens, the response 3"}
+    config = tmp_path / "c.yaml"
+    config.write_text("on_error: ignore\nrewards:\n  valid: {reward: tool_call_valid}\n"
+                      "  fmt: {reward: soft_format}\n")
+    from rewardkit_trainers.rewards.verl import TRAJECTORY
+
+    info = {TRAJECTORY: result["mismatch"]}
+    out = verl.compute_score("s", "<think>a</think><answer>1</answer>", "1", info,
+                             config=str(config))
+    assert (out["valid_failed"], out["fmt"]) == (1.0, 1.0)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 from rewardkit_trainers.rewards.verl import MANAGER_OVERRIDES, TRAJECTORY
+from rewardkit_trainers.rewards.verl_manager import rebuild_trajectory
 from tokenizers import ByteLevelBPETokenizer
 from transformers import PreTrainedTokenizerFast
 from verl import DataProto
@@ -184,6 +185,8 @@ def main() -> None:
     naive = tokenizer.batch_decode(batch.batch["responses"], skip_special_tokens=True)
     out["text_tool_responses"] = [t.count("<tool_response>") for t in naive]
     out["grpo"] = _grpo(streamed)
+    out["mismatch"] = loop.run_until_complete(rebuild_trajectory(  # a record off its tokens
+        {"response_mask": [1, 1], "tool_results": []}, [5, 6, 7], tokenizer))
     print("RESULT " + json.dumps(out))
 
 
