@@ -84,7 +84,17 @@ def after_reasoning(text: str, tag: str) -> str | None:
     '\\n4'
     >>> after_reasoning("<think>it is 4, so", "think") is None
     True
+
+    A reasoning block opened after the last closing tag is one that never closes too (an
+    empty ``<think></think>`` first, then the real reasoning left open, would otherwise
+    have the answer read from inside it):
+
+    >>> after_reasoning("<think></think><think>it is 4, so 4", "think") is None
+    True
     """
     closer = f"</{tag}>"
     end = text.rfind(closer)
-    return None if end < 0 else text[end + len(closer) :]
+    if end < 0:
+        return None
+    rest = text[end + len(closer) :]
+    return None if f"<{tag}>" in rest else rest
