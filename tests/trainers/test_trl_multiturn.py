@@ -529,3 +529,24 @@ def test_environment_factory_rollouts_carry_their_environments_tools(tmp_path: P
         for name in ("answer", "right_calls", "valid_calls", "tool_errors"):
             assert values(result, name, rows[scenario]) == [1.0, 1.0], (scenario, name)
         assert values(result, "non_stop", rows[scenario]) == [0.0, 0.0]
+
+
+def test_the_docs_table_is_this_run(step):
+    """docs/trainers/trl.md's before/now totals and clipped counts are what this step
+    gives (its rows in :data:`SCRIPTS` order)."""
+    import re
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "trainers" / "trl.md").read_text()
+    section = page[page.index("| rollout | before | now |"):]
+    table = re.findall(r"^\| [^|]+ \| (-?\d\.\d\d)[^|]* \| (-?\d\.\d\d) \|$",
+                       section.split("\n\n")[0], re.MULTILINE)
+    result = step["result"]
+    rows = by_scenario(result)
+    got = [(f"{_score_as_before(step, rows[name]).totals[0]:.2f}",
+            f"{result.totals[rows[name][0]]:.2f}") for name in SCRIPTS]
+    assert table == got
+    (log,) = [e for e in step["trainer"].state.log_history if "reward" in e]
+    cut = sum(bool(s.metadata["truncated"]) for s in result.samples)
+    assert (round(log["completions/clipped_ratio"] * 14), cut, len(result.samples)) == \
+        (2, 6, 14)
+    assert "is 2 of 14 completions" in page and "count 6 of 14 as truncated" in page
