@@ -273,11 +273,30 @@ class _RayCall:
                 if answered is not None:  # else its actor was already given up
                     self._receive(answered, ref)
             for slot in slots:
-                if (slot.inflight and time.monotonic() >= slot.inflight[0].deadline
-                        and not self.executor._allow_reloads(slot)):
-                    self._lose(slot, Score.timeout(
-                        f"Ray actor gave no answer within the chunk deadline "
-                        f"({self.timeout:g}s per sample); actor killed"))
+                if slot.inflight and time.monotonic() >= slot.inflight[0].deadline:
+                    self._past_deadline(slot)
+
+    def _past_deadline(self, slot: _Slot) -> None:
+        """The running chunk of ``slot`` is past its deadline: take its answer if it is in
+        (this loop may have spent :data:`PROBE_TIMEOUT` asking another actor meanwhile,
+        or been slow to run on a busy machine), give the chunk more time if the actor's
+        pool replaced workers (:meth:`RayExecutor._allow_reloads`), else kill the actor:
+        the chunk's rows get ``timeout``."""
+        head = slot.inflight[0]
+        if (self._take_if_in(slot, head) or self.executor._allow_reloads(slot)
+                or self._take_if_in(slot, head)):
+            return
+        self._lose(slot, Score.timeout(
+            f"Ray actor gave no answer within the chunk deadline "
+            f"({self.timeout:g}s per sample); actor killed"))
+
+    def _take_if_in(self, slot: _Slot, sent: _Sent) -> bool:
+        """Receive ``sent``'s answer if it is ready (without waiting); True if it was."""
+        ready, _ = self.ray.wait([sent.ref], num_returns=1, timeout=0)
+        if not ready:
+            return False
+        self._receive(slot, sent.ref)
+        return True
 
     def _submit(self, slot: _Slot) -> None:
         chunk = self.chunks.popleft()
@@ -337,11 +356,8 @@ class _RayCall:
         slot.loaded = set()
         executor.restarts += 1
         self.breaker.failed()
-        if self.chunks and self.breaker.tripped:
-            given_up = self.breaker.given_up(failure)
-            while self.chunks:
-                for idx in self.chunks.popleft().indices:
-                    self.out.put(idx, given_up)
+        self.breaker.give_up_waiting(failure, self.chunks, lambda chunk: chunk.indices,
+                                     self.out.put)
 
 
 def _chunk_of(slot: _Slot, ref: Any) -> _Chunk:

@@ -25,7 +25,14 @@ How it keeps its promises:
 * **a row that kills its process**: a shard whose actor dies is retried
   ``SHARD_RETRIES`` times, then rescored in pieces in fresh actors (:class:`_Rescue`) until
   the rows that kill the process are found: those are reported with their line number,
-  the rest of the shard is scored, and the run ends;
+  the rest of the shard is scored, and the run ends. Each try costs an actor, so the run
+  stops by the executors' rule (:class:`~rewardkit.execution.executor.Breaker`, counted
+  in tries: a shard the pipeline scored is one, a shard it gave up on is its tries) once
+  the process died on nearly every try: an error naming the counts, the shards committed
+  kept for ``--resume``;
+* **stdout is the caller's**: Ray's driver prints its notes on failed tasks and dead
+  actors to stdout; while the run lasts they go to stderr, and a Ray the run started is
+  shut down before it returns, so none comes after (``--json`` prints only the summary);
 * **the local engine's promises**: lines are read and written with its code
   (:mod:`rewardkit.scoring.rows`: ``read_lines``, ``row_problem``, ``scored_row``,
   ``render``; a line over ``limits.max_line_bytes`` is reported, never read whole), the
@@ -42,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
@@ -49,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardkit.config import RewardConfig
+from rewardkit.execution.executor import Breaker
 from rewardkit.execution.local import Outcome
 from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.scoring.manifest import Checkpoint, ResumeError, fingerprint, open_own
@@ -156,7 +165,7 @@ def score_with_ray(config: RewardConfig, src: Path, dst: Path, step: int = 0,
         if own.exists() and os.path.samefile(src, own):
             raise ScoringFileError(f"{src} is named like this run's own {own.name}; "
                                    "rename it or write elsewhere")
-    with OutputLock(dst):
+    with OutputLock(dst), contextlib.redirect_stdout(sys.stderr):
         return _score_locked(ray, config, src, dst, fmt, step, batch_size, resume, address,
                              concurrency, on_progress)
 
@@ -200,6 +209,7 @@ def _score_locked(ray: Any, config: RewardConfig, src: Path, dst: Path, fmt: str
                 from rewardkit.execution.ray_cluster import init_ray
 
                 init_ray(address)
+                files.callback(ray.shutdown)  # its notes come before the summary
             ds = _pipeline(ray, config, src, fmt, step, pending, concurrency)
             _score_pending(ray, ds, _Rescue(ray, config, src, fmt, step), pending, commit,
                            checkpoint)
@@ -259,8 +269,14 @@ def _score_pending(ray: Any, ds: Any, rescue: _Rescue, pending: list[Shard],
                 commit(shard.shard, *rescue.shard(shard))
             commit(number, bytes(row["text"]), int(row["rows"]), json.loads(row["bad"]),
                    json.loads(row["latencies"]))
+            rescue.breaker.answered()
         for shard in waiting:
             commit(shard.shard, *rescue.shard(shard))
+    except _GivenUp as exc:
+        raise ResumeError(
+            f"scoring stopped: {exc}; the {len(checkpoint.done)} shards committed are kept "
+            f"in {checkpoint.partial.name}: fix the reward and run again with --resume"
+        ) from None
     except ray.exceptions.RayError as exc:  # not a row's fault: the actors cannot run
         first = str(exc).strip().splitlines()
         raise ResumeError(
@@ -290,13 +306,20 @@ def _finish(config: RewardConfig, dst: Path, shards: list[Shard],
             "components": result["components"], "total": result["total"]}
 
 
+class _GivenUp(Exception):
+    """The rescue stopped: the scoring process died on nearly every try (the message)."""
+
+
 class _Rescue:
     """Scores a shard that failed on the pipeline (its actor died on every try) in pieces,
     each in a scoring actor of its own, to find the rows on which the process dies: the
     shard's groups are halved until a piece scores or is one group; a group that fails
     is scored row by row, and its rows that do not kill the process are then scored
     together (the killing rows left out, as a malformed line is). A row that kills the
-    process alone is reported with its line (row) number; everything else is scored."""
+    process alone is reported with its line (row) number; everything else is scored.
+
+    Every try that loses its actor counts in :attr:`breaker` (with the pipeline's: the
+    driver counts the shards it scored); once it trips, :class:`_GivenUp`."""
 
     def __init__(self, ray: Any, config: RewardConfig, src: Path, fmt: str,
                  step: int) -> None:
@@ -307,9 +330,12 @@ class _Rescue:
         self.step = step
         self.actor: Any = None
         self.actors_lost = 0
+        self.breaker = Breaker("tries")
 
     def shard(self, shard: Shard) -> tuple[bytes, int, list[Any], dict[str, list[float]]]:
         """(scored lines, rows scored, bad rows, latencies) of ``shard``."""
+        for _ in range(SHARD_RETRIES + 1):  # the pipeline's tries, each an actor lost
+            self._lost(f"shard {shard.shard} in the pipeline")
         bad: list[tuple[int, str]] = []
         rows = read_shard(self.src, self.fmt, shard, bad, self.config.limits.max_line_bytes)
         groups: list[list[tuple[int, dict[str, Any]]]] = []
@@ -368,8 +394,20 @@ class _Rescue:
         except self.ray.exceptions.RayActorError:
             self.actor = None
             self.actors_lost += 1
+            self._lost(f"a piece of {len(rows)} row(s) in a rescue actor")
             return None
+        self.breaker.answered()
         return bytes(text), latencies
+
+    def _lost(self, what: str) -> None:
+        """A try lost its actor (``what`` it scored); :class:`_GivenUp` once the
+        breaker trips."""
+        self.breaker.failed()
+        if self.breaker.tripped:
+            b = self.breaker
+            raise _GivenUp(f"the scoring process died on {b.failures} of the "
+                           f"{b.failures + b.answers} tries in this run (last: {what}): a "
+                           "reward that ends its process on nearly every row")
 
     def close(self) -> None:
         if self.actor is not None:

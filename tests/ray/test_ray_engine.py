@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,6 +27,15 @@ CONFIG = {
         "answer": {"reward": "math_answer", "mode": "process", "timeout": 10},
     }
 }
+
+
+#: the arguments that choose the Ray engine
+RAY = ("--engine", "ray")
+
+
+def score(config: Path | str, src: Path, out: Path, *extra: str) -> int:
+    """``rewardkit score CONFIG SRC --out OUT EXTRA...`` in this process: its exit code."""
+    return main(["score", str(config), str(src), "--out", str(out), *extra])
 
 
 def write_inputs(tmp: Path, prompts: int, per_prompt: int = 4, bad_line: bool = False) -> Path:
@@ -57,8 +68,7 @@ def scored(path: Path) -> dict[str, tuple]:
 
 def run_local(tmp: Path, src: Path, batch_size: int) -> dict[str, tuple]:
     out = tmp / "local.jsonl"
-    assert main(["score", str(tmp / "config.yaml"), str(src), "--out", str(out),
-                 "--batch-size", str(batch_size), "--json"]) == 0
+    assert score(tmp / "config.yaml", src, out, "--batch-size", str(batch_size), "--json") == 0
     return scored(out)
 
 
@@ -68,8 +78,7 @@ def test_ray_engine_jsonl_matches_the_local_engine_with_groups_whole(
     local = run_local(tmp_path, src, batch_size=6)
     capsys.readouterr()
     out = tmp_path / "ray.jsonl"
-    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
-                 "--engine", "ray", "--batch-size", "6", "--json"]) == 0
+    assert score(tmp_path / "config.yaml", src, out, *RAY, "--batch-size", "6", "--json") == 0
     summary = json.loads(capsys.readouterr().out)
     assert scored(out) == local
     assert summary["scored"] == 120 and summary["skipped_lines"] == 1
@@ -89,8 +98,7 @@ def test_ray_engine_reads_parquet(ray_cluster: object, tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(rows), parquet, row_group_size=10)
     local = run_local(tmp_path, src, batch_size=5)
     out = tmp_path / "ray.jsonl"
-    assert main(["score", str(tmp_path / "config.yaml"), str(parquet), "--out", str(out),
-                 "--engine", "ray", "--batch-size", "5", "--json"]) == 0
+    assert score(tmp_path / "config.yaml", parquet, out, *RAY, "--batch-size", "5", "--json") == 0
     assert scored(out) == local
 
 
@@ -145,7 +153,6 @@ def test_a_run_killed_mid_way_resumes_with_no_lost_and_no_duplicated_rows(
 def test_the_command_of_the_scale_page_runs_on_the_cluster(
         ray_cluster: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import re
     import shlex
 
     root = Path(__file__).resolve().parents[2]
@@ -174,8 +181,7 @@ def test_a_second_run_on_the_same_out_refuses_while_the_first_runs(
     while not manifest.exists() and time.monotonic() < deadline and first.poll() is None:
         time.sleep(0.05)
     assert first.poll() is None, first.stderr.read()  # type: ignore[union-attr]
-    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
-                 "--engine", "ray", "--batch-size", "4"]) == 2
+    assert score(tmp_path / "config.yaml", src, out, *RAY, "--batch-size", "4") == 2
     assert "is being written by another run" in capsys.readouterr().err
     _, stderr = first.communicate(timeout=300)
     assert first.returncode == 0, stderr[-3000:]
@@ -188,6 +194,21 @@ def strict_json(text: str) -> object:
     def refuse(name: str) -> object:
         raise ValueError(f"non-standard JSON token {name}")
     return json.loads(text, parse_constant=refuse)
+
+
+def both_engines(tmp_path: Path, src: Path, capsys: pytest.CaptureFixture[str]
+                 ) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """``src`` scored with ``tmp_path/config.yaml`` by the local engine into local.jsonl
+    and by the Ray engine (2-row shards) into ray.jsonl, the outputs byte for byte the
+    same: (the Ray summary, the local one, the Ray run's stderr)."""
+    local_out = tmp_path / "local.jsonl"
+    assert score(tmp_path / "config.yaml", src, local_out, "--json") == 0
+    local = json.loads(capsys.readouterr().out)
+    out = tmp_path / "ray.jsonl"
+    assert score(tmp_path / "config.yaml", src, out, *RAY, "--batch-size", "2", "--json") == 0
+    captured = capsys.readouterr()
+    assert out.read_bytes() == local_out.read_bytes()
+    return json.loads(captured.out), local, captured.err
 
 
 def test_hostile_lines_are_scored_or_reported_as_by_the_local_engine(
@@ -206,22 +227,14 @@ def test_hostile_lines_are_scored_or_reported_as_by_the_local_engine(
     ]
     src = tmp_path / "hostile.jsonl"
     src.write_bytes(b"\n".join(lines) + b"\n")
-    local_out = tmp_path / "local.jsonl"
-    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(local_out),
-                 "--json"]) == 0
-    local = json.loads(capsys.readouterr().out)
+    summary, local, err = both_engines(tmp_path, src, capsys)
     out = tmp_path / "ray.jsonl"
-    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
-                 "--engine", "ray", "--batch-size", "2", "--json"]) == 0
-    captured = capsys.readouterr()
-    summary = json.loads(captured.out)
-    assert out.read_bytes() == local_out.read_bytes()
     rows = [strict_json(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == [1, 2, 4, 7]  # type: ignore[index]
     assert rows[1]["completion"] == "x \ud83d" and rows[2]["big"] is None  # type: ignore[index]
     assert [line for line, _ in summary["bad_lines"]] == [3, 5, 6]
     assert summary["bad_lines"] == local["bad_lines"]
-    assert f"{src}:5: skipped: invalid UTF-8" in captured.err
+    assert f"{src}:5: skipped: invalid UTF-8" in err
     assert "nested more than 100 levels" in summary["bad_lines"][2][1]
 
 
@@ -231,10 +244,10 @@ def test_the_output_path_rules_of_the_local_engine_hold_before_anything_is_score
     before = src.read_bytes()
     config = str(tmp_path / "config.yaml")
     start = time.monotonic()
-    assert main(["score", config, str(src), "--out", str(src), "--engine", "ray"]) == 2
+    assert score(config, src, src, *RAY) == 2
     assert "is the input file" in capsys.readouterr().err
     assert src.read_bytes() == before
-    assert main(["score", config, str(src), "--out", str(tmp_path), "--engine", "ray"]) == 2
+    assert score(config, src, tmp_path, *RAY) == 2
     assert "is a folder" in capsys.readouterr().err
     assert time.monotonic() - start < 20  # refused before any scoring (no Ray start)
     victim = tmp_path / "victim.txt"
@@ -242,12 +255,10 @@ def test_the_output_path_rules_of_the_local_engine_hold_before_anything_is_score
     out = tmp_path / "ray.jsonl"
     (tmp_path / "ray.jsonl.partial").symlink_to(victim)
     (tmp_path / "ray.jsonl.progress").symlink_to(tmp_path / "victim2.txt")
-    assert main(["score", config, str(src), "--out", str(out), "--engine", "ray",
-                 "--resume"]) == 2
+    assert score(config, src, out, *RAY, "--resume") == 2
     assert "never followed" in capsys.readouterr().err
     (tmp_path / "ray.jsonl.progress").unlink()
-    assert main(["score", config, str(src), "--out", str(out), "--engine", "ray",
-                 "--json"]) == 0
+    assert score(config, src, out, *RAY, "--json") == 0
     assert victim.read_text() == "precious" and not (tmp_path / "victim2.txt").exists()
     assert len(scored(out)) == 12
 
@@ -267,8 +278,7 @@ def test_a_damaged_manifest_or_partial_is_refused_naming_the_file(
     entry = {"shard": 0, "rows": 4, "end_offset": 1000, "bad": [], "latencies": {}}
     body = json.dumps(entry) if damage == "short partial" else damage
     (tmp_path / "ray.jsonl.progress").write_text(f"{header}\n{body}\n")
-    assert main(["score", str(config), str(src), "--out", str(out), "--engine", "ray",
-                 "--batch-size", "4", "--resume"]) == 2
+    assert score(config, src, out, *RAY, "--batch-size", "4", "--resume") == 2
     err = capsys.readouterr().err
     if damage == "short partial":
         assert f"{partial} is 10 bytes" in err
@@ -295,8 +305,7 @@ def test_parquet_rows_without_a_completion_are_reported_not_scored_as_empty(
     for src, ids, bad in ((with_null, [1, 3], [[2, "'completion' is null"]]),
                           (no_column, [], [[1, "no 'completion'"], [2, "no 'completion'"]])):
         out = tmp_path / f"{src.stem}.jsonl"
-        assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
-                     "--engine", "ray", "--json"]) == 0
+        assert score(tmp_path / "config.yaml", src, out, *RAY, "--json") == 0
         summary = json.loads(capsys.readouterr().out)
         assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == ids
         assert [n for n, _ in summary["bad_lines"]] == [n for n, _ in bad]
@@ -378,8 +387,9 @@ def test_a_row_that_kills_its_scoring_process_is_reported_and_the_run_ends(
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-3000:]
     assert time.monotonic() - started < 60
-    # Ray's driver prints its task-failure notes ("(raylet) Task ... failed") to stdout
-    summary, _ = json.JSONDecoder().raw_decode(done.stdout, done.stdout.index("{\n"))
+    # the summary alone: Ray's driver prints its notes on the dead actors ("(raylet) A
+    # worker died ...") to stdout, and the run sends them to stderr
+    summary = json.loads(done.stdout)
     assert summary["bad_lines"] == [[6, "the scoring process died on this row (a reward "
                                      "that ends its process: os._exit, a segfault, an OOM "
                                      "kill); not scored"]]
@@ -392,6 +402,30 @@ def test_a_row_that_kills_its_scoring_process_is_reported_and_the_run_ends(
     assert not (tmp_path / "ray.jsonl.progress").exists()
 
 
+def test_a_reward_that_kills_its_process_on_every_row_stops_the_run_by_the_breaker(
+        ray_cluster: object, engine_rewards: None, tmp_path: Path) -> None:
+    """The search for the killing rows costs an actor a try: once the process died on
+    nearly every try (the executors' breaker, counted in tries) the run stops with an
+    error, where it searched every shard (about 70 actors for these 10 shards)."""
+    from rewardkit.execution.executor import BREAKER_MIN_FAILURES
+
+    (tmp_path / "config.yaml").write_text("rewards:\n  exit: {reward: ray_inline_exit}\n")
+    src = tmp_path / "samples.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "prompt": f"p{i // 2}", "completion": "die"})
+                           + "\n" for i in range(40)))
+    out = tmp_path / "ray.jsonl"
+    address = ray_cluster.address  # type: ignore[attr-defined]
+    done = subprocess.run([*_score_command(tmp_path, src, out, address), "--json"],
+                          capture_output=True, text=True, timeout=400)
+    assert done.returncode == 2 and done.stdout == "", done.stderr[-3000:]
+    stopped = re.search(r"error: scoring stopped: the scoring process died on (\d+) of the "
+                        r"(\d+) tries in this run", done.stderr)
+    assert stopped, done.stderr[-3000:]
+    assert int(stopped[1]) == int(stopped[2]) == BREAKER_MIN_FAILURES
+    assert "run again with --resume" in done.stderr
+    assert not out.exists() and (tmp_path / "ray.jsonl.progress").exists()
+
+
 def test_a_line_over_the_byte_cap_is_reported_as_by_the_local_engine(
         ray_cluster: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "config.yaml").write_text(
@@ -402,20 +436,11 @@ def test_a_line_over_the_byte_cap_is_reported_as_by_the_local_engine(
     lines[6] = json.dumps({"id": 6, "prompt": "p6", "completion": "y" * 990})  # 1,029 B
     src = tmp_path / "samples.jsonl"
     src.write_text("\n".join(lines) + "\n")
-    local_out = tmp_path / "local.jsonl"
-    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(local_out),
-                 "--json"]) == 0
-    local = json.loads(capsys.readouterr().out)
-    out = tmp_path / "ray.jsonl"
-    assert main(["score", str(tmp_path / "config.yaml"), str(src), "--out", str(out),
-                 "--engine", "ray", "--batch-size", "2", "--json"]) == 0
-    captured = capsys.readouterr()
-    summary = json.loads(captured.out)
-    assert out.read_bytes() == local_out.read_bytes()
+    summary, local, err = both_engines(tmp_path, src, capsys)
     assert summary["bad_lines"] == local["bad_lines"]
     assert [n for n, _ in summary["bad_lines"]] == [3, 7]
     assert f"{src}:3: skipped: line longer than 1,000 bytes (limits.max_line_bytes)" \
-        in captured.err
+        in err
 
 
 def test_no_line_over_the_byte_cap_is_read_whole(tmp_path: Path) -> None:
@@ -491,15 +516,13 @@ def test_a_parquet_file_of_one_row_group_is_scored_as_locally(
     pq.write_table(pa.Table.from_pylist(rows), parquet)  # one row group, 20 shards
     local = run_local(tmp_path, src, batch_size=4)
     out = tmp_path / "ray.jsonl"
-    assert main(["score", str(tmp_path / "config.yaml"), str(parquet), "--out", str(out),
-                 "--engine", "ray", "--batch-size", "4", "--json"]) == 0
+    assert score(tmp_path / "config.yaml", parquet, out, *RAY, "--batch-size", "4", "--json") == 0
     assert scored(out) == local
     assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [r["id"] for r in rows]
     # the group is read once, and its shards are shared by the scoring actors (one block
     # of 20 shards went to one actor)
     (tmp_path / "pid.yaml").write_text("rewards:\n  pid: {reward: ray_inline_pid}\n")
     out = tmp_path / "pid.jsonl"
-    assert main(["score", str(tmp_path / "pid.yaml"), str(parquet), "--out", str(out),
-                 "--engine", "ray", "--batch-size", "4", "--json"]) == 0
+    assert score(tmp_path / "pid.yaml", parquet, out, *RAY, "--batch-size", "4", "--json") == 0
     pids = {json.loads(x)["reward"] for x in out.read_text().splitlines()}
     assert len(pids) >= 2, f"one actor scored every shard: {pids}"
