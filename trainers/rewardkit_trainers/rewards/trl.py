@@ -30,7 +30,7 @@ Usage::
     rewards = trl_rewards("rewards.yaml")
     args = GRPOConfig(output_dir="out", **rewards.grpo_kwargs())
     trainer = GRPOTrainer(model=..., reward_funcs=rewards.funcs, args=args, train_dataset=ds)
-    rewards.attach(trainer)   # required when a weight changes with the step
+    rewards.attach(trainer)   # always: weight schedules, tools and EOS ids of the rollout
     trainer.train()
 
 No TRL import happens at module import time.
@@ -392,7 +392,7 @@ _MODULE_TEMPLATE = '''\
 
     args = GRPOConfig(output_dir="out", **grpo_kwargs)
     trainer = GRPOTrainer(model=..., reward_funcs=reward_funcs, args=args, train_dataset=...)
-    REWARDS.attach(trainer)   # required when a weight has a schedule
+    REWARDS.attach(trainer)   # always: weight schedules, tools and EOS ids of the rollout
     trainer.train()
 """
 
