@@ -14,11 +14,12 @@ rewards need a trajectory or how the generation ended is refused
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
-from rewardkit import RewardSet, Sample, Status
+from rewardkit import RewardSet, Sample, Status, registry
 from rewardkit.config import ConfigError
 
 from rewardkit_trainers.config import TrainConfig
@@ -124,6 +125,9 @@ def rollout_needs(plan: RunPlan, row: dict[str, Any]) -> list[str]:
     rollout's ``finish_reason`` / ``truncated``, which a text-only rollout never gives.
     Probed on the dataset's first row, its reference as the response (shared with the
     verl planner, whose single-turn rollout is text-only too)."""
+    if not any(_may_read_rollout(c.reward, c.on_truncated)
+               for c in plan.reward_config.rewards.values()):
+        return []  # nothing to probe: no reward is run at planning time
     spec = plan.train.dataset
     reference = row.get(spec.reference_column)
     text = reference if isinstance(reference, str) else str(reference or "")
@@ -138,6 +142,20 @@ def rollout_needs(plan: RunPlan, row: dict[str, Any]) -> list[str]:
     return [name for name in plan.reward_config.rewards
             if scored.scores(name)[0].status in failed
             and scored.scores(name)[1].status not in failed]
+
+
+def _may_read_rollout(reward: str, on_truncated: str) -> bool:
+    """Whether a component may need a trajectory or how the generation ended: it zeroes
+    or masks truncated samples, or its reward's module uses :mod:`rewardkit.trajectory`
+    (where trajectories and truncation are read); unknown rewards count as may."""
+    if on_truncated != "keep":
+        return True
+    try:
+        module = sys.modules.get(registry.get(reward).__module__)
+    except Exception:
+        return True
+    return module is None or any(getattr(v, "__module__", None) == "rewardkit.trajectory"
+                                 for v in vars(module).values())
 
 
 def refuse_rollout_needs(plan: RunPlan, row: dict[str, Any]) -> None:
