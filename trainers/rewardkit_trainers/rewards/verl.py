@@ -23,6 +23,11 @@ RewardkitRewardManager` (verl's naive manager plus the response's valid token id
 ``metadata["completion_ids"]`` for ``unit: tokens``. Under verl's own ``naive`` manager
 there are no ids: ``unit: tokens`` then needs the reward's ``tokenizer`` parameter.
 
+Multi-turn: under ``RewardkitToolAgentLoop`` the manager also puts the rebuilt trajectory
+in ``extra_info["rewardkit_trajectory"]`` (:mod:`rewardkit_trainers.rewards.verl_manager`):
+the completion becomes its messages and ``tools`` / ``finish_reason`` / ``truncated``
+come from it. Those two never come from the dataset row (:data:`ROLLOUT_COLUMNS`).
+
 A failed grading shows ``fallback`` (reward_kwargs ``fallback``, ``REWARDKIT_FALLBACK``,
 default 0) in its component's key and sets ``<component>_failed`` to 1; those keys are
 metrics. The ``score`` that trains is the total of the components that graded
