@@ -11,7 +11,8 @@ that made it), into a directory every slot uid can read::
 
 ``--vendor`` builds offline from a directory of crate sources (Debian's
 ``librust-*-dev`` packages put theirs in ``/usr/share/cargo/registry``; ``cargo
-vendor`` makes one); without it cargo fetches from crates.io. The directory holds the
+vendor`` makes one); without it cargo fetches from crates.io, through the user's cargo
+home (its registry cache and config). The directory holds the
 crates' rlibs and their dependencies' and a manifest (``rewardkit-crates.json``: the
 crate names, the compiler's ``rustc -vV``, a digest of every file).
 
@@ -159,27 +160,35 @@ def build_crates(
             raise CrateSetError(f"crate {name!r} = {requirement!r}: not a crate name and version")
     with tempfile.TemporaryDirectory(prefix="rewardkit-crates-") as work:
         messages = _cargo_build(Path(work), crates, vendor, cargo, rustc)
-        externs, produced = _artifacts(messages, set(crates))
-        missing = sorted(set(name.replace("-", "_") for name in crates) - set(externs))
+        externs, produced, packages = _artifacts(messages, set(crates))
+        missing = sorted(set(crates) - packages)
         if missing:
             raise CrateSetError(f"cargo built no library for {', '.join(missing)}")
-        target = Path(out)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".crates-", dir=target.parent))
+        manifest = {"crates": dict(crates), "externs": externs, "rustc": rustc_version(rustc) or ""}
+        _install(produced, manifest, Path(out))
+    return RustCrates.load(out)
+
+
+def _install(produced: Sequence[Path], manifest: Mapping[str, object], target: Path) -> None:
+    """Copy the libraries and write the manifest into a fresh folder beside ``target``,
+    then put it in ``target``'s place (nothing half-written is ever ``target``)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".crates-", dir=target.parent))
+    try:
         files = {}
         for path in produced:
             shutil.copyfile(path, staging / path.name)
             os.chmod(staging / path.name, 0o644)
             files[path.name] = _file_digest(staging / path.name)
-    manifest = {"crates": dict(crates), "externs": externs, "files": files,
-                "rustc": rustc_version(rustc) or ""}
-    (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    os.chmod(staging / MANIFEST, 0o644)
-    os.chmod(staging, 0o755)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
-    return RustCrates.load(target)
+        text = json.dumps({**manifest, "files": files}, indent=1) + "\n"
+        (staging / MANIFEST).write_text(text, encoding="utf-8")
+        os.chmod(staging / MANIFEST, 0o644)
+        os.chmod(staging, 0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _cargo_build(
@@ -195,15 +204,15 @@ def _cargo_build(
         f"[dependencies]\n{dependencies}"
     )
     command = [cargo, "build", "--release", "--message-format=json"]
-    if vendor is not None:
+    env = {**os.environ, "RUSTC": rustc, "CARGO_TARGET_DIR": str(work / "target")}
+    if vendor is not None:  # a cargo home of its own: no user config redirects the source
+        env["CARGO_HOME"] = str(work / "cargo-home")
         (work / ".cargo").mkdir()
         (work / ".cargo" / "config.toml").write_text(
             '[source.crates-io]\nreplace-with = "vendored"\n\n'
             f"[source.vendored]\ndirectory = {json.dumps(os.path.realpath(vendor))}\n"
         )
         command.append("--offline")
-    env = {**os.environ, "RUSTC": rustc, "CARGO_HOME": str(work / "cargo-home"),
-           "CARGO_TARGET_DIR": str(work / "target")}
     try:
         done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
                               timeout=1800)
@@ -217,10 +226,12 @@ def _cargo_build(
 
 def _artifacts(
     messages: Sequence[dict[str, object]], wanted: set[str]
-) -> tuple[dict[str, str], list[Path]]:
-    """(extern name -> rlib file of each wanted crate, every library file built)."""
+) -> tuple[dict[str, str], list[Path], set[str]]:
+    """(extern name -> library file of each wanted crate, every library file built, the
+    wanted packages found)."""
     externs: dict[str, str] = {}
     produced: list[Path] = []
+    found: set[str] = set()
     for message in messages:
         target = message.get("target")
         if message.get("reason") != "compiler-artifact" or not isinstance(target, dict):
@@ -236,7 +247,8 @@ def _artifacts(
         produced += libraries
         if package in wanted and libraries:
             externs[str(target["name"]).replace("-", "_")] = libraries[0].name
-    return externs, produced
+            found.add(package)
+    return externs, produced, found
 
 
 def _package_name(package_id: str) -> str:

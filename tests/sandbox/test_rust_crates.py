@@ -207,3 +207,16 @@ def test_the_build_command_refuses_bad_input_with_a_message(tmp_path: Path) -> N
     )
     assert done.returncode == 1
     assert "not a crate name and version" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_crate_the_source_lacks_fails_the_build_with_cargos_reason(tmp_path: Path) -> None:
+    if _source() is None or not Path(DEFAULT_CARGO).is_file():
+        pytest.skip("needs Debian's cargo and crate sources (/usr/share/cargo/registry)")
+    done = subprocess.run(
+        [sys.executable, "-m", "rewardkit_sandbox.rust_crates", str(tmp_path / "out"),
+         "no_such_crate_here=1", "--vendor", str(DEBIAN_REGISTRY)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "cargo build failed" in done.stderr and "no_such_crate_here" in done.stderr
+    assert not (tmp_path / "out").exists()
