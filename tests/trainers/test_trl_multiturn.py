@@ -550,3 +550,31 @@ def test_the_docs_table_is_this_run(step):
     assert (round(log["completions/clipped_ratio"] * 14), cut, len(result.samples)) == \
         (2, 6, 14)
     assert "is 2 of 14 completions" in page and "count 6 of 14 as truncated" in page
+
+
+def test_the_tool_use_example_dry_runs_on_trl(tmp_path: Path, capsys):
+    """examples/tool-use.yaml on TRL (`rewardkit train ... --backend trl --dry-run`): with
+    its own train section when it has one, else a tiny model on its data. Its rows carry a
+    ``tools`` column; without train.extra_args.tools the dry run says no tool will run."""
+    import yaml
+    from backend_venvs import ROOT
+    from rewardkit_trainers.cli import run as cli_run
+
+    example = yaml.safe_load((ROOT / "examples" / "tool-use.yaml").read_text())
+    example.setdefault("train", {"model": {"hidden_size": 32, "intermediate_size": 64},
+                                 "dataset": {"train": "data/tool-use.jsonl"},
+                                 "num_generations": 2, "batch_size": 2, "max_steps": 1})
+    example["train"]["output_dir"] = str(tmp_path / "out")
+    dataset = example["train"]["dataset"]
+    for split in ("train", "test"):  # the paths as the example's folder reads them
+        if isinstance(dataset.get(split), str):
+            dataset[split] = str(ROOT / "examples" / dataset[split])
+    config = tmp_path / "tool-use.yaml"
+    config.write_text(yaml.safe_dump(example))
+    assert cli_run("train", [str(config), "--backend", "trl", "--dry-run", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["backend"] == "trl" and shown["rows"] >= 9
+    if example["train"].get("extra_args", {}).get("tools"):
+        assert shown["tools"]
+    else:
+        assert shown["tools"] == [] and "runs no call" in shown["tools_note"]
