@@ -319,15 +319,14 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
             turns = list(messages[i])
             prompt = turns[:-1] if turns[-1].get("role") == "assistant" else turns
             if reader is not None:
-                ids = token_ids[i] if _row_of(token_ids, n) else None
-                info = infos[i] if _row_of(infos, n) else None
-                got = rollout_completion(turns, ids, info, reader, _row_tools(kwargs, i, n))
+                got = rollout_completion(turns, _row(token_ids, i, n), _row(infos, i, n),
+                                         reader, _row(kwargs.get("tools"), i, n))
                 if got is not None:
                     prompt, completion = got
         sample = Sample(prompt=prompt, completion=completion,
                         reference=refs[i] if isinstance(refs, list | tuple) else None,
                         metadata={k: v[i] for k, v in meta_cols.items()})
-        if _row_of(kwargs.get("finish_reason"), n):
+        if isinstance(kwargs.get("finish_reason"), list | tuple):
             # the rollout's own finish reason decides; a dataset column of that name
             # describes some earlier rollout
             sample.metadata.pop("truncated", None)
@@ -519,10 +518,6 @@ def _wrapped_tools(parser: Any, tools: Any) -> Any:
     return [parser.wrap_tool(t) if isinstance(t, Mapping) else t for t in tools]
 
 
-def _row_of(column: Any, n: int) -> bool:
-    return isinstance(column, list | tuple) and len(column) == n
-
-
-def _row_tools(kwargs: Mapping[str, Any], i: int, n: int) -> Any:
-    tools = kwargs.get("tools")
-    return tools[i] if _row_of(tools, n) else None
+def _row(column: Any, i: int, n: int) -> Any:
+    """Row ``i`` of a reward-kwargs column of ``n`` rows; None when it is no such column."""
+    return column[i] if isinstance(column, list | tuple) and len(column) == n else None
