@@ -29,11 +29,12 @@ VERL_SPEC="${VERL_SPEC:-$(pins verl)}"
 TRL_SPEC="${TRL_SPEC:-$(pins trl)}"
 
 # backend -> "pip specs|import check"
-# (msgspec: ms-swift 4.x imports it in swift.rlhf_trainers without declaring it)
+# (msgspec: ms-swift 4.x imports it in swift.rlhf_trainers without declaring it;
+#  cachetools, uvicorn, fastapi: verl 0.9's agent loop imports them without declaring them)
 declare -A SPECS=(
   [trl]="-e $ROOT/trainers[trl] $TRL_SPEC|import trl, peft, datasets, matplotlib"
   [swift]="$SWIFT_SPEC msgspec pyarrow|import swift, swift.rewards, swift.rlhf_trainers.utils"
-  [verl]="$VERL_SPEC pyarrow|import verl, verl.trainer.ppo.reward"
+  [verl]="$VERL_SPEC pyarrow cachetools uvicorn fastapi|import verl, verl.trainer.ppo.reward, verl.experimental.agent_loop"
 )
 
 # pip, without the warnings about this machine's absent local index folders
@@ -49,9 +50,11 @@ make_venv() {
   local check="${SPECS[$name]#*|}"
   local stamp="$venv/.rewardkit-stamp"
   local want="$TORCH_SPEC $specs"
+  local tools_check=", rewardkit_tools"
+  [[ "$name" == trl ]] && tools_check=""
 
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] \
-      && "$venv/bin/python" -c "$check; import rewardkit, rewardkit_trainers" 2>/dev/null; then
+      && "$venv/bin/python" -c "$check; import rewardkit, rewardkit_trainers$tools_check" 2>/dev/null; then
     echo "[$name] $venv is up to date"
     return 0
   fi
@@ -67,11 +70,12 @@ make_venv() {
   else
     # shellcheck disable=SC2086
     "${pip[@]}" $specs "$TORCH_SPEC"
-    "${pip[@]}" --no-deps -e "$ROOT" -e "$ROOT/trainers"
+    # rewardkit-tools: the multi-turn tests score trajectories with the tool rewards
+    "${pip[@]}" --no-deps -e "$ROOT" -e "$ROOT/trainers" -e "$ROOT/plugins/rewardkit-tools"
     # the core's own dependencies, without letting pip move the backend's pins
     "${pip[@]}" "pydantic>=2.7,<3" "pluggy>=1.5" "PyYAML>=6.0" "rich>=13" pytest
   fi
-  "$venv/bin/python" -c "$check; import rewardkit, rewardkit_trainers"
+  "$venv/bin/python" -c "$check; import rewardkit, rewardkit_trainers$tools_check"
   echo "$want" > "$stamp"
   echo "[$name] ready"
 }
