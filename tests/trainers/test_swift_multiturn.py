@@ -86,6 +86,19 @@ def test_without_the_trainer_template_tool_rewards_are_errors_not_zeros(swift_ru
         assert got["non_stop"] == (-1.0 if rollout == "truncated" else 0.0)
 
 
+def test_a_parser_named_in_the_plugin_reads_single_turn_rows_only(swift_run: dict):
+    """``register_orms(CONFIG, agent_template="hermes")`` without the callback: a row of
+    one generated turn is read (its call parsed), but a multi-turn row's earlier turn is
+    token ids and there is no tokenizer, so it stays text: errors, not zeros."""
+    got = _rewards(swift_run, "agent_template_named")
+    assert got["no_call"] == _rewards(swift_run)["no_call"]
+    assert got["unparsed_format"]["right_calls"] == 0.0
+    for rollout in ("honest", "faked_result", "truncated", "react"):
+        assert got[rollout]["right_calls"] is None and got[rollout]["tool_errors"] is None
+        assert got[rollout]["answer"] == _rewards(swift_run, "without_callback")[rollout][
+            "answer"]
+
+
 def test_a_call_in_a_format_swift_did_not_execute_is_not_paid(swift_run: dict):
     """``"parameters"`` for ``"arguments"``: rewardkit's own call reader accepts both, so a
     parser of our own would pay the call; ms-swift's agent template finds none, its

@@ -9,7 +9,8 @@ trainer calls) with a tool-using ``MultiTurnScheduler`` subclass written as a us
 (it acts on ``response_choice.message.tool_calls``), the outputs go back onto the samples
 with ``_postprocess_rollout_outputs``, the ORMs come from ``import_external_file`` and
 ``resolve_reward_funcs``, the ``rewardkit_metrics`` callback is built by the trainer's
-``_get_callbacks``, and ``compute_rewards_per_func`` calls the ORMs. The template is
+``_get_callbacks``, and ``compute_rewards_per_func`` calls the ORMs (before the callback
+exists, once as they are and once registered with ``agent_template="hermes"``). The template is
 ms-swift's ``qwen`` template with the ``hermes`` agent template, over a byte-level
 tokenizer built here (no model is downloaded).
 
@@ -220,8 +221,13 @@ def passed(sample: Any) -> dict[str, Any]:
             "rollout_infos": row["rollout_infos"], "tools": bool(row.get("tools"))}
 
 
-import_external_file(plugin)
+module = import_external_file(plugin)
 funcs, func_names = resolve_reward_funcs(names, args=None)
+# the same components with a parser named in the plugin file (no trainer template, so no
+# tokenizer): instances of their own, made before the names are registered again
+from rewardkit_trainers.rewards.swift import register_orms  # noqa: E402
+
+named = [cls() for cls in register_orms(module.CONFIG, agent_template="hermes").values()]
 template = build_template(work / "tokenizer")
 rollouts = list(SCRIPTS)
 tool_samples = rollout_samples(template, UnitsToolScheduler, rollouts)
@@ -230,6 +236,7 @@ out: dict[str, Any] = {
     "func_names": func_names, "rollouts": rollouts, "inline_passed": passed(inline[0]),
     "passed": {n: passed(s) for n, s in zip(rollouts, tool_samples, strict=True)}}
 out["without_callback"] = score(tool_samples, funcs)  # no trainer template handed over
+out["agent_template_named"] = score(tool_samples, named)
 trainer = SimpleNamespace(template=template)
 SwiftMixin._get_callbacks(trainer, SimpleNamespace(callbacks=["rewardkit_metrics"]))
 out["rewards"] = score(tool_samples, funcs)
