@@ -12,6 +12,10 @@ canonical pass run again: every build a cache hit).
 
     python benchmarks/bench_humaneval_x.py PATH/humaneval-x [--languages cpp,js] [--limit N]
 
+JavaScript's JS/162 ``require``s the npm package js-md5: it is installed once with npm
+into ``--npm-cache`` and offered to the programs as ``node_modules`` (read-only in the
+sandbox); without npm (or its registry) that problem fails and the run says why.
+
 Rust's declarations ``use`` the crates rand, regex and md5 (upstream grades in a cargo
 project with them): ``--rust-crates DIR`` offers a crate directory built by
 ``python -m rewardkit_sandbox.rust_crates DIR regex=1 md5=0.7 rand=0.8`` (docs/sandbox.md);
@@ -25,6 +29,9 @@ import gzip
 import hashlib
 import json
 import re
+import shlex
+import shutil
+import subprocess
 import sys
 import time
 import tomllib
@@ -43,6 +50,8 @@ _EXIT = {
     "javascript": "process.exit(0);",
     "rust": "std::process::exit(0);",
 }
+#: npm packages the JavaScript problems require (JS/162: js-md5), pinned
+NPM_PACKAGES = ("js-md5@0.7.3",)
 _CRATES = re.compile(r"^\s*use\s+(rand|regex|md5)\b.*$", re.MULTILINE)
 _OPERATORS = [("<=", ">"), (">=", "<"), ("==", "!="), ("!=", "=="), (" < ", " >= "),
               (" > ", " <= "), (" + ", " - "), (" - ", " + ")]
@@ -100,6 +109,27 @@ def needs_crate(language: str, problem: dict[str, str]) -> bool:
                                                  problem["canonical_solution"]))
 
 
+def npm_modules(cache: Path) -> Path | None:
+    """``cache/node_modules`` holding :data:`NPM_PACKAGES`, installed with npm the first
+    time; None (after saying why) when npm is missing or cannot install them."""
+    modules = cache / "node_modules"
+    names = [spec.rsplit("@", 1)[0] for spec in NPM_PACKAGES]
+    if all((modules / name).is_dir() for name in names):
+        return modules
+    npm = shutil.which("npm")
+    if npm is None:
+        print("npm not found: JavaScript problems needing npm packages will fail")
+        return None
+    cache.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund",
+                           "--no-save", *NPM_PACKAGES], capture_output=True, text=True,
+                          timeout=600, check=False)
+    if done.returncode != 0:
+        print(f"npm install {' '.join(NPM_PACKAGES)} failed: {done.stderr.strip()[-300:]}")
+        return None
+    return modules
+
+
 def run_all(
     runner: CompiledRunner, jobs: list[tuple[str, str]], slots: int
 ) -> tuple[list[SandboxResult], float]:
@@ -121,20 +151,32 @@ def main(argv: list[str] | None = None) -> None:
                         help="first slot uid (two runs at once need different ones)")
     parser.add_argument("--rust-crates", default=None,
                         help="a crate directory (rewardkit_sandbox.rust_crates) for Rust")
+    parser.add_argument("--flags", default=None,
+                        help="compiler flags instead of the language's defaults, split as a shell "
+                        "would ('' for none: e.g. Go unstripped, as before -ldflags=-s -w)")
+    parser.add_argument("--npm-cache", type=Path,
+                        default=Path.home() / ".cache" / "rewardkit" / "humaneval-x-npm",
+                        help="where the npm packages of the JavaScript problems are installed")
     args = parser.parse_args(argv)
     problems = load(args.root)
     figures: dict[str, object] = {}
-    with SandboxPool(size=args.slots, uid_base=args.uid_base) as pool:
+    modules = npm_modules(args.npm_cache) if "javascript" in args.languages else None
+    imports = [str(modules)] if modules else []
+    with SandboxPool(size=args.slots, uid_base=args.uid_base, import_paths=imports) as pool:
         for language in args.languages.split(","):
             chosen = problems[language][: args.limit]
             cache = CompileCache()
             crates = args.rust_crates if language == "rust" else None
+            offered = {"node_modules": modules} if language == "javascript" else {}
             runner = CompiledRunner(pool, language, test_timeout_s=20.0, cache=cache,
-                                    rust_crates=crates)
+                                    rust_crates=crates, **offered,
+                                    flags=None if args.flags is None else shlex.split(args.flags))
             if runner.toolchain_problem:
                 print(f"{language}: {runner.toolchain_problem}")
                 continue
             row: dict[str, object] = {"problems": len(chosen)}
+            if offered:
+                row["npm_packages"] = list(NPM_PACKAGES) if modules else []
             if runner.rust_crates is not None:
                 row["rust_crates"] = sorted(runner.rust_crates.externs)
             for name in args.variants.split(","):
@@ -165,8 +207,9 @@ def main(argv: list[str] | None = None) -> None:
             row["cache"] = {"hits": cache.hits, "misses": cache.misses}
             figures[language] = row
             print(json.dumps({language: row}, indent=1), flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    if args.json:  # the languages run replace theirs; the others are kept
+        kept = json.loads(args.json.read_text()) if args.json.is_file() else {}
+        args.json.write_text(json.dumps({**kept, **figures}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
