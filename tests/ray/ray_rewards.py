@@ -3,6 +3,7 @@ reward and a sandboxed-style reward that can kill the process it runs in."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -44,7 +45,7 @@ class GroupRank(Reward):
 
 class KillsItsProcess(Reward):
     """Runs in the scoring process itself (as a sandboxed reward does on the actor):
-    ``die`` ends that process."""
+    ``die`` ends that process, ``block`` stops it, ``slow`` takes 0.5 s."""
 
     name = "ray_kills_its_process"
     mode = ExecutionMode.ASYNC
@@ -57,6 +58,8 @@ class KillsItsProcess(Reward):
             # the whole process stops answering: no thread of it (no in-process timeout,
             # no event-loop watchdog) can run until it is killed
             os.kill(os.getpid(), signal.SIGSTOP)
+        if sample.text == "slow":
+            await asyncio.sleep(0.5)
         return float(len(sample.text))
 
 

@@ -118,6 +118,31 @@ def test_an_actor_that_stops_answering_is_killed_and_only_its_chunk_times_out(
     assert elapsed < 30
 
 
+def test_a_chunk_answered_while_the_driver_asked_a_stopped_actor_is_not_taken_for_late(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # at a stopped actor's deadline the driver waits PROBE_TIMEOUT for it to say how far
+    # it got; the other actor's chunk, answered meanwhile, went past its own deadline
+    # unread: that actor was killed too, its rows timed out, and the call waited for two
+    # fresh actors (what the stopped-actor test above hit under load). A probe longer
+    # than a chunk's deadline (2 rows: 0.5 s of work, 2.5 s allowed) makes it certain.
+    monkeypatch.setattr(timeouts, "CHUNK_SLACK", 0.5)
+    monkeypatch.setattr(ray_executor, "PROBE_TIMEOUT", 15.0)
+    rs = RewardSet.from_dict({"executor": "ray", "ray": {"actors": 2, "max_in_flight": 1},
+                              "rewards": {"k": {"reward": "ray_kills_its_process",
+                                                "timeout": 1}}})
+    rs.score(rows([f"warm {i}" for i in range(16)]))
+    texts = ["slow"] * 16
+    texts[1] = "block"  # the first chunk (2 rows), sent to the first actor
+    samples = rows(texts)
+    blocked = next(c.indices for c in ray_executor._chunks(
+        [Sample.from_dict(r) for r in samples], None, None, 2) if 1 in c.indices)
+    scores = rs.score(samples).scores("k")
+    others = [(i, s.status, s.reason) for i, s in enumerate(scores)
+              if s.status != "ok" and i not in blocked]
+    assert not others, others[:3]
+    assert all(scores[i].status == "timeout" for i in blocked)
+
+
 def test_auto_executor_uses_ray_when_connected_to_a_cluster() -> None:
     assert ray.is_initialized()
     assert ray_wanted("auto") and ray_wanted("ray") and not ray_wanted("local")
