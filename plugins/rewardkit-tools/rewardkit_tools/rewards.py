@@ -133,6 +133,11 @@ class MatchParams(Params):
     use_schema: bool = Field(
         True, description="take required arguments and types from the offered schemas "
         "(integer-for-number coercion, type checks) when the sample has a tools column")
+    unanswered: Literal["counted", "unmatched"] = Field(
+        "counted", description="counted: a call matches whether or not a result came back "
+        "(offline function calling, BFCL); unmatched: a call no tool result answered "
+        "matches nothing (executed rollouts: a right call left unrun, with the answer from "
+        "memory beside it, is not paid)")
 
 
 class ToolCallMatch(_TrajectoryReward):
@@ -169,6 +174,8 @@ class ToolCallMatch(_TrajectoryReward):
 
         def why(c: int, r: int) -> str | None:
             call = calls[c]
+            if params.unanswered == "unmatched" and call.result is None:
+                return f"{call.name}: no tool result came back (the call was not run)"
             if call.arguments is None:
                 return call.error or f"{call.name}: no arguments"
             return mismatch(call.name, call.arguments, refs[r], schema(refs[r].name),
