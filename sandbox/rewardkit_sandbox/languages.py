@@ -512,7 +512,7 @@ class CompiledRunner:
                "TMPDIR": "{cwd}/gotmp"}
         sources = {**sources, "gotmp/.keep": ""}
         if test:
-            # no vet pass: it took ~80% of a build, and a vet finding (a Printf verb that
+            # no vet pass: it took ~75% of a build, and a vet finding (a Printf verb that
             # does not match) is for the tests to judge, as with `go build`
             argv = [go, "test", "-c", "-vet=off", "-o", "prog", *self.flags]
         else:
