@@ -46,6 +46,10 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_length"})
 #: key of :attr:`Score.details` holding a per-turn reward's values, one per assistant turn
 TURN_VALUES = "turn_values"
+#: metadata key a trainer adapter sets when it had a multi-turn rollout but could not
+#: rebuild its messages (the completion stays the final text): why, for the error the
+#: trajectory rewards give instead of a generic "the completion is text"
+ROLLOUT_PROBLEM = "rollout_problem"
 
 
 @dataclass(frozen=True, slots=True)

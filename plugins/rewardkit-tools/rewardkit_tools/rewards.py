@@ -29,7 +29,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from rewardkit import Params, Reward, Sample, Score
-from rewardkit.trajectory import TRUNCATED_REASONS, ToolCall, Trajectory, turn_score
+from rewardkit.trajectory import (
+    ROLLOUT_PROBLEM,
+    TRUNCATED_REASONS,
+    ToolCall,
+    Trajectory,
+    turn_score,
+)
 from rewardkit_tools.matching import ReferenceError_, assign, mismatch, parse_reference
 from rewardkit_tools.schema import call_problem
 
@@ -41,6 +47,9 @@ class _TrajectoryReward(Reward):
 
     def score(self, sample: Sample) -> Score:
         if isinstance(sample.completion, str):
+            if sample.metadata.get(ROLLOUT_PROBLEM):
+                return Score.error("the backend could not rebuild the rollout's messages: "
+                                   f"{sample.metadata[ROLLOUT_PROBLEM]}")
             return Score.error("the completion is text, not chat messages: no tool call can "
                                "be read (a backend that passes only the final text passes no "
                                "trajectory; tool calls are not parsed out of text)")

@@ -170,3 +170,19 @@ def test_bfcl_text_rule_is_blind_to_operators_and_spaces_rule_is_not() -> None:
     assert score("tool_call_match", swapped, texts="spaces").value == 0.0
     assert score("tool_call_match", spaced, texts="spaces").value == 1.0
     assert score("tool_call_match", spaced, texts="exact").value == 0.0
+
+
+@pytest.mark.parametrize("name", ["tool_call_valid", "tool_call_match", "tool_errors",
+                                  "tool_efficiency"])
+def test_an_adapters_rollout_problem_is_the_error_a_text_completion_gets(name: str) -> None:
+    """A backend adapter that had a rollout but could not rebuild its messages says why
+    (``rollout_problem``); the trajectory rewards' error carries that reason, not the
+    generic "the completion is text" (which stays for a plain text completion)."""
+    from rewardkit.trajectory import ROLLOUT_PROBLEM
+
+    reward = get_reward(name)()
+    told = reward(Sample(completion="the answer is 4", reference={"calls": []},
+                         metadata={ROLLOUT_PROBLEM: "the response mask does not fit"}))
+    plain = reward(Sample(completion="the answer is 4", reference={"calls": []}))
+    assert told.status is Status.ERROR and "the response mask does not fit" in told.reason
+    assert plain.status is Status.ERROR and "the completion is text" in plain.reason

@@ -62,6 +62,7 @@ from typing import Any
 from rewardkit import Sample
 from rewardkit.config import RewardConfig
 from rewardkit.text.lengths import COMPLETION_IDS
+from rewardkit.trajectory import ROLLOUT_PROBLEM
 from rewardkit.types import group_key
 
 from rewardkit_trainers.rewards.scoring import (
@@ -315,6 +316,7 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
     for i in range(n):
         prompt: Any = ""
         completion: Any = completions[i]
+        problem = None
         if isinstance(messages, list | tuple) and i < len(messages) and messages[i]:
             turns = list(messages[i])
             prompt = turns[:-1] if turns[-1].get("role") == "assistant" else turns
@@ -323,9 +325,19 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
                                          reader, _row(kwargs.get("tools"), i, n))
                 if got is not None:
                     prompt, completion = got
+                else:
+                    problem = ("ms-swift's messages do not fit its response_token_ids / "
+                               "rollout_infos (a continuation-style scheduler, or turns "
+                               "as token ids without a tokenizer)")
+            else:
+                problem = ("no agent template reached the ORMs (the rewardkit_metrics "
+                           "callback hands over the trainer's; register_orms(..., "
+                           "agent_template=...) without it): no tool call can be parsed")
         sample = Sample(prompt=prompt, completion=completion,
                         reference=refs[i] if isinstance(refs, list | tuple) else None,
                         metadata={k: v[i] for k, v in meta_cols.items()})
+        if problem is not None and isinstance(completion, str):
+            sample.metadata[ROLLOUT_PROBLEM] = problem
         if isinstance(kwargs.get("finish_reason"), list | tuple):
             # the rollout's own finish reason decides; a dataset column of that name
             # describes some earlier rollout

@@ -52,6 +52,7 @@ from typing import Any
 
 from rewardkit import Sample, Status
 from rewardkit.text.lengths import COMPLETION_IDS
+from rewardkit.trajectory import ROLLOUT_PROBLEM
 
 from rewardkit_trainers.rewards.scoring import SharedScorer
 
@@ -145,7 +146,7 @@ def compute_score(data_source: Any = None, solution_str: str = "", ground_truth:
     completion: Any = solution_str
     trajectory = info.get(TRAJECTORY)
     if isinstance(trajectory, Mapping) and trajectory.get("problem"):
-        metadata["rollout_problem"] = trajectory["problem"]  # trajectory rewards: error
+        metadata[ROLLOUT_PROBLEM] = trajectory["problem"]  # trajectory rewards: error
     elif isinstance(trajectory, Mapping):
         completion = list(trajectory["messages"])
         metadata.update({k: trajectory[k] for k in ("tools", *ROLLOUT_COLUMNS)})
