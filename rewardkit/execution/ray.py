@@ -17,7 +17,8 @@ locally. On top of that the driver:
   workers its pool replaced during the chunk, and gives each the pool's load allowance
   (:data:`~rewardkit.execution.timeouts.LOAD_TIMEOUT`) before killing anything. A replacement
   worker importing a slow reward module costs no good row; an actor that cannot answer
-  (stopped, lost) is killed as before;
+  (stopped, lost) is killed as before. A chunk whose answer came in while the driver was
+  busy (asking another actor, or slow on a loaded machine) is taken, never judged late;
 * treats a dead actor (its process or node lost) like a dead worker process: the chunk it
   was running gets status ``error``, chunks queued behind it go to another actor, and
   the call stops trying a reward whose actors die on nearly every chunk by the local
