@@ -242,7 +242,8 @@ func TestRewardkit(t *rewardkitTesting.T) {
 \t\t\tt.Run(test.name, func(t *rewardkitTesting.T) { run(t); rewardkitAtomic.AddInt64(&ran, 1) })
 \t\t}
 \t})
-\tif passed && !t.Failed() && rewardkitAtomic.LoadInt64(&ran) == int64(len(tests)) && len(nonce) > 0 {
+\tall := rewardkitAtomic.LoadInt64(&ran) == int64(len(tests))
+\tif passed && all && !t.Failed() && len(nonce) > 0 {
 \t\trewardkitFmt.Fprintf(rewardkitOs.NewFile(3, "report"), "{\\"harness\\": \\"%s\\"}\\n", nonce)
 \t}
 }
