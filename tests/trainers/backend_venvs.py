@@ -41,3 +41,12 @@ def run_in_venv(name: str, script: str, *args: str, env: dict[str, str] | None =
         raise AssertionError(f"{script} in .venv-{name} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def tool_use_rewards() -> str:
+    """examples/tool-use.yaml without its ``train:`` section (its rewards and ``on_error:
+    ignore``, what verl needs), for a test that writes a train section of its own."""
+    import yaml
+
+    example = yaml.safe_load((ROOT / "examples/tool-use.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_dump({k: v for k, v in example.items() if k != "train"}, sort_keys=False)

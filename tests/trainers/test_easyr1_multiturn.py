@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend_venvs import ROOT
+from backend_venvs import ROOT, tool_use_rewards
 from rewardkit_trainers.rewards.easyr1 import export_reward_file, pack_answer
 
 # reuses the EasyR1 loader of test_easyr1 (spec_from_file_location, REWARD_TYPE, partial)
@@ -50,7 +50,7 @@ def test_train_refuses_a_config_needing_a_trajectory(tmp_path: Path, capsys):
     from rewardkit_trainers.cli import run as cli_run
 
     config = tmp_path / "tool-use.yaml"
-    config.write_text("on_error: ignore\n" + (ROOT / "examples/tool-use.yaml").read_text()
+    config.write_text(tool_use_rewards()
                       + "train:\n  model: m\n  dataset: {train: "
                       + str(ROOT / "examples/data/tool-use.jsonl") + "}\n")
     assert cli_run("train", [str(config), "--backend", "easyr1", "--dry-run"]) == 2

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from backend_venvs import ROOT, run_in_venv, venv_python
+from backend_venvs import ROOT, run_in_venv, tool_use_rewards, venv_python
 from rewardkit_trainers.rewards.swift import export_plugin, func_name
 
 from rewardkit import parse_config
@@ -26,7 +26,7 @@ COMPONENTS = ["answer", "right_calls", "valid_calls", "tool_errors", "efficiency
 
 
 def _config_text() -> str:
-    return "on_error: ignore\n" + (ROOT / "examples/tool-use.yaml").read_text()
+    return tool_use_rewards()
 
 
 @pytest.fixture(scope="module")

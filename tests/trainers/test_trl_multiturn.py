@@ -553,17 +553,18 @@ def test_the_docs_table_is_this_run(step):
 
 
 def test_the_tool_use_example_dry_runs_on_trl(tmp_path: Path, capsys):
-    """examples/tool-use.yaml on TRL (`rewardkit train ... --backend trl --dry-run`): with
-    its own train section when it has one, else a tiny model on its data. Its rows carry a
-    ``tools`` column; without train.extra_args.tools the dry run says no tool will run."""
+    """examples/tool-use.yaml's rewards and data on TRL with a tiny model and no tools
+    (`rewardkit train ... --backend trl --dry-run`): its rows carry a ``tools`` column, and
+    without train.extra_args.tools the dry run says no tool will run. (The example's own
+    train section, with its tools: tests/trainers/test_tool_use_example.py.)"""
     import yaml
     from backend_venvs import ROOT
     from rewardkit_trainers.cli import run as cli_run
 
     example = yaml.safe_load((ROOT / "examples" / "tool-use.yaml").read_text())
-    example.setdefault("train", {"model": {"hidden_size": 32, "intermediate_size": 64},
-                                 "dataset": {"train": "data/tool-use.jsonl"},
-                                 "num_generations": 2, "batch_size": 2, "max_steps": 1})
+    example["train"] = {"model": {"hidden_size": 32, "intermediate_size": 64},
+                        "dataset": {"train": "data/tool-use.jsonl"},
+                        "num_generations": 2, "batch_size": 2, "max_steps": 1}
     example["train"]["output_dir"] = str(tmp_path / "out")
     dataset = example["train"]["dataset"]
     for split in ("train", "test"):  # the paths as the example's folder reads them
@@ -574,7 +575,4 @@ def test_the_tool_use_example_dry_runs_on_trl(tmp_path: Path, capsys):
     assert cli_run("train", [str(config), "--backend", "trl", "--dry-run", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["backend"] == "trl" and shown["rows"] >= 9
-    if example["train"].get("extra_args", {}).get("tools"):
-        assert shown["tools"]
-    else:
-        assert shown["tools"] == [] and "runs no call" in shown["tools_note"]
+    assert shown["tools"] == [] and "runs no call" in shown["tools_note"]

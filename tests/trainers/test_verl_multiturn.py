@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from backend_venvs import ROOT, run_in_venv
+from backend_venvs import ROOT, run_in_venv, tool_use_rewards
 from rewardkit_trainers import verl
 
 GOLDEN = {"honest": 1.95, "fake_result": 1.10, "garbage_call": 1.40, "truncated": 0.45,
@@ -35,7 +35,7 @@ def tool_use_config(folder: Path, tools: bool) -> Path:
     """examples/tool-use.yaml with ``on_error: ignore`` (what verl needs) and a train
     section over its own rollouts' prompts; with ``tools`` the verl tools named."""
     config = folder / "tool-use.yaml"
-    config.write_text("on_error: ignore\n" + (ROOT / "examples/tool-use.yaml").read_text()
+    config.write_text(tool_use_rewards()
                       + TRAIN.format(data=ROOT / "examples/data/tool-use.jsonl")
                       + (TOOLS if tools else ""))
     return config

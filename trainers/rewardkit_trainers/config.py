@@ -154,16 +154,31 @@ class TrainConfig(_Model):
         description="passed through verbatim: GRPOConfig kwargs (trl), --flags (swift), "
         "dotted overrides (easyr1/verl)",
     )
+    backend_args: dict[Backend, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="extra_args for one backend only, by backend name: the chosen "
+        "backend's are merged over extra_args (its keys win), the others' left out, so "
+        "one config names each backend's own arguments (e.g. TRL's tools, verl's dotted "
+        "tool path, ms-swift's scheduler flags)",
+    )
 
     @field_validator("extra_args")
     @classmethod
     def _finite_extra_args(cls, value: dict[str, Any]) -> dict[str, Any]:
         return require_finite(value)
 
+    @field_validator("backend_args")
+    @classmethod
+    def _finite_backend_args(cls, value: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        return require_finite(value)
+
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
         if isinstance(self.model, TinyModel) and self.backend != "trl":
             raise ValueError("a tiny built model only works with backend trl")
+        own = self.backend_args.get(self.backend)
+        if own:  # every reader of extra_args sees the chosen backend's arguments
+            self.extra_args = {**self.extra_args, **own}
         return self
 
     def for_hardware(self, gpus: int, vllm: bool) -> TrainConfig:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rewardkit import ConfigError
 
-from rewardkit_trainers.config import TrainConfig
+from rewardkit_trainers.config import TrainConfig, resolve
 from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows, to_swift_jsonl
 from rewardkit_trainers.launch.hardware import split_gpus
 from rewardkit_trainers.launch.plan import Job, RunPlan
@@ -35,7 +35,8 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
     """``swift rlhf --rlhf_type grpo ...`` for the run: ms-swift 4.x names, or 3.x
     (``--train_type`` for ``--tuner_type``) when ms-swift 3 is what is installed; in vLLM
     server mode pointed at ``server``. ``extra_args`` replace flags of the same name, but
-    ``external_plugins`` (a ``--multi_turn_scheduler``'s file) come after the rewards' own.
+    ``external_plugins`` (a ``--multi_turn_scheduler``'s file, a relative path found next
+    to the config file) come after the rewards' own.
 
     The batch is :meth:`RunPlan.batch`, as for TRL: ms-swift counts
     ``--per_device_train_batch_size`` in completions per process and micro-step and
@@ -86,8 +87,8 @@ def swift_arguments(plan: RunPlan, dataset: Path, rewards: SwiftRewards,
         argv += ["--resume_from_checkpoint", str(resume)]
     for key, value in t.extra_args.items():
         values = list(map(str, value)) if isinstance(value, list) else [str(value)]
-        if key == "external_plugins":  # a scheduler's plugin file, beside the rewards'
-            values = [str(rewards.plugin), *values]
+        if key == "external_plugins":  # a scheduler's file (next to the config), after ours
+            values = [str(rewards.plugin), *(str(resolve(v, plan.config_file)) for v in values)]
         argv = _without_flag(argv, f"--{key}")
         argv += [f"--{key}", *values]
     return argv

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from rewardkit.config import ConfigError
 
-from rewardkit_trainers.config import TrainConfig
+from rewardkit_trainers.config import TrainConfig, resolve
 from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows, to_verl_parquet
 from rewardkit_trainers.launch.easyr1 import rollout_needs
 from rewardkit_trainers.launch.plan import Job, RunPlan
@@ -121,6 +121,9 @@ def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
     args.update(_lora_args(t))
     args.update(agent or {})  # the tool agent loop (agent_loop_args)
     args.update(t.extra_args)
+    for key in TOOL_KEYS:  # the tools' file, as a relative path, is next to the config
+        if isinstance(args.get(key), str):
+            args[key] = str(resolve(args[key], plan.config_file))
     return [f"{k}={_hydra_value(v)}" for k, v in args.items()]
 
 
