@@ -17,6 +17,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -162,6 +163,43 @@ def hacks_headlines(stdout: str, data: Any) -> list[Headline]:
                      "hacks", "0", data["honest_not_full"] == 0)]
 
 
+def languages_headlines(stdout: str, data: Any) -> list[Headline]:
+    found = []
+    for name, row in data["languages"].items():
+        if "toolchain_missing" in row:
+            found.append(Headline(f"{name}: toolchain missing ({row['toolchain_missing'][:70]})",
+                                  0.0, "", "-", None))
+            continue
+        c, b = row["correct"], row["broken"]
+        met = (c["passed"] == c["programs"] and b["passed"] == 0 and not row["errors"]
+               and not row["broken_not_compiled"])
+        found.append(Headline(
+            f"{name}, this repo's own small programs (not HumanEval-X): {c['passed']}/"
+            f"{c['programs']} correct and {b['passed']}/{b['programs']} broken passed; "
+            f"programs/s {'(no build step)' if name == 'python' else 'compiling'} (p50 "
+            f"{row['p50_ms']:.0f} ms; build cache warm "
+            f"{row['warm_programs_per_s']:.1f}/s, p50 {row['warm_p50_ms']:.0f} ms)",
+            row["programs_per_s"], "/s", "all correct pass, no broken", met))
+    return found
+
+
+def humaneval_x_headlines(stdout: str, data: Any) -> list[Headline]:
+    """bench_humaneval_x.py's lines ``<language> <variant>: P/N passed, R programs/s``."""
+    rows: dict[str, dict[str, tuple[int, int, float]]] = {}
+    for found in re.finditer(r"^(\w+) (\w+): (\d+)/(\d+) passed, ([\d.]+) programs/s",
+                             stdout, re.MULTILINE):
+        language, variant, passed, total, rate = found.groups()
+        rows.setdefault(language, {})[variant] = (int(passed), int(total), float(rate))
+    heads = []
+    for language, variants in rows.items():
+        parts = ", ".join(f"{v} {p}/{n}" for v, (p, n, _) in variants.items())
+        rate = variants.get("canonical", next(iter(variants.values())))[2]
+        heads.append(Headline(f"HumanEval-X {language} passed: {parts}; canonical programs/s",
+                              rate, "/s", "report (upstream-broken problems: docs/sandbox.md)",
+                              None))
+    return heads
+
+
 BENCHES = [
     Bench("core", "bench_core.py", [], ["--quick"],
           "composition overhead and process-mode scaling", core_headlines),
@@ -189,7 +227,27 @@ BENCHES = [
     Bench("hacks", "bench_hacks.py", ["--peers"], [],
           "known reward hacks (benchmarks/data/hacks): how many each reward pays",
           hacks_headlines),
+    Bench("languages", "bench_languages.py", [], ["--quick"],
+          "code_execution per language (C, C++, Java, JavaScript, Go, Rust; Python for "
+          "reference) on this repo's own small programs, not HumanEval-X",
+          languages_headlines),
 ]
+#: HumanEval-X runs only on a local copy of its data (not committed): its folder here
+HUMANEVAL_X_ENV = "HUMANEVAL_X_DATA"
+
+
+def humaneval_x_bench() -> Bench | None:
+    """bench_humaneval_x.py on the copy named by $HUMANEVAL_X_DATA (Rust's crates from
+    $HUMANEVAL_X_RUST_CRATES when set), else None."""
+    root = os.environ.get(HUMANEVAL_X_ENV)
+    if not root:
+        return None
+    crates = os.environ.get("HUMANEVAL_X_RUST_CRATES")
+    extra = ["--rust-crates", crates] if crates else []
+    return Bench("humaneval_x", "bench_humaneval_x.py", [root, *extra],
+                 [root, "--limit", "10", *extra],
+                 "HumanEval-X (CodeGeeX data) per language: canonical solutions and broken "
+                 "variants", humaneval_x_headlines, json_flag=False)
 
 
 def run(bench: Bench, quick: bool) -> None:
@@ -262,6 +320,10 @@ def _fmt(h: Headline) -> str:
         return f"{h.value:.2f} s"
     if h.unit == "hacks":
         return f"{h.value:.0f}"
+    if h.unit == "/s":
+        return f"{h.value:.2f}/s"
+    if not h.unit:
+        return "-"
     return f"{h.value:.2f}x"
 
 
@@ -342,7 +404,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--only", nargs="*", help="benchmark names to run")
     args = parser.parse_args()
-    chosen = [b for b in BENCHES if (HERE / b.script).exists()
+    extra = humaneval_x_bench()
+    if extra is None:
+        print(f"humaneval_x skipped: set {HUMANEVAL_X_ENV}=<the humaneval-x folder of a "
+              "CodeGeeX copy> (checked against benchmarks/humaneval_x_sources.toml) to run "
+              "benchmarks/bench_humaneval_x.py too")
+    benches = [*BENCHES, *([extra] if extra else [])]
+    chosen = [b for b in benches if (HERE / b.script).exists()
               and (not args.only or b.name in args.only)]
     sha, info = commit(), machine()  # what is measured, before anything runs
     missing = [b.script for b in BENCHES if not (HERE / b.script).exists()]
