@@ -208,7 +208,8 @@ def main(argv: list[str] | None = None) -> None:
             figures[language] = row
             print(json.dumps({language: row}, indent=1), flush=True)
     if args.json:  # the languages run replace theirs; the others are kept
-        kept = json.loads(args.json.read_text()) if args.json.is_file() else {}
+        earlier = args.json.read_text() if args.json.is_file() else ""
+        kept = json.loads(earlier) if earlier.strip() else {}  # an empty file: nothing kept
         args.json.write_text(json.dumps({**kept, **figures}, indent=1) + "\n")
 
 
