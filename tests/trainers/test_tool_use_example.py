@@ -207,3 +207,32 @@ def test_easyr1_refuses_it_naming_the_trajectory_rewards(tmp_path: Path):
     for name in TRAJECTORY_REWARDS:
         assert f"rewards.{name}: needs a multi-turn trajectory" in proc.stderr
     assert "EasyR1 rolls out text only" in proc.stderr
+
+
+def test_one_trl_step_of_the_example_with_its_tools(tmp_path: Path):
+    """A real `rewardkit train` step of the example's own config, its model swapped for a
+    local tiny Qwen2 with Qwen2.5's tool-rendering chat template (test_trl_multiturn's;
+    untrained, so it calls no tool): GRPOTrainer got the example's tools, whose schemas
+    reach every scored row, and each component grades."""
+    import shutil
+
+    import yaml
+    from rewardkit_trainers.cli import run as cli_run
+    from test_trl_multiturn import train_config
+
+    train_config(tmp_path, None)  # saves the model and tokenizer in tmp_path/base
+    example = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
+    example["train"].update(model=str(tmp_path / "base"), output_dir=str(tmp_path / "out"),
+                            dataset={"train": str(ROLLOUTS)}, max_steps=1,
+                            num_generations=2, batch_size=2, max_completion_length=16)
+    shutil.copy(EXAMPLES / "tool_use_tools.py", tmp_path / "tool_use_tools.py")
+    config = tmp_path / "tool-use.yaml"  # beside its tools, as a copy of the example is
+    config.write_text(yaml.safe_dump(example), encoding="utf-8")
+    assert cli_run("train", [str(config)]) == 0
+    scored = [json.loads(line) for line in
+              (tmp_path / "out" / "scored_samples.jsonl").read_text().splitlines()]
+    assert len(scored) == 4
+    for row in scored:
+        assert [t["function"]["name"] for t in row["tools"]] == ["convert_units", "calculate"]
+        for name in ("answer", "right_calls", "valid_calls", "non_stop"):
+            assert row["components"][name]["status"] == "ok", (name, row["components"][name])

@@ -231,7 +231,7 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
         apply_cpu_plan(plan)
     model, tokenizer = _model_and_tokenizer(train, rows, output_dir)
     rows = _fitting_rows(rows, tokenizer, train, config_file, console)
-    dataset = Dataset.from_list(rows)
+    dataset = Dataset.from_list(faithful_columns(rows, console))
     args = GRPOConfig(**kwargs)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
                           train_dataset=dataset, processing_class=tokenizer,
@@ -295,6 +295,34 @@ def _fitting_rows(rows: list[dict[str, Any]], tokenizer: Any, train: TrainConfig
         console.print(f"left out {dropped} of {dropped + len(kept)} prompts longer "
                       f"than max_prompt_length ({train.max_prompt_length} tokens)")
     return kept
+
+
+def faithful_columns(rows: list[dict[str, Any]], console: Any) -> list[dict[str, Any]]:
+    """The rows, with each column but the prompt that Arrow (``datasets.Dataset``) would
+    refuse or change as JSON text, and a note naming them. Arrow gives rows whose objects
+    have different keys each other's keys as null, and refuses a list mixing text and
+    numbers: BFCL's reference calls (one function name per row, ``precision: ["", 2]``)
+    are both; the tool rewards read such a column as JSON text. A column Arrow holds as
+    it is stays as it is."""
+    import json
+
+    import pyarrow as pa
+
+    changed = []
+    for column in sorted({k for row in rows for k in row} - {"prompt"}):
+        values = [row.get(column) for row in rows]
+        try:
+            kept = pa.array(values).to_pylist() == values
+        except (pa.ArrowException, TypeError, ValueError):
+            kept = False
+        if not kept:
+            changed.append(column)
+    if not changed:
+        return rows
+    console.print(f"[dim]columns passed as JSON text (Arrow would change them): "
+                  f"{', '.join(changed)}[/]", soft_wrap=True)
+    return [{k: json.dumps(v) if k in changed and v is not None else v
+             for k, v in row.items()} for row in rows]
 
 
 def drop_overlong_prompts(rows: list[dict[str, Any]], tokenizer: Any,

@@ -122,8 +122,9 @@ def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
     args.update(agent or {})  # the tool agent loop (agent_loop_args)
     args.update(t.extra_args)
     for key in TOOL_KEYS:  # the tools' file, as a relative path, is next to the config
-        if isinstance(args.get(key), str):
-            args[key] = str(resolve(args[key], plan.config_file))
+        path = args.get(key)
+        if isinstance(path, str):
+            args[key] = str(resolve(path, plan.config_file))
     return [f"{k}={_hydra_value(v)}" for k, v in args.items()]
 
 
