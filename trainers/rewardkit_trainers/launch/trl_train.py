@@ -231,7 +231,8 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
         apply_cpu_plan(plan)
     model, tokenizer = _model_and_tokenizer(train, rows, output_dir)
     rows = _fitting_rows(rows, tokenizer, train, config_file, console)
-    dataset = Dataset.from_list(faithful_columns(rows, console))
+    dataset = Dataset.from_list(arrow_columns(
+        rows, {"prompt", train.dataset.reference_column}, console))
     args = GRPOConfig(**kwargs)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
                           train_dataset=dataset, processing_class=tokenizer,
@@ -297,31 +298,27 @@ def _fitting_rows(rows: list[dict[str, Any]], tokenizer: Any, train: TrainConfig
     return kept
 
 
-def faithful_columns(rows: list[dict[str, Any]], console: Any) -> list[dict[str, Any]]:
-    """The rows, with each column but the prompt that Arrow (``datasets.Dataset``) would
-    refuse or change as JSON text, and a note naming them. Arrow gives rows whose objects
-    have different keys each other's keys as null, and refuses a list mixing text and
-    numbers: BFCL's reference calls (one function name per row, ``precision: ["", 2]``)
-    are both; the tool rewards read such a column as JSON text. A column Arrow holds as
-    it is stays as it is."""
+def arrow_columns(rows: list[dict[str, Any]], keep: set[str], console: Any
+                  ) -> list[dict[str, Any]]:
+    """The rows, with each column Arrow (``datasets.Dataset``) refuses as JSON text, and a
+    note naming them; ``keep`` (the prompt, the reference) and every column Arrow takes
+    stay as they are. BFCL's reference calls are refused (``precision: ["", 2, 3]`` mixes
+    text and numbers); the tool rewards read such a column as JSON text."""
     import json
 
     import pyarrow as pa
 
-    changed = []
-    for column in sorted({k for row in rows for k in row} - {"prompt"}):
-        values = [row.get(column) for row in rows]
+    refused = []
+    for column in sorted({k for row in rows for k in row} - keep):
         try:
-            kept = pa.array(values).to_pylist() == values
+            pa.array([row.get(column) for row in rows])
         except (pa.ArrowException, TypeError, ValueError):
-            kept = False
-        if not kept:
-            changed.append(column)
-    if not changed:
+            refused.append(column)
+    if not refused:
         return rows
-    console.print(f"[dim]columns passed as JSON text (Arrow would change them): "
-                  f"{', '.join(changed)}[/]", soft_wrap=True)
-    return [{k: json.dumps(v) if k in changed and v is not None else v
+    console.print(f"[dim]columns Arrow cannot hold, passed as JSON text: "
+                  f"{', '.join(refused)}[/]", soft_wrap=True)
+    return [{k: json.dumps(v) if k in refused and v is not None else v
              for k, v in row.items()} for row in rows]
 
 
