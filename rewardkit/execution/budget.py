@@ -12,6 +12,12 @@ the node that names it the same way, with nothing to start or clean up:
   mmap'd file, changed only under an ``flock`` of that file; ``pause(s)`` stops every
   process's requests for ``s`` seconds (a provider's ``Retry-After``).
 
+- **size**: one per node and name.  The first process to open a budget records its
+  ``slots`` in the folder's ``size`` file; a later one asking for another size uses the
+  recorded one (and warns once, ``BudgetSizeWarning``), so a node's limit does not depend
+  on which reward asks.  Every opener holds a shared ``flock`` of ``members.lock`` while it
+  lives: when none is left (all exited, SIGKILL included), the next opener records its own.
+
 Waiting is back-pressure, not an error: ``acquire`` blocks until a slot (and a token)
 is free, and says how long it waited (``Ticket.queued_s``), the queueing metric.
 
@@ -35,6 +41,7 @@ import re
 import struct
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,6 +58,11 @@ _MAX_DEBT = 1e12
 
 class BudgetWaitTimeout(TimeoutError):
     """``acquire(max_wait_s=...)`` gave up: the node stayed busy for that long."""
+
+
+class BudgetSizeWarning(RuntimeWarning):
+    """A budget was opened with another size than the one its node recorded, and uses the
+    recorded one (once per process, budget and pair of sizes)."""
 
 
 @dataclass
@@ -77,9 +89,9 @@ class ExecutionBudget:
     """At most ``slots`` executions at once on this node (for one user and ``name``), and
     at most ``rate_per_s`` requests a second (bursts of ``burst``) when a rate is given.
 
-    Every process that should share the limit uses the same ``name`` (and ``slots``: the
-    folder holds one file per slot, and a process asking for fewer uses the first ones).
-    Thread-safe; usable after ``fork`` (a child reopens its own lock files).
+    Every process that should share the limit uses the same ``name``; ``slots`` is the
+    size asked for, and ``self.slots`` the node's (the recorded one, see the module's
+    docstring).  Thread-safe; usable after ``fork`` (a child reopens its own lock files).
     """
 
     def __init__(
@@ -100,11 +112,14 @@ class ExecutionBudget:
         if burst < 1:
             raise ValueError(f"burst must be at least 1, got {burst}")
         self.name = name
-        self.slots = slots
         self.rate_per_s = rate_per_s
         self.burst = float(burst)
         self.directory = os.path.join(directory or runtime_directory(), name)
         _private_folder(self.directory)
+        self.slots, member = _agree_size(self.directory, slots)
+        weakref.finalize(self, os.close, member)  # leaving the members when dropped
+        if self.slots != slots:
+            _warn_size(self.name, self.directory, slots, self.slots)
         self._lock = threading.Lock()
         self._local = threading.Semaphore(slots)  # only `slots` threads poll the files
         self._pid = -1
@@ -313,6 +328,76 @@ def _after_fork(alive: weakref.ref[ExecutionBudget]) -> None:
     budget._fds, budget._held, budget._bucket_fd, budget._bucket = [], [], -1, None
     budget._turnstiles = set()
     budget._pid = -1
+
+
+def _agree_size(directory: str, asked: int) -> tuple[int, int]:
+    """The node's size of the budget in ``directory``, and this opener's descriptor of
+    ``members.lock`` (held shared for as long as it stays open).
+
+    Decided under an exclusive ``flock`` of ``size.lock``, so two first openers cannot
+    both record: with no ``size`` recorded, or with one recorded but no member left
+    alive, ``asked`` is recorded (written beside, then renamed: a reader never sees half
+    a number); otherwise the recorded size stands.
+    """
+    guard = os.open(os.path.join(directory, "size.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    member = -1
+    try:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        member = os.open(os.path.join(directory, "members.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(member, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            alone = True
+        except BlockingIOError:
+            alone = False
+        path = os.path.join(directory, "size")
+        recorded = _read_size(path)
+        if recorded is None or (alone and recorded != asked):
+            staged = f"{path}.{os.getpid()}.{threading.get_ident()}"
+            with open(staged, "w") as out:
+                out.write(f"{asked}\n")
+            os.replace(staged, path)
+            recorded = asked
+        # exclusive -> shared; not atomic, but every other try of an exclusive lock of
+        # members.lock happens under the guard this opener holds
+        fcntl.flock(member, fcntl.LOCK_SH)
+        return recorded, member
+    except BaseException:
+        if member >= 0:
+            os.close(member)
+        raise
+    finally:
+        os.close(guard)
+
+
+def _read_size(path: str) -> int | None:
+    """The recorded size, or None when there is none or it cannot be right."""
+    try:
+        with open(path) as recorded:
+            text = recorded.read(32).strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.isdigit() and 1 <= int(text) <= 1_000_000 else None
+
+
+_warned: set[tuple[str, int, int]] = set()
+_warned_lock = threading.Lock()  # not _shared_lock: node_budget holds that while opening
+
+
+def _warn_size(name: str, directory: str, asked: int, recorded: int) -> None:
+    key = (directory, asked, recorded)
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(
+        f"budget {name!r} has {recorded} slots on this node (recorded by the first process "
+        f"that opened it, in {directory}/size); this one asked for {asked} and uses "
+        f"{recorded}. To change it, give every reward on the node the same size "
+        "(`concurrency:` of code_execution and of the python reward) or stop every process "
+        "using the budget: the next one to open it records its size.",
+        BudgetSizeWarning,
+        stacklevel=3,
+    )
 
 
 def _read(bucket: mmap.mmap, now: float, burst: float) -> tuple[float, float, float]:
