@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 # every distribution of the repo, installed editable into one environment; the test
 # fixture plugins in tests/thirdparty are not: tests/conftest.py installs them for the
-# tests only (build/test-plugins)
+# tests only (build/test-plugins). One pip call with the core (-e .): the plugins' and the
+# sandbox's `rewardkit` requirement is met by this checkout, never looked up on an index
 DISTS  := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml sandbox/pyproject.toml trainers/pyproject.toml))
 STAMP  := $(VENV)/.installed
 # optional extras a distribution needs for its tests
