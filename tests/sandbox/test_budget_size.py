@@ -133,3 +133,40 @@ def test_a_size_file_that_cannot_be_right_is_recorded_anew(tmp_path: Path) -> No
     first = _open_quietly(tmp_path, 2)
     assert first.slots == 2
     assert (folder / "size").read_text() == "2\n"
+
+
+# opens the budget with `slots`, says which size it got, stays open until `release` exists
+OPENER = """
+import os, sys, time, warnings
+from rewardkit.execution.budget import ExecutionBudget
+warnings.simplefilter("ignore")
+budget = ExecutionBudget("test", slots=int(sys.argv[2]), directory=sys.argv[1])
+print(budget.slots, flush=True)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.01)
+"""
+
+
+def test_first_openers_at_the_same_time_agree_on_one_size(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    asked = [2, 5, 3, 5, 2, 3]
+    openers = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPENER, str(tmp_path), str(slots), str(release)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for slots in asked
+    ]
+    try:
+        sizes = set()
+        for opener in openers:
+            assert opener.stdout is not None
+            sizes.add(int(opener.stdout.readline()))
+    finally:
+        release.touch()
+        for opener in openers:
+            opener.wait(timeout=60)
+    (size,) = sizes  # one size for every opener, one of those asked
+    assert size in asked
+    assert (tmp_path / "test" / "size").read_text() == f"{size}\n"
