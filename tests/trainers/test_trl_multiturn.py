@@ -299,6 +299,19 @@ def test_trl_runs_the_tools_and_the_rewards_see_the_trajectory(step):
     assert result.totals[rows["honest"][0]] == pytest.approx(1.85)
 
 
+def test_a_completion_ending_on_the_pad_id_is_stopped_as_trl_counts_it(step):
+    """TRL counts a completion whose last id is an EOS id or the pad id as not clipped
+    (``eos_and_pad`` in its clipped ratio and mask_truncated_completions): so do we."""
+    from rewardkit_trainers.rewards.trl import TRLRollout
+
+    trainer = step["trainer"]
+    rollout = TRLRollout.of(trainer)
+    pad = trainer.processing_class.pad_token_id
+    assert pad is not None and pad not in trainer.eos_token_ids  # the case that matters
+    said = {"role": "assistant", "content": "4"}
+    assert rollout.finish([said], [5, pad]) == {"finish_reason": "stop", "truncated": False}
+
+
 def test_a_failed_call_counts_as_a_tool_error(step):
     """TRL writes a raised tool's result as ``str({"error": ...})``: Python's repr, not
     JSON. Read raw (the adapter before), it was a successful call: tool_errors 1.0."""

@@ -108,10 +108,18 @@ class TRLRollout:
             if instances and per_name is not None:
                 env_tools[_class_key(type(instances[0]))] = tool_schemas(per_name)
         limit = getattr(trainer, "max_tool_calling_iterations", None)
+        # what TRL itself counts as stopped (its clipped ratio, mask_truncated_completions):
+        # an end-of-sequence id or the pad id
+        stops = {int(i) for i in getattr(trainer, "eos_token_ids", ())}
+        tokenizer = getattr(trainer, "_tokenizer", None) or getattr(trainer, "processing_class",
+                                                                    None)
+        pad = getattr(tokenizer, "pad_token_id", None)
+        if stops and isinstance(pad, int):
+            stops.add(pad)
         return cls(
             tools=tool_schemas(getattr(trainer, "tools", None) or []),
             env_tools=env_tools,
-            eos_token_ids=frozenset(int(i) for i in getattr(trainer, "eos_token_ids", ())),
+            eos_token_ids=frozenset(stops),
             max_tool_calling_iterations=None if limit in (None, sys.maxsize) else int(limit),
             rollout_func=getattr(trainer, "rollout_func", None) is not None)
 
