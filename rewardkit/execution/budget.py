@@ -12,11 +12,13 @@ the node that names it the same way, with nothing to start or clean up:
   mmap'd file, changed only under an ``flock`` of that file; ``pause(s)`` stops every
   process's requests for ``s`` seconds (a provider's ``Retry-After``).
 
-- **size**: one per node and name.  The first process to open a budget records its
-  ``slots`` in the folder's ``size`` file; a later one asking for another size uses the
-  recorded one (and warns once, ``BudgetSizeWarning``), so a node's limit does not depend
-  on which reward asks.  Every opener holds a shared ``flock`` of ``members.lock`` while it
-  lives: when none is left (all exited, SIGKILL included), the next opener records its own.
+- **settings**: one per node and name.  The first process to open a budget records its
+  ``slots``, ``rate_per_s`` and ``burst`` in the folder's ``settings`` file; a later one
+  asking for other settings uses the recorded ones (and warns once, ``BudgetSizeWarning``,
+  naming each that differs), so a node's limits do not depend on which reward asks or
+  which process refills the bucket.  Every opener holds a shared ``flock`` of
+  ``members.lock`` while it lives: when none is left (all exited, SIGKILL included), the
+  next opener records its own.
 
 Waiting is back-pressure, not an error: ``acquire`` blocks until a slot (and a token)
 is free, and says how long it waited (``Ticket.queued_s``), the queueing metric.
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import math
 import mmap
 import os
@@ -44,7 +47,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 #: tokens, stamp (CLOCK_MONOTONIC, shared by every process of the node), paused until
 _BUCKET = struct.Struct("<ddd")
@@ -61,8 +64,30 @@ class BudgetWaitTimeout(TimeoutError):
 
 
 class BudgetSizeWarning(RuntimeWarning):
-    """A budget was opened with another size than the one its node recorded, and uses the
-    recorded one (once per process, budget and pair of sizes)."""
+    """A budget was opened with other settings (slots, rate, burst) than the ones its node
+    recorded, and uses the recorded ones (once per process, budget and pair of settings)."""
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """A budget's node-wide limits: what the ``settings`` file records.  Without a rate,
+    ``burst`` means nothing and is kept at 1, so it never differs."""
+
+    slots: int
+    rate_per_s: float | None
+    burst: float
+
+    def differing(self, other: _Settings) -> list[str]:
+        """This side's description of each setting that differs from ``other``'s."""
+        parts = []
+        if self.slots != other.slots:
+            parts.append(f"{self.slots} slots")
+        if self.rate_per_s != other.rate_per_s:
+            rate = self.rate_per_s
+            parts.append("no request rate" if rate is None else f"{rate:g} requests/s")
+        if self.burst != other.burst:
+            parts.append(f"burst {self.burst:g}")
+        return parts
 
 
 @dataclass
@@ -89,8 +114,9 @@ class ExecutionBudget:
     """At most ``slots`` executions at once on this node (for one user and ``name``), and
     at most ``rate_per_s`` requests a second (bursts of ``burst``) when a rate is given.
 
-    Every process that should share the limit uses the same ``name``; ``slots`` is the
-    size asked for, and ``self.slots`` the node's (the recorded one, see the module's
+    Every process that should share the limit uses the same ``name``; ``slots``,
+    ``rate_per_s`` and ``burst`` are the settings asked for, and ``self.slots``,
+    ``self.rate_per_s``, ``self.burst`` the node's (the recorded ones, see the module's
     docstring).  Thread-safe; usable after ``fork`` (a child reopens its own lock files).
     """
 
@@ -112,14 +138,14 @@ class ExecutionBudget:
         if burst < 1:
             raise ValueError(f"burst must be at least 1, got {burst}")
         self.name = name
-        self.rate_per_s = rate_per_s
-        self.burst = float(burst)
         self.directory = os.path.join(directory or runtime_directory(), name)
         _private_folder(self.directory)
-        self.slots, member = _agree_size(self.directory, slots)
+        asked = _Settings(slots, rate_per_s, 1.0 if rate_per_s is None else float(burst))
+        node, member = _agree_settings(self.directory, asked)
         weakref.finalize(self, os.close, member)  # leaving the members when dropped
-        if self.slots != slots:
-            _warn_size(self.name, self.directory, slots, self.slots)
+        self.slots, self.rate_per_s, self.burst = node.slots, node.rate_per_s, node.burst
+        if node != asked:
+            _warn_settings(self.name, self.directory, asked, node)
         self._lock = threading.Lock()
         self._local = threading.Semaphore(slots)  # only `slots` threads poll the files
         self._pid = -1
@@ -330,14 +356,14 @@ def _after_fork(alive: weakref.ref[ExecutionBudget]) -> None:
     budget._pid = -1
 
 
-def _agree_size(directory: str, asked: int) -> tuple[int, int]:
-    """The node's size of the budget in ``directory``, and this opener's descriptor of
+def _agree_settings(directory: str, asked: _Settings) -> tuple[_Settings, int]:
+    """The node's settings of the budget in ``directory``, and this opener's descriptor of
     ``members.lock`` (held shared for as long as it stays open).
 
     Decided under an exclusive ``flock`` of ``size.lock``, so two first openers cannot
-    both record: with no ``size`` recorded, or with one recorded but no member left
+    both record: with no settings recorded, or with some recorded but no member left
     alive, ``asked`` is recorded (written beside, then renamed: a reader never sees half
-    a number); otherwise the recorded size stands.
+    a record); otherwise the recorded settings stand.
     """
     guard = os.open(os.path.join(directory, "size.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     member = -1
@@ -349,12 +375,13 @@ def _agree_size(directory: str, asked: int) -> tuple[int, int]:
             alone = True
         except BlockingIOError:
             alone = False
-        path = os.path.join(directory, "size")
-        recorded = _read_size(path)
+        path = os.path.join(directory, "settings")
+        recorded = _read_settings(path)
         if recorded is None or (alone and recorded != asked):
             staged = f"{path}.{os.getpid()}.{threading.get_ident()}"
             with open(staged, "w") as out:
-                out.write(f"{asked}\n")
+                json.dump(asdict(asked), out)
+                out.write("\n")
             os.replace(staged, path)
             recorded = asked
         # exclusive -> shared; not atomic, but every other try of an exclusive lock of
@@ -369,32 +396,48 @@ def _agree_size(directory: str, asked: int) -> tuple[int, int]:
         os.close(guard)
 
 
-def _read_size(path: str) -> int | None:
-    """The recorded size, or None when there is none or it cannot be right."""
+def _read_settings(path: str) -> _Settings | None:
+    """The recorded settings, or None when there are none or they cannot be right."""
     try:
         with open(path) as recorded:
-            text = recorded.read(32).strip()
+            record = json.loads(recorded.read(4096))
     except FileNotFoundError:
         return None
-    return int(text) if text.isdigit() and 1 <= int(text) <= 1_000_000 else None
+    except ValueError:  # torn or foreign: recorded anew
+        return None
+    if not isinstance(record, dict):
+        return None
+    slots, rate, burst = record.get("slots"), record.get("rate_per_s"), record.get("burst")
+    if type(slots) is not int or not 1 <= slots <= 1_000_000:
+        return None
+    if rate is not None and not (
+        isinstance(rate, (int, float)) and rate > 0 and math.isfinite(rate)
+    ):
+        return None
+    if not isinstance(burst, (int, float)) or not 1 <= burst < _MAX_DEBT:
+        return None
+    if rate is None and burst != 1:
+        return None
+    return _Settings(slots, None if rate is None else float(rate), float(burst))
 
 
-_warned: set[tuple[str, int, int]] = set()
+_warned: set[tuple[str, _Settings, _Settings]] = set()
 _warned_lock = threading.Lock()  # not _shared_lock: node_budget holds that while opening
 
 
-def _warn_size(name: str, directory: str, asked: int, recorded: int) -> None:
+def _warn_settings(name: str, directory: str, asked: _Settings, recorded: _Settings) -> None:
     key = (directory, asked, recorded)
     with _warned_lock:
         if key in _warned:
             return
         _warned.add(key)
+    has, wants = ", ".join(recorded.differing(asked)), ", ".join(asked.differing(recorded))
     warnings.warn(
-        f"budget {name!r} has {recorded} slots on this node (recorded by the first process "
-        f"that opened it, in {directory}/size); this one asked for {asked} and uses "
-        f"{recorded}. To change it, give every reward on the node the same size "
-        "(`concurrency:` of code_execution and of the python reward) or stop every process "
-        "using the budget: the next one to open it records its size.",
+        f"budget {name!r} has {has} on this node (recorded by the first process that "
+        f"opened it, in {directory}/settings); this one asked for {wants} and uses {has}. "
+        "To change it, give every reward on the node the same settings (`concurrency:` of "
+        "code_execution and of the python reward, `requests_per_s:` of a remote runner) or "
+        "stop every process using the budget: the next one to open it records its own.",
         BudgetSizeWarning,
         stacklevel=3,
     )

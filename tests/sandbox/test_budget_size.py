@@ -53,6 +53,11 @@ def _most_at_once(spans: list[dict[str, float]]) -> int:
     return most
 
 
+def _recorded(folder: Path) -> dict[str, object]:
+    record: dict[str, object] = json.loads((folder / "test" / "settings").read_text())
+    return record
+
+
 def _open_quietly(folder: Path, slots: int) -> ExecutionBudget:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BudgetSizeWarning)
@@ -61,7 +66,7 @@ def _open_quietly(folder: Path, slots: int) -> ExecutionBudget:
 
 def test_two_sizes_at_once_never_exceed_the_recorded_one(tmp_path: Path) -> None:
     first = ExecutionBudget("test", slots=2, directory=str(tmp_path))  # records 2, stays
-    assert (tmp_path / "test" / "size").read_text() == "2\n"
+    assert _recorded(tmp_path)["slots"] == 2
     log = tmp_path / "log.jsonl"
     workers = [
         subprocess.Popen(
@@ -89,7 +94,7 @@ def test_two_sizes_at_once_never_exceed_the_recorded_one(tmp_path: Path) -> None
 
 def test_a_later_opener_in_the_same_process_warns_once(tmp_path: Path) -> None:
     first = ExecutionBudget("test", slots=3, directory=str(tmp_path))
-    with pytest.warns(BudgetSizeWarning, match=r"has 3 slots .* asked for 6 and uses 3"):
+    with pytest.warns(BudgetSizeWarning, match=r"has 3 slots .* asked for 6 slots and uses 3 slots"):
         later = ExecutionBudget("test", slots=6, directory=str(tmp_path))
     assert (first.slots, later.slots) == (3, 3)
     with warnings.catch_warnings():
@@ -120,19 +125,21 @@ def test_a_sigkilled_first_opener_gives_way_to_the_next_size(tmp_path: Path) -> 
         holder.wait()
     after = ExecutionBudget("test", slots=3, directory=str(tmp_path))
     assert after.slots == 3
-    assert (tmp_path / "test" / "size").read_text() == "3\n"
+    assert _recorded(tmp_path)["slots"] == 3
     started = time.monotonic()
     with after.acquire(max_wait_s=2), after.acquire(max_wait_s=2), after.acquire(max_wait_s=2):
         assert time.monotonic() - started < 1.0  # three at once, none left to the dead one
 
 
-def test_a_size_file_that_cannot_be_right_is_recorded_anew(tmp_path: Path) -> None:
+def test_a_settings_file_that_cannot_be_right_is_recorded_anew(tmp_path: Path) -> None:
     folder = tmp_path / "test"
     folder.mkdir(mode=0o700)
-    (folder / "size").write_text("0\n")
-    first = _open_quietly(tmp_path, 2)
-    assert first.slots == 2
-    assert (folder / "size").read_text() == "2\n"
+    for wrong in ('{"slots": 0, "rate_per_s": null, "burst": 1}', "2\n", '{"slots": 2'):
+        (folder / "settings").write_text(wrong)
+        first = _open_quietly(tmp_path, 3)
+        assert first.slots == 3
+        assert _recorded(tmp_path) == {"slots": 3, "rate_per_s": None, "burst": 1.0}
+        del first
 
 
 # opens the budget with `slots`, says which size it got, stays open until `release` exists
@@ -169,4 +176,4 @@ def test_first_openers_at_the_same_time_agree_on_one_size(tmp_path: Path) -> Non
             opener.wait(timeout=60)
     (size,) = sizes  # one size for every opener, one of those asked
     assert size in asked
-    assert (tmp_path / "test" / "size").read_text() == f"{size}\n"
+    assert _recorded(tmp_path)["slots"] == size
