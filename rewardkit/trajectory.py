@@ -361,10 +361,13 @@ def settle_component(out: Outcome, batch: Sequence[Sample], on_truncated: str = 
     reduced as ``turns``/``gamma`` say, then truncated samples kept, zeroed or masked as
     ``on_truncated`` says (a sample that says neither finish_reason nor truncated gets
     status error under zero/mask: not knowing is not "not truncated")."""
-    for i, score in list(out.scores.items()):
-        vals = score.details.get(TURN_VALUES) if score.details else None
-        if score.status != Status.OK or vals is None:
-            continue
+    # Only the scores with per-turn values are listed (put() may drop entries from
+    # out.scores): a list of every score held a batch's worth of tuples at once, and set
+    # off the garbage collector's older generations in the middle of a training step.
+    per_turn = [(i, score, score.details[TURN_VALUES]) for i, score in out.scores.items()
+                if score.status == Status.OK and score.details
+                and score.details.get(TURN_VALUES) is not None]
+    for i, score, vals in per_turn:
         problem = _turn_values_problem(vals, len(Trajectory.of(batch[i]).turns))
         if problem:
             out.put(i, Score.error(problem))

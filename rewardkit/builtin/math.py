@@ -214,7 +214,7 @@ def _rounds_to(gold_text: str, gold: PlainNumber, pred: PlainNumber, answer: str
     """Whether ``pred`` rounds to a gold written with k decimal places: ``pred`` is exact
     (``\\frac{1587}{52}``) or has more places than k, and lies within half a unit of the
     gold's last place. A less precise answer (``30.5`` for 30.52) is not rounded up to it."""
-    m = _DECIMAL_GOLD.fullmatch(gold_text)
+    m = _DECIMAL_GOLD.fullmatch(gold_text) if "." in gold_text else None  # most are whole
     if m is None:
         return False
     places = len(m.group(1))
