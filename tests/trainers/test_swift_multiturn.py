@@ -142,6 +142,41 @@ def test_a_continuation_scheduler_gives_errors_not_a_guess(swift_run: dict):
                                         "efficiency"))
 
 
+def _history(result: dict, key: str) -> dict[str, dict[str, float | None]]:
+    return {rollout: dict(zip(COMPONENTS, row, strict=True))
+            for rollout, row in zip(result["history_rollouts"], result["history_" + key],
+                                    strict=True)}
+
+
+def test_a_prompts_assistant_history_is_not_the_policys(swift_run: dict):
+    """The prompt already holds the right call and its result (an assistant turn, then a
+    ``tool`` message). The policy's completion is only the turns ms-swift generated: the
+    last ``len(response_token_ids)`` assistant messages, or without ids (an engine that
+    returns none) the last ``rollout_infos["num_turns"]``. Answering from the history's
+    result is paid as no call (it was paid the history's call, right_calls 1.0, when
+    rows without ids began at the first assistant message), and an honest rollout after
+    the history is fully paid (it was 0.5 right_calls, 0.667 efficiency: two calls)."""
+    assert swift_run["history_passed_no_ids"]["roles"] == [
+        "system", "user", "assistant", "tool", "assistant"]
+    assert set(swift_run["history_passed_no_ids"]["content_types"]) == {"str"}
+    plain = _rewards(swift_run)
+    for key in ("ids", "no_ids", "plain_no_ids", "tool_call_role_no_ids"):
+        got = _history(swift_run, key)
+        assert got["no_call"] == plain["no_call"], key
+        assert got["no_call"]["right_calls"] == 0.0, key
+        assert got["honest"] == plain["honest"], key
+
+
+def test_calls_recorded_as_tool_call_messages_are_the_turns_calls(swift_run: dict):
+    """A scheduler that records each call it ran as a ``tool_call`` message (ms-swift's
+    dataset role, which its template folds into the assistant turn before it): the call
+    is that turn's, counted once (every row was a malformed trajectory, None, before), so
+    each rollout is rated as with the plain scheduler."""
+    assert swift_run["tool_call_role_passed"]["roles"] == [
+        "system", "user", "assistant", "tool_call", "tool", "assistant"]
+    assert _rewards(swift_run, "tool_call_role") == _rewards(swift_run)
+
+
 def test_the_tool_use_example_dry_runs_on_swift(tmp_path: Path):
     """``rewardkit train --backend swift --dry-run`` on the example's rewards and data:
     the dataset has ms-swift's shape (``messages``, ``tools``, ``solution``, the reference

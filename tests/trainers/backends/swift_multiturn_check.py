@@ -120,6 +120,18 @@ class UnitsToolScheduler(MultiTurnScheduler):
         return {"infer_request": infer_request}
 
 
+class ToolCallRoleScheduler(UnitsToolScheduler):
+    """Records each call the engine parsed as a ``tool_call`` message (ms-swift's dataset
+    role for a call, which its template folds into the assistant turn) before its result."""
+
+    def step(self, infer_request, response_choice, current_turn) -> dict:
+        for call in response_choice.message.tool_calls:
+            infer_request.messages.append({"role": "tool_call", "content": json.dumps(
+                {"name": call.function.name,
+                 "arguments": json.loads(call.function.arguments)})})
+        return super().step(infer_request, response_choice, current_turn)
+
+
 class InlineResultScheduler(UnitsToolScheduler):
     """The continuation style of ms-swift's example tool scheduler: the tool's result is
     appended to the assistant's own message, and the policy continues inside it."""
@@ -158,9 +170,10 @@ def build_template(where: Path) -> Any:
     return get_template(processor, template_type="qwen", agent_template="hermes")
 
 
-def scripted_rollout(template: Any, turns: dict[str, int]):
+def scripted_rollout(template: Any, turns: dict[str, int], with_ids: bool = True):
     """``rollout_fn`` for run_multi_turn: the scripted text of each request's next turn,
-    as an engine returns it (token ids, the engine's own tool-call parse)."""
+    as an engine returns it (token ids unless ``with_ids`` is False, the engine's own
+    tool-call parse)."""
     engine = SimpleNamespace(template=template)
 
     def rollout(requests: list, config: RequestConfig) -> list[RolloutOutput]:
@@ -174,7 +187,8 @@ def scripted_rollout(template: Any, turns: dict[str, int]):
                 index=0, finish_reason=finish,
                 message=ChatMessage(role="assistant", content=text,
                                     tool_calls=InferEngine._get_toolcall(engine, text)),
-                token_ids=template.tokenizer.encode(text, add_special_tokens=False))
+                token_ids=template.tokenizer.encode(text, add_special_tokens=False)
+                if with_ids else None)
             outputs.append(RolloutOutput(response=ChatCompletionResponse(
                 model="scripted", choices=[choice], usage=UsageInfo(0, 0, 0))))
         return outputs
@@ -182,13 +196,26 @@ def scripted_rollout(template: Any, turns: dict[str, int]):
     return rollout
 
 
-def rollout_samples(template: Any, scheduler_cls: type, rollouts: list[str]) -> list:
+#: a prompt that already holds the right call and its result (dataset history)
+HISTORY = [{"role": "assistant", "content": CALL}, {"role": "tool", "content": "7.456"}]
+#: the same history in ms-swift's dataset form: the call as a ``tool_call`` message
+HISTORY_TOOL_CALL_ROLE = [
+    {"role": "tool_call", "content": CALL.split("\n")[1]},
+    {"role": "tool_response", "content": "7.456"}]
+
+
+def rollout_samples(template: Any, scheduler_cls: type, rollouts: list[str],
+                    history: list | None = None, with_ids: bool = True) -> list:
     rows = [{"messages": [{"role": "system", "content": "Answer with the tools."},
-                          {"role": "user", "content": "What is 12 km in miles?"}],
+                          {"role": "user", "content": "What is 12 km in miles?"},
+                          *[dict(m) for m in history or ()]],
              "tools": TOOLS, "solution": "7.46",
              "reference_calls": json.dumps(REFERENCE_CALLS),
              # a stale column from some recorded rollout: the run's own finish reason wins
              "truncated": False,
+             # a column per batch: the shared scorer reuses the result of a batch whose
+             # prompts and final texts are the same as the last one's
+             "case": f"{scheduler_cls.__name__} {history is not None} {with_ids}",
              "prompt_id": "p0", "request_id": f"{name}#{scheduler_cls.__name__}"}
             for name in rollouts]
     samples = [GRPOSample.from_row(row) for row in rows]
@@ -198,7 +225,7 @@ def rollout_samples(template: Any, scheduler_cls: type, rollouts: list[str]) -> 
                               async_generate=False)
     requests = RolloutTrainerMixin.samples2requests(trainer, samples)
     invoke_async_hook(scheduler.on_trajectory_start(requests))
-    rollout = scripted_rollout(template, {})
+    rollout = scripted_rollout(template, {}, with_ids)
     config = RequestConfig()
     outputs = run_multi_turn(requests, rollout(requests, config), scheduler, rollout, config,
                              max_turns=3)
@@ -241,4 +268,17 @@ trainer = SimpleNamespace(template=template)
 SwiftMixin._get_callbacks(trainer, SimpleNamespace(callbacks=["rewardkit_metrics"]))
 out["rewards"] = score(tool_samples, funcs)
 out["inline"] = score(inline, funcs)
+# prompts holding assistant history, with and without the engine's token ids
+variants = {"ids": (HISTORY, True), "no_ids": (HISTORY, False), "plain_no_ids": (None, False),
+            "tool_call_role_no_ids": (HISTORY_TOOL_CALL_ROLE, False)}
+out["history_rollouts"] = ["no_call", "honest"]
+for key, (history, with_ids) in variants.items():
+    got = rollout_samples(template, UnitsToolScheduler, out["history_rollouts"], history,
+                          with_ids)
+    out["history_passed_" + key] = passed(got[0])
+    out["history_" + key] = score(got, funcs)
+# calls recorded as ``tool_call`` messages inside the generated turns
+tool_call_role = rollout_samples(template, ToolCallRoleScheduler, rollouts)
+out["tool_call_role_passed"] = passed(tool_call_role[0])
+out["tool_call_role"] = score(tool_call_role, funcs)
 print("RESULT " + json.dumps(out))

@@ -418,54 +418,95 @@ def rollout_completion(messages: list[Any], ids: Any, info: Any, reader: Rollout
     """(prompt, completion) of one ms-swift row: the completion is the turns ms-swift
     generated as OpenAI-shape messages, or None where they cannot be read faithfully.
 
-    The generated turns are the last ``len(response_token_ids)`` assistant messages and
-    what follows the first of them (ms-swift's own rule when it re-encodes them); without
-    ids, from the first assistant message. None when a scheduler continued inside one
-    assistant message (``num_turns`` above the generated turns: the environment's text is
-    spliced into the policy's, so no result or call can be told apart) or a turn is token
-    ids without a tokenizer to decode them.
+    The generated turns are the last ``n`` assistant messages and what follows the first
+    of them, ``n`` as ms-swift counts them (:func:`_generated_turns`); the assistant turns
+    before (a prompt's history) stay prompt. ``tool_call`` messages (ms-swift's dataset
+    role for a call, folded by its template into the assistant turn before them) are that
+    turn's calls. None when a scheduler continued inside one assistant message
+    (``num_turns`` above the turns with ids: the environment's text is spliced into the
+    policy's, so no result or call can be told apart), the messages hold fewer assistant
+    turns than ms-swift generated, a turn is token ids without a tokenizer to decode
+    them, or a ``tool_call`` message holds no call.
     """
     positions = [j for j, m in enumerate(messages)
                  if isinstance(m, Mapping) and m.get("role") == "assistant"]
-    if not positions:
-        return None
-    generated = _generated_turns(ids)
     num_turns = info.get("num_turns") if isinstance(info, Mapping) else None
-    if generated is not None and isinstance(num_turns, int) and num_turns > generated \
-            and isinstance(ids[-1], list | tuple):
-        return None  # continuation: environment text inside the assistant turn
-    first = positions[-generated] if generated and generated <= len(positions) else positions[0]
+    generated = _generated_turns(ids, num_turns)
+    if generated is None or not 0 < generated <= len(positions):
+        return None
+    first = positions[-generated]
     completion: list[Any] = []
-    ids_made: set[Any] = set()
+    previous_role = None
     for message in messages[first:]:
-        if not isinstance(message, Mapping):
-            completion.append(message)  # the trajectory reports it as a problem
-        elif message.get("role") == "assistant":
-            turn = _assistant_message(message, reader, tools, len(ids_made))
-            if turn is None:
-                return None
-            ids_made.update(c.get("id") for c in turn.get("tool_calls", ())
-                            if isinstance(c, Mapping))
-            completion.append(turn)
-        elif message.get("role") in ("tool", "tool_response"):
-            result = {**message, "role": "tool"}
-            if result.get("tool_call_id") not in ids_made:
+        role = message.get("role") if isinstance(message, Mapping) else None
+        made = [c.get("id") for t in completion if isinstance(t, dict)
+                and t.get("role") == "assistant" for c in t.get("tool_calls", ())]
+        if role == "assistant":
+            turn = _assistant_message(message, reader, tools, len(made))
+        elif role == "tool_call":
+            turn = _recorded_call(completion, message, previous_role == "assistant")
+        elif role in ("tool", "tool_response"):
+            turn = {**message, "role": "tool"}
+            if turn.get("tool_call_id") not in made:
                 # the engine's ids (random per parse) are not the ones made here: the
                 # result answers its call by name, else in order
-                result.pop("tool_call_id", None)
-            completion.append(result)
-        else:
-            completion.append(dict(message))
+                turn.pop("tool_call_id", None)
+        else:  # another role, or no message: the trajectory reports it as a problem
+            turn = dict(message) if isinstance(message, Mapping) else message
+        if turn is None:
+            return None
+        if not (completion and turn is completion[-1]):
+            completion.append(turn)
+        previous_role = role
     return list(messages[:first]), completion
 
 
-def _generated_turns(ids: Any) -> int | None:
-    """How many assistant turns ms-swift generated, from the row's response_token_ids."""
+def _generated_turns(ids: Any, num_turns: Any = None) -> int | None:
+    """How many assistant messages ms-swift generated: one per ``response_token_ids``
+    list (the count its trainer re-encodes from the end as the policy's); without ids,
+    its ``rollout_infos["num_turns"]`` (one generation per turn; a scheduler continuing
+    inside a message cannot be seen there), and one when no scheduler ran (ms-swift
+    appends the single response). None for a continuation seen in the ids."""
     if hasattr(ids, "tolist"):
         ids = ids.tolist()
-    if not isinstance(ids, list | tuple) or not ids:
+    if isinstance(ids, list | tuple) and ids:
+        nested = isinstance(ids[-1], list | tuple)
+        turns = len(ids) if nested else 1
+        if nested and isinstance(num_turns, int) and num_turns > turns:
+            return None  # continuation: environment text inside the assistant turn
+        return turns
+    return num_turns if isinstance(num_turns, int) else 1
+
+
+def _recorded_call(completion: list[Any], message: Mapping[str, Any],
+                   after_assistant: bool) -> dict[str, Any] | None:
+    """A ``tool_call`` message read as ms-swift's template reads it: its call (parsed by
+    the agent template's ``_parse_tool_call``) belongs to the assistant turn it follows
+    (directly, or after other ``tool_call`` messages), in place of the calls parsed from
+    that turn's text (a scheduler records the calls it ran, which that parse found), else
+    it makes an assistant turn of its own. Returns the turn (the last of ``completion``,
+    extended, or a new one), or None when the message holds no call."""
+    from swift.agent_template.base import BaseAgentTemplate
+
+    try:
+        call = BaseAgentTemplate._parse_tool_call(message.get("content"))
+    except Exception:  # ms-swift's own parse fails: no call can be read
         return None
-    return len(ids) if isinstance(ids[-1], list | tuple) else 1
+    previous = completion[-1] if completion else None
+    if isinstance(previous, dict) and previous.get("role") == "assistant":
+        turn = previous
+        if after_assistant:  # the first of the run: it replaces the text's parse
+            turn.pop("tool_calls", None)
+    else:
+        turn = {"role": "assistant", "content": ""}
+    calls = turn.setdefault("tool_calls", [])
+    made = sum(len(t.get("tool_calls", ())) for t in completion
+               if isinstance(t, dict) and t is not turn)
+    arguments = call["arguments"]
+    calls.append({"id": f"call_{made + len(calls)}", "type": "function", "function": {
+        "name": call["name"], "arguments": arguments if isinstance(arguments, str)
+        else json.dumps(arguments, ensure_ascii=False)}})
+    return turn
 
 
 def _assistant_message(message: Mapping[str, Any], reader: RolloutReader,
