@@ -99,10 +99,13 @@ class SharedScorer:
 
 
 def _fingerprint(samples: Sequence[Sample], step: int) -> str:
+    """What makes two calls the same batch: everything a reward reads. The completion
+    itself, not its scored text (two rollouts with the same final answer and different
+    tool calls are different samples), and the group (per-group rewards read it)."""
     digest = hashlib.sha1(str(step).encode())
     for s in samples:
-        digest.update(json.dumps([s.prompt, s.text, s.reference, s.metadata], default=str,
-                                 sort_keys=True).encode())
+        digest.update(json.dumps([s.prompt, s.completion, s.reference, s.metadata,
+                                  s.group], default=str, sort_keys=True).encode())
         digest.update(b"\x00")
     return digest.hexdigest()
 
