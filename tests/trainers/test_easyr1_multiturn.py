@@ -70,3 +70,40 @@ def test_train_still_plans_a_config_that_needs_no_trajectory(tmp_path: Path):
                       + str(ROOT / "examples/data/tool-use.jsonl") + "}\n")
     plan = load_run(config, backend="easyr1", output_dir=str(tmp_path / "run"))
     assert len(jobs(plan)) == 1
+
+
+def test_planning_runs_only_the_components_that_may_read_the_rollout(tmp_path: Path):
+    """The refusal probe scores rewards at planning time: only those that may need a
+    trajectory or the finish reason. Before, it scored every component, so a judge (an API
+    call) or a sandboxed program ran when `rewardkit train` planned the run."""
+    from rewardkit_trainers.launch.runner import load_run
+
+    from rewardkit import Score, reward
+    from rewardkit.registry import registry
+
+    calls: list[str] = []
+
+    @reward(name="planning_spy")
+    def planning_spy(sample):  # stands for a judge: must not be called while planning
+        calls.append(sample.text)
+        return Score.ok(1.0)
+
+    registry.register(planning_spy)
+    try:
+        import yaml
+        from rewardkit_trainers.launch.easyr1 import rollout_needs
+
+        data = yaml.safe_load(tool_use_rewards())
+        data["rewards"]["spy"] = {"reward": "planning_spy", "weight": 0.1}
+        data["train"] = {"model": "m",
+                         "dataset": {"train": str(ROOT / "examples/data/tool-use.jsonl")}}
+        config = tmp_path / "tool-use.yaml"
+        config.write_text(yaml.safe_dump(data))
+
+        plan = load_run(config, backend="easyr1", output_dir=str(tmp_path / "run"))
+        row = {"prompt": "q", "reference": "7"}
+        needs = rollout_needs(plan, row)
+    finally:
+        registry.unregister("planning_spy")
+    assert "non_stop" in needs and "spy" not in needs
+    assert calls == []

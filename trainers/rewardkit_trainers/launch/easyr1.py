@@ -123,11 +123,16 @@ def rollout_needs(plan: RunPlan, row: dict[str, Any]) -> list[str]:
     """The components that fail on a text response but grade once the same answer comes
     as a finished one-turn trajectory: they need a trajectory (tool calls, turns) or the
     rollout's ``finish_reason`` / ``truncated``, which a text-only rollout never gives.
-    Probed on the dataset's first row, its reference as the response (shared with the
-    verl planner, whose single-turn rollout is text-only too)."""
-    if not any(_may_read_rollout(c.reward, c.on_truncated)
-               for c in plan.reward_config.rewards.values()):
+    Probed on the dataset's first row, its reference as the response, running only the
+    components that may read the rollout (shared with the verl planner, whose
+    single-turn rollout is text-only too)."""
+    candidates = {name: c for name, c in plan.reward_config.rewards.items()
+                  if _may_read_rollout(c.reward, c.on_truncated)}
+    if not candidates:
         return []  # nothing to probe: no reward is run at planning time
+    # only those are run: a judge (an API call) or a sandboxed program must not run while
+    # a run is planned
+    config = plan.reward_config.model_copy(update={"rewards": candidates})
     spec = plan.train.dataset
     reference = row.get(spec.reference_column)
     text = reference if isinstance(reference, str) else str(reference or "")
@@ -137,9 +142,9 @@ def rollout_needs(plan: RunPlan, row: dict[str, Any]) -> list[str]:
     as_rollout = Sample(row.get("prompt", ""), [{"role": "assistant", "content": text}],
                         reference, metadata={**metadata, "finish_reason": "stop",
                                              "truncated": False})
-    scored = RewardSet(plan.reward_config).score([as_text, as_rollout], step=0)
+    scored = RewardSet(config).score([as_text, as_rollout], step=0)
     failed = (Status.ERROR, Status.TIMEOUT)
-    return [name for name in plan.reward_config.rewards
+    return [name for name in candidates
             if scored.scores(name)[0].status in failed
             and scored.scores(name)[1].status not in failed]
 
