@@ -31,7 +31,11 @@ _WORKER = textwrap.dedent(
     from rewardkit import Sample
     from rewardkit_code.custom_python import PythonReward
 
+    import os
+    from pathlib import Path
+
     slots, n, spins = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    barrier, ranks = Path(sys.argv[4]), int(sys.argv[5])
     source = f"def reward(completion, reference, metadata):\\n" \\
              f"    if completion == 'warm-up':\\n        return 1.0\\n" \\
              f"    return float(sum(range({spins})) > 0)\\n"
@@ -52,6 +56,12 @@ _WORKER = textwrap.dedent(
             runs.append((started, time.monotonic()))
 
     SandboxPool.run = timed_run
+    # every rank starts its measured runs together (else a rank that started late, on a
+    # loaded machine, may find the others done: no contention to measure)
+    (barrier / str(os.getpid())).touch()
+    deadline = time.monotonic() + 120
+    while len(list(barrier.iterdir())) < ranks and time.monotonic() < deadline:
+        time.sleep(0.01)
     with ThreadPoolExecutor(slots) as threads:
         scores = list(threads.map(lambda i: reward.grade(Sample(completion=str(i))), range(n)))
     print(json.dumps({"runs": runs, "values": [s.value for s in scores],
@@ -60,10 +70,17 @@ _WORKER = textwrap.dedent(
 )
 
 
-def _start(budget_dir: Path, slots: int, n: int, spins: int) -> subprocess.Popen[str]:
+def _start(budget_dir: Path, slots: int, n: int, spins: int,
+           barrier: Path | None = None, ranks: int = 1) -> subprocess.Popen[str]:
+    """A rank; with a ``barrier`` folder it starts its measured runs once ``ranks`` ranks
+    have warmed up."""
     env = {**os.environ, "RK_BUDGET_DIR": str(budget_dir)}
+    if barrier is None:
+        barrier = budget_dir.parent / f"barrier-{budget_dir.name}-{time.monotonic_ns()}"
+    barrier.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(slots), str(n), str(spins)],
+        [sys.executable, "-c", _WORKER, str(slots), str(n), str(spins), str(barrier),
+         str(ranks)],
         env=env, stdout=subprocess.PIPE, text=True,
     )
 
@@ -86,7 +103,9 @@ def _most_at_once(runs: list[list[float]]) -> int:
 
 def _three_ranks(tmp_path: Path, slots: int, shared: bool) -> list[dict[str, Any]]:
     folders = [tmp_path / ("budget" if shared else f"budget-{rank}") for rank in range(3)]
-    ranks = [_start(folder, slots, n=2 * slots, spins=3_000_000) for folder in folders]
+    barrier = tmp_path / "barrier"
+    ranks = [_start(folder, slots, n=2 * slots, spins=3_000_000, barrier=barrier, ranks=3)
+             for folder in folders]
     return [_result(rank) for rank in ranks]
 
 
