@@ -197,7 +197,12 @@ class RayExecutor:
             self._slots = []
 
     def _kill(self, actor: Any) -> None:
-        with contextlib.suppress(Exception):  # already dead, or Ray already shut down
+        # after ray.shutdown (Ray's own exit hook runs before ours) the actors went with the
+        # driver, and ray.kill would connect again (Ray auto-initialises on it): a late
+        # connection whose teardown at exit can abort the process
+        if not self._ray.is_initialized():
+            return
+        with contextlib.suppress(Exception):  # already dead
             self._ray.kill(actor, no_restart=True)
 
     def score(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],

@@ -116,3 +116,26 @@ def test_serve_scores_on_ray_like_rewardkit_score_and_drains_on_sigterm(
             proc.kill()
             proc.communicate(timeout=10)
     assert time.monotonic() - t0 < 90
+
+
+CLOSE_AFTER_SHUTDOWN = """
+import sys, ray
+from rewardkit.config.models import RaySettings
+from rewardkit.execution.ray import RayExecutor
+executor = RayExecutor(RaySettings.model_validate({"address": sys.argv[1], "actors": 1}))
+ray.shutdown()  # what Ray's own exit hook does before rewardkit's runs
+executor.close()
+print("initialized" if ray.is_initialized() else "closed")
+"""
+
+
+def test_closing_after_ray_shut_down_does_not_connect_again(ray_cluster: Any) -> None:
+    """At exit Ray's hook shuts Ray down before rewardkit's closes the executors; ray.kill
+    auto-initialises Ray, so closing then connected again, and the late connection's
+    teardown aborted `rewardkit serve` at exit ("free(): corrupted unsorted chunks",
+    SIGABRT after "stopped")."""
+    env = with_auth_mode({k: v for k, v in os.environ.items() if k not in RAY_ENV})
+    done = subprocess.run([sys.executable, "-c", CLOSE_AFTER_SHUTDOWN, ray_cluster.address],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "closed"
