@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+# the same interval depth the budget tests count with
+from test_budget import _most_at_once
+
 from rewardkit.execution.budget import BudgetSizeWarning, ExecutionBudget
 
 # one contending process asking for `slots`: `uses` executions of `hold_s` each, logged
@@ -42,15 +45,6 @@ with budget.acquire():
     print("held", flush=True)
     time.sleep(600)
 """
-
-
-def _most_at_once(spans: list[dict[str, float]]) -> int:
-    edges = sorted([(s["start"], 1) for s in spans] + [(s["end"], -1) for s in spans])
-    running = most = 0
-    for _, step in edges:
-        running += step
-        most = max(most, running)
-    return most
 
 
 def _recorded(folder: Path) -> dict[str, object]:
