@@ -7,9 +7,10 @@ token n-grams (``repetition_penalty``) measure the completion with one of three 
     Unicode characters of the completion text.
 ``words``
     whitespace-separated words (what many recipes call "tokens" for lack of a tokenizer);
-    invisible separators (a zero-width space) end a word too, and a word counts one per
-    24 visible characters (:func:`word_count`), so neither gluing words together nor one
-    endless word passes as short.
+    invisible separators (a zero-width space) end a word too, words joined by punctuation
+    (``a,b,c``) count one each, and a word counts one per 24 visible characters
+    (:func:`word_count`), so neither gluing words together nor one endless word passes
+    as short.
 ``tokens``
     the policy's own tokens. Taken, in this order, from
 
@@ -143,21 +144,51 @@ def _word_breaks() -> re.Pattern[str]:
     return re.compile(f"[\\s{hidden}]+")
 
 
+@lru_cache(maxsize=1)
+def _word_pieces() -> re.Pattern[str]:
+    """The words inside one run between spaces: letters and digits with their combining
+    marks, an apostrophe between letters (``don't``, at most two: ``rock'n'roll``) and
+    a number's own separators (``1,000.5``, ``3.14``) kept inside; any other character
+    (a comma, a slash, a hyphen, a period between letters) is between two words."""
+    marks = "".join(
+        re.escape(chr(code)) for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in {"Mn", "Mc", "Me"}
+    )
+    letter = f"(?:[^\\W_]|[{marks}])"
+    return re.compile(rf"\d+(?:,\d{{3}})+(?:\.\d+)?(?!{letter})|\d+\.\d+(?!{letter})"
+                      rf"|{letter}+(?:['\u2019]{letter}+){{0,2}}")
+
+
+def _long_word(word: str) -> int:
+    """The words one run of characters counts for its length: one per
+    :data:`WORD_CHARS` visible characters."""
+    if len(word) <= WORD_CHARS:
+        return 1 if word else 0
+    return max(1, -(-len(visible_text(word)) // WORD_CHARS))
+
+
 def word_count(text: str) -> int:
     """Words of ``text``: runs between whitespace or invisible separators (a zero-width
     space ends a word as a space does), each counting one word per :data:`WORD_CHARS`
     visible characters (so a 12,000-character run is 500 words, not 1; an honest long
-    word such as a URL counts two or three).
+    word such as ``Donaudampfschifffahrtsgesellschaft`` counts two), and a run that
+    holds several words joined by punctuation (``a,b,c``, ``red/green``,
+    ``well-known``, a URL's parts) counts each of them (a number's ``1,000.5`` and an
+    apostrophe's ``don't`` stay one word).
 
-    >>> word_count("one\u200btwo three"), word_count("x" * 48)
-    (3, 2)
+    >>> word_count("one\u200btwo three"), word_count("x" * 48), word_count("a,b,c d")
+    (3, 2, 4)
     """
     count = 0
-    for word in _word_breaks().split(text):
-        if len(word) <= WORD_CHARS:
-            count += 1 if word else 0
-        else:
-            count += max(1, -(-len(visible_text(word)) // WORD_CHARS))
+    pieces = _word_pieces()
+    for run in _word_breaks().split(text):
+        if not run:
+            continue
+        if len(run) <= 2 or run.isalpha():  # the common word: no punctuation inside
+            count += _long_word(run)
+            continue
+        joined = sum(_long_word(piece) for piece in pieces.findall(run))
+        count += max(_long_word(run), joined)
     return count
 
 
