@@ -23,7 +23,8 @@ status ok, value 0, the reason saying which call.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -34,6 +35,7 @@ from rewardkit.trajectory import (
     TRUNCATED_REASONS,
     ToolCall,
     Trajectory,
+    _raw_calls,
     turn_score,
 )
 from rewardkit_tools.matching import ReferenceError_, assign, mismatch, parse_reference
@@ -63,9 +65,89 @@ class _TrajectoryReward(Reward):
         raise NotImplementedError
 
 
-def _call_problem(call: ToolCall, t: Trajectory, allow_extra: bool) -> str | None:
+class _NotStrictJSON(ValueError):
+    """Text Python's json module reads that strict JSON (RFC 8259) does not allow."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotStrictJSON(f"{name} is not JSON (JSON has no NaN or Infinity)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotStrictJSON(f"{text} is out of the range of a JSON number")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _NotStrictJSON(f"key {key!r} appears twice in one object (which one a "
+                                 "tool reads depends on its parser)")
+        seen.add(key)
+    return dict(pairs)
+
+
+def strict_json_problem(arguments: Any) -> str | None:
+    """Why a call's ``arguments`` are not strict JSON although Python's ``json`` reads
+    them: a ``NaN`` / ``Infinity`` constant, a number out of range (``1e999``), an object
+    with a key twice; or, for arguments a backend passed already parsed, a number that
+    is not finite. None when they are strict JSON or not JSON at all (the trajectory
+    says so already).
+
+    >>> strict_json_problem('{"a": NaN}')
+    'NaN is not JSON (JSON has no NaN or Infinity)'
+    >>> strict_json_problem('{"a": 1, "a": 2}') is not None, strict_json_problem('{"a": 1}')
+    (True, None)
+    """
+    if isinstance(arguments, str):
+        try:
+            json.loads(arguments, parse_constant=_no_constant, parse_float=_finite,
+                       object_pairs_hook=_unique_keys)
+        except _NotStrictJSON as exc:
+            return str(exc)
+        except ValueError:
+            return None
+        return None
+    stack = [arguments]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{value} is not a JSON number"
+        if isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return None
+
+
+def _strict_problems(sample: Sample) -> list[str | None]:
+    """Per call, in the order :attr:`Trajectory.calls` lists them, why its arguments
+    are not strict JSON (None when they are)."""
+    messages = sample.completion
+    if isinstance(messages, Mapping):
+        messages = [messages]
+    found: list[str | None] = []
+    for message in messages if isinstance(messages, list | tuple) else ():
+        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+            continue
+        for raw in _raw_calls(message):
+            inner = raw.get("function") if isinstance(raw, Mapping) else None
+            function = inner if isinstance(inner, Mapping) else raw
+            arguments = function.get("arguments", function.get("parameters")) \
+                if isinstance(function, Mapping) else None
+            found.append(strict_json_problem(arguments))
+    return found
+
+
+def _call_problem(call: ToolCall, t: Trajectory, allow_extra: bool,
+                  strict: str | None = None) -> str | None:
     if call.error or call.arguments is None:
         return call.error or f"{call.name}: no arguments"
+    if strict:
+        return f"{call.name}: arguments are not strict JSON: {strict}"
     function = t.tool_schema(call.name)
     if function is None:
         return f"{call.name} is not an offered tool"
@@ -109,12 +191,16 @@ class ToolCallValid(_TrajectoryReward):
         calls = t.calls
         if not calls:
             return Score.ok(0.0, "no tool call", calls=0)
-        problems = [_call_problem(c, t, params.allow_extra) for c in calls]
+        strict = _strict_problems(sample)
+        if len(strict) != len(calls):  # cannot happen: the calls are read in this order
+            strict = [None] * len(calls)
+        problems = [_call_problem(c, t, params.allow_extra, s)
+                    for c, s in zip(calls, strict, strict=True)]
         invalid = [p for p in problems if p]
         if params.per_turn:
             last = len(t.turns) - 1
-            by_turn = [float(not any(_call_problem(c, t, params.allow_extra)
-                                     for c in turn.calls))
+            bad = {id(c) for c, p in zip(calls, problems, strict=True) if p}
+            by_turn = [float(not any(id(c) in bad for c in turn.calls))
                        if turn.calls or turn.index == last else 0.0 for turn in t.turns]
             return turn_score(by_turn, "; ".join(invalid[:3]), calls=len(calls),
                               invalid=invalid)

@@ -58,6 +58,37 @@ def test_valid_checks_nested_items() -> None:
     assert score("tool_call_valid", sample([call({**KM, "tags": ["a", "b"]})])).value == 1.0
 
 
+@pytest.mark.parametrize(("arguments", "why"), [
+    ('{"value": NaN, "from_unit": "km", "to_unit": "mi"}', "NaN is not JSON"),
+    ('{"value": Infinity, "from_unit": "km", "to_unit": "mi"}', "Infinity is not JSON"),
+    ('{"value": 1e999, "from_unit": "km", "to_unit": "mi"}', "1e999 is out of the range"),
+    ('{"value": 12, "from_unit": "km", "to_unit": "mi", "to_unit": "kg"}',
+     "key 'to_unit' appears twice"),
+    ('{"value": 12, "from_unit": "km", "to_unit": "mi", "options": {"a": 1, "a": 2}}',
+     "key 'a' appears twice"),
+])
+def test_valid_refuses_what_only_pythons_json_reads(arguments: str, why: str) -> None:
+    """Strict JSON: NaN / Infinity and a key twice are refused with the reason, in
+    each reading (all, fraction, per turn); the same call in strict JSON is valid."""
+    bad = {"id": "a", "type": "function",
+           "function": {"name": "convert_units", "arguments": arguments}}
+    graded = score("tool_call_valid", sample([bad], [call(KM, "b")]), credit="fraction")
+    assert graded.value == 0.5
+    (invalid,) = graded.details["invalid"]
+    assert invalid.startswith("convert_units: arguments are not strict JSON: ")
+    assert why in graded.reason
+    per_turn = score("tool_call_valid", sample([bad], [call(KM, "b")]), per_turn=True)
+    assert per_turn.details["turn_values"] == [0.0, 1.0, 1.0]
+    assert score("tool_call_valid", sample([call(KM)])).value == 1.0
+
+
+def test_valid_refuses_a_non_finite_number_passed_already_parsed() -> None:
+    parsed = {"id": "a", "type": "function", "function": {
+        "name": "convert_units", "arguments": {**KM, "value": float("nan")}}}
+    graded = score("tool_call_valid", sample([parsed]))
+    assert graded.value == 0.0 and "nan is not a JSON number" in graded.reason
+
+
 def test_allow_extra_accepts_arguments_the_schema_does_not_name() -> None:
     s = sample([call({**KM, "note": "x"})])
     assert score("tool_call_valid", s).value == 0.0
