@@ -10,7 +10,8 @@ datasets use::
 JSON or Python literal syntax (single quotes), any case, with text around it. Every
 action is a key of the remote (:data:`ACTIONS`): a list holding anything else (an
 unknown name, ``null``, a number) is no action list, for either reward, because the
-environment could not execute it.
+environment could not execute it. A mapping with both an ``action`` and an ``actions``
+key that hold different actions is none either (a hedge between two readers).
 
 >>> parse_actions("Sure! {'action': ['up', 'Left']} done")
 ('UP', 'LEFT')
@@ -58,7 +59,8 @@ def parse_actions(value: Any) -> Actions | None:
     """
     if isinstance(value, str):
         return _parse_text(value)
-    return _actions_of(value)
+    readings = _readings(value)
+    return readings.pop() if len(readings) == 1 else None
 
 
 def parse_literal(text: str) -> Any:
@@ -99,7 +101,9 @@ def find_action_lists(text: str) -> list[Actions]:
     that decode to one (a list inside a list that is one is not counted again).
 
     At most ``_MAX_TRIES`` spans are decoded, so spam cannot make this slow. Two
-    different lists in one answer are a hedge, which ``gui_navigation`` does not pay.
+    different lists in one answer are a hedge, which ``gui_navigation`` does not pay; a
+    mapping whose ``action`` and ``actions`` keys disagree gives both readings (an
+    unreadable one as ``()``), a hedge too.
 
     >>> find_action_lists("['UP'] or ['DOWN']")
     [('UP',), ('DOWN',)]
@@ -123,8 +127,11 @@ def find_action_lists(text: str) -> list[Actions]:
                 decoded = json.loads(span.replace("'", '"'))
             except (json.JSONDecodeError, RecursionError):
                 continue
-        actions = _actions_of(decoded)
-        if actions is not None:
+        readings = _readings(decoded)
+        if len(readings) > 1:  # both keys, different actions: a hedge, whichever is valid
+            found += sorted(r or () for r in readings)
+            covered_to = end
+        elif (actions := readings.pop()) is not None:
             found.append(actions)
             covered_to = end
     return found
@@ -157,26 +164,33 @@ def _bracket_spans(text: str) -> Iterator[tuple[int, int]]:
     return iter(spans)
 
 
-def _actions_of(value: Any) -> Actions | None:
+def _readings(value: Any) -> set[Actions | None]:
+    """What a decoded value reads as, by a reader of the first ``action`` / ``actions``
+    key of each mapping and by one of the last: two readings when the keys disagree
+    (``{'action': ['UP'], 'actions': ['DOWN']}``, a hedge between two readers)."""
+    return {_actions_of(value, 0), _actions_of(value, -1)}
+
+
+def _actions_of(value: Any, pick: int = 0) -> Actions | None:
     if isinstance(value, Mapping):
-        inner = _action_value(value)
+        inner = _action_value(value, pick)
         if isinstance(inner, str):
             return _names([inner])
         if isinstance(inner, list | tuple):
-            return _list_actions(inner)
+            return _list_actions(inner, pick)
         return None
     if isinstance(value, list | tuple):
-        return _list_actions(value)
+        return _list_actions(value, pick)
     return None
 
 
-def _list_actions(items: list[Any] | tuple[Any, ...]) -> Actions | None:
+def _list_actions(items: list[Any] | tuple[Any, ...], pick: int = 0) -> Actions | None:
     names: list[str] = []
     for item in items:
         if isinstance(item, str):
             names.append(item)
         elif isinstance(item, Mapping):
-            inner = _action_value(item)
+            inner = _action_value(item, pick)
             if isinstance(inner, str):
                 names.append(inner)
             elif isinstance(inner, list | tuple) and all(isinstance(n, str) for n in inner):
@@ -188,11 +202,12 @@ def _list_actions(items: list[Any] | tuple[Any, ...]) -> Actions | None:
     return _names(names)
 
 
-def _action_value(mapping: Mapping[Any, Any]) -> Any:
-    for key, inner in mapping.items():
-        if isinstance(key, str) and key.strip().lower() in _ACTION_KEYS:
-            return inner
-    return None
+def _action_value(mapping: Mapping[Any, Any], pick: int = 0) -> Any:
+    """The value under the mapping's ``action`` / ``actions`` key (``pick`` 0: the first
+    such key, -1: the last), or None when it has none."""
+    found = [inner for key, inner in mapping.items()
+             if isinstance(key, str) and key.strip().lower() in _ACTION_KEYS]
+    return found[pick] if found else None
 
 
 def _names(raw: list[str]) -> Actions | None:

@@ -49,10 +49,13 @@ def _tag_pattern(tag: str) -> re.Pattern[str]:
 
 def answer_block(text: str, tag: str) -> str | None:
     """The content of the last complete ``<tag>...</tag>`` block of ``text``, or None."""
-    last = None
-    for match in _tag_pattern(tag).finditer(text):
-        last = match
-    return last.group(1) if last else None
+    blocks = answer_blocks(text, tag)
+    return blocks[-1] if blocks else None
+
+
+def answer_blocks(text: str, tag: str) -> list[str]:
+    """The contents of every complete ``<tag>...</tag>`` block of ``text``, in order."""
+    return [match.group(1) for match in _tag_pattern(tag).finditer(text)]
 
 
 class NavigationParams(Params):
@@ -96,8 +99,9 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
     The reference is the gold action list in any accepted form (see
     :func:`rewardkit_gui.actions.parse_actions`); an unreadable reference is an error,
     not a 0. Case is ignored. An empty or missing prediction, one with an action the
-    remote does not have, or several different lists (a hedge) pays 0; without an answer
-    block, a list inside the reasoning is not read.
+    remote does not have, or several different lists (a hedge: in one answer, across
+    answer blocks, or under both an ``action`` and an ``actions`` key) pays 0; without
+    an answer block, a list inside the reasoning is not read.
 
     Both lists are replayed from where the episode starts, (0, 0). Progress mode pays
     ``(d_start - d_end) / d_start``, at least 0, where ``d_start`` is the target's
@@ -116,16 +120,21 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
         return Score.error("reference action list is empty")
 
     text = sample.text
-    block = answer_block(text, params.answer_tag) if params.answer_tag else None
-    if block is None and params.answer_tag and params.require_answer_tag:
+    blocks = answer_blocks(text, params.answer_tag) if params.answer_tag else []
+    if not blocks and params.answer_tag and params.require_answer_tag:
         return Score.ok(0.0, f"no <{params.answer_tag}> block")
-    if block is not None:
-        text = block
-    elif params.reasoning_tag:
-        text = text.rpartition(f"</{params.reasoning_tag}>")[2]
-        if f"<{params.reasoning_tag}>" in text:  # a reasoning block that never closes
-            return Score.ok(0.0, f"<{params.reasoning_tag}> never closes: no answer given")
-    lists = find_action_lists(text)
+    if blocks:
+        lists = [found for block in blocks for found in find_action_lists(block)]
+        if len(blocks) > 1 and len(set(lists)) > 1:
+            return Score.ok(0.0, f"{len(blocks)} answer blocks with {len(set(lists))} "
+                            "different action lists: a hedge is no answer")
+        lists = find_action_lists(blocks[-1])
+    else:
+        if params.reasoning_tag:
+            text = text.rpartition(f"</{params.reasoning_tag}>")[2]
+            if f"<{params.reasoning_tag}>" in text:  # a reasoning block that never closes
+                return Score.ok(0.0, f"<{params.reasoning_tag}> never closes: no answer given")
+        lists = find_action_lists(text)
     if not lists:
         return Score.ok(0.0, "no action list found")
     if len(set(lists)) > 1:

@@ -137,8 +137,35 @@ def test_strict_pays_zero_for_a_near_miss() -> None:
 
 # -- where the prediction is read -----------------------------------------------------
 def test_the_last_answer_block_is_the_prediction() -> None:
-    text = "<think>x</think><answer>['DOWN']</answer><answer>['UP', 'UP', 'LEFT']</answer>"
+    text = "<think>x</think><answer>moving</answer><answer>['UP', 'UP', 'LEFT']</answer>"
     assert nav(text, mode="strict") == 1.0
+
+
+@pytest.mark.parametrize("mode", ["progress", "smooth", "strict"])
+def test_answer_blocks_with_different_lists_are_a_hedge(mode: str) -> None:
+    text = "<think>x</think><answer>['DOWN']</answer><answer>['UP', 'UP', 'LEFT']</answer>"
+    score = gui_navigation({"mode": mode}).score(Sample(completion=text, reference=GOLD))
+    assert (score.value, score.reason) == (
+        0.0, "2 answer blocks with 2 different action lists: a hedge is no answer")
+
+
+def test_answer_blocks_with_the_same_list_are_no_hedge() -> None:
+    text = ("<answer>['UP', 'UP', 'LEFT']</answer> again: "
+            "<answer>{'action': ['up', 'up', 'left']}</answer>")
+    assert nav(text, mode="strict") == 1.0
+
+
+@pytest.mark.parametrize("answer", ["{'action': ['UP', 'UP', 'LEFT'], 'actions': ['DOWN']}",
+                                    "{'actions': ['UP', 'UP', 'LEFT'], 'Action': 'DOWN'}",
+                                    "[{'action': 'UP', 'actions': 'DOWN'}, 'UP', 'LEFT']"])
+def test_an_action_and_an_actions_key_that_differ_are_a_hedge(answer: str) -> None:
+    assert nav(GOOD.format(answer=answer), mode="strict") == 0.0
+    assert nav(GOOD.format(answer=answer)) == 0.0
+
+
+def test_an_action_and_an_actions_key_that_agree_are_read() -> None:
+    answer = "{'action': ['UP', 'UP', 'LEFT'], 'actions': ['up', 'up', 'left']}"
+    assert nav(GOOD.format(answer=answer), mode="strict") == 1.0
 
 
 def test_lists_in_the_reasoning_are_ignored_when_there_is_an_answer_block() -> None:
