@@ -15,6 +15,7 @@ scores, trains the judge on the decision that matters.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Literal
 
 from pydantic import Field
@@ -28,17 +29,29 @@ from rewardkit_translation.ratings import (
 )
 
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
-_INTEGER_LIST = re.compile(r"\[\s*[+-]?\d+(?:\s*,\s*[+-]?\d+)*\s*,?\s*\]")
+#: a bracketed span: ``[...]``, ``(...)`` or ``{...}`` (full-width brackets are folded)
+_BRACKETED = re.compile(r"[\[({]([^\[\](){}]{0,400})[\])}]")
+#: what separates the scores of a list: commas, semicolons, 、 or spaces
+_SCORE_GAP = re.compile(r"[,;、\s]+")
+#: one score as a list may write it: ``5``, ``+5``, ``5.0``, ``"5"``
+_SCORE = re.compile(r"([\"']?)[+-]?\d+(?:\.\d+)?\1")
 
 
 def _hedged(text: str, length: int) -> int:
-    """How many different integer lists of ``length`` scores the answer (the text after
-    the last ``</think>``) states; more than one is a hedge between verdicts."""
+    """How many different lists of ``length`` scores the answer (the text after the last
+    ``</think>``) states; more than one is a hedge between verdicts. A list is any
+    bracketed run of numbers, however written (``[5 5 5]``, ``(5, 5, 5)``, ``["5",
+    "5", "5"]``, ``[5.0, 5, 5]``, full-width ``［5，5，5］``), so a second list quoted "as
+    an example" or offered under a condition counts whatever its notation; two lists
+    with the same values are one."""
     closes = list(_THINK_CLOSE.finditer(text))
-    tail = text[closes[-1].end() :] if closes else text
-    lists = {tuple(int(n) for n in re.findall(r"[+-]?\d+", found.group()))
-             for found in _INTEGER_LIST.finditer(tail)}
-    return len({scores for scores in lists if len(scores) == length})
+    tail = unicodedata.normalize("NFKC", text[closes[-1].end() :] if closes else text)
+    lists = set()
+    for found in _BRACKETED.finditer(tail):
+        items = [item for item in _SCORE_GAP.split(found.group(1)) if item]
+        if len(items) == length and all(_SCORE.fullmatch(item) for item in items):
+            lists.add(tuple(float(item.strip("\"'")) for item in items))
+    return len(lists)
 
 
 class VerdictParams(Params):
@@ -78,8 +91,9 @@ def translation_verdict(sample: Sample, params: VerdictParams) -> Score:
     when it cannot be read the grading fails (status error), it is not a 0. An output
     whose ratings cannot be read scores ``unreadable_value`` with the reason
     (``ratings missing`` / ``ratings malformed`` / ``ratings wrong_length``), and so does
-    one that states several different rating lists after its reasoning (``ratings
-    hedged``: a hedge between verdicts is no verdict).
+    one that states several different rating lists after its reasoning, in any notation
+    (``ratings hedged``: a hedge between verdicts is no verdict: a second list, one
+    quoted "as an example", one offered under a condition).
     """
     gold = parse_rating_list(
         sample.reference, max_score=params.max_score, expected=params.criteria
