@@ -95,6 +95,8 @@ DENIED_SYSCALLS = (
     "clock_settime",
     "adjtimex",
     "vhangup",
+    "pidfd_getfd",
+    "process_madvise",
 )
 
 
@@ -242,6 +244,13 @@ def build_seccomp_filter(deny_network_sockets: bool) -> Any:
         syscall_filter.add_rule(
             seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag)
         )
+    # A task may make itself non-dumpable, never dumpable again: a compiled program that
+    # starts non-dumpable (its binary is execute-only) cannot reopen /proc/self/mem and
+    # read its harness's secret back (docs/sandbox.md, "Test verdicts").
+    syscall_filter.add_rule(
+        seccomp.ERRNO(errno.EPERM), "prctl",
+        seccomp.Arg(0, seccomp.EQ, PR_SET_DUMPABLE), seccomp.Arg(1, seccomp.NE, 0)
+    )
     if deny_network_sockets:
         syscall_filter.add_rule(
             seccomp.ERRNO(errno.EACCES), "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX)

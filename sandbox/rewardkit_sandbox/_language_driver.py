@@ -84,19 +84,41 @@ def _run_step(argv: list[str], env: dict[str, str], cap: int) -> tuple[int, byte
     return process.wait(), bytes(kept)
 
 
-def _macros_of(preprocessed: bytes, source: str) -> list[str]:
-    """Names ``source`` itself defines or undefines, from ``cpp -dD`` output."""
-    names: list[str] = []
+def _own_lines(preprocessed: bytes, source: str) -> list[str]:
+    """The lines of ``cpp -dD`` output that come from ``source`` itself (not a header)."""
+    own: list[str] = []
     current = ""
     for raw in preprocessed.decode("utf-8", "replace").splitlines():
         line = raw.strip()
         if line.startswith("# ") and '"' in line:  # a line marker: # 12 "file" flags
             current = line.split('"')[1]
-        elif current == source and line.startswith(("#define ", "#undef ")):
+        elif current == source:
+            own.append(line)
+    return own
+
+
+def _macros_of(own: list[str]) -> list[str]:
+    """Names the candidate itself defines or undefines."""
+    names: list[str] = []
+    for line in own:
+        if line.startswith(("#define ", "#undef ")):
             name = line.split()[1].split("(")[0]
             if name not in names:
                 names.append(name)
     return names
+
+
+def _refused(own: list[str], rules: list[list[str]]) -> str | None:
+    """The first rule (``[regex, why]``) the candidate's own code breaks, after the
+    preprocessor (so a macro cannot hide it); macro definitions are not code."""
+    import re
+
+    code = "\n".join(line for line in own if not line.startswith(("#define ", "#undef ")))
+    for pattern, why in rules:
+        found = re.search(pattern, code)
+        if found:
+            return f"refused: {why} ({found.group(0)[:60]!r})"
+    return None
 
 
 def _collect(paths: list[str], limit: int) -> dict[str, list[Any]]:
@@ -136,9 +158,14 @@ def build() -> None:
         code, output = _run_step(step["argv"], env, cap)
         if "undef_of" in step and code == 0:  # a preprocessor pass: the candidate's macros
             with open(step["preprocessed"], "rb") as handle:
-                names = _macros_of(handle.read(), step["undef_of"])
+                own = _own_lines(handle.read(), step["undef_of"])
+            refused = _refused(own, step.get("refuse") or [])
+            if refused is not None:
+                log += refused.encode()
+                verdict = {"ok": False, "exit": None, "step": "refused"}
+                break
             with open(step["undef_into"], "w") as handle:
-                handle.write("".join(f"#undef {name}\n" for name in names))
+                handle.write("".join(f"#undef {name}\n" for name in _macros_of(own)))
             continue
         log += output[: max(0, cap - len(log))]
         if code != 0:
@@ -158,6 +185,10 @@ def execute() -> None:
     """Run: write the artifacts, cap the heap if asked, and become the program."""
     header = _read_header()
     _write_files(header["files"])
+    for name in header.get("exec_only", ()):
+        # an execute-only binary starts non-dumpable: its /proc/self/mem is not its own
+        # to open (and the sandbox's seccomp filter refuses making it dumpable again)
+        os.chmod(name, 0o100)
     _limit_data(header.get("data_bytes"))
     env = _environment(header)
     sys.stdout.flush()

@@ -22,42 +22,174 @@ from rewardkit_sandbox import _go_imports as go_imports
 #: (glibc's ``__assert_fail`` renamed by ``-D``, so a candidate defining either symbol,
 #: or a second ``main``, fails to link). A failed assert traps (SIGILL): a candidate that
 #: interposes ``abort``/``_exit`` cannot make it return.
+#:
+#: The nonce is read from a ``.preinit_array`` entry, which runs before every
+#: constructor of the program (``.init_array``, C++ static initialisers), with raw
+#: system calls (a candidate's own ``read``/``write`` would interpose on libc's), and is
+#: kept only masked by a random pad: no candidate code runs before it is consumed from
+#: stdin, and the hex text is nowhere in memory until the record is written. The
+#: program's binary is execute-only, so it starts non-dumpable and its /proc/self/mem is
+#: not its own to open. What stays possible in C and C++ is raw pointer access to the
+#: process's own memory (docs/sandbox.md, "Test verdicts").
 C_HARNESS = r"""
-#include <unistd.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
 static int rewardkit_failed;
+static unsigned char rewardkit_pad[80], rewardkit_masked[80];
+static int rewardkit_size = -1;
+static long rewardkit_syscall3(long number, long a, long b, long c) {
+    long result;
+    __asm__ volatile ("syscall" : "=a"(result) : "a"(number), "D"(a), "S"(b), "d"(c)
+                      : "rcx", "r11", "memory");
+    return result;
+}
+static void rewardkit_read_nonce(int argc, char **argv, char **envp) {
+    (void)argc; (void)argv; (void)envp;
+    unsigned char byte;
+    int size = 0;
+    if (rewardkit_syscall3(318 /* getrandom */, (long)rewardkit_pad, 80, 0) != 80) return;
+    while (size < 79 && rewardkit_syscall3(0 /* read */, 0, (long)&byte, 1) == 1
+           && byte != '\n') {
+        rewardkit_masked[size] = byte ^ rewardkit_pad[size];
+        size++;
+    }
+    byte = 0;
+    rewardkit_size = size;
+}
+__attribute__((section(".preinit_array"), used))
+static void (*rewardkit_preinit)(int, char **, char **) = rewardkit_read_nonce;
 void rewardkit_assert_fail(const char *assertion, const char *file, unsigned int line,
                            const char *function) {
     static const char text[] = "assertion failed\n";
     rewardkit_failed = 1;
     (void)file; (void)line; (void)function; (void)assertion;
-    (void)!write(2, text, sizeof text - 1);
+    rewardkit_syscall3(1 /* write */, 2, (long)text, sizeof text - 1);
     __builtin_trap();
 }
 int __real_main(int argc, char **argv);
 int __wrap_main(int argc, char **argv) {
-    char nonce[80];
-    int size = 0;
-    while (size < 79) {
-        ssize_t got = read(0, nonce + size, 1);
-        if (got != 1 || nonce[size] == '\n') break;
-        size++;
-    }
-    nonce[size] = 0;
     int code = __real_main(argc, argv);
-    if (code != 0 || rewardkit_failed || size == 0) return code ? code : 1;
+    if (code != 0 || rewardkit_failed || rewardkit_size <= 0) return code ? code : 1;
     char record[128] = "{\"harness\": \"";
     int at = 13;
-    for (int i = 0; i < size; i++) record[at++] = nonce[i];
+    for (int i = 0; i < rewardkit_size; i++) record[at++] = rewardkit_masked[i] ^ rewardkit_pad[i];
     record[at++] = '"'; record[at++] = '}'; record[at++] = '\n';
-    return write(3, record, at) == at ? 0 : 1;
+    return rewardkit_syscall3(1 /* write */, 3, (long)record, at) == at ? 0 : 1;
 }
 #ifdef __cplusplus
 }
 #endif
 """
+
+#: What a C or C++ candidate may not write, checked on its own code after the
+#: preprocessor (a macro cannot hide it): each renames, replaces or runs before the
+#: tests' entry point, asserts or comparisons, or reaches the harness.
+C_REFUSED = [
+    [r"\b(?:asm|__asm|__asm__)\b", "inline assembly or an asm label (it can rename the "
+     "tests' main or a symbol they call)"],
+    [r"#\s*pragma\s+(?:redefine_extname|weak|GCC\s+visibility)\b",
+     "a pragma that renames or weakens symbols"],
+    [r"(?:__attribute__|__attribute)\s*\(\((?:(?!\)\))[^;{])*?\b_*(?:constructor|destructor|section|"
+     r"alias|ifunc|weakref|weak|init_priority|symver|externally_visible|retain)_*\b",
+     "an attribute that runs code before or after the tests or places or renames a symbol"],
+    [r"\[\[[^\]]*\b(?:gnu|__gnu__)::_*(?:constructor|destructor|section|alias|ifunc|weakref|"
+     r"weak|init_priority|symver|retain)_*\b", "an attribute that runs code before or after "
+     "the tests or places or renames a symbol"],
+    [r"\boperator\s*(?:==|!=|<=>)", "an equality operator of its own (the tests' "
+     "comparisons must decide)"],
+    [r"\bnamespace\s+(?:std|__gnu_cxx|boost)\b\s*(?:\{|::)", "code inside namespace std"],
+    [r"\b(?:rewardkit\w*|__wrap_\w+|__real_\w+|__libc_\w+|_dl_\w+|_start|_init|_fini"
+     r"|__preinit_array\w*|__init_array\w*|__fini_array\w*)\b",
+     "a name of the harness or of the C runtime's start-up"],
+]
+
+#: C++: the functions the tests call must return plain standard values (numbers, text,
+#: containers of them), never a type of the candidate's whose comparison it controls
+CPP_PLAIN = r"""
+#include <string>
+#include <vector>
+#include <list>
+#include <deque>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <tuple>
+#include <optional>
+#include <array>
+#include <type_traits>
+namespace rewardkit_plain {
+template <class T> struct plain : std::bool_constant<std::is_arithmetic_v<T> ||
+    std::is_void_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::nullptr_t>> {};
+template <class T> struct plain<T *> : std::bool_constant<std::is_arithmetic_v<T>> {};
+template <class C, class Tr, class A> struct plain<std::basic_string<C, Tr, A>>
+    : std::true_type {};
+template <class T, class A> struct plain<std::vector<T, A>> : plain<T> {};
+template <class T, class A> struct plain<std::list<T, A>> : plain<T> {};
+template <class T, class A> struct plain<std::deque<T, A>> : plain<T> {};
+template <class T, std::size_t N> struct plain<std::array<T, N>> : plain<T> {};
+template <class T, class C, class A> struct plain<std::set<T, C, A>> : plain<T> {};
+template <class T, class H, class E, class A> struct plain<std::unordered_set<T, H, E, A>>
+    : plain<T> {};
+template <class K, class V, class C, class A> struct plain<std::map<K, V, C, A>>
+    : std::bool_constant<plain<K>::value && plain<V>::value> {};
+template <class K, class V, class H, class E, class A>
+struct plain<std::unordered_map<K, V, H, E, A>>
+    : std::bool_constant<plain<K>::value && plain<V>::value> {};
+template <class A, class B> struct plain<std::pair<A, B>>
+    : std::bool_constant<plain<A>::value && plain<B>::value> {};
+template <class... T> struct plain<std::tuple<T...>>
+    : std::bool_constant<(plain<T>::value && ...)> {};
+template <class T> struct plain<std::optional<T>> : plain<T> {};
+#ifdef BOOST_ANY_INCLUDED
+template <> struct plain<boost::any> : std::true_type {};
+#endif
+#ifdef BOOST_ANY_HPP
+template <> struct plain<boost::any> : std::true_type {};
+#endif
+template <class R, class... A> constexpr bool returns_plain(R (*)(A...)) {
+    return plain<std::remove_cv_t<std::remove_reference_t<R>>>::value;
+}
+}  // namespace rewardkit_plain
+"""
+
+_C_IDENTIFIER_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_C_KEYWORDS = frozenset(
+    "if while for switch return sizeof alignof decltype catch typeid static_assert new "
+    "delete throw case do else defined operator".split())
+
+
+def cpp_checked_functions(candidate: str, tests: str) -> list[str]:
+    """The functions the tests call that the candidate defines once (a definition
+    ``name(...) {`` outside any braces), whose return type is checked to be plain."""
+    depth, top = 0, []
+    for index, char in enumerate(candidate):
+        if char == "{":
+            if depth == 0:
+                top.append(index)
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+    defined: dict[str, int] = {}
+    for brace in top:
+        head = candidate[max(0, brace - 400):brace]
+        match = re.search(r"\b([A-Za-z_]\w*)\s*\([^(){};]*(?:\([^(){};]*\)[^(){};]*)*\)"
+                          r"\s*(?:const\s*)?(?:noexcept\s*)?(?:->[^{;]*)?$", head)
+        if match and match.group(1) not in _C_KEYWORDS:
+            defined[match.group(1)] = defined.get(match.group(1), 0) + 1
+    called = {match.group(1) for match in _C_IDENTIFIER_CALL.finditer(tests)}
+    return sorted(name for name, count in defined.items() if count == 1 and name in called)
+
+
+def cpp_plain_checks(names: list[str]) -> str:
+    """``static_assert`` lines: each function returns plain standard values."""
+    return "".join(
+        f'static_assert(rewardkit_plain::returns_plain(&{name}), "{name} must return '
+        'plain standard values (numbers, strings, containers of them), not a type whose '
+        'comparison the candidate defines");\n' for name in names)
+
 
 #: Java: the candidate's classes and the tests' ``Main`` are separate compilation units;
 #: ``Main`` imports every library type it names one by one (a single-type import wins

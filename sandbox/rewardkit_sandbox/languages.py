@@ -223,6 +223,8 @@ class _Plan:
     collect: list[str]
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    #: artifacts made execute-only before the run (they start non-dumpable)
+    exec_only: tuple[str, ...] = ()
 
 
 class CompiledRunner:
@@ -340,7 +342,8 @@ class CompiledRunner:
         for name, text in plan.sources.items():
             if name.endswith((".js",)):
                 files[name] = [0o644, _b64(text)]
-        header: dict[str, Any] = {"files": files, "argv": plan.argv, "env": plan.env}
+        header: dict[str, Any] = {"files": files, "argv": plan.argv, "env": plan.env,
+                                  "exec_only": list(plan.exec_only)}
         run_limits = limits
         if self.spec.heap_limited:
             header["data_bytes"] = limits.memory_bytes
@@ -421,17 +424,27 @@ class CompiledRunner:
             compiler = tool["gcc" if c else "g++"]
             suffix = "c" if c else "cpp"
             renames = ["-D__assert_fail=rewardkit_assert_fail"]
+            # flowing off the end of a non-void function traps instead of being undefined
+            # behaviour the optimiser may use to drop the tests' main (C++ only: in C it
+            # is defined unless the value is used)
+            strict = [] if c else ["-fsanitize=return", "-fsanitize-undefined-trap-on-error"]
+            checks = "" if c else (
+                '#include "rewardkit_plain.h"\n'
+                + harnesses.cpp_plain_checks(harnesses.cpp_checked_functions(code, test)))
             sources = {
                 f"candidate.{suffix}": code,
                 f"program.{suffix}": f'#include "candidate.{suffix}"\n'
-                f'#include "rewardkit_undef.h"\n#line 1 "tests.{suffix}"\n{test}\n',
+                f'#include "rewardkit_undef.h"\n{checks}#line 1 "tests.{suffix}"\n{test}\n',
                 f"harness.{suffix}": harnesses.C_HARNESS,
+                **({} if c else {"rewardkit_plain.h": harnesses.CPP_PLAIN}),
             }
             steps = [
                 {"argv": [compiler, *flags, "-E", "-dD", f"candidate.{suffix}", "-o", "cpp.i"],
                  "name": "preprocess", "undef_of": f"candidate.{suffix}",
-                 "preprocessed": "cpp.i", "undef_into": "rewardkit_undef.h"},
-                {"argv": [compiler, *flags, *renames, "-c", f"program.{suffix}", "-o", "program.o"],
+                 "preprocessed": "cpp.i", "undef_into": "rewardkit_undef.h",
+                 "refuse": harnesses.C_REFUSED},
+                {"argv": [compiler, *flags, *strict, *renames, "-c", f"program.{suffix}", "-o",
+                          "program.o"],
                  "name": "compile"},
                 {"argv": [compiler, *flags, "-c", f"harness.{suffix}", "-o", "harness.o"],
                  "name": "compile harness"},
@@ -439,7 +452,7 @@ class CompiledRunner:
                           "-lm", "-lcrypto"],
                  "name": "link"},
             ]
-            return _Plan(sources, steps, ["prog"], ["./prog"])
+            return _Plan(sources, steps, ["prog"], ["./prog"], exec_only=("prog",))
         if self.language == "java":
             sources = {
                 "Solution.java": code,
