@@ -214,6 +214,8 @@ _SHORT = 30
 #: ``Answer: C``
 _ANSWER_IS = re.compile(r"(?i:answer)[ \t]{0,3}(?i:is[ \t]{0,3}:?|:)[ \t]{0,3}\**[ \t]{0,3}"
                         r"\(?([A-J])\b(?![-'])")  # bounded gaps: linear on any text
+#: two letters joined by backslashes: ``B\\C``, ``B \\\\ C`` (a LaTeX line break)
+_BACKSLASH_JOINED = re.compile(r"(?<![A-Za-z\\])\(?[A-J]\)?[ \t]*\\+[ \t]*\(?[A-J](?![A-Za-z])")
 #: another option joined to the first: ``B or C``, ``B, C``, ``B and C``, ``B/C``
 _JOINED = re.compile(r"(?:\bor\b|\band\b|,|/|&|\\lor|\\vee)\s*(?:option\s+)?\(?([A-J])\)?"
                      r"(?![A-Za-z])")
@@ -242,6 +244,9 @@ def grade_choice(text: str, options: Mapping[str, str], answer_tag: str = "answe
     chosen = _choose(answer, options)
     if chosen.letter is None:
         return Choice(None, chosen.reason, answer, via)
+    if found is not None and _also_right(found.text[found.end : found.end + 2000],
+                                         chosen.letter):
+        return Choice(None, "another option called correct too", answer, via)
     for statement in statements:  # a box before "The answer is (D)" may not name another
         if _competes(statement, chosen.letter, options):
             return Choice(None, "several different final answers", answer, via)
@@ -266,6 +271,40 @@ def _competes(statement: str, letter: str, options: Mapping[str, str]) -> bool:
 
 #: a list of values in one answer
 _LIST = re.compile(r"[,;]|\\(?:quad|qquad)")
+
+#: what says a statement holds as much as another: "C is *also* correct", "both"
+_ALSO = re.compile(r"(?i)\b(?:also|too|as\s+well|equally|both)\b")
+#: what calls an option right; "incorrect" has no word boundary before "correct"
+_RIGHT = re.compile(r"(?i)\b(?:correct|right|valid|true|accurate|acceptable|possible|"
+                    r"plausible|works?|fine)\b")
+#: a negation in the few words before the word that calls an option right
+_NEGATED_BEFORE = re.compile(r"(?i)(?:\bnot|n't|\bnever|\bno|\bhardly)\b[^.!?;\n]{0,20}$")
+#: an option letter in a sentence: ``(C)``, ``option C``, a capital standing alone
+_SENTENCE_LETTER = re.compile(r"\(([A-J])\)|(?i:options?|choices?)\s+\(?([A-J])\b(?![-'])"
+                              r"|(?<![A-Za-z\\'(-])([A-J])(?![A-Za-z'-])")
+#: "A" and "I" as words: the article before a word, the pronoun
+_ARTICLE_OR_PRONOUN = re.compile(r"[AI]\s+(?!(?:is|was|are|would|could|might|also|and|or|"
+                                 r"too|as|seems?)\b)[a-z]")
+
+
+def _also_right(rest: str, letter: str) -> bool:
+    """Whether the text after the chosen answer calls another option correct too
+    (``The answer is (B). Option C is also correct.``, ``Both B and C are right``): a
+    sentence with *also* / *too* / *as well* / *equally* / *both*, a word calling
+    something right that no negation precedes, and another option's letter."""
+    for sentence in re.split(r"(?<=[.!?;])\s+|\n", rest):
+        if not _ALSO.search(sentence):
+            continue
+        if not any(not _NEGATED_BEFORE.search(sentence, 0, m.start())
+                   for m in _RIGHT.finditer(sentence)):
+            continue
+        for m in _SENTENCE_LETTER.finditer(sentence):
+            other = m.group(1) or m.group(2) or m.group(3)
+            if m.group(3) and _ARTICLE_OR_PRONOUN.match(sentence, m.start()):
+                continue
+            if other != letter:
+                return True
+    return False
 
 
 def _all_boxes(text: str) -> list[str]:
@@ -295,6 +334,8 @@ def _choose(answer: str, options: Mapping[str, str]) -> Choice:
     s = _plain(answer)
     if not s:
         return Choice(None, "no option chosen")
+    if _BACKSLASH_JOINED.search(s):  # "B\\C": not option B, two options
+        return Choice(None, "several options named")
     m = _LEADING_LETTER.match(s)
     content = s[m.end():].strip() if m else ""
     if m and m.group(2) is None and content[:1].islower() and not _JOINED.match(content):
