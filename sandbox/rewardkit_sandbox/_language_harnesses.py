@@ -105,48 +105,60 @@ C_REFUSED = [
 ]
 
 #: C++: the functions the tests call must return plain standard values (numbers, text,
-#: containers of them), never a type of the candidate's whose comparison it controls
+#: containers of them), never a type of the candidate's whose comparison it controls. No
+#: header of its own: a container is known when the candidate's headers declared it
+#: (libstdc++'s include guards), so the check adds nothing to parse
 CPP_PLAIN = r"""
-#include <string>
-#include <vector>
-#include <list>
-#include <deque>
-#include <map>
-#include <set>
-#include <unordered_map>
-#include <unordered_set>
-#include <utility>
-#include <tuple>
-#include <optional>
-#include <array>
 #include <type_traits>
+#include <cstddef>
 namespace rewardkit_plain {
 template <class T> struct plain : std::bool_constant<std::is_arithmetic_v<T> ||
     std::is_void_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::nullptr_t>> {};
 template <class T> struct plain<T *> : std::bool_constant<std::is_arithmetic_v<T>> {};
+#ifdef _BASIC_STRING_H
 template <class C, class Tr, class A> struct plain<std::basic_string<C, Tr, A>>
     : std::true_type {};
+#endif
+#ifdef _STL_VECTOR_H
 template <class T, class A> struct plain<std::vector<T, A>> : plain<T> {};
+#endif
+#ifdef _STL_LIST_H
 template <class T, class A> struct plain<std::list<T, A>> : plain<T> {};
+#endif
+#ifdef _STL_DEQUE_H
 template <class T, class A> struct plain<std::deque<T, A>> : plain<T> {};
+#endif
+#ifdef _GLIBCXX_ARRAY
 template <class T, std::size_t N> struct plain<std::array<T, N>> : plain<T> {};
+#endif
+#ifdef _STL_SET_H
 template <class T, class C, class A> struct plain<std::set<T, C, A>> : plain<T> {};
+#endif
+#ifdef _UNORDERED_SET_H
 template <class T, class H, class E, class A> struct plain<std::unordered_set<T, H, E, A>>
     : plain<T> {};
+#endif
+#ifdef _STL_MAP_H
 template <class K, class V, class C, class A> struct plain<std::map<K, V, C, A>>
     : std::bool_constant<plain<K>::value && plain<V>::value> {};
+#endif
+#ifdef _UNORDERED_MAP_H
 template <class K, class V, class H, class E, class A>
 struct plain<std::unordered_map<K, V, H, E, A>>
     : std::bool_constant<plain<K>::value && plain<V>::value> {};
+#endif
+#ifdef _STL_PAIR_H
 template <class A, class B> struct plain<std::pair<A, B>>
     : std::bool_constant<plain<A>::value && plain<B>::value> {};
+#endif
+#ifdef _GLIBCXX_TUPLE
 template <class... T> struct plain<std::tuple<T...>>
     : std::bool_constant<(plain<T>::value && ...)> {};
-template <class T> struct plain<std::optional<T>> : plain<T> {};
-#ifdef BOOST_ANY_INCLUDED
-template <> struct plain<boost::any> : std::true_type {};
 #endif
-#ifdef BOOST_ANY_HPP
+#ifdef _GLIBCXX_OPTIONAL
+template <class T> struct plain<std::optional<T>> : plain<T> {};
+#endif
+#ifdef BOOST_ANY_INCLUDED
 template <> struct plain<boost::any> : std::true_type {};
 #endif
 template <class R, class... A> constexpr bool returns_plain(R (*)(A...)) {
@@ -186,7 +198,7 @@ def cpp_checked_functions(candidate: str, tests: str) -> list[str]:
 def cpp_plain_checks(names: list[str]) -> str:
     """``static_assert`` lines: each function returns plain standard values."""
     return "".join(
-        f'static_assert(rewardkit_plain::returns_plain(&{name}), "{name} must return '
+        f'static_assert(rewardkit_plain::returns_plain(&::{name}), "{name} must return '
         'plain standard values (numbers, strings, containers of them), not a type whose '
         'comparison the candidate defines");\n' for name in names)
 
@@ -305,24 +317,174 @@ def count_tests(language: str, tests: str) -> int | None:
     return None
 
 
-def rust_tests_source(tests: str) -> str:
+#: What a candidate may not write, per language (checked on its text, comments and
+#: strings included: a refusal there costs an honest answer nothing on HumanEval-X): each
+#: reaches the harness, its secret or the tests' text, or runs code before the tests.
+REFUSED: dict[str, list[list[str]]] = {
+    "rust": [
+        [r"\bunsafe\b", "unsafe code (raw memory: the harness's secret)"],
+        [r"#!?\[\s*(?:link_section|no_mangle|export_name|link_name|link|used)\b",
+         "an attribute that places, exports or links a symbol (code before main)"],
+        [r"\bextern\s*(?:\"[^\"]*\"\s*)?\{|\bextern\s+\"[^\"]*\"\s+fn\b", "foreign functions"],
+        [r"\b(?:global_asm|asm|naked_asm|include_str|include_bytes|include)\s*!",
+         "assembly or the program's own source text (the tests) included"],
+        [r"#!\s*\[", "a crate attribute (no_main, no_std, no_implicit_prelude, features)"],
+        [r"\brewardkit\w*", "a name of the harness"],
+    ],
+    "go": [
+        [r"\"unsafe\"|\"runtime/debug\"|\"plugin\"|\"embed\"",
+         "unsafe memory, heap dumps, plugins or embedded files (the tests' source)"],
+        [r"//\s*go:(?:linkname|embed|cgo_\w+)", "a compiler directive that reaches other "
+         "packages' names or embeds files"],
+        [r"\brewardkit\w*", "a name of the harness"],
+    ],
+    "java": [
+        [r"\b(?:RewardkitHarness|rewardkit\w*)\b", "a name of the harness"],
+        [r"\bsun\.misc\b|\bjdk\.internal\b|\bUnsafe\b", "the JDK's unsafe memory access"],
+    ],
+    "javascript": [
+        [r"\brewardkit\w*", "a name of the harness"],
+    ],
+}
+
+
+def refused(language: str, candidate: str) -> str | None:
+    """Why the candidate program is refused before it is compiled, or None."""
+    for pattern, why in REFUSED.get(language, ()):
+        found = re.search(pattern, candidate)
+        if found:
+            return f"refused: {why} ({found.group(0)[:60]!r})"
+    return None
+
+
+_RUST_CORE_MACROS = re.compile(
+    r"(?<![\w:])(assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne|"
+    r"panic|unreachable|matches|todo|unimplemented)\s*!")
+_RUST_STD_MACROS = re.compile(r"(?<![\w:])(vec|format|print|println|eprint|eprintln)\s*!")
+_RUST_FN = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?fn\s+([A-Za-z_]\w*)\s*(<)?\s*\(",
+                      re.MULTILINE)
+
+#: the types whose comparisons decide a test: the standard library's (a sealed trait: the
+#: candidate cannot name the module, nor implement its private supertrait)
+_RUST_PLAIN = """
+#[allow(dead_code, unused_imports)]
+mod rewardkit_plain {
+    mod sealed { pub trait Sealed {} }
+    pub trait Plain: sealed::Sealed {}
+    macro_rules! plain {
+        ($($t:ty),*) => { $(impl sealed::Sealed for $t {} impl Plain for $t {})* };
+    }
+    plain!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64, bool,
+           char, String, str, ());
+    impl<T: Plain + ?Sized> sealed::Sealed for &T {}
+    impl<T: Plain + ?Sized> Plain for &T {}
+    impl<T: Plain + ?Sized> sealed::Sealed for Box<T> {}
+    impl<T: Plain + ?Sized> Plain for Box<T> {}
+    impl sealed::Sealed for Box<dyn ::std::any::Any> {}
+    impl Plain for Box<dyn ::std::any::Any> {}
+    impl<T: Plain> sealed::Sealed for [T] {}
+    impl<T: Plain> Plain for [T] {}
+    impl<T: Plain, const N: usize> sealed::Sealed for [T; N] {}
+    impl<T: Plain, const N: usize> Plain for [T; N] {}
+    impl<T: Plain> sealed::Sealed for Vec<T> {}
+    impl<T: Plain> Plain for Vec<T> {}
+    impl<T: Plain> sealed::Sealed for ::std::collections::VecDeque<T> {}
+    impl<T: Plain> Plain for ::std::collections::VecDeque<T> {}
+    impl<T: Plain> sealed::Sealed for Option<T> {}
+    impl<T: Plain> Plain for Option<T> {}
+    impl<T: Plain, E: Plain> sealed::Sealed for Result<T, E> {}
+    impl<T: Plain, E: Plain> Plain for Result<T, E> {}
+    impl<K: Plain, V: Plain, S> sealed::Sealed for ::std::collections::HashMap<K, V, S> {}
+    impl<K: Plain, V: Plain, S> Plain for ::std::collections::HashMap<K, V, S> {}
+    impl<K: Plain, V: Plain> sealed::Sealed for ::std::collections::BTreeMap<K, V> {}
+    impl<K: Plain, V: Plain> Plain for ::std::collections::BTreeMap<K, V> {}
+    impl<T: Plain, S> sealed::Sealed for ::std::collections::HashSet<T, S> {}
+    impl<T: Plain, S> Plain for ::std::collections::HashSet<T, S> {}
+    impl<T: Plain> sealed::Sealed for ::std::collections::BTreeSet<T> {}
+    impl<T: Plain> Plain for ::std::collections::BTreeSet<T> {}
+    impl<A: Plain, B: Plain> sealed::Sealed for (A, B) {}
+    impl<A: Plain, B: Plain> Plain for (A, B) {}
+    impl<A: Plain, B: Plain, C: Plain> sealed::Sealed for (A, B, C) {}
+    impl<A: Plain, B: Plain, C: Plain> Plain for (A, B, C) {}
+    impl<A: Plain, B: Plain, C: Plain, D: Plain> sealed::Sealed for (A, B, C, D) {}
+    impl<A: Plain, B: Plain, C: Plain, D: Plain> Plain for (A, B, C, D) {}
+    pub fn returns0<R: Plain>(_: fn() -> R) {}
+    pub fn returns1<A, R: Plain>(_: fn(A) -> R) {}
+    pub fn returns2<A, B, R: Plain>(_: fn(A, B) -> R) {}
+    pub fn returns3<A, B, C, R: Plain>(_: fn(A, B, C) -> R) {}
+    pub fn returns4<A, B, C, D, R: Plain>(_: fn(A, B, C, D) -> R) {}
+    pub fn returns5<A, B, C, D, E, R: Plain>(_: fn(A, B, C, D, E) -> R) {}
+}
+"""
+
+
+def _rust_arity(candidate: str, start: int) -> int | None:
+    """How many parameters the ``fn`` whose ``(`` is at ``start`` takes."""
+    depth, count, seen = 0, 0, False
+    for char in candidate[start:start + 2000]:
+        if char in "([<{":
+            depth += 1
+            if depth == 1:
+                continue
+        elif char in ")]>}":
+            depth -= 1
+            if depth == 0:
+                return count + (1 if seen else 0)
+        elif char == "," and depth == 1:
+            count += 1
+            seen = False
+            continue
+        if depth >= 1 and not char.isspace():
+            seen = True
+    return None
+
+
+def rust_plain_checks(candidate: str, tests: str) -> str:
+    """Calls checking that each function the tests call, defined once at the candidate's
+    top level and not generic, returns standard values (:data:`_RUST_PLAIN`)."""
+    found: dict[str, list[int | None]] = {}
+    for match in _RUST_FN.finditer(candidate):
+        if match.group(2):  # generic: no single fn pointer type
+            found.setdefault(match.group(1), []).extend([None, None])
+            continue
+        found.setdefault(match.group(1), []).append(_rust_arity(candidate, match.end() - 1))
+    lines = []
+    for name, arities in sorted(found.items()):
+        if len(arities) != 1 or arities[0] is None or arities[0] > 5:
+            continue
+        if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", tests):
+            lines.append(f"    crate::rewardkit_plain::returns{arities[0]}({name});\n")
+    return "".join(lines)
+
+
+def rust_tests_source(tests: str, candidate: str = "") -> str:
     """The tests as plain functions called by a harness ``main`` (no libtest, whose
     exit code and summary a candidate's ``process::exit``/``println!`` could fake).
 
     ``#[cfg(test)]`` is dropped and each ``#[test] fn name`` becomes ``pub fn name``; the
-    candidate cannot declare a second ``main`` or a second ``mod`` of the same name.
+    candidate cannot declare a second ``main`` or a second ``mod`` of the same name. The
+    tests' macros are the standard library's by path (``::core::assert_eq!``: a
+    candidate's ``macro_rules! assert_eq`` cannot shadow them), their module sees the
+    standard prelude explicitly (a candidate's ``struct String`` is then ambiguous, not
+    theirs), and the functions they call must return standard types.
     """
     body = re.sub(r"#\[cfg\(test\)\]", "", tests)
+    body = _RUST_CORE_MACROS.sub(r"::core::\1!", body)
+    body = _RUST_STD_MACROS.sub(r"::std::\1!", body)
+    body = re.sub(r"(\buse\s+super::\*\s*;)", r"\1 use ::std::prelude::rust_2021::*;", body)
     names = [match.group(2) for match in _RUST_TEST.finditer(body)]
     body = _RUST_TEST.sub(lambda match: f"{match.group(1)}\npub fn {match.group(2)}", body)
     module = re.search(r"\bmod\s+(\w+)\s*\{", body)
     prefix = f"{module.group(1)}::" if module else ""
     calls = "".join(f"    {prefix}{name}();\n" for name in names)
+    checks = rust_plain_checks(candidate, tests) if candidate else ""
     return (
-        f"{body}\n\n#[allow(unused_imports)]\nfn main() {{\n"
+        f"{body}\n{_RUST_PLAIN}\n#[allow(unused_imports)]\nfn main() {{\n"
         "    use std::io::{Read, Write};\n    use std::os::unix::io::FromRawFd;\n"
+        f"{checks}"
         "    let mut nonce = Vec::new();\n    let mut byte = [0u8; 1];\n"
-        "    while std::io::stdin().read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\\n' {\n"
+        "    let mut stdin = unsafe { std::fs::File::from_raw_fd(0) };\n"
+        "    while stdin.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\\n' {\n"
         "        nonce.push(byte[0]);\n    }\n"
         f"{calls}"
         "    let mut report = unsafe { std::fs::File::from_raw_fd(3) };\n"

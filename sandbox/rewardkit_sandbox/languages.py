@@ -301,7 +301,10 @@ class CompiledRunner:
             )
         for index, test in enumerate(tests):
             nonce = secrets.token_hex(16)
-            if harnesses.count_tests(self.language, test) == 0:
+            refusal = harnesses.refused(self.language, code)
+            if refusal is not None:
+                result = SandboxResult(Status.COMPILE_ERROR, error=f"compile error ({refusal})")
+            elif harnesses.count_tests(self.language, test) == 0:
                 result = SandboxResult(Status.FAILED, error="the test program declares no tests")
             else:
                 result = self._run_plan(self._test_plan(code, test), nonce + "\n", limits)
@@ -464,7 +467,8 @@ class CompiledRunner:
             sources = {"main.js": code, "tests.js": test, "harness.js": harnesses.JS_HARNESS}
             return self._js_plan(sources, ["harness.js"], check=["main.js", "tests.js"])
         if self.language == "rust":
-            return self._rust_plan(f"{code}\n\n{harnesses.rust_tests_source(test)}")
+            plan = self._rust_plan(f"{code}\n\n{harnesses.rust_tests_source(test, code)}")
+            return dataclasses.replace(plan, exec_only=("prog",))
         sources = {
             **harnesses.go_test_sources(code, test),
             "go.mod": harnesses.GO_MOD,
