@@ -207,14 +207,27 @@ def cpp_plain_checks(names: list[str]) -> str:
 #: ``Main`` imports every library type it names one by one (a single-type import wins
 #: over a same-named class the candidate declares in the shared package), and this
 #: class, which a candidate cannot redeclare, calls ``Main.main`` and then halts. It
-#: writes the record on fd 3 itself (a task's /proc/self/fd is not its own to open).
+#: reads the nonce unbuffered from fd 0 before any candidate class is loaded (so no
+#: ``System.in`` buffer ever holds it) and keeps it masked by a random pad; it writes the
+#: record on fd 3 itself (a task's /proc/self/fd is not its own to open). Every value a
+#: test gets from the candidate's ``Solution`` passes through ``RewardkitPlain.copy``
+#: first: JDK values are rebuilt as JDK values (a list as a JDK list, ...), so the
+#: comparison that decides is the JDK's, never a candidate class's ``equals``.
 JAVA_HARNESS = """
 public final class RewardkitHarness {
     public static void main(String[] args) throws Exception {
-        java.io.InputStream in = System.in;
-        StringBuilder nonce = new StringBuilder();
-        for (int c = in.read(); c != -1 && c != '\\n'; c = in.read()) nonce.append((char) c);
+        java.io.FileInputStream in = new java.io.FileInputStream(java.io.FileDescriptor.in);
+        byte[] pad = new byte[80];
+        new java.security.SecureRandom().nextBytes(pad);
+        byte[] masked = new byte[80];
+        int size = 0;
+        for (int c = in.read(); size < 80 && c != -1 && c != '\\n'; c = in.read()) {
+            masked[size] = (byte) (c ^ pad[size]);
+            size++;
+        }
         Main.main(args);
+        StringBuilder nonce = new StringBuilder();
+        for (int i = 0; i < size; i++) nonce.append((char) ((masked[i] ^ pad[i]) & 0xff));
         java.io.FileDescriptor fd = new java.io.FileDescriptor();
         java.lang.reflect.Field number = java.io.FileDescriptor.class.getDeclaredField("fd");
         number.setAccessible(true);
@@ -226,7 +239,133 @@ public final class RewardkitHarness {
         Runtime.getRuntime().halt(0);
     }
 }
+
+final class RewardkitPlain {
+    private RewardkitPlain() {}
+
+    @SuppressWarnings("unchecked")
+    static <T> T copy(T value) {
+        return (T) plain(value, 0);
+    }
+
+    private static boolean jdk(Class<?> type) {
+        return type.getClassLoader() == null;
+    }
+
+    private static Object fresh(Class<?> type, Class<?> kind, Object fallback) {
+        for (Class<?> at = type; at != null; at = at.getSuperclass()) {
+            if (jdk(at) && kind.isAssignableFrom(at)
+                    && !java.lang.reflect.Modifier.isAbstract(at.getModifiers())) {
+                try {
+                    return at.getConstructor().newInstance();
+                } catch (ReflectiveOperationException | RuntimeException error) {
+                    break;
+                }
+            }
+        }
+        return fallback;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Object plain(Object value, int depth) {
+        if (depth > 64) throw new AssertionError("not plain data: nested too deeply");
+        if (value == null) return null;
+        Class<?> type = value.getClass();
+        if (type == String.class || type == Integer.class || type == Long.class
+                || type == Double.class || type == Float.class || type == Boolean.class
+                || type == Character.class || type == Short.class || type == Byte.class
+                || type == java.math.BigInteger.class || type == java.math.BigDecimal.class) {
+            return value;
+        }
+        if (type.isArray()) {
+            int length = java.lang.reflect.Array.getLength(value);
+            Class<?> component = type.getComponentType();
+            Object out = java.lang.reflect.Array.newInstance(component, length);
+            for (int i = 0; i < length; i++) {
+                Object item = java.lang.reflect.Array.get(value, i);
+                java.lang.reflect.Array.set(out, i, component.isPrimitive() ? item
+                                                                              : plain(item, depth + 1));
+            }
+            return out;
+        }
+        if (value instanceof java.util.Optional) {
+            java.util.Optional<Object> optional = (java.util.Optional<Object>) value;
+            return optional.isPresent()
+                ? java.util.Optional.ofNullable(plain(optional.get(), depth + 1))
+                : java.util.Optional.empty();
+        }
+        if (value instanceof java.util.List) {
+            java.util.List<Object> out = (java.util.List<Object>) fresh(
+                type, java.util.List.class, new java.util.ArrayList<Object>());
+            for (Object item : (java.util.List<Object>) value) out.add(plain(item, depth + 1));
+            return out;
+        }
+        if (value instanceof java.util.Set) {
+            java.util.Set<Object> out = (java.util.Set<Object>) fresh(
+                type, java.util.Set.class, new java.util.LinkedHashSet<Object>());
+            for (Object item : (java.util.Set<Object>) value) out.add(plain(item, depth + 1));
+            return out;
+        }
+        if (value instanceof java.util.Map) {
+            java.util.Map<Object, Object> out = (java.util.Map<Object, Object>) fresh(
+                type, java.util.Map.class, new java.util.LinkedHashMap<Object, Object>());
+            for (java.util.Map.Entry<Object, Object> entry
+                    : ((java.util.Map<Object, Object>) value).entrySet()) {
+                out.put(plain(entry.getKey(), depth + 1), plain(entry.getValue(), depth + 1));
+            }
+            return out;
+        }
+        if (jdk(type) && (type.isEnum() || value instanceof Number)) return value;
+        throw new AssertionError("not plain data: a " + type.getName()
+                                 + " (the tests compare JDK values only)");
+    }
+}
 """
+
+
+def _java_call_end(text: str, start: int) -> int | None:
+    """The index after the ``)`` closing the call whose ``(`` is at ``start``."""
+    depth, index, quote = 0, start, ""
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return None
+
+
+def java_plain_calls(tests: str) -> str:
+    """The tests with every call on a ``Solution`` (``s.f(...)``, ``new Solution().f(...)``,
+    ``Solution.f(...)``) wrapped in ``RewardkitPlain.copy(...)``."""
+    names = set(re.findall(r"\b([A-Za-z_]\w*)\s*=\s*new\s+Solution\s*\(\s*\)", tests))
+    receivers = [re.escape(name) for name in sorted(names)] + [
+        r"new\s+Solution\s*\(\s*\)", r"Solution"]
+    call = re.compile(rf"(?<![\w.])(?:{'|'.join(receivers)})\s*\.\s*[A-Za-z_]\w*\s*\(")
+    spans = []
+    for match in call.finditer(tests):
+        end = _java_call_end(tests, match.end() - 1)
+        if end is not None:
+            spans.append((match.start(), end))
+    done: list[tuple[int, int]] = []
+    opening = "RewardkitPlain.copy("
+    for start, end in sorted(spans, key=lambda span: -span[0]):  # inner (later) calls first
+        inner = sum(1 for a, b in done if a > start and b <= end)
+        stop = end + inner * (len(opening) + 1)
+        tests = f"{tests[:start]}{opening}{tests[start:stop]}){tests[stop:]}"
+        done.append((start, end))
+    return tests
+
 
 #: the library types HumanEval-X style Java tests name, by package
 _JAVA_TYPES = {
@@ -252,7 +391,8 @@ def java_tests_source(tests: str) -> str:
         for name in names
         if name in named
     ]
-    return "\n".join([*imports, "import java.util.*;", "import java.util.stream.*;", "", tests])
+    return "\n".join([*imports, "import java.util.*;", "import java.util.stream.*;", "",
+                      java_plain_calls(tests)])
 
 
 def java_public_class(source: str) -> str | None:
@@ -339,7 +479,7 @@ REFUSED: dict[str, list[list[str]]] = {
         [r"\brewardkit\w*", "a name of the harness"],
     ],
     "java": [
-        [r"\b(?:RewardkitHarness|rewardkit\w*)\b", "a name of the harness"],
+        [r"(?i)\brewardkit\w*", "a name of the harness"],
         [r"\bsun\.misc\b|\bjdk\.internal\b|\bUnsafe\b", "the JDK's unsafe memory access"],
     ],
     "javascript": [

@@ -23,17 +23,22 @@ from rewardkit import Sample
 CASES_DIR = Path(__file__).parents[2] / "cases" / "code"
 FILES = {language: CASES_DIR / f"code_execution_{language}.cases.yaml"
          for language in ("c", "cpp", "java", "javascript", "go", "rust")}
+#: the forgery corpora (issue 33): wrong programs that try to make the tests pass anyway,
+#: each paid 0 beside its honest twin paid 1
+FORGERIES = {language: CASES_DIR / f"code_execution_{language}_forgeries.cases.yaml"
+             for language in ("c", "cpp", "java", "javascript", "go", "rust")}
 
 
 def _cases() -> list[Any]:
     found = []
-    for language, path in FILES.items():
+    files = [*FILES.items(), *((lang, path) for lang, path in FORGERIES.items() if path.exists())]
+    for language, path in files:
         spec = yaml.safe_load(path.read_text())
         missing = find_toolchain(LANGUAGES[language])[1]
         marks = [pytest.mark.skip(reason=missing)] if missing else []
         for case in spec["cases"]:
             found.append(pytest.param(spec["params"], case, marks=marks,
-                                      id=f"{language}: {case['name']}"))
+                                      id=f"{path.stem}: {case['name']}"))
     return found
 
 
@@ -43,6 +48,14 @@ def test_a_golden_case_scores_as_expected(params: dict[str, Any], case: dict[str
         Sample(completion=case["completion"], reference=case["reference"]))
     assert score.status.value == "ok", score.reason
     assert score.value == case["expect"], score.reason
+
+
+def test_every_language_has_a_forgery_corpus_of_at_least_15() -> None:
+    for language, path in FORGERIES.items():
+        cases = yaml.safe_load(path.read_text())["cases"]
+        forged = [case for case in cases if case["expect"] == 0.0]
+        assert len(forged) >= 15, (language, len(forged))
+        assert any(case["expect"] == 1.0 for case in cases), language
 
 
 def test_a_compile_error_is_its_own_status_with_the_compiler_line() -> None:
