@@ -7,11 +7,14 @@
     the official SQuAD v1.1 evaluation script, answer by answer.
 
 The answer is read from the last answer block, else a closing line (``Answer: ...``,
-``The answer is ...``), else the last non-empty line. Two cheap outputs the metric alone
-pays are refused: alternatives joined by ``or`` (``Paris or Lyon``: F1 0.5 without
-committing) and, for F1, an answer longer than the longest acceptable one by more than
-``max_extra_tokens`` tokens (the passage pasted whole keeps recall 1 and a little
-precision). Bounded, linear work on any input: inline.
+``The answer is ...``), else the last non-empty line. Cheap outputs the metric alone
+pays are refused: alternatives (``Paris or Lyon``: F1 0.5 without committing; ``Paris |
+Lyon``, ``Paris, alternatively Lyon``, ``Paris nor Lyon``, ``Paris, maybe Lyon``), an
+answer that asks (``Paris (Lyon?)``), closing lines that give different answers, and, for
+F1, an answer longer than the longest acceptable one by more than ``max_extra_tokens``
+tokens (the passage pasted whole keeps recall 1 and a little precision); an acceptable
+answer that itself has the word or the mark is not refused. Bounded, linear work on any
+input: inline.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any, Literal
 
 from pydantic import Field
@@ -32,8 +36,24 @@ from rewardkit.types import Sample, Score
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
-#: alternatives offered instead of one answer: "Paris or Lyon", "Paris / Lyon"
-_OR = re.compile(r"\s(?:or|and/or)\s|\s/\s", re.IGNORECASE)
+#: alternatives offered instead of one answer: "Paris or Lyon", "Paris / Lyon", "Paris |
+#: Lyon", "Paris, alternatively Lyon", "Paris nor Lyon", "Paris, maybe Lyon"; a bar with no
+#: space beside it is part of a name (the normalisation drops it: "C|net" is "cnet")
+_OR = re.compile(r"\s(?:or|and/or)\s|\s/\s|\s\||\|\s|(?<![A-Za-z])(?:nor|alternatively|"
+                 r"otherwise|maybe|perhaps|possibly)(?![A-Za-z])", re.IGNORECASE)
+#: a closing line: "Answer: X", "Final answer: X", "The (final) answer is X."
+_CLOSING_LINE = re.compile(
+    r"^[ \t*_#>-]*(?:(?:so|thus|therefore|hence),?[ \t]+)?(?:the[ \t]+)?(?:final[ \t]+)?"
+    r"answer[ \t*_]*(?::|[ \t]is[ \t]*:?)[ \t*_]*(?P<answer>[^\n]{1,300})$",
+    re.IGNORECASE | re.MULTILINE)
+#: a closing line that points at the answer instead of giving one: "The answer is in the
+#: second paragraph", "The answer is not obvious"
+_POINTER = re.compile(r"(?:in|on|at|found|given|stated|mentioned|written|that|not|clear|"
+                      r"simple|obvious|easy|below|above|as\s+follows|the\s+following)"
+                      r"(?![A-Za-z])", re.IGNORECASE)
+#: what withdraws a closing line before the next one: "Wait, that is wrong"
+_WITHDRAWN = re.compile(r"(?<![A-Za-z])(?:wait|actually|wrong|incorrect|mistake|correction|"
+                        r"scratch|instead)(?![A-Za-z])", re.IGNORECASE)
 
 
 def normalize_answer(text: str) -> str:
@@ -92,8 +112,10 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
 
     The reference is one answer, a list of acceptable answers, or a SQuAD ``answers``
     mapping (``{"text": [...]}``). The answer is the last answer block, else a closing
-    line, else the last non-empty line. Answer blocks that differ, or alternatives joined
-    by ``or`` (``Paris or Lyon``, unless an acceptable answer has them): ``wrong``.
+    line, else the last non-empty line. Answer blocks or closing lines that differ,
+    alternatives (``Paris or Lyon``, ``Paris | Lyon``, ``Paris, alternatively Lyon``,
+    ``Paris nor Lyon``) or a question mark (``Paris (Lyon?)``), unless an acceptable
+    answer has them: ``wrong``.
     Details: ``extracted`` and ``matched`` (the acceptable answer scored best). Status
     error when there is no acceptable answer.
     Example: ``Answer: the Eiffel Tower.`` with reference ``["Eiffel Tower"]`` -> 1.0.
@@ -108,11 +130,16 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
     blocks = [b.strip() for b in tag_blocks(text, params.answer_tag)]
     if len({normalize_answer(b) for b in blocks}) > 1:
         return Score.ok(params.wrong, "several different answer blocks")
+    if not blocks and _closings_differ(text):
+        return Score.ok(params.wrong, "several closing lines with different answers")
     answer = strip_lead_in(blocks[-1] if blocks else _unblocked_answer(text)).strip()
     if not normalize_answer(answer):
         return Score.ok(params.wrong, "no answer", extracted=answer[:200])
     if _OR.search(answer) and not any(_OR.search(g) for g in golds):
         return Score.ok(params.wrong, "alternatives offered instead of one answer",
+                        extracted=answer[:200])
+    if "?" in answer and not any("?" in g for g in golds):
+        return Score.ok(params.wrong, "the answer asks instead of answering",
                         extracted=answer[:200])
     if params.metric == "exact_match":
         best = max(golds, key=lambda g: exact_match(answer, g))
@@ -155,6 +182,28 @@ def _read_text(text: str, reasoning_tag: str | None) -> str | None:
     if f"</{tag}>" in text:
         return after_reasoning(text, tag)
     return None if reasoning_tag or f"<{tag}>" in text else text
+
+
+def _closings_differ(text: str) -> bool:
+    """Whether an earlier closing line gives another answer than the last one
+    (``Answer: Lyon`` ... ``Answer: Paris``): neither's normalised tokens hold the
+    other's (``Answer: it is in Paris, France`` then ``Final answer: Paris`` agree), it
+    gives an answer (``The answer is in the second paragraph`` points at one), and
+    nothing before the next closing line withdraws it (``Wait, that is wrong``)."""
+    if text.lower().count("answer") < 2:  # the common case: one closing line or none
+        return False
+    lines = list(_CLOSING_LINE.finditer(text))
+    if len(lines) < 2:
+        return False
+    last = set(normalize_answer(lines[-1].group("answer")).split())
+    for earlier, following in pairwise(lines):
+        if _POINTER.match(earlier.group("answer")) or _WITHDRAWN.search(
+                text, earlier.start("answer"), following.start()):
+            continue
+        tokens = set(normalize_answer(earlier.group("answer")).split())
+        if tokens and last and not (tokens <= last or last <= tokens):
+            return True
+    return False
 
 
 def _unblocked_answer(text: str) -> str:

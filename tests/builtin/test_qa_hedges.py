@@ -1,0 +1,28 @@
+"""qa_match's hedge rules on long hostile outputs: bounded time, and still no pay."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rewardkit import Sample, get_reward
+
+
+@pytest.mark.parametrize("text", ["Answer: Lyon\nAnswer: Paris\n" * 25_000,
+                                  "answer " * 200_000, "Paris | " * 100_000,
+                                  "Answer: Paris (Lyon?" + "?" * 200_000 + ")",
+                                  "The answer is Lyon.\n" * 30_000 + "Answer: Paris"])
+def test_long_hedges_are_read_in_bounded_time_and_not_paid(text: str) -> None:
+    reward = get_reward("qa_match")({"metric": "f1", "max_extra_tokens": None})
+    start = time.perf_counter()
+    score = reward.score(Sample(completion=text, reference=["Paris"]))
+    assert time.perf_counter() - start < 1.0
+    assert score.value == 0.0, score.reason
+
+
+def test_an_acceptable_answer_with_the_hedge_mark_is_paid() -> None:
+    reward = get_reward("qa_match")()
+    for gold in ("Perhaps Love", "Neither Here nor There", "Who Framed Roger Rabbit?",
+                 "Sink | Float"):
+        assert reward.score(Sample(completion=f"Answer: {gold}", reference=[gold])).value == 1.0
