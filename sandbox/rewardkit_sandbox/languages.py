@@ -465,7 +465,8 @@ class CompiledRunner:
             return self._java_plan(sources, "RewardkitHarness")
         if self.language == "javascript":
             sources = {"main.js": code, "tests.js": test, "harness.js": harnesses.JS_HARNESS}
-            return self._js_plan(sources, ["harness.js"], check=["main.js", "tests.js"])
+            return self._js_plan(sources, ["--disallow-code-generation-from-strings",
+                                           "harness.js"], check=["main.js", "tests.js"])
         if self.language == "rust":
             plan = self._rust_plan(f"{code}\n\n{harnesses.rust_tests_source(test, code)}")
             return dataclasses.replace(plan, exec_only=("prog",))
