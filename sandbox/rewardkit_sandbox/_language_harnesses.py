@@ -829,6 +829,7 @@ def rust_tests_source(tests: str, candidate: str = "") -> str:
 _GO_HARNESS = """package main
 
 import (
+\trewardkitRand "crypto/rand"
 \trewardkitFmt "fmt"
 \trewardkitOs "os"
 \trewardkitAtomic "sync/atomic"
@@ -837,16 +838,29 @@ import (
 
 func TestMain(m *rewardkitTesting.M) { rewardkitOs.Exit(m.Run()) }
 
+// read before any of the candidate's code: the first variable initialised (its file
+// sorts first, and it depends on nothing of the candidate's), kept masked by a random pad
+var rewardkitPad, rewardkitMasked = rewardkitReadNonce()
+
+func rewardkitReadNonce() ([]byte, []byte) {
+	pad := make([]byte, 80)
+	if _, err := rewardkitRand.Read(pad); err != nil {
+		return nil, nil
+	}
+	masked := make([]byte, 0, 80)
+	buf := make([]byte, 1)
+	for len(masked) < 80 {
+		n, err := rewardkitOs.Stdin.Read(buf)
+		if n != 1 || err != nil || buf[0] == '\\n' {
+			break
+		}
+		masked = append(masked, buf[0]^pad[len(masked)])
+	}
+	buf[0] = 0
+	return pad, masked
+}
+
 func TestRewardkit(t *rewardkitTesting.T) {
-\tnonce := make([]byte, 0, 64)
-\tbuf := make([]byte, 1)
-\tfor {
-\t\tn, err := rewardkitOs.Stdin.Read(buf)
-\t\tif n != 1 || err != nil || buf[0] == '\\n' {
-\t\t\tbreak
-\t\t}
-\t\tnonce = append(nonce, buf[0])
-\t}
 \ttests := []struct {
 \t\tname string
 \t\trun  func(*rewardkitTesting.T)
@@ -860,7 +874,11 @@ func TestRewardkit(t *rewardkitTesting.T) {
 \t\t}
 \t})
 \tall := rewardkitAtomic.LoadInt64(&ran) == int64(len(tests))
-\tif passed && all && !t.Failed() && len(nonce) > 0 {
+\tif passed && all && !t.Failed() && len(rewardkitMasked) > 0 {
+\t\tnonce := make([]byte, len(rewardkitMasked))
+\t\tfor i := range nonce {
+\t\t\tnonce[i] = rewardkitMasked[i] ^ rewardkitPad[i]
+\t\t}
 \t\trewardkitFmt.Fprintf(rewardkitOs.NewFile(3, "report"), "{\\"harness\\": \\"%s\\"}\\n", nonce)
 \t}
 }
@@ -983,5 +1001,6 @@ def go_test_sources(candidate: str, tests: str) -> dict[str, str]:
                      for match in names)
     return {
         "candidate_test.go": go_imports.merged_file("main", [candidate, renamed]),
-        "rewardkit_main_test.go": _GO_HARNESS.replace("@TESTS@", listed),
+        # sorts before candidate_test.go: its variables are initialised first
+        "a_rewardkit_main_test.go": _GO_HARNESS.replace("@TESTS@", listed),
     }

@@ -476,7 +476,7 @@ class CompiledRunner:
             "vendor/modules.txt": harnesses.GO_VENDOR_MODULES,
             "vendor/github.com/stretchr/testify/assert/assert.go": harnesses.GO_ASSERT_SHIM,
         }
-        return self._go_plan(sources, test=True)
+        return dataclasses.replace(self._go_plan(sources, test=True), exec_only=("prog",))
 
     def _java_plan(self, sources: dict[str, str], main_class: str) -> _Plan:
         jvm = ["-Xss16m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
