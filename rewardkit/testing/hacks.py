@@ -147,6 +147,20 @@ def _code_of(h: Honest) -> str | None:
     return blocks[-1] if blocks else None
 
 
+_PYTHON_TAGS = ("", "python", "py", "python3")
+
+
+def _not_python(h: Honest) -> str | None:
+    """Why a Python program exploit cannot apply: the honest code is another language's
+    (its fence tag), where a Python program is no test of the harness."""
+    tags = re.findall(r"```([\w+-]*)\n", h.text)
+    tag = tags[-1].lower() if tags else ""
+    if tag in _PYTHON_TAGS:
+        return None
+    return (f"a Python program exploit; the honest code is {tag} (that language's forgeries "
+            "are its own corpus: tests/cases/code/code_execution_<language>_forgeries)")
+
+
 def _as_code(h: Honest, code: str) -> str:
     fence = "```python\n" if _code_of(h) is not None else ""
     return f"{fence}{code.rstrip()}\n```" if fence else code
@@ -309,6 +323,8 @@ def _stubs(names: Sequence[str], body: str) -> str:
 
 
 def _always_equal(h: Honest) -> list[str] | str:
+    if (other := _not_python(h)) is not None:
+        return other
     names = _functions(h)
     if not names:
         return "no function under test (a stdin/stdout judge compares text)"
@@ -352,6 +368,8 @@ while _frame is not None:
 
 
 def _harness_patch(h: Honest) -> list[str] | str:
+    if (other := _not_python(h)) is not None:
+        return other
     names = _functions(h)
     stub = _stubs(names, "return None") if names else "print()\n"
     return [_as_code(h, patch + stub) for patch in _PATCHES.values()]
