@@ -181,6 +181,45 @@ def build() -> None:
     sys.stdout.flush()
 
 
+def _interpreter_of(path: str) -> str | None:
+    """The dynamic loader an ELF executable names (its PT_INTERP), or None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:  # 64-bit, little
+                return None
+            phoff, = struct.unpack_from("<Q", head, 32)
+            size, count = struct.unpack_from("<HH", head, 54)
+            handle.seek(phoff)
+            table = handle.read(size * count)
+            for index in range(count):
+                kind, = struct.unpack_from("<I", table, index * size)
+                if kind == 3:  # PT_INTERP
+                    offset, = struct.unpack_from("<Q", table, index * size + 8)
+                    length, = struct.unpack_from("<Q", table, index * size + 32)
+                    handle.seek(offset)
+                    return handle.read(length).rstrip(b"\0").decode()
+    except (OSError, struct.error, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _through_private_loader(argv: list[str]) -> list[str]:
+    """``argv`` run by an execute-only copy of its dynamic loader: the process then
+    starts non-dumpable (its executable is not readable by it), so a runtime whose own
+    binary everybody may read (java, node) cannot open its /proc/self/mem either. The
+    argv unchanged when the runtime names no loader."""
+    loader = _interpreter_of(argv[0])
+    if loader is None:
+        return argv
+    copy = "rewardkit-loader"
+    with open(loader, "rb") as source, open(copy, "wb") as target:
+        target.write(source.read())
+    os.chmod(copy, 0o100)
+    # the real path: a runtime finds its libraries from where it lies ($ORIGIN)
+    return [f"./{copy}", os.path.realpath(argv[0]), *argv[1:]]
+
+
 def execute() -> None:
     """Run: write the artifacts, cap the heap if asked, and become the program."""
     header = _read_header()
@@ -193,4 +232,6 @@ def execute() -> None:
     env = _environment(header)
     sys.stdout.flush()
     argv = header["argv"]
+    if header.get("private_loader"):
+        argv = _through_private_loader(argv)
     os.execve(argv[0], argv, env)

@@ -225,6 +225,8 @@ class _Plan:
     env: dict[str, str] = field(default_factory=dict)
     #: artifacts made execute-only before the run (they start non-dumpable)
     exec_only: tuple[str, ...] = ()
+    #: the runtime (java, node) started by an execute-only copy of its dynamic loader
+    private_loader: bool = False
 
 
 class CompiledRunner:
@@ -346,7 +348,8 @@ class CompiledRunner:
             if name.endswith((".js",)):
                 files[name] = [0o644, _b64(text)]
         header: dict[str, Any] = {"files": files, "argv": plan.argv, "env": plan.env,
-                                  "exec_only": list(plan.exec_only)}
+                                  "exec_only": list(plan.exec_only),
+                                  "private_loader": plan.private_loader}
         run_limits = limits
         if self.spec.heap_limited:
             header["data_bytes"] = limits.memory_bytes
@@ -462,11 +465,13 @@ class CompiledRunner:
                 "Main.java": harnesses.java_tests_source(test),
                 "RewardkitHarness.java": harnesses.JAVA_HARNESS,
             }
-            return self._java_plan(sources, "RewardkitHarness")
+            return dataclasses.replace(self._java_plan(sources, "RewardkitHarness"),
+                                       private_loader=True)
         if self.language == "javascript":
             sources = {"main.js": code, "tests.js": test, "harness.js": harnesses.JS_HARNESS}
-            return self._js_plan(sources, ["--disallow-code-generation-from-strings",
+            plan = self._js_plan(sources, ["--disallow-code-generation-from-strings",
                                            "harness.js"], check=["main.js", "tests.js"])
+            return dataclasses.replace(plan, private_loader=True)
         if self.language == "rust":
             plan = self._rust_plan(f"{code}\n\n{harnesses.rust_tests_source(test, code)}")
             return dataclasses.replace(plan, exec_only=("prog",))
