@@ -56,6 +56,8 @@ _RETRACTION = re.compile(
     r"|on\s+second\s+thought|take\s+(?:that|it)\s+back|(?:i|we)\s+made\s+(?:a|an)\s+"
     r"(?:mistake|error)|" + _GIVES_UP + ")",
     re.IGNORECASE)
+#: markdown bold around a value, not a power (``**18**``; ``2**3**`` is not bold)
+_BOLD = re.compile(r"(?<![\w)])\*\*(?=\S)([^*\n]{1,200}?)(?<=\S)\*\*")
 #: the output says it has no answer ("I do not know how to solve this"): then a number
 #: read from its text is not one
 _NO_ANSWER = re.compile(r"(?<![A-Za-z])(?:" + _GIVES_UP + ")", re.IGNORECASE)
@@ -102,9 +104,31 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
         return "the answer is retracted after it is given"
     if prompt and _copied(found.answer, prompt):
         return "the answer is copied from the prompt"
+    if "\\" in text[found.end : found.end + 40] and _noted_otherwise(text, found.end):
+        return "a note beside the answer gives another value"
     if found.how in ("last_number", "math_span"):
         return _fallback_refusal(found, first, prompt)
     return ""
+
+
+#: a note set beside the answer: ``\boxed{18}\footnote{or 17}``
+_NOTE = re.compile(r"[\s$.)}\]]{0,8}\\(?:footnote|footnotetext|marginpar|marginnote|sidenote|"
+                   r"endnote|tablefootnote|tooltip)(?![A-Za-z])\s*(?:\[[^\]{}]{0,20}\]\s*)?\{")
+
+
+def _noted_otherwise(text: str, end: int) -> bool:
+    """Whether a note right after the answer hedges (``\\footnote{or 17}``) or is a value
+    of its own (``\\footnote{17}``): the reader is given two answers."""
+    note = _NOTE.match(text, end)
+    if note is None:
+        return False
+    depth, close = 1, note.end()
+    while close < len(text) and close < note.end() + 300 and depth:
+        depth += (text[close] == "{") - (text[close] == "}")
+        close += 1
+    content = text[note.end() : close - 1]
+    return hedged(content) or _RETRACTION.search(content) is not None or (
+        read_number(strip_lead_in(content)) is not None)
 
 
 #: where a few-shot base model starts inventing the next question
@@ -201,6 +225,8 @@ def read_answer(answer: str, decimal_comma: bool = False,
     >>> read_answer("not 20, but 18").value
     18
     """
+    if "**" in answer:  # markdown bold: "**18**" is 18 (2**3 stays a power)
+        answer = _BOLD.sub(r"\1", answer)
     number = read_number(answer, decimal_comma)
     if number is not None:
         return number
@@ -288,8 +314,8 @@ def competing_statements(found: Found, order: Sequence[str], answer_tag: str,
     for i, (how, start, end, answer) in enumerate(statements):
         if start == found.start or not answer:
             continue
-        if how != found.how and start < found.end and (how != "boxed" or _ends_equation(
-                text, start)):
+        if how != found.how and start < found.end and not _states_before(
+                how, start, end, answer, text, found):
             continue  # "$3 \cdot 4 = \boxed{12}$, ... The final answer is 84": a step
         stop = statements[i + 1][1] if i + 1 < len(statements) else len(text)
         if (_negated(text, start) or _QUESTIONED.match(text, end) or _REFUTED.match(text, end)
@@ -297,6 +323,19 @@ def competing_statements(found: Found, order: Sequence[str], answer_tag: str,
             continue
         others.append((how, answer))
     return others
+
+
+def _states_before(how: str, start: int, end: int, answer: str, text: str,
+                   found: Found) -> bool:
+    """Whether a statement of another kind before ``found`` is a final statement too, not a
+    step: a box or a bold line that does not end a computation (``x = \\boxed{17}``), or
+    a closing phrase or ``####`` line that states a plain number and ends before ``found``
+    (``The answer is 17.`` then ``\\boxed{18}``); a closing phrase that states a
+    computation (``The answer is 9 \\times 2.``) is a step."""
+    if how in ("boxed", "bold"):
+        return not _ends_equation(text, start)
+    return how in ("closing", "hashes") and end <= found.start and \
+        read_number(answer) is not None
 
 
 @lru_cache(maxsize=64)
@@ -339,10 +378,40 @@ def _markers(kinds: tuple[str, ...], answer_tag: str) -> tuple[tuple[str, ...], 
     if "answer_tag" in kinds:
         markers.append(f"</{answer_tag}>")
     if "boxed" in kinds:
-        markers += ["\\boxed", "\\fbox"]
+        markers += ["\\boxed", "\\fbox", *_OTHER_BOXES, "**", "\\textbf"]
     if "hashes" in kinds:
         markers.append("####")
     return tuple(markers), "closing" in kinds
+
+
+#: the other boxes a completion can draw around an answer, and how many arguments (a colour)
+#: come before the boxed one
+_OTHER_BOXES = {"\\framebox": 0, "\\colorbox": 1, "\\fcolorbox": 2, "\\cfbox": 1,
+                "\\bbox": 0, "\\ovalbox": 0, "\\Ovalbox": 0, "\\doublebox": 0,
+                "\\shadowbox": 0}
+_OPTIONAL_ARGS = re.compile(r"(?:\s*\[[^\]{}]{0,40}\])*\s*")
+_ARG = re.compile(r"\{[^{}]{0,60}\}\s*")
+#: a line that is only a bold answer: ``**17**``, ``- **Answer: 17**``, ``\textbf{17}.``
+_BOLD_LINE = re.compile(r"^[ \t]*(?:[-*+>][ \t]+)?(?:\*\*([^*\n]{1,80})\*\*|\\textbf\{([^{}\n]{1,80})\})"
+                        r"[ \t]*\.?[ \t]*$", re.MULTILINE)
+
+
+def _other_box_at(text: str, start: int, name: str) -> tuple[int, str] | None:
+    """(end, content) of the box of kind ``name`` (one of :data:`_OTHER_BOXES`) at
+    ``start``: its optional and colour arguments skipped, braces balanced."""
+    pos = start + len(name)
+    if pos < len(text) and (text[pos].isalpha()):
+        return None  # another command (\framebox is not \frameboxes)
+    pos = _OPTIONAL_ARGS.match(text, pos).end()  # type: ignore[union-attr]
+    for _ in range(_OTHER_BOXES[name]):
+        arg = _ARG.match(text, pos)
+        if arg is None:
+            return None
+        pos = arg.end()
+    if not text.startswith("{", pos):
+        return None
+    box = _box_at(text, pos)
+    return box
 
 
 def _statements(text: str, kinds: Sequence[str],
@@ -363,6 +432,20 @@ def _statements(text: str, kinds: Sequence[str],
                 if box is not None:
                     found.append(("boxed", pos, box[0], box[1].strip()))
                 pos = text.find(name, pos + len(name))
+        for name in _OTHER_BOXES:  # \framebox{18}, \colorbox{yellow}{18}, ...
+            pos = text.find(name)
+            while pos >= 0 and len(found) < _MAX_STATEMENTS:
+                box = _other_box_at(text, pos, name)
+                if box is not None:
+                    found.append(("boxed", pos, box[0], box[1].strip()))
+                pos = text.find(name, pos + len(name))
+        if "**" in text or "\\textbf" in text:  # "**17**" alone on its line
+            for line in _BOLD_LINE.finditer(text):
+                if len(found) >= _MAX_STATEMENTS:
+                    break
+                answer = strip_lead_in(line.group(1) or line.group(2) or "").strip()
+                if read_number(answer) is not None:
+                    found.append(("bold", line.start(), line.end(), answer))
     if "hashes" in kinds:
         pos = text.find("####")
         while pos >= 0 and len(found) < _MAX_STATEMENTS:

@@ -43,6 +43,7 @@ from rewardkit.builtin._answers import STATEMENTS, reference_text
 from rewardkit.builtin._commitment import competing_statements, hedged
 from rewardkit.builtin._exact_numbers import _CONSTANTS
 from rewardkit.builtin._exact_structures import exact_value, same
+from rewardkit.builtin._hedge_forms import one_value, several_values
 from rewardkit.builtin._math_cost_guards import _too_costly
 from rewardkit.builtin._math_params import MathParams
 from rewardkit.builtin._math_references import _plain_reference, _Symbolic, _symbolic_reference
@@ -126,6 +127,8 @@ def fast_verdict(sample: Sample, params: MathParams) -> Score | None:
     if found.how == "boxed" and text.count("\\boxed") + text.count("\\fbox") != 1:
         return None
     if hedged(found.answer) or _too_costly(found.answer, params.max_symbolic_chars):
+        return None
+    if one_value(gold_text) and several_values(found.answer, found.how, _prompt_text(sample)):
         return None
     if found.how in STATEMENTS and competing_statements(
             found, params.extract, params.answer_tag, first=params.occurrence == "first"):

@@ -49,6 +49,7 @@ from rewardkit.builtin._commitment import (
     hedged,
     read_answer,
 )
+from rewardkit.builtin._hedge_forms import one_value, several_values
 from rewardkit.builtin._math_cost_guards import _too_costly
 from rewardkit.builtin._math_fast import fast_verdict
 from rewardkit.builtin._math_params import MathParams
@@ -177,10 +178,12 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
     """A plain-number gold against the answer the output commits to: one value, or a
     reason it commits to none (then wrong), or None when the answer is mathematics for
     math-verify. Another final statement with another value is a hedge: wrong. A percent
-    answer matches the gold's number (``25%`` for 25) only where the prompt asks for a
-    percentage or is not known; elsewhere the percent is part of its value. A gold
+    answer is read as :func:`_percent_readings` says. A gold
     written as a decimal (``gold_text``) is that value rounded: an exact answer, or one
     with more decimal places, that rounds to it is right (``\\frac{1587}{52}`` for 30.52)."""
+    several = several_values(found.answer, found.how, prompt)
+    if several:
+        return Score.ok(params.wrong, several, via=found.how, extracted=found.answer[:200])
     pred = read_answer(found.answer, params.decimal_comma, prose=params.symbolic)
     if isinstance(pred, str):
         return Score.ok(params.wrong, pred, via=found.how, extracted=found.answer[:200])
@@ -196,12 +199,30 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
         if not numbers_match(pred, other, params.abs_tol, params.rel_tol):
             return Score.ok(params.wrong, "several different final answers", via=found.how,
                             extracted=found.answer[:200])
-    if pred.percent and not gold.percent and prompt and not _PERCENT_ASKED.search(prompt):
-        pred = PlainNumber(Fraction(pred.value) / 100)  # "18%" for a count is 0.18
-    same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
+    readings = [pred]
+    if pred.percent and not gold.percent:
+        readings = _percent_readings(pred, gold, prompt)
+        if not readings:
+            return Score.ok(params.wrong, "a percentage is not the quantity asked for",
+                            via=found.how, extracted=found.answer[:200])
+    same = any(numbers_match(gold, p, params.abs_tol, params.rel_tol) for p in readings)
     if not same and gold_text and params.rel_tol is None:
-        same = _rounds_to(gold_text, gold, pred, found.answer)
+        same = any(_rounds_to(gold_text, gold, p, found.answer) for p in readings)
     return _ok_score(float(params.score if same else params.wrong), found.how, found.answer)
+
+
+def _percent_readings(pred: PlainNumber, gold: PlainNumber, prompt: str) -> list[PlainNumber]:
+    """The values a percent answer may stand for against a gold that is not a percent: the
+    number written (``25%`` for 25) where the prompt asks for a percentage or is not
+    known, and its fraction (``25%`` for 0.25) where the gold is a proportion (at most 1
+    in size). ``1800%`` is not a count of 18: one answer that pays for 18 and for 1800 is
+    a hedge; ``18%`` for a count of 18 where the prompt asks for no percentage is 0.18."""
+    readings = []
+    if not prompt or _PERCENT_ASKED.search(prompt):
+        readings.append(PlainNumber(pred.value))
+    if abs(gold.value) <= 1:
+        readings.append(PlainNumber(Fraction(pred.value) / 100))
+    return readings
 
 
 #: a gold written as a decimal of two places or more, a rounded value (``30.52``,
@@ -279,12 +300,16 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     found, refusal = _find(text, params, _prompt_text(sample))
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
-    one_value = _one_value(reference_text(sample.reference) or "")
-    if found and hedged(found.answer) and one_value:
+    single = one_value(reference_text(sample.reference) or "")
+    if found and hedged(found.answer) and single:
         return Score.ok(params.wrong, "the answer hedges between values", via=found.how,
                         extracted=found.answer[:200])
+    several = several_values(found.answer, found.how, _prompt_text(sample)) \
+        if found and single else ""
+    if several and found:
+        return Score.ok(params.wrong, several, via=found.how, extracted=found.answer[:200])
     if found and not isinstance(gold, PlainNumber) and _several_answers(mv, found, params,
-                                                                         one_value):
+                                                                         single):
         return Score.ok(params.wrong, "several different final answers", via=found.how,
                         extracted=found.answer[:200])
     return _symbolic(gold_parsed, text, found, params, only_answer=isinstance(gold, PlainNumber))
@@ -314,15 +339,6 @@ def _several_answers(mv: Any, found: Found, params: MathParams, one_value: bool)
         if mine and theirs and not mv.verify(mine, theirs, timeout_seconds=None):
             return True
     return False
-
-
-_SEVERAL_VALUES = re.compile(r"[,;=]|\\[{}]|\\(?:cup|cap|lor|vee|pm|mp)(?![A-Za-z])")
-
-
-def _one_value(gold: str) -> bool:
-    """A gold answer that is one value, not a set, list, equation or disjunction (there,
-    ``x = 2 \\text{ or } x = 5`` is the answer, not a hedge)."""
-    return not hedged(gold) and _SEVERAL_VALUES.search(gold) is None
 
 
 
