@@ -19,6 +19,16 @@ Hangul fillers U+115F, U+1160, U+3164, U+FFA0 and the braille blank U+2800).
 0
 >>> visible_text(" 4\\u200b2 ")
 '42'
+
+Two texts that look the same are compared on their *folded* forms (:func:`folded`):
+NFKC, case folded, format characters (zero-width spaces and joiners, bidi controls) and
+combining marks dropped, and the common lookalikes NFKC leaves alone (Cyrillic and
+Greek letters drawn like Latin ones, angle brackets, slashes and bars) mapped to what
+they look like. The judge's data blocks find markers this way, and
+``instruction_following`` finds a prompt echoed with one Cyrillic letter swapped in.
+
+>>> folded("\\u0415cho\\u200bed")
+'echoed'
 """
 
 from __future__ import annotations
@@ -33,6 +43,22 @@ INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"
 
 #: letters and symbols whose glyph is blank (their category says they are content)
 BLANK_GLYPHS = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0", "\u2800"})
+
+#: lookalikes that NFKC leaves alone, folded to what they look like (brackets, slash,
+#: bar, and the Cyrillic and Greek letters that look like Latin ones; applied after case
+#: folding, so only the lower-case forms are listed)
+LOOKALIKES = str.maketrans({
+    "\u2039": "<", "\u203a": ">", "\u2329": "<", "\u232a": ">", "\u3008": "<",
+    "\u3009": ">", "\u27e8": "<", "\u27e9": ">", "\u02c2": "<", "\u02c3": ">",
+    "\u1438": "<", "\u1433": ">", "\u276e": "<", "\u276f": ">", "\u2044": "/",
+    "\u2215": "/", "\u29f8": "/", "\u2223": "|", "\u01c0": "|", "\u05c0": "|",
+    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c",
+    "\u0443": "y", "\u0445": "x", "\u0456": "i", "\u0455": "s", "\u0458": "j",
+    "\u0501": "d", "\u04bb": "h", "\u03bf": "o", "\u03c1": "p", "\u03bd": "v",
+    "\u03b9": "i", "\u03ba": "k", "\u0131": "i",
+})
+#: general categories a folded text leaves out: format characters and combining marks
+FOLD_DROPPED = frozenset({"Cf", "Mn", "Me"})
 
 
 @lru_cache(maxsize=1)
@@ -68,3 +94,38 @@ def visible_length(text: str) -> int:
     2
     """
     return len(visible_text(text))
+
+
+def folded_with_positions(text: str) -> tuple[str, list[int]]:
+    """:func:`folded` ``text``, and for each folded character the index in ``text`` of
+    the character it came from (what an escaper needs to edit the original).
+
+    Linear in the length of ``text``.
+    """
+    if text.isascii():
+        return text.lower(), list(range(len(text)))
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        if unicodedata.category(ch) in FOLD_DROPPED:
+            continue
+        for piece in unicodedata.normalize("NFKC", ch).casefold().translate(LOOKALIKES):
+            out.append(piece)
+            where.append(i)
+    return "".join(out), where
+
+
+def folded(text: str) -> str:
+    """``text`` as it is compared with another text that may look the same: each
+    character NFKC-normalised and case folded, format characters (``\\u200b``, bidi
+    controls) and combining marks dropped, and :data:`LOOKALIKES` mapped (a Cyrillic
+    ``е`` is an ``e``, ``＜`` and ``‹`` are ``<``).
+
+    >>> folded("R\\u0435SPONSE\\u2060"), folded("\\uff1c/x\\u203a")
+    ('response', '</x>')
+    """
+    if text.isascii():
+        return text.lower()
+    return "".join(piece for ch in text if unicodedata.category(ch) not in FOLD_DROPPED
+                   for piece in unicodedata.normalize("NFKC", ch).casefold()
+                   .translate(LOOKALIKES))

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score, after_reasoning, visible_length
+from rewardkit.text.visible import folded
 from rewardkit_ifeval.checkers import MissingData, UnknownInstruction, evaluate
 
 #: instruction types whose honest answer may be a word or two (one option, a copied span,
@@ -179,12 +180,15 @@ def _off_task(text: str, prompt: str, ids: Sequence[str],
               kwargs: Sequence[Mapping[str, Any] | None], min_words: int,
               refuse_echo: bool) -> str:
     """Why the answer is refused before any check ('' when it is not). Words are compared
-    as lowercase word sequences, so an echo with its spacing, case or markup changed, or
-    invisible characters put between its words, is still an echo."""
+    as word sequences of the folded texts (:func:`rewardkit.text.visible.folded`: case
+    folded, format characters and combining marks dropped, Cyrillic and Greek
+    lookalikes read as the Latin letters they look like), so an echo with its spacing,
+    case or markup changed, invisible characters put between or inside its words, or
+    one letter swapped for its lookalike, is still an echo."""
     if not visible_length(text):
         return "no visible text"
-    words = " ".join(_WORD.findall(text.lower()))
-    echo = " ".join(_WORD.findall(prompt.lower()))
+    words = " ".join(_WORD.findall(folded(text)))
+    echo = " ".join(_WORD.findall(folded(prompt)))
     rest = words.replace(echo, " ") if echo else words
     if (refuse_echo and rest != words and len(echo.split()) >= ECHO_MIN_WORDS
             and not any(i in REPEAT_TYPES for i in ids)):
