@@ -52,7 +52,15 @@ from rewardkit import (
     completion_text,
     node_budget,
 )
-from rewardkit_judge.data_block import block_nonce, cut_middle, data_block
+from rewardkit_judge.data_block import (
+    TEMPLATE_FAMILIES,
+    Markers,
+    block_nonce,
+    cut_middle,
+    data_block,
+    markers_for,
+    special_tokens,
+)
 
 DEFAULT_TEMPLATE = """\
 Grade the response below against the rubric.
@@ -120,6 +128,14 @@ class EndpointParams(Params):
         32_000, ge=0, description="a longer completion is cut in its middle (head and "
         "tail kept) so that the instructions around it stay in the judge's context; "
         "0: never cut")
+    template_family: str | list[str] | None = Field(
+        None, description="the judge's chat-template family (chatml, llama2, llama3, "
+        "mistral, gemma, phi, deepseek, qwen; or a list): its control tokens are escaped "
+        "in every block; null: every family's")
+    tokenizer: str | None = Field(
+        None, description="the judge model's tokenizer (a local directory, or a hub name "
+        "already in the local Hugging Face cache; nothing is downloaded): its special "
+        "tokens are escaped in every block too (needs transformers)")
     system: str | None = Field(None, description="system message, if any")
     temperature: float = Field(0.0, ge=0, description="sampling temperature of the judge")
     max_tokens: int = Field(256, gt=0, description="most tokens the judge may answer")
@@ -158,6 +174,16 @@ class EndpointParams(Params):
         if len(set(clean)) != len(clean):
             raise ValueError(f"an endpoint is listed twice: {clean}")
         return {**data, "endpoints": clean, "base_url": clean[0] if len(clean) == 1 else clean}
+
+    @field_validator("template_family")
+    @classmethod
+    def _known_family(cls, value: str | list[str] | None) -> str | list[str] | None:
+        names = [value] if isinstance(value, str) else value or []
+        unknown = [n for n in names if n not in TEMPLATE_FAMILIES]
+        if unknown or (isinstance(value, list) and not value):
+            raise ValueError(f"unknown chat-template family {unknown or value!r}; known: "
+                             f"{', '.join(TEMPLATE_FAMILIES)}")
+        return value
 
     @model_validator(mode="after")
     def _template_fills(self) -> EndpointParams:
@@ -284,6 +310,30 @@ def rate_budgets(endpoints: list[str], model: str, rpm: float | None,
     tokens = node_budget(f"judge-{key}-tpm", slots=1, rate_per_s=tpm / 60.0,
                          burst=max(1.0, tpm / 60.0)) if tpm else None
     return requests, tokens
+
+
+_JUDGE_TOKENIZERS: dict[str, list[str]] = {}
+
+
+def judge_special_tokens(name: str) -> list[str]:
+    """The special tokens of the judge tokenizer ``name`` (a local directory or a hub
+    name in the local cache), loaded once per process; ValueError when it cannot be
+    loaded (a config error, not a judge that escapes less than it was told to)."""
+    if name not in _JUDGE_TOKENIZERS:
+        try:
+            from transformers import AutoTokenizer
+        except ImportError:
+            raise ValueError("tokenizer needs transformers: pip install "
+                             "'rewardkit-judge[model]'") from None
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(os.path.expanduser(name),
+                                                      local_files_only=True)
+        except Exception as exc:
+            raise ValueError(f"judge tokenizer {name!r} cannot be loaded (a local "
+                             f"directory or a cached hub name; nothing is downloaded): "
+                             f"{type(exc).__name__}: {exc}") from None
+        _JUDGE_TOKENIZERS[name] = special_tokens(tokenizer)
+    return _JUDGE_TOKENIZERS[name]
 
 
 class _Endpoint:
@@ -466,6 +516,9 @@ class EndpointJudge(Reward):
     timeout = 600.0
 
     def setup(self) -> None:
+        p = self.params
+        self._markers: Markers = markers_for(
+            p.template_family, judge_special_tokens(p.tokenizer) if p.tokenizer else ())
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._client: ChatClient | None = None
@@ -478,10 +531,12 @@ class EndpointJudge(Reward):
         prompt, completion = _prompt_text(sample.prompt), sample.text
         reference = _reference_text(sample.reference)
         nonce = block_nonce(prompt, completion, reference)
-        return {"prompt": data_block("prompt", prompt, nonce),
+        markers = self._markers
+        return {"prompt": data_block("prompt", prompt, nonce, markers=markers),
                 "completion": data_block("response", completion, nonce,
-                                         self.params.max_completion_chars),
-                "reference": data_block("reference", reference, nonce), "nonce": nonce}
+                                         self.params.max_completion_chars, markers),
+                "reference": data_block("reference", reference, nonce, markers=markers),
+                "nonce": nonce}
 
     def notes(self, sample: Sample) -> dict[str, Any]:
         """What a verdict's details say about how ``sample`` was asked: ``truncated``
