@@ -212,9 +212,11 @@ class KeywordParams(Params):
     negation: bool = Field(
         False,
         description="a mention in a negated phrase or a question does not count: a cue "
-        "such as no, not, without, denies, absence of, negative for or ruled out up to 5 "
-        "words before it in its sentence, absent, excluded, unlikely, not or ruled out up "
-        "to 3 words after it, or a sentence ending in '?' (English)",
+        "such as no, not, without, denies, lack of, zero, doubtful, improbable, pointless, "
+        "instead of or ruled out up to 5 words before it in its sentence; absent, "
+        "excluded, unlikely, doubtful, pointless, -free, not or ruled out up to 3 words "
+        "after it; a bare cue after its comma, colon or dash ('fever, not', 'cough: "
+        "none'); or a sentence ending in '?' (English)",
     )
 
     @model_validator(mode="after")
@@ -238,16 +240,35 @@ _NEGATION_BEFORE = frozenset({
     "no", "not", "without", "never", "neither", "nor", "none", "deny", "denies", "denied",
     "denying", "cannot", "can't", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't",
     "didn't", "won't", "excluded", "absent",
+    # negative polarity beyond "no" and "not": a lack, a doubt, a zero, a futility
+    "lack", "lacks", "lacking", "lacked", "zero", "nothing", "nobody", "non", "doubtful",
+    "improbable", "unlikely", "pointless", "useless", "unnecessary", "unable", "fails",
+    "failed", "exclude", "excludes", "excluding", "hardly", "barely",
 })
 _NEGATION_BEFORE_PAIRS = frozenset({
     ("absence", "of"), ("free", "of"), ("negative", "for"), ("rule", "out"), ("ruled", "out"),
-    ("rules", "out"), ("ruling", "out"),
+    ("rules", "out"), ("ruling", "out"), ("instead", "of"), ("rather", "than"),
+    ("no", "longer"),
 })
 _NEGATION_AFTER = frozenset({
     "absent", "excluded", "unlikely", "negative", "not", "no", "denied", "isn't", "wasn't",
     "aren't", "weren't",
+    # "influenza is doubtful", "oseltamivir would be pointless", "fever-free"
+    "doubtful", "improbable", "pointless", "useless", "unnecessary", "unwarranted",
+    "lacking", "free", "none", "never", "nil", "impossible", "refuted",
 })
 _NEGATION_AFTER_PAIRS = frozenset({("ruled", "out"), ("rules", "out")})
+#: what may follow a negation cue in the clause right after a mention and its comma,
+#: colon or dash ("fever, not present", "cough: none", "influenza - not confirmed"); a
+#: clause with any other word ("fever, not cough") negates that word, not the mention
+_NEGATED_STATES = frozenset({
+    "confirmed", "present", "seen", "found", "indicated", "needed", "detected", "reported",
+    "observed", "given", "required", "recommended", "suspected", "likely", "noted",
+    "shown", "evident", "there", "applicable", "really", "at", "all",
+})
+#: the clause right after a mention and its comma, colon or dash, up to the next one
+_AFTER_VERDICT = re.compile(r"\s*[,:\u2013\u2014-]+\s*([^,;:.!?\n\u2013\u2014-]{1,40})"
+                            r"(?=$|[,;:.!?\n\u2013\u2014-])")
 _WORDS_BEFORE, _WORDS_AFTER = 5, 3
 # how far around a mention the cues are looked for (enough for the words above), so a
 # spammed keyword costs a bounded amount per mention
@@ -276,6 +297,12 @@ def _negated(text: str, start: int, end: int) -> bool:
     if sentence_end is not None and sentence_end.group() == "?":
         return True
     after = text[end : end + _LOOK_AFTER]
+    verdict = _AFTER_VERDICT.match(after)
+    if verdict is not None:  # "fever, not", "cough: none", "influenza - not confirmed"
+        words = [w.lower() for w in _WORD.findall(verdict.group(1))]
+        if words and words[0] in _NEGATION_AFTER and all(
+                w in _NEGATION_AFTER or w in _NEGATED_STATES for w in words):
+            return True
     stop = _SCOPE_END.search(after)
     after = after[: stop.start()] if stop else after
     words = [w.lower() for w in _WORD.findall(after.split(",", 1)[0])][:_WORDS_AFTER]
