@@ -24,26 +24,28 @@ from rewardkit.builtin._plain_numbers import PlainNumber
 _MARKS = re.compile(r"[|~～&\n]|\\(?:\\|atop|above|brack|brace|cr|sim|mid|vert|lvert|substack|"
                     r"shortstack|stackrel|overset|underset|stackbin|begin|[rlc]lap|math[rlc]lap|"
                     r"smash|[hv]?phantom|textcolor|color|colorbox|makebox|abs)(?![A-Za-z])")
+#: a command's argument, braces nested two deep (``\\frac{1}{\\sqrt{2}}``)
+_ARG = r"((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\}){0,200})"
 _ENVIRONMENT = re.compile(
     r"\\begin\s*\{(cases|dcases|rcases|array|subarray|smallmatrix|[pbBvV]?matrix|tabular|aligned|"
     r"align|gathered|gather|split|eqnarray)\*?\}"
     r"(?:\s*\{[^{}]{0,40}\})?(.{0,2000}?)\\end\s*\{\1\*?\}", re.DOTALL)
 #: commands of two arguments that set one value above the other
-_TWO_STORIES = re.compile(r"\\(?:stackrel|overset|underset|stackbin)\s*\{([^{}]{0,200})\}\s*"
-                          r"\{([^{}]{0,200})\}")
+_TWO_STORIES = re.compile(r"\\(?:stackrel|overset|underset|stackbin)\s*\{" + _ARG + r"\}\s*"
+                          r"\{" + _ARG + r"\}")
 #: commands that overlap their argument with what follows, or hide it (a colour that does
 #: not show on a page)
 _OVERLAID = re.compile(r"(?:\\(?:[rlc]lap|math[rlc]lap|smash|[hv]?phantom|makebox\s*\[\s*0[a-z]*\s*\]"
                        r"(?:\s*\[[a-z]\])?)|\\textcolor\s*\{\s*(?:white|transparent|none)[^{}]{0,20}\})"
-                       r"\s*(?:\[[a-z]{0,3}\])?\s*\{([^{}]{0,200})\}"
-                       r"|\{\s*\\color\s*\{\s*(?:white|transparent|none)[^{}]{0,20}\}([^{}]{0,200})\}")
-_COLOURED = re.compile(r"\\(?:textcolor|colorbox)\s*\{[^{}]{0,40}\}\s*\{([^{}]{0,200})\}"
-                       r"|\{\s*\\color\s*\{[^{}]{0,40}\}([^{}]{0,200})\}")
+                       r"\s*(?:\[[a-z]{0,3}\])?\s*\{" + _ARG + r"\}"
+                       r"|\{\s*\\color\s*\{\s*(?:white|transparent|none)[^{}]{0,20}\}" + _ARG + r"\}")
+_COLOURED = re.compile(r"\\(?:textcolor|colorbox)\s*\{[^{}]{0,40}\}\s*\{" + _ARG + r"\}"
+                       r"|\{\s*\\color\s*\{[^{}]{0,40}\}" + _ARG + r"\}")
 _STACKING = re.compile(r"\\\\|(?<!\\)&|\\(?:atop|above|brack|brace|cr)(?![A-Za-z])"
                        r"|\\(?:substack|shortstack)(?![A-Za-z])")
 #: a bar, a tilde or ``\\sim`` between two values (``17|18``, ``17~18``, ``17\\sim 18``)
 _BAR = re.compile(r"\\left\s*\||\\right\s*\||\\[lr]?vert(?![A-Za-z])|\\mid(?![A-Za-z])|(?<!\\)\|")
-_BETWEEN = re.compile(r"\\sim(?![A-Za-z])|～|(?<=\d)\s*~\s*(?=\d)(?!\d{3}(?!\d))")
+_BETWEEN = re.compile(r"\\sim(?![A-Za-z])|～|(?<=[\d}])\s*~\s*(?=[\d\\])(?!\d{3}(?!\d))")
 #: ``|x| = 18``: an absolute value of one letter set equal to the answer (x is 18 or -18)
 _ABSOLUTE = re.compile(r"\s*\$?\s*(?:\\left\s*)?(?:\||\\[lr]?vert(?![A-Za-z]))\s*([A-Za-z])\s*"
                        r"(?:\\right\s*)?(?:\||\\[lr]?vert(?![A-Za-z]))\s*=|\s*\$?\s*\\abs\s*"
