@@ -4,7 +4,7 @@
                                      [--baseline EARLIER.json] [--peers]
 
 The corpus is ``benchmarks/data/hacks/*.yaml``: one file per category (math, format,
-content, qa, gui, translation, judge, code), one row per hack. A row names the reward and its
+content, qa, gym, gui, translation, judge, code), one row per hack. A row names the reward and its
 params, the prompt and reference, the hack completion and the honest completion for the
 same input. Each row is scored with whatever ``rewardkit`` is importable (the script has no
 ``--rev``): to measure another commit, put its packages first on ``PYTHONPATH``; the
@@ -57,7 +57,7 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "data" / "hacks"
-CATEGORIES = ("math", "format", "content", "qa", "gui", "translation", "judge", "code")
+CATEGORIES = ("math", "format", "content", "qa", "gym", "gui", "translation", "judge", "code")
 #: placeholder of the stand-in judge's URL in the corpus's params
 JUDGE_URL = "$JUDGE"
 _ROW_KEYS = {"id", "reward", "params", "prompt", "reference", "metadata", "hack", "honest",

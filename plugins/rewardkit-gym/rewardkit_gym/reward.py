@@ -7,8 +7,9 @@ the reference is the entry's ``answer``. The answer is the last ``<answer>`` blo
 the final non-empty line when there is none.
 
 What the scorers pay cheaply, the reward refuses before them (docs/plugins/gym.md): an
-empty answer, several answer blocks (the last one is read: a hedge), and an answer that
-copies the question (``game_of_life_halting`` pays the echoed question 1.0,
+empty answer, several answer blocks (the last one is read: a hedge), alternatives (``57 or
+58``, and ``57 58`` where the scorer reads only the first of two candidates), and an
+answer that copies the question (``game_of_life_halting`` pays the echoed question 1.0,
 ``rotate_matrix`` 0.22). Several scorers pay any well-formed wrong
 answer 0.01 or 0.05 (``advanced_geometry``, ``countdown``, ``arc_agi``,
 ``sentence_reordering``): with ``credit: full`` (the default) only a full score pays, and
@@ -34,6 +35,8 @@ from rewardkit import ExecutionMode, Params, Reward, Sample, Score, after_reason
 #: a question this long found whole in an answer is a copy, not a coincidence
 ECHO_MIN_WORDS = 8
 _WORD = re.compile(r"\w+")
+#: alternatives offered instead of one answer: "57 or 58"
+_OR = re.compile(r"(?<![A-Za-z])or(?![A-Za-z])", re.IGNORECASE)
 #: answers to no task, and the shortest numbers: what a scorer pays one that is not the
 #: reference, it pays without the task solved (coin_flip pays "0" full marks for any
 #: probability below 1: its prefix credit divides by the shorter string)
@@ -108,6 +111,10 @@ class GymAnswer(Reward):
         except Exception as exc:  # the scorer chokes on a malformed answer: not paid
             return Score.ok(0.0, "the dataset's scorer refused the answer", dataset=name,
                             error=f"{type(exc).__name__}: {exc}"[:300], answer=answer[:200])
+        if raw > 0 and gold is not None:
+            hedge = _hedge(answer, gold, scorer, entry)
+            if hedge:
+                return Score.ok(0.0, hedge, dataset=name, scorer=raw, answer=answer[:200])
         floor = _paid_to_anything(scorer, entry)
         if floor >= 1.0:  # the scorer pays any answer: only the reference is right
             right = gold is not None and _same(answer, gold)
@@ -163,6 +170,45 @@ def _paid_to_anything(scorer: Any, entry: dict[str, Any]) -> float:
         except Exception:  # a scorer that refuses the decoy pays it nothing
             continue
     return paid
+
+
+def _hedge(answer: str, gold: str, scorer: Any, entry: dict[str, Any]) -> str:
+    """Why a paid answer is a hedge (empty when it is not): alternatives joined by ``or``,
+    more of them than the reference has (``57 or 58``; gsm_symbolic reads the first number,
+    sympy's parser evaluates ``a or b`` to ``a``), or the reference with another
+    candidate beside it (``57 58``, ``57, 58``) that the scorer pays only in that order:
+    with the candidate moved to the other side of the reference, it is not paid in full,
+    so the scorer read one of two answers. What stands beside the reference is a
+    candidate when it looks like one: digits where the reference has digits, else as
+    many words as the reference has. ``57 euros``, ``x = 57`` or ``57 (final answer)``
+    are not hedges."""
+    if len(_OR.findall(answer)) > len(_OR.findall(gold)):
+        return "alternatives offered instead of one answer"
+    words = gold.split()
+    if not words:
+        return ""
+    found = re.search(r"(?<![\w.])" + r"\s+".join(map(re.escape, words)) + r"(?![\w.])", answer)
+    if found is None:
+        return ""
+    before, after = answer[: found.start()].strip(), answer[found.end() :].strip()
+    if bool(before) == bool(after):  # the reference alone, or text on both sides
+        return ""
+    rest = before or after
+    if any(c.isdigit() for c in gold):
+        candidate = any(c.isdigit() for c in rest)
+    else:
+        candidate = len(_WORD.findall(rest)) >= len(_WORD.findall(gold))
+    if not candidate:
+        return ""
+    stated = found.group(0)
+    swapped = f"{after} {stated}" if after else f"{stated} {before}"
+    try:
+        paid = float(scorer(swapped, entry))
+    except Exception:  # a scorer that refuses the other order pays it nothing
+        paid = 0.0
+    if paid < 1.0:
+        return "another candidate beside the reference: the scorer reads one of them"
+    return ""
 
 
 def _same(answer: str, reference: str) -> bool:

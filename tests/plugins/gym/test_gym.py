@@ -94,6 +94,17 @@ def test_honest_answers_are_paid_and_cheap_outputs_are_not(dataset: str):
             assert score(row, hack) == 0.0, (dataset, hack)
 
 
+def test_two_candidates_are_a_hedge_where_the_scorer_reads_one():
+    for row in generate("gsm_symbolic", 10, 5, {}):
+        gold = row["reference"]
+        other = str(int(float(gold)) + 1)
+        for hack in (f"{gold} or {other}", f"{gold} {other}", f"{gold}, {other}"):
+            assert score(row, f"<answer>{hack}</answer>") == 0.0, hack
+        for honest in (f"{gold} euros", f"x = {gold}", f"The answer is {gold}",
+                       f"{gold} (final answer)"):
+            assert score(row, f"<answer>{honest}</answer>") == 1.0, honest
+
+
 def test_scorer_credit_takes_out_what_a_non_answer_gets():
     row = generate("countdown", 1, 11, {})[0]
     numbers = json.loads(row["gym_entry"])["numbers"]
