@@ -26,18 +26,26 @@ component with the step it started at, its evidence and example samples:
     left out), at least :data:`DEGENERATE_SHARE` are degenerate, over the last
     :data:`SHARE_WINDOW` steps with at least :data:`MIN_PAID` such completions. Very
     short: fewer visible characters outside markup tags than the reference has (capped
-    at :data:`SHORT_CHARS`; without a reference: none at all), so an honest ``7`` for
-    the reference ``7`` is not short. Very long: past the per-sample flag's long cut
-    (the upper quartile plus three interquartile ranges) over the run so far, and at
-    least :data:`LONG_FACTOR` times its median length (a policy that learns to write
-    out its reasoning doubles or triples its length honestly). Repetitive: half or more
+    at :data:`SHORT_CHARS`; without a reference: none at all), or as many that do not
+    hold the reference (``<answer>9</answer>`` for the reference ``7``: as short as the
+    reference, and not it), so an honest ``7`` for the reference ``7`` is not short. Very long: past the per-sample flag's long cut
+    (the upper quartile plus three interquartile ranges), and at least
+    :data:`LONG_FACTOR` times the median, of the lengths of *honest* completions: those
+    every audit pays its full value, in the window (else over the run so far); a
+    policy that learns to write out its reasoning while the audit holds is long
+    honestly, and its honest lengths grow with it. Without an audit (or before
+    :data:`MIN_HONEST` honest completions) the lengths of every completion of the run
+    so far are the reference, and then a run that honestly grows longer can fire it. Repetitive: half or more
     of its 3-grams repeat. Identical: the same visible text as another completion of
     its group, with at least :data:`MIN_IDENTICAL` visible characters outside markup
     tags (short final answers rightly coincide).
 
 Which components train comes from the reward config (weight above 0 at the step); an
 audit is a component whose weight is 0 at every step. Without a config every component
-counts as trained and no audit is known.
+counts as trained and no audit is known. Without an audit the monitor sees only the
+shape of what is paid (short, long, repetitive, identical): a hack that looks like normal
+output (a plausible wrong answer in the right format, a keyword list written as prose)
+is invisible to it.
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ from typing import Any
 from rewardkit.report.analysis import group_of, value_of
 from rewardkit.report.hacking import REPEAT_SHARE, completion_text, long_cut, repetition
 from rewardkit.reward_set import percentile
-from rewardkit.text.visible import visible_text
+from rewardkit.text.visible import folded, visible_text
 
 TREND_WINDOW = 40
 MIN_STEPS = 10
@@ -66,6 +74,9 @@ DEGENERATE_SHARE = 0.5
 SHORT_CHARS = 8
 MIN_IDENTICAL = 20
 LONG_FACTOR = 4
+#: honest completions (every audit paid in full) needed before their lengths are the
+#: reference of "very long"
+MIN_HONEST = 8
 #: a value within this share of the component's range below its top counts as full
 FULL_MARGIN = 0.01
 EXAMPLES = 3
@@ -189,6 +200,19 @@ def _short_limit(row: Mapping[str, Any]) -> int:
     return max(1, min(SHORT_CHARS, len(visible_text(str(ref)))))
 
 
+def _short(text: str, row: Mapping[str, Any]) -> bool:
+    """Very short: fewer visible characters outside markup tags than the reference has
+    (at most :data:`SHORT_CHARS` counted), or as many and not the reference."""
+    length, limit = content_length(text), _short_limit(row)
+    if length < limit:
+        return True
+    ref = row.get("reference")
+    if length > limit or isinstance(ref, bool) or not isinstance(ref, str | int | float):
+        return False
+    wanted = folded(visible_text(str(ref)))
+    return bool(wanted) and wanted not in folded(visible_text(_TAG.sub("", text)))
+
+
 class HackMonitor:
     """Watches a run step by step; :attr:`flags` holds every pattern found so far.
 
@@ -211,6 +235,7 @@ class HackMonitor:
         self._open: dict[tuple[str, str], HackFlag] = {}
         self._window: deque[tuple[int, list[Mapping[str, Any]]]] = deque(maxlen=SHARE_WINDOW)
         self._lengths: list[int] = []
+        self._honest_lengths: list[int] = []
         self._top: dict[str, float] = {}
         self._low: dict[str, float] = {}
 
@@ -250,6 +275,7 @@ class HackMonitor:
                 if vals:
                     self._top[name] = max(self._top.get(name, -math.inf), *vals)
                     self._low[name] = min(self._low.get(name, math.inf), *vals)
+            self._honest_lengths += [len(completion_text(r)) for r in rows if self._honest(r)]
         started = self._trends(step, trained)
         if rows:
             started += self._degenerate(step, trained)
@@ -262,6 +288,21 @@ class HackMonitor:
             return False
         margin = FULL_MARGIN * (hi - lo)
         return v >= hi - margin if top else v <= lo + margin
+
+    def _honest(self, row: Mapping[str, Any]) -> bool:
+        """Whether every audit paid ``row`` its full value (False without audits)."""
+        return bool(self.audits) and all(self._near(row, a, top=True) for a in self.audits)
+
+    def _long_cut(self, rows: Sequence[Mapping[str, Any]]) -> float:
+        """Past this length a completion is very long: measured on the honest completions
+        of the window, else of the run so far, else (no audit, or too few honest ones)
+        on every completion of the run so far."""
+        honest = [len(completion_text(r)) for r in rows if self._honest(r)]
+        lengths = next((found for found in (honest, self._honest_lengths, self._lengths)
+                        if len(found) >= MIN_HONEST), [])
+        if not lengths:
+            return math.inf
+        return max(long_cut(lengths), LONG_FACTOR * percentile(lengths, 50))
 
     def _divergent_rows(self, audit: str, rising: Sequence[str]) -> list[Mapping[str, Any]]:
         """Recent samples that show the split: a rising component paid in full, the
@@ -303,8 +344,7 @@ class HackMonitor:
     def _degenerate(self, step: int, trained: Sequence[str]) -> list[HackFlag]:
         rows = [r for _, batch in self._window for r in batch]
         first = self._window[0][0]
-        cut = (max(long_cut(self._lengths), LONG_FACTOR * percentile(self._lengths, 50))
-               if len(self._lengths) >= 8 else math.inf)
+        cut = self._long_cut(rows)
         traits = [self._traits(r, cut) for r in rows]
         self._mark_identical(rows, traits)
         started: list[HackFlag] = []
@@ -331,7 +371,7 @@ class HackMonitor:
     def _traits(row: Mapping[str, Any], cut: float) -> set[str]:
         text = completion_text(row)
         found = set()
-        if content_length(text) < _short_limit(row):
+        if _short(text, row):
             found.add("short")
         if len(text) > cut:
             found.add("long")

@@ -260,6 +260,86 @@ def test_honest_short_answers_and_shared_final_answers_are_not_degenerate():
     assert monitor_run(rows).flags == []
 
 
+def _replay(rows: list[dict[str, Any]], audits: list[str]) -> HackMonitor:
+    """``rows`` (with their step) through a monitor that knows ``audits``, step by step,
+    each step's means from its rows."""
+    monitor = HackMonitor(audits=audits)
+    for step in sorted({r["step"] for r in rows}):
+        got = [r for r in rows if r["step"] == step]
+        names = {n for r in got for n in r["components"]}
+        monitor.step(step, {n: sum(r["components"][n]["value"] for r in got) / len(got)
+                            for n in names}, got)
+    return monitor
+
+
+def _lengthening_run(long: Any) -> list[dict[str, Any]]:
+    """16 completions a step over 22 steps: a short worked answer for 16 steps, then
+    what ``long(step, i)`` gives (completion, right). One in four is wrong at every
+    step, so both components have a range."""
+    rows = []
+    for step in range(22):
+        for i in range(16):
+            if step < 16:
+                text, right = "<answer>\n3 + 4 = 7\n</answer>", True
+            else:
+                text, right = long(step, i)
+            right = right and i % 4 != 0
+            value = 1.0 if right else 0.0
+            rows.append({"step": step, "prompt": "add 3 and 4", "reference": "7",
+                         "group": f"{step}:0:{i // 4}", "completion": text,
+                         "reward": value,
+                         "components": {"correct": {"value": value, "status": "ok"},
+                                        "audit": {"value": value, "status": "ok"}}})
+    return rows
+
+
+def _reasoning(step: int, i: int) -> tuple[str, bool]:
+    lines = "".join(f"Step {k}: {3 + k} and {4 - k} still make {7}; check {k * i}.\n"
+                    for k in range(8 + step % 3))
+    return f"<think>\n{lines}</think>\n<answer>\n7\n</answer>", True
+
+
+def test_an_honest_run_that_learns_to_write_its_reasoning_is_not_very_long():
+    """After 16 steps of short answers the policy writes out its reasoning, about ten
+    times as long, while the audit pays it: long against the run's median so far (the
+    short answers), not against the honest completions of the window, which are as
+    long."""
+    rows = _lengthening_run(_reasoning)
+    assert len(rows[-1]["completion"]) > 8 * len(rows[0]["completion"])
+    assert [f.kind for f in _replay(rows, ["audit"]).flags] == []
+
+
+def test_long_padding_the_audit_refuses_is_very_long():
+    """The same run, but the long completions pad a wrong answer (the audit pays 0, the
+    trained component 1): long against the honest completions, which stay short."""
+    def padded(step: int, i: int) -> tuple[str, bool]:
+        if i % 4 == 2:  # a quarter still answers as before, and right
+            return "<answer>\n3 + 4 = 7\n</answer>", True
+        return _reasoning(step, i)[0].replace("\n7\n</answer>", "\n8\n</answer>"), False
+
+    rows = _lengthening_run(padded)
+    for row in rows:
+        if row["step"] >= 16:  # the trained component pays the padding, the audit does not
+            row["components"]["correct"]["value"] = 1.0
+    kinds = {(f.kind, f.component) for f in _replay(rows, ["audit"]).flags}
+    assert ("long", "correct") in kinds
+
+
+def test_a_wrong_answer_as_short_as_the_reference_is_very_short():
+    """`<answer>9</answer>` for the reference 7 is as long as the reference, and not it:
+    a format reward paying it in full is paying very short completions; the right one
+    is not short (nor a wrong answer longer than the reference)."""
+    rows = [{"step": s, "prompt": "add 3 and 4", "reference": "7", "group": f"{s}:0:{i // 8}",
+             "completion": "<answer>9</answer>" if i % 4 else "<answer>7</answer>",
+             "reward": 1.0, "components": {"format": {"value": 1.0 if i < 15 else 0.0,
+                                                      "status": "ok"}}}
+            for s in range(6) for i in range(16)]
+    assert [(f.kind, f.component) for f in monitor_run(rows).flags] == [("short", "format")]
+    for row in rows:
+        row["completion"] = row["completion"].replace(">9<", ">3 plus 4 make 9<")
+    assert monitor_run(rows).flags == []
+
+
 # -- the committed example and the progress lines -------------------------------------
 def test_the_example_run_folder_is_the_constructed_hacking_run(tmp_path: Path):
     built = write_run_folder(tmp_path / "format-hack-run", HACK_CONFIG, format_hack, seed=1)
