@@ -329,13 +329,20 @@ def _states_before(how: str, start: int, end: int, answer: str, text: str,
                    found: Found) -> bool:
     """Whether a statement of another kind before ``found`` is a final statement too, not a
     step: a box or a bold line that does not end a computation (``x = \\boxed{17}``), or
-    a closing phrase or ``####`` line that states a plain number and ends before ``found``
-    (``The answer is 17.`` then ``\\boxed{18}``); a closing phrase that states a
-    computation (``The answer is 9 \\times 2.``) is a step."""
+    a closing phrase or ``####`` line that ends before ``found`` and states a plain number
+    or a formula without words or ``=`` (``The answer is 17.`` then ``\\boxed{18}``); a
+    closing phrase that states a computation (``The answer is 9 \\times 2 = 18.``) is a
+    step."""
     if how in ("boxed", "bold"):
         return not _ends_equation(text, start)
-    return how in ("closing", "hashes") and end <= found.start and \
-        read_number(answer) is not None
+    if how not in ("closing", "hashes") or end > found.start:
+        return False
+    if read_number(answer) is not None:
+        return True
+    # a formula with no words and no computation in it (``\\sqrt{3}``, ``x = \\sqrt{3}``)
+    formula = strip_lead_in(answer).strip().strip("$").strip()
+    return bool(formula) and "=" not in formula and "$" not in formula and \
+        _WORD.search(_TEXT_ARG.sub(" ", formula)) is None and len(formula) <= 100
 
 
 @lru_cache(maxsize=64)
