@@ -370,6 +370,12 @@ def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
         marks += text.count(marker)
         if marks >= 2:
             return marks
+    if "boxed" in kinds:  # the other boxes and bold lines: one scan when there are none
+        if "box" in text:
+            marks += sum(text.count(name) for name in _OTHER_BOXES)
+        marks += text.count("**") + text.count("\\textbf")
+        if marks >= 2:
+            return marks
     if closing:
         low = text.lower()
         marks += low.startswith("a:")
@@ -385,7 +391,7 @@ def _markers(kinds: tuple[str, ...], answer_tag: str) -> tuple[tuple[str, ...], 
     if "answer_tag" in kinds:
         markers.append(f"</{answer_tag}>")
     if "boxed" in kinds:
-        markers += ["\\boxed", "\\fbox", *_OTHER_BOXES, "**", "\\textbf"]
+        markers += ["\\boxed", "\\fbox"]  # (and those _statement_marks counts)
     if "hashes" in kinds:
         markers.append("####")
     return tuple(markers), "closing" in kinds

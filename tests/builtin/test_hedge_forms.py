@@ -82,3 +82,17 @@ def test_reading_stays_cheap_on_any_input(text: str) -> None:
     several_values(text, "boxed")
     several_values(text[:4999], "boxed")
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("text", [
+    "\\framebox{17}", "\\framebox{17} \\boxed{18}", "\\colorbox{yellow}{17}\n**18**",
+    "**17**", "**17**\n\n**18**", "\\textbf{17}\n\n18", "\\fcolorbox{a}{b}{17}",
+    "The answer is 17.\n\\shadowbox{18}", "#### 17\n\\textbf{18}",
+])
+def test_the_cheap_count_of_statements_never_undercounts(text: str) -> None:
+    from rewardkit.builtin import _commitment
+    from rewardkit.builtin._answers import STATEMENTS
+
+    kinds = _commitment._kinds(STATEMENTS)
+    marks = _commitment._statement_marks(text, kinds, "answer")
+    assert marks >= min(2, len(_commitment._statements(text, kinds, "answer")))
