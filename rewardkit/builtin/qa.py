@@ -41,6 +41,8 @@ _PUNCTUATION = frozenset(string.punctuation)
 #: space beside it is part of a name (the normalisation drops it: "C|net" is "cnet")
 _OR = re.compile(r"\s(?:or|and/or)\s|\s/\s|\s\||\|\s|(?<![A-Za-z])(?:nor|alternatively|"
                  r"otherwise|maybe|perhaps|possibly)(?![A-Za-z])", re.IGNORECASE)
+#: plain strings one of which every match of _OR holds (a cheap test before the search)
+_OR_HINTS = ("or", "/", "|", "alternatively", "otherwise", "maybe", "perhaps", "possibly")
 #: a closing line: "Answer: X", "Final answer: X", "The (final) answer is X."
 _CLOSING_LINE = re.compile(
     r"^[ \t*_#>-]*(?:(?:so|thus|therefore|hence),?[ \t]+)?(?:the[ \t]+)?(?:final[ \t]+)?"
@@ -135,7 +137,7 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
     answer = strip_lead_in(blocks[-1] if blocks else _unblocked_answer(text)).strip()
     if not normalize_answer(answer):
         return Score.ok(params.wrong, "no answer", extracted=answer[:200])
-    if _OR.search(answer) and not any(_OR.search(g) for g in golds):
+    if _offers_alternatives(answer) and not any(_offers_alternatives(g) for g in golds):
         return Score.ok(params.wrong, "alternatives offered instead of one answer",
                         extracted=answer[:200])
     if "?" in answer and not any("?" in g for g in golds):
@@ -182,6 +184,12 @@ def _read_text(text: str, reasoning_tag: str | None) -> str | None:
     if f"</{tag}>" in text:
         return after_reasoning(text, tag)
     return None if reasoning_tag or f"<{tag}>" in text else text
+
+
+def _offers_alternatives(text: str) -> bool:
+    """Whether ``text`` offers alternatives (:data:`_OR`)."""
+    low = text.lower()
+    return any(hint in low for hint in _OR_HINTS) and _OR.search(text) is not None
 
 
 def _closings_differ(text: str) -> bool:

@@ -10,7 +10,8 @@ from rewardkit import Sample, get_reward
 
 
 @pytest.mark.parametrize("text", ["Answer: Lyon\nAnswer: Paris\n" * 25_000,
-                                  "answer " * 200_000, "Paris | " * 100_000,
+                                  "answer " * 50_000, "Paris | " * 50_000,
+                                  "Paris or Lyon " * 50_000,
                                   "Answer: Paris (Lyon?" + "?" * 200_000 + ")",
                                   "The answer is Lyon.\n" * 30_000 + "Answer: Paris"])
 def test_long_hedges_are_read_in_bounded_time_and_not_paid(text: str) -> None:
