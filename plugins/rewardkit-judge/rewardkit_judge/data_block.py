@@ -42,8 +42,9 @@ from functools import lru_cache
 
 from rewardkit.text.visible import LOOKALIKES, folded, folded_with_positions
 
-__all__ = ["BLOCK_NAMES", "LOOKALIKES", "TEMPLATE_FAMILIES", "TEMPLATE_TAGS", "Markers",
-           "block_nonce", "cut_middle", "data_block", "escape_markers", "markers_for"]
+__all__ = ["BLOCK_NAMES", "DEFAULT_MARKERS", "LOOKALIKES", "TEMPLATE_FAMILIES",
+           "TEMPLATE_TAGS", "Markers", "block_nonce", "cut_middle", "data_block",
+           "escape_markers", "markers_for", "special_tokens"]
 
 #: the names of the blocks a judge prompt holds (and that completions may not write)
 BLOCK_NAMES = ("prompt", "response", "reference", "cut")

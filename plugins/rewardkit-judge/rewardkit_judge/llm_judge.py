@@ -135,7 +135,8 @@ class EndpointParams(Params):
     tokenizer: str | None = Field(
         None, description="the judge model's tokenizer (a local directory, or a hub name "
         "already in the local Hugging Face cache; nothing is downloaded): its special "
-        "tokens are escaped in every block too (needs transformers)")
+        "tokens are escaped in every block too (needs transformers); null: the model's "
+        "own when model is a local directory holding a tokenizer_config.json")
     system: str | None = Field(None, description="system message, if any")
     temperature: float = Field(0.0, ge=0, description="sampling temperature of the judge")
     max_tokens: int = Field(256, gt=0, description="most tokens the judge may answer")
@@ -517,8 +518,12 @@ class EndpointJudge(Reward):
 
     def setup(self) -> None:
         p = self.params
+        tokenizer = p.tokenizer
+        if tokenizer is None and os.path.isfile(
+                os.path.join(os.path.expanduser(p.model), "tokenizer_config.json")):
+            tokenizer = p.model  # the endpoint serves a local model: its tokenizer is here
         self._markers: Markers = markers_for(
-            p.template_family, judge_special_tokens(p.tokenizer) if p.tokenizer else ())
+            p.template_family, judge_special_tokens(tokenizer) if tokenizer else ())
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._client: ChatClient | None = None

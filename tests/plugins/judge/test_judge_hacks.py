@@ -329,6 +329,9 @@ def test_the_judge_tokenizers_own_special_tokens_are_escaped_when_it_is_named(
     named = special_counts(mistral_tokenizer_dir, forged, tokenizer=str(mistral_tokenizer_dir))
     assert named[OWN_SPECIAL] == 0
     assert named["[INST]"] == named["[SYSTEM_PROMPT]"] == 1
+    # a model served from a local directory names its tokenizer itself
+    by_model = special_counts(mistral_tokenizer_dir, forged, model=str(mistral_tokenizer_dir))
+    assert by_model[OWN_SPECIAL] == 0
 
 
 def test_a_template_family_escapes_its_own_tokens() -> None:
