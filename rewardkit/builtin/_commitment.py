@@ -106,9 +106,28 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
         return "the answer is copied from the prompt"
     if "\\" in text[found.end : found.end + 40] and _noted_otherwise(text, found.end):
         return "a note beside the answer gives another value"
+    if found.how in STATEMENTS and _hedged_after(found):
+        return "the answer hedges right after it"
     if found.how in ("last_number", "math_span"):
         return _fallback_refusal(found, first, prompt)
     return ""
+
+
+#: a hedge word and another value right after a stated answer: ``\\boxed{18} (possibly
+#: 17)``, ``18, or maybe 17``
+_HEDGE_AFTER = re.compile(r"[\s$)}\]]*[,;.(\u2014-]*\s*(?:or|maybe|perhaps|possibly|else)\s+"
+                          r"(?:(?:maybe|perhaps|possibly|even|else|rather|just|about)\s+)?"
+                          r"[\s$(\\boxed{]*(" + _NUMBER_TOKEN.pattern + r")", re.IGNORECASE)
+
+
+def _hedged_after(found: Found) -> bool:
+    """Whether a hedge word and a different number follow the answer in its sentence."""
+    match = _HEDGE_AFTER.match(found.text, found.end, found.end + 60)
+    if match is None:
+        return False
+    value = read_answer(found.answer)
+    other = read_number(match.group(1))
+    return isinstance(value, PlainNumber) and other is not None and other.value != value.value
 
 
 #: a note set beside the answer: ``\boxed{18}\footnote{or 17}``
@@ -290,9 +309,27 @@ def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
     values = []
     for _, answer in competing_statements(found, order, answer_tag, first):
         value = read_answer(answer, decimal_comma)
+        if value is None and "\\" in answer:  # \substack{17}, \mathbf{17}: still 17
+            value = read_answer(_unwrapped(answer), decimal_comma)
         if isinstance(value, PlainNumber):
             values.append(value)
     return values
+
+
+#: commands that only format their one argument (``\\overline`` is left: it repeats a
+#: decimal)
+_WRAPPER = re.compile(r"\\(?:substack|shortstack|mathbf|mathrm|textbf|textrm|textit|mathit|"
+                      r"bm|boldsymbol|emph|underline|displaystyle|textstyle|text|mbox|hbox|"
+                      r"fbox|boxed|framebox|smash|(?:text|math)color\s*\{[^{}]{0,40}\}|"
+                      r"colorbox\s*\{[^{}]{0,40}\})\s*\{([^{}]{0,200})\}")
+
+
+def _unwrapped(answer: str) -> str:
+    """``answer`` with formatting commands removed around their argument
+    (``\\substack{17}`` is 17), two levels deep."""
+    for _ in range(2):
+        answer = _WRAPPER.sub(r"\1", answer)
+    return answer
 
 
 def competing_statements(found: Found, order: Sequence[str], answer_tag: str,

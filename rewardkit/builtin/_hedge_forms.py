@@ -23,7 +23,10 @@ from rewardkit.builtin._plain_numbers import PlainNumber
 #: what every form below holds: answers without any of these are one value (fast exit)
 _MARKS = re.compile(r"[|~～&\n]|\\(?:\\|atop|above|brack|brace|cr|sim|mid|vert|lvert|substack|"
                     r"shortstack|stackrel|overset|underset|stackbin|begin|[rlc]lap|math[rlc]lap|"
-                    r"smash|[hv]?phantom|textcolor|color|colorbox|makebox|abs)(?![A-Za-z])")
+                    r"smash|[hv]?phantom|textcolor|mathcolor|color|colorbox|makebox|abs|newline|"
+                    r"linebreak|hspace|kern|mkern|hskip|mskip|neg(?:thin|med|thick)space|tiny|"
+                    r"scriptsize|footnotesize|small|scriptstyle|scriptscriptstyle)(?![A-Za-z])"
+                    r"|\\!\s*\\!")
 #: a command's argument, braces nested two deep (``\\frac{1}{\\sqrt{2}}``)
 _ARG = r"((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\}){0,200})"
 _ENVIRONMENT = re.compile(
@@ -35,16 +38,28 @@ _TWO_STORIES = re.compile(r"\\(?:stackrel|overset|underset|stackbin)\s*\{" + _AR
                           r"\{" + _ARG + r"\}")
 #: commands that overlap their argument with what follows, or hide it (a colour that does
 #: not show on a page)
+_HIDING = r"\{\s*(?i:white|transparent|none)[^{}]{0,20}\}"
 _OVERLAID = re.compile(r"(?:\\(?:[rlc]lap|math[rlc]lap|smash|[hv]?phantom|makebox\s*\[\s*0[a-z]*\s*\]"
-                       r"(?:\s*\[[a-z]\])?)|\\textcolor\s*\{\s*(?:white|transparent|none)[^{}]{0,20}\})"
+                       r"(?:\s*\[[a-z]\])?)|\\(?:text|math)color\s*" + _HIDING + r")"
                        r"\s*(?:\[[a-z]{0,3}\])?\s*\{" + _ARG + r"\}"
-                       r"|\{\s*\\color\s*\{\s*(?:white|transparent|none)[^{}]{0,20}\}" + _ARG + r"\}")
-_COLOURED = re.compile(r"\\(?:textcolor|colorbox)\s*\{[^{}]{0,40}\}\s*\{" + _ARG + r"\}"
+                       r"|\{\s*\\color\s*" + _HIDING + _ARG + r"\}"
+                       r"|\{\s*\\(?:tiny|scriptsize|footnotesize|small|scriptstyle|scriptscriptstyle)"
+                       r"(?![A-Za-z])" + _ARG + r"\}")
+#: a colour switched on until the next one: ``\\color{white}17\\color{black}18``
+_COLOUR_SWITCH = re.compile(r"\\color\s*\{[^{}]{0,40}\}")
+#: a negative space that sets one value over another (``17\\hspace{-1em}18``, ``\\!\\!\\!``)
+_NEGATIVE_SPACE = re.compile(r"\\(?:hspace\*?\s*\{\s*-[^{}]{0,20}\}|[m]?kern\s*-[^\\\s]{0,12}"
+                             r"|[hm]skip\s*-[^\\\s]{0,12}|neg(?:thin|med|thick)space(?![A-Za-z]))"
+                             r"|(?:\\!\s*){2,}")
+_COLOURED = re.compile(r"\\(?:textcolor|mathcolor|colorbox)\s*(?:\[[^\]{}]{0,20}\])?\s*"
+                       r"\{[^{}]{0,40}\}\s*\{" + _ARG + r"\}"
                        r"|\{\s*\\color\s*\{[^{}]{0,40}\}" + _ARG + r"\}")
-_STACKING = re.compile(r"\\\\|(?<!\\)&|\\(?:atop|above|brack|brace|cr)(?![A-Za-z])"
+_STACKING = re.compile(r"\\\\|(?<!\\)&|\\(?:atop|above|brack|brace|cr|newline|linebreak)(?![A-Za-z])"
                        r"|\\(?:substack|shortstack)(?![A-Za-z])")
 #: a bar, a tilde or ``\\sim`` between two values (``17|18``, ``17~18``, ``17\\sim 18``)
-_BAR = re.compile(r"\\left\s*\||\\right\s*\||\\[lr]?vert(?![A-Za-z])|\\mid(?![A-Za-z])|(?<!\\)\|")
+_BAR = re.compile(r"(?:\\(?:left|right|middle|[bB]igg?[lrm]?)\s*)?(?:\\[lr]?vert(?![A-Za-z])|(?<!\\)\|)"
+                  r"|\\(?:[bB]igg?)?mid(?![A-Za-z])|\\(?:mathbin|mathrel|mathord|text|mbox)\s*"
+                  r"\{\s*(?:\||\\mid|\\vert)\s*\}")
 _BETWEEN = re.compile(r"\\sim(?![A-Za-z])|～|(?<=[\d}])\s*~\s*(?=[\d\\])(?!\d{3}(?!\d))")
 #: ``|x| = 18``: an absolute value of one letter set equal to the answer (x is 18 or -18)
 _ABSOLUTE = re.compile(r"\s*\$?\s*(?:\\left\s*)?(?:\||\\[lr]?vert(?![A-Za-z]))\s*([A-Za-z])\s*"
@@ -72,15 +87,18 @@ def several_values(answer: str, how: str = "", prompt: str = "") -> str:
     text = _ENVIRONMENT.sub(_environment_rows, answer)
     text = _TWO_STORIES.sub(lambda m: f"{_SEPARATOR}{m.group(1)}{_SEPARATOR}{m.group(2)}"
                             f"{_SEPARATOR}", text)
-    hidden = _OVERLAID.sub(lambda m: f"{_SEPARATOR}{m.group(1) or m.group(2) or ''}{_SEPARATOR}",
-                           text)
+    hidden = _OVERLAID.sub(lambda m: f"{_SEPARATOR}{next((g for g in m.groups() if g), '')}"
+                           f"{_SEPARATOR}", text)
+    hidden = _NEGATIVE_SPACE.sub(_SEPARATOR, hidden)
+    if "\\color" in hidden:
+        hidden = _COLOUR_SWITCH.sub(_SEPARATOR, hidden)
     stacked = _STACKING.sub(_SEPARATOR, hidden)
     if how in ("boxed", "bare", "math_span"):  # one formula: a line break separates values
         stacked = stacked.replace("\n", _SEPARATOR)
     if _differ(stacked.split(_SEPARATOR)):
         return "the answer stacks, overlaps or hides several values"
-    spaced = _COLOURED.sub(lambda m: f"{_SEPARATOR}{m.group(1) or m.group(2)}{_SEPARATOR}",
-                           stacked)
+    spaced = _COLOURED.sub(lambda m: f"{_SEPARATOR}{m.group(1) or m.group(2) or ''}"
+                           f"{_SEPARATOR}", stacked)
     spaced = _BETWEEN.sub(_SEPARATOR, spaced)
     if len(_BAR.findall(spaced)) % 2:  # |x - 1| is one value; 17|18 is two
         spaced = _BAR.sub(_SEPARATOR, spaced)
@@ -128,10 +146,13 @@ def _differ(parts: list[str], read: bool = False) -> bool:
     return len({"".join(v.split()) for v in values}) > 1
 
 
+_SPACING = re.compile(r"\\[,;:! ]|\\q?quad(?![A-Za-z])|~")
+
+
 def _value_part(part: str) -> str:
     """A part that holds a value on its own (a digit, braces balanced once the group that
     enclosed the form is dropped), markdown bold and delimiters removed; empty otherwise."""
-    text = _BOLD.sub(r"\1", part).strip(" \t\n$.,;:")
+    text = _SPACING.sub(" ", _BOLD.sub(r"\1", part)).strip(" \t\n$.,;:")
     while text.startswith("{") and text.count("{") > text.count("}"):
         text = text[1:].strip()
     while text.endswith("}") and text.count("}") > text.count("{"):

@@ -18,7 +18,9 @@ FORMS = [
     "\\begin{{cases}}{a}\\\\{b}\\end{{cases}}", "\\begin{{pmatrix}}{a} & {b}\\end{{pmatrix}}",
     "\\begin{{array}}{{c}}{a}\\\\{b}\\end{{array}}", "\\rlap{{{a}}}{b}", "\\phantom{{{a}}}{b}",
     "\\textcolor{{white}}{{{a}}}{b}", "\\textcolor{{red}}{{{a}}}{b}", "{{\\color{{white}}{a}}}{b}",
-    "{a} \\\\ {b}",
+    "{a} \\\\ {b}", "{a}\\hspace{{-1em}}{b}", "\\color{{white}}{a}\\color{{black}}{b}",
+    "{{\\tiny {a}}}{b}", "{a} \\big| {b}", "\\mathcolor{{white}}{{{a}}}{b}", "{a} \\,|\\, {b}",
+    "{a}\\!\\!\\!\\!{b}", "{a}\\newline {b}", "\\textcolor[rgb]{{1,1,1}}{{{a}}}{b}",
 ]
 
 
