@@ -28,12 +28,13 @@ _MAX_FRACTION_DEPTH = 8
 _MAX_SYMBOLIC_EXPONENT = 60
 #: ... and the most terms its expansions may have together (``(a+b+c)^{100}`` has 176,851;
 #: ``(a+b+c)^{15}`` 816, a second)
-_MAX_EXPANDED_TERMS = 2000
+_MAX_EXPANDED_TERMS = 1000
 #: the most digits an integer binomial coefficient may have (10000! has 35,660 and is
 #: computed in milliseconds; ``\\binom{10000000}{5000000}`` has three million)
 _MAX_DIGITS = 40_000
-#: the largest bound of a sum or product of factorials, powers or binomials that sympy may
-#: expand term by term (``\\sum_{k=1}^{1000} k!`` runs past 10 s), and of any sum or product
+#: the largest bound of a sum of factorials, powers or binomials, or of a product, that
+#: sympy may expand term by term (``\\sum_{k=1}^{1000} k!`` runs past 10 s,
+#: ``\\prod_{k=1}^{500}(x+k)`` takes seconds), and of any sum
 _MAX_HARD_TERMS = 100
 _MAX_TERMS = 1000
 #: the largest number a symbolic binomial's other argument may be (``\\binom{x}{100}``
@@ -142,6 +143,7 @@ def _fraction_depth(text: str) -> int:
 
 _VARIABLE = re.compile(r"\\[A-Za-z]+|[A-Za-z]")
 _EXPONENT_VALUE = re.compile(r"\s*\+?\s*(\d{1,6})\s*")
+_DIGITS = re.compile(r"\d+")
 
 
 def _large_expansion(text: str, together: bool = True) -> bool:
@@ -208,8 +210,9 @@ def _group_start(text: str, end: int) -> int | None:
 
 
 def _exponent(text: str, m: re.Match[str]) -> int | None:
-    """The exponent of the power ``m`` as a whole number, when it is one (a factorial in it
-    is taken as huge); None for a symbolic one (``n``, ``\\frac{1}{2}``)."""
+    """The exponent of the power ``m`` as a whole number, when it is one, or a bound on it
+    (the product of the numbers in it: ``4999+1`` is at most 4999; a factorial in it is
+    taken as huge); None for a symbolic one (``n``)."""
     rest = text[m.end() : m.end() + 200]
     if m.group(1):
         exponent = rest.split("}" if m.group(1) == "{" else ")", 1)[0]
@@ -218,7 +221,15 @@ def _exponent(text: str, m: re.Match[str]) -> int | None:
     if "!" in exponent:
         return 10**6
     value = _EXPONENT_VALUE.fullmatch(exponent)
-    return int(value.group(1)) if value else None
+    if value:
+        return int(value.group(1))
+    numbers = _DIGITS.findall(exponent)  # ``4999+1``, ``2 \\cdot 500``: at most their product
+    if not numbers:
+        return None
+    estimate = 1
+    for number in numbers[:8]:
+        estimate = min(10**6, estimate * max(1, int(number[:7])))
+    return estimate
 
 
 #: ``\\binom{n}{k}`` (``\\dbinom``, ``\\tbinom``), ``{n \\choose k}``, ``\\Gamma(n)``
@@ -264,9 +275,9 @@ _HARD_TERM = re.compile(r"!|\^|binom|choose")
 
 
 def _long_series(text: str) -> bool:
-    """A sum or product over more than :data:`_MAX_TERMS` terms, or over more than
-    :data:`_MAX_HARD_TERMS` of factorials, powers or binomials (sympy adds them one by
-    one), or with a bound that holds a power or a factorial."""
+    """A sum over more than :data:`_MAX_TERMS` terms, a product or a sum of factorials,
+    powers or binomials over more than :data:`_MAX_HARD_TERMS` (sympy works them out one by
+    one), or either with a bound that holds a power or a factorial."""
     for m in _SERIES.finditer(text):
         bound = m.group(1) if m.group(1) is not None else m.group(2)
         if "^" in bound or "!" in bound:
@@ -275,7 +286,7 @@ def _long_series(text: str) -> bool:
         if number is None:
             continue
         value = int(number.group(1))
-        if value > _MAX_TERMS:
+        if value > _MAX_TERMS or (value > _MAX_HARD_TERMS and "prod" in m.group(0)):
             return True
         if value > _MAX_HARD_TERMS and _HARD_TERM.search(text, m.end(), m.end() + 120):
             return True

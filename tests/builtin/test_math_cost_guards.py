@@ -41,6 +41,8 @@ COSTLY = {
     "gamma_of_power": "\\Gamma(10^{6})",
     "continued_fraction": _continued_fraction(15),
     "ratio_of_powers": "\\frac{(x+1)^{200}}{(x-1)^{200}}",
+    "exponent_as_a_sum": "(x+1)^{4999+1}",
+    "symbolic_product": "\\prod_{k=1}^{500} (x+k)",
 }
 
 
