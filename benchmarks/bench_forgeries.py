@@ -7,6 +7,15 @@ programs that try to make the test program pass anyway (issue 33) and their hone
 A forgery is *paid* when it scores as much as the honest twin (1.0 in binary mode). To
 measure another commit, put its ``sandbox``, ``plugins/rewardkit-code`` and root folders
 first on ``PYTHONPATH`` (the header prints where ``rewardkit_sandbox`` came from).
+
+Beside ours, the same programs under the **CodeGeeX rule**, the pass rule of HumanEval-X's
+own harness (THUDM/CodeGeeX ``codegeex/benchmark/execution.py``): the program and its tests
+in one file, compiled and run as HumanEval-X does (C++ ``g++ -std=c++11 ... -lcrypto``, Go
+``go test``, Java ``javac``/``java Main``, Rust's libtest, ``node``), passed when the run
+exits 0 (JavaScript: and writes nothing on stderr). C has no HumanEval-X set: the C++ rule
+with ``gcc -std=c11``. Rust runs ``rustc --test`` (what ``cargo test`` builds, without a
+cargo project). Each runs inside a ``SandboxPool`` task (untrusted programs), the time
+limit ours.
 """
 
 from __future__ import annotations
@@ -20,37 +29,127 @@ import yaml
 from rewardkit_code import CodeExecution
 
 from rewardkit import Sample
+from rewardkit_sandbox import SandboxPool
+from rewardkit_sandbox import _go_imports as go_imports
+from rewardkit_sandbox import _language_harnesses as harnesses  # the testify shim for Go
+from rewardkit_sandbox.languages import COMPILE_LIMITS
 
 CASES = Path(__file__).parents[1] / "tests" / "cases" / "code"
 LANGUAGES = ("c", "cpp", "rust", "go", "java", "javascript")
 
 
-def measure(language: str) -> dict[str, object]:
+_RULE = r'''
+import json, os, subprocess, sys
+spec = json.loads(sys.stdin.read())
+for name, text in spec["files"].items():
+    os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
+    with open(name, "w") as handle:
+        handle.write(text)
+env = dict(os.environ, **{k: v.replace("{cwd}", os.getcwd()) for k, v in spec.get("env", {}).items()})
+for step in spec["steps"][:-1]:
+    done = subprocess.run(step, capture_output=True, env=env, timeout=120)
+    if done.returncode != 0:
+        print("compile error", done.stdout[-300:], done.stderr[-300:], file=sys.stderr)
+        print("compile error")
+        sys.exit(0)
+try:
+    run = subprocess.run(spec["steps"][-1], capture_output=True, env=env, timeout=20)
+except subprocess.TimeoutExpired:
+    print("timeout")
+    sys.exit(0)
+ok = run.returncode == 0 and (not spec.get("stderr_fails") or not run.stderr.strip())
+print("passed" if ok else "failed")
+'''
+
+
+def _rule_spec(language: str, program: str, tests: str) -> dict[str, object]:
+    """The files and commands of the CodeGeeX rule for one program."""
+    if language in ("c", "cpp"):
+        compiler, std, name = ("gcc", "-std=c11", "test.c") if language == "c" else (
+            "g++", "-std=c++11", "test.cpp")
+        return {"files": {name: f"{program}\n{tests}"},
+                "steps": [[compiler, std, name, "-lcrypto", "-lssl", "-lm"], ["./a.out"]]}
+    if language == "javascript":
+        return {"files": {"test.js": f"{program}\n{tests}"}, "steps": [["node", "test.js"]],
+                "stderr_fails": True}
+    if language == "java":
+        return {"files": {"Main.java": f"{program}\n{tests}"},
+                "steps": [["javac", "-J-Xmx512m", "Main.java"], ["java", "-Xmx256m", "Main"]]}
+    if language == "rust":
+        return {"files": {"main.rs": f"{program}\n{tests}"},
+                "steps": [["rustc", "--edition", "2021", "--test", "main.rs", "-o", "t"], ["./t"]]}
+    setup = 'import (\n\t"testing"\n\t"github.com/stretchr/testify/assert"\n)\n'
+    source = go_imports.merged_file("main", [setup, program, tests])
+    return {"files": {"main_test.go": source, "go.mod": harnesses.GO_MOD, "gotmp/.keep": "",
+                      "vendor/modules.txt": harnesses.GO_VENDOR_MODULES,
+                      "vendor/github.com/stretchr/testify/assert/assert.go":
+                          harnesses.GO_ASSERT_SHIM},
+            "env": {"GOCACHE": "{cwd}/gocache", "GOPATH": "{cwd}/gopath", "GOFLAGS": "-mod=vendor",
+                    "GOPROXY": "off", "CGO_ENABLED": "0", "GOTOOLCHAIN": "local",
+                    "TMPDIR": "{cwd}/gotmp"},  # go ignores a go.mod in the temp root
+            "steps": [["go", "test", "-c", "-vet=off", "-o", "t"], ["./t"]]}
+
+
+def codegeex_rule(pool: SandboxPool, language: str, program: str, tests: str) -> str:
+    """``passed``, ``failed``, ``compile error`` or ``timeout`` under the CodeGeeX rule."""
+    spec = _rule_spec(language, program, tests)
+    result = pool.run(_RULE, stdin=json.dumps(spec), limits=COMPILE_LIMITS)
+    return result.stdout.strip() or f"sandbox: {result.status}"
+
+
+def _program(completion: str) -> str:
+    body = completion.split("\n", 1)[1] if completion.startswith("```") else completion
+    return body.rsplit("```", 1)[0]
+
+
+def measure(language: str, pool: SandboxPool | None = None) -> dict[str, object]:
     spec = yaml.safe_load((CASES / f"code_execution_{language}_forgeries.cases.yaml").read_text())
     grader = CodeExecution(spec["params"])
-    paid, tried, honest, refused = [], 0, [], []
+    paid, tried, honest, refused, rule_paid, rule_honest = [], 0, [], [], [], []
     for case in spec["cases"]:
         score = grader.grade(Sample(completion=case["completion"], reference=case["reference"]))
         if case["expect"] == 1.0:
             honest.append(score.value == 1.0)
+            if pool is not None:
+                rule_honest.append(codegeex_rule(pool, language, _program(case["completion"]),
+                                                 case["reference"][0]) == "passed")
             continue
         tried += 1
         (paid if score.value == 1.0 else refused).append(case["name"])
-    return {"tried": tried, "paid": len(paid), "paid_names": paid,
-            "honest_paid": f"{sum(honest)}/{len(honest)}"}
+        if pool is not None:
+            verdict = codegeex_rule(pool, language, _program(case["completion"]),
+                                    case["reference"][0])
+            rule_paid.append(verdict == "passed")
+    row: dict[str, object] = {"tried": tried, "paid": len(paid), "paid_names": paid,
+                              "honest_paid": f"{sum(honest)}/{len(honest)}"}
+    if pool is not None:
+        row["codegeex_rule_paid"] = sum(rule_paid)
+        row["codegeex_rule_honest_paid"] = f"{sum(rule_honest)}/{len(rule_honest)}"
+    return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--languages", default=",".join(LANGUAGES))
     parser.add_argument("--json")
+    parser.add_argument("--codegeex-rule", action="store_true",
+                        help="also grade each forgery with HumanEval-X's own pass rule")
     args = parser.parse_args()
     print(f"rewardkit_sandbox from {Path(rewardkit_sandbox.__file__).parent}")
     figures = {}
-    for language in args.languages.split(","):
-        figures[language] = row = measure(language)
-        print(f"{language:<11} forgeries paid {row['paid']:>2}/{row['tried']:<3} "
-              f"honest paid {row['honest_paid']}  {', '.join(row['paid_names'])[:200]}")
+    pool = SandboxPool(size=1) if args.codegeex_rule else None
+    try:
+        for language in args.languages.split(","):
+            figures[language] = row = measure(language, pool)
+            rule = (f"  CodeGeeX rule paid {row['codegeex_rule_paid']}/{row['tried']} "
+                    f"(honest {row['codegeex_rule_honest_paid']})"
+                    if pool is not None else "")
+            print(f"{language:<11} forgeries paid {row['paid']:>2}/{row['tried']:<3} "
+                  f"honest paid {row['honest_paid']}{rule}  "
+                  f"{', '.join(row['paid_names'])[:200]}")
+    finally:
+        if pool is not None:
+            pool.close()
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
 
