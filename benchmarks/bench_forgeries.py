@@ -23,16 +23,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import rewardkit_sandbox
 import yaml
 from rewardkit_code import CodeExecution
-
-from rewardkit import Sample
 from rewardkit_sandbox import SandboxPool
 from rewardkit_sandbox import _go_imports as go_imports
 from rewardkit_sandbox import _language_harnesses as harnesses  # the testify shim for Go
 from rewardkit_sandbox.languages import COMPILE_LIMITS
+
+from rewardkit import Sample
 
 CASES = Path(__file__).parents[1] / "tests" / "cases" / "code"
 LANGUAGES = ("c", "cpp", "rust", "go", "java", "javascript")
@@ -45,7 +46,8 @@ for name, text in spec["files"].items():
     os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
     with open(name, "w") as handle:
         handle.write(text)
-env = dict(os.environ, **{k: v.replace("{cwd}", os.getcwd()) for k, v in spec.get("env", {}).items()})
+env = dict(os.environ)
+env.update({k: v.replace("{cwd}", os.getcwd()) for k, v in spec.get("env", {}).items()})
 for step in spec["steps"][:-1]:
     done = subprocess.run(step, capture_output=True, env=env, timeout=120)
     if done.returncode != 0:
@@ -102,10 +104,15 @@ def _program(completion: str) -> str:
     return body.rsplit("```", 1)[0]
 
 
-def measure(language: str, pool: SandboxPool | None = None) -> dict[str, object]:
+def measure(language: str, pool: SandboxPool | None = None) -> dict[str, Any]:
     spec = yaml.safe_load((CASES / f"code_execution_{language}_forgeries.cases.yaml").read_text())
     grader = CodeExecution(spec["params"])
-    paid, tried, honest, refused, rule_paid, rule_honest = [], 0, [], [], [], []
+    paid: list[str] = []
+    refused: list[str] = []
+    honest: list[bool] = []
+    rule_paid: list[bool] = []
+    rule_honest: list[bool] = []
+    tried = 0
     for case in spec["cases"]:
         score = grader.grade(Sample(completion=case["completion"], reference=case["reference"]))
         if case["expect"] == 1.0:
@@ -120,7 +127,7 @@ def measure(language: str, pool: SandboxPool | None = None) -> dict[str, object]
             verdict = codegeex_rule(pool, language, _program(case["completion"]),
                                     case["reference"][0])
             rule_paid.append(verdict == "passed")
-    row: dict[str, object] = {"tried": tried, "paid": len(paid), "paid_names": paid,
+    row: dict[str, Any] = {"tried": tried, "paid": len(paid), "paid_names": paid,
                               "honest_paid": f"{sum(honest)}/{len(honest)}"}
     if pool is not None:
         row["codegeex_rule_paid"] = sum(rule_paid)

@@ -389,7 +389,8 @@ _EXIT_FIRST = {
                 "func init() { f := os.NewFile(3, \"r\"); f.Write([]byte(\"{\\\"harness\\\": "
                 "\\\"0\\\"}\\n\")); os.Exit(0) }"]),
     "javascript": ("", ["require('process').exit(0);", "process.exit(0);",
-                        "require('fs').writeSync(3, '{\"harness\": \"0\"}\\n'); process.reallyExit(0);"]),
+                        "require('fs').writeSync(3, '{\"harness\": \"0\"}\\n'); "
+                        "process.reallyExit(0);"]),
 }
 _LANGUAGE_TAGS = {"c++": "cpp", "cc": "cpp", "cxx": "cpp", "js": "javascript", "node": "javascript",
                   "golang": "go", "rs": "rust"}

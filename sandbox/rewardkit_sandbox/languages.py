@@ -444,7 +444,7 @@ class CompiledRunner:
                 f"harness.{suffix}": harnesses.C_HARNESS,
                 **({} if c else {"rewardkit_plain.h": harnesses.CPP_PLAIN}),
             }
-            steps = [
+            steps: list[dict[str, Any]] = [
                 {"argv": [compiler, *flags, "-E", "-dD", f"candidate.{suffix}", "-o", "cpp.i"],
                  "name": "preprocess", "undef_of": f"candidate.{suffix}",
                  "preprocessed": "cpp.i", "undef_into": "rewardkit_undef.h",
