@@ -200,6 +200,17 @@ def humaneval_x_headlines(stdout: str, data: Any) -> list[Headline]:
     return heads
 
 
+def forgeries_headlines(stdout: str, data: Any) -> list[Headline]:
+    """bench_forgeries.py's JSON: forgeries paid per language (0 is the target)."""
+    heads = []
+    for language, row in (data or {}).items():
+        rule = (f"; HumanEval-X's own rule pays {row['codegeex_rule_paid']}"
+                if "codegeex_rule_paid" in row else "")
+        heads.append(Headline(f"{language} verdict forgeries paid of {row['tried']}{rule}",
+                              float(row["paid"]), "", "0", row["paid"] == 0))
+    return heads
+
+
 BENCHES = [
     Bench("core", "bench_core.py", [], ["--quick"],
           "composition overhead and process-mode scaling", core_headlines),
@@ -227,6 +238,10 @@ BENCHES = [
     Bench("hacks", "bench_hacks.py", ["--peers"], [],
           "known reward hacks (benchmarks/data/hacks): how many each reward pays",
           hacks_headlines),
+    Bench("forgeries", "bench_forgeries.py", ["--codegeex-rule"], [],
+          "forgeries of the assert-test verdict per language (tests/cases/code/*_forgeries): "
+          "paid by code_execution, and by HumanEval-X's own pass rule",
+          forgeries_headlines),
     Bench("languages", "bench_languages.py", [], ["--quick"],
           "code_execution per language (C, C++, Java, JavaScript, Go, Rust; Python for "
           "reference) on this repo's own small programs, not HumanEval-X",

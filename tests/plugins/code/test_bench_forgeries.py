@@ -1,0 +1,56 @@
+"""benchmarks/bench_forgeries.py (issue 33): its HumanEval-X rule column is real (the rule
+passes the honest program and pays a forgery code_execution refuses), and run_all reads
+its figures."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+from rewardkit_sandbox import LANGUAGES, SandboxPool
+from rewardkit_sandbox.languages import find_toolchain
+
+BENCHMARKS = Path(__file__).parents[3] / "benchmarks"
+CASES = Path(__file__).parents[2] / "cases" / "code"
+
+
+def _module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(find_toolchain(LANGUAGES["c"])[1] is not None, reason="no gcc")
+def test_the_codegeex_rule_passes_the_honest_program_and_pays_a_forgery_we_refuse() -> None:
+    bench = _module("bench_forgeries")
+    cases = {case["name"]: case for case in yaml.safe_load(
+        (CASES / "code_execution_c_forgeries.cases.yaml").read_text())["cases"]}
+    honest = cases["the honest function"]
+    tests = honest["reference"][0]
+    with SandboxPool(size=1) as pool:
+        assert bench.codegeex_rule(pool, "c", bench._program(honest["completion"]),
+                                   tests) == "passed"
+        forged = cases["a constructor reads the nonce first and writes the record"]
+        assert bench.codegeex_rule(pool, "c", bench._program(forged["completion"]),
+                                   tests) == "passed"  # exit code 0: HumanEval-X pays it
+        wrong = "int twice(int x){return 0;}"
+        assert bench.codegeex_rule(pool, "c", wrong, tests) == "failed"
+    row = bench.measure("c")
+    assert row["paid"] == 0 and row["tried"] >= 15 and row["honest_paid"] == "1/1"
+
+
+def test_run_all_reads_the_forgery_figures() -> None:
+    run_all = _module("run_all")
+    data = {"c": {"tried": 17, "paid": 0, "codegeex_rule_paid": 9},
+            "go": {"tried": 16, "paid": 2}}
+    heads = run_all.forgeries_headlines("", data)
+    assert [(h.value, h.met) for h in heads] == [(0.0, True), (2.0, False)]
+    assert "rule pays 9" in heads[0].label
+    assert any(b.script == "bench_forgeries.py" for b in run_all.BENCHES)
