@@ -199,12 +199,15 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
         if not numbers_match(pred, other, params.abs_tol, params.rel_tol):
             return Score.ok(params.wrong, "several different final answers", via=found.how,
                             extracted=found.answer[:200])
-    readings = [pred]
-    if pred.percent and not gold.percent:
-        readings = _percent_readings(pred, gold, prompt)
-        if not readings:
-            return Score.ok(params.wrong, "a percentage is not the quantity asked for",
-                            via=found.how, extracted=found.answer[:200])
+    if not (pred.percent and not gold.percent):  # the common case: one reading
+        same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
+        if not same and gold_text and params.rel_tol is None:
+            same = _rounds_to(gold_text, gold, pred, found.answer)
+        return _ok_score(float(params.score if same else params.wrong), found.how, found.answer)
+    readings = _percent_readings(pred, gold, prompt)
+    if not readings:
+        return Score.ok(params.wrong, "a percentage is not the quantity asked for",
+                        via=found.how, extracted=found.answer[:200])
     same = any(numbers_match(gold, p, params.abs_tol, params.rel_tol) for p in readings)
     if not same and gold_text and params.rel_tol is None:
         same = any(_rounds_to(gold_text, gold, p, found.answer) for p in readings)
