@@ -35,6 +35,8 @@ _BRACKETED = re.compile(r"[\[({]([^\[\](){}]{0,400})[\])}]")
 _SCORE_GAP = re.compile(r"[,;、\s]+")
 #: one score as a list may write it: ``5``, ``+5``, ``5.0``, ``"5"``
 _SCORE = re.compile(r"([\"']?)[+-]?\d+(?:\.\d+)?\1")
+#: two scores offered for one slot: ``4 or 5``, ``4/5``, ``4|5``
+_ALTERNATIVE = re.compile(r"\d\s*(?:\bor\b|/|\|)\s*[+-]?\d", re.IGNORECASE)
 
 
 def _hedged(text: str, length: int) -> int:
@@ -46,11 +48,14 @@ def _hedged(text: str, length: int) -> int:
     with the same values are one."""
     closes = list(_THINK_CLOSE.finditer(text))
     tail = unicodedata.normalize("NFKC", text[closes[-1].end() :] if closes else text)
-    lists = set()
+    lists: set[tuple[object, ...]] = set()
     for found in _BRACKETED.finditer(tail):
         items = [item for item in _SCORE_GAP.split(found.group(1)) if item]
         if len(items) == length and all(_SCORE.fullmatch(item) for item in items):
             lists.add(tuple(float(item.strip("\"'")) for item in items))
+        elif _ALTERNATIVE.search(found.group(1)) and sum(
+                1 for item in items if _SCORE.fullmatch(item)) >= length:
+            lists.add(("alternatives", found.start()))  # a list with "4 or 5" in a slot
     return len(lists)
 
 
