@@ -67,6 +67,16 @@ exec(_rewardkit_code, globals())
 """
 
 
+
+#: C and C++ tests run in the candidate's process, where raw pointers reach everything
+_IN_PROCESS_VERDICT = ("C/C++ tests share the candidate's process: hardened, but raw memory "
+                       "access could reach the harness (docs/sandbox.md, Test verdicts; "
+                       "cases: have no in-process verdict)")
+
+
+def _in_process(language: str) -> bool:
+    return language.lower() in ("c", "cpp", "c++", "cc", "cxx")
+
 class CodeExecutionParams(Params):
     """Parameters of ``code_execution``."""
 
@@ -425,7 +435,14 @@ class CodeExecution(Reward):
         else:
             reason = f"{tally.passed}/{total} {kind} passed; {tally.failure}"
         queued = round(tally.queued_s, 4)  # the queueing metric of the node's budget
-        return Score.ok(value, reason, passed=tally.passed, total=total, queued_s=queued)
+        extra = {}
+        if kind == "tests" and params.runner == "local" and _in_process(params.language):
+            # the residue docs/sandbox.md ("Test verdicts") names: said where it is paid
+            extra["verdict"] = _IN_PROCESS_VERDICT
+            if all_passed:
+                reason += f" ({_IN_PROCESS_VERDICT})"
+        return Score.ok(value, reason, passed=tally.passed, total=total, queued_s=queued,
+                        **extra)
 
 
 #: statuses that are the machine's fault, not the program's: an error score, never a 0

@@ -97,3 +97,16 @@ def test_unknown_languages_are_refused_with_the_known_ones() -> None:
         language_named("cobol")
     with pytest.raises(ValueError, match="cobol"):
         CodeExecution({"language": "cobol"})
+
+
+def test_a_c_verdict_says_its_tests_share_the_candidates_process() -> None:
+    tests = ["#include <assert.h>\nint main(){assert(twice(2)==4);}"]
+    program = "```c\nint twice(int x){return 2*x;}\n```"
+    c = CodeExecution({"language": "c", "timeout_s": 5}).grade(
+        Sample(completion=program, reference=tests))
+    assert c.value == 1.0 and "share the candidate's process" in (c.reason or "")
+    assert "Test verdicts" in c.details["verdict"]
+    cases = CodeExecution({"language": "c", "timeout_s": 5}).grade(Sample(
+        completion="```c\n#include <stdio.h>\nint main(){puts(\"4\");}\n```",
+        reference={"cases": [{"stdin": "", "stdout": "4\n"}]}))
+    assert cases.value == 1.0 and "verdict" not in cases.details
