@@ -163,7 +163,7 @@ template <class T> struct plain<std::optional<T>> : plain<T> {};
 template <> struct plain<boost::any> : std::true_type {};
 #endif
 template <class R, class... A> constexpr bool returns_plain(R (*)(A...)) {
-    return plain<std::remove_cv_t<std::remove_reference_t<R>>>::value;
+    return plain<std::remove_cv_t<std::remove_reference_t<R> > >::value;
 }
 }  // namespace rewardkit_plain
 """
