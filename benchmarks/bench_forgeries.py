@@ -108,7 +108,6 @@ def measure(language: str, pool: SandboxPool | None = None) -> dict[str, Any]:
     spec = yaml.safe_load((CASES / f"code_execution_{language}_forgeries.cases.yaml").read_text())
     grader = CodeExecution(spec["params"])
     paid: list[str] = []
-    refused: list[str] = []
     honest: list[bool] = []
     rule_paid: list[bool] = []
     rule_honest: list[bool] = []
@@ -122,7 +121,8 @@ def measure(language: str, pool: SandboxPool | None = None) -> dict[str, Any]:
                                                  case["reference"][0]) == "passed")
             continue
         tried += 1
-        (paid if score.value == 1.0 else refused).append(case["name"])
+        if score.value == 1.0:
+            paid.append(case["name"])
         if pool is not None:
             verdict = codegeex_rule(pool, language, _program(case["completion"]),
                                     case["reference"][0])

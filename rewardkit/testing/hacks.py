@@ -148,13 +148,25 @@ def _code_of(h: Honest) -> str | None:
 
 
 _PYTHON_TAGS = ("", "python", "py", "python3")
+#: fence tags of the sandbox's languages written other ways (the sandbox's own table,
+#: ``rewardkit_sandbox.ALIASES``, is another distribution's: the core does not import it)
+_LANGUAGE_TAGS = {"c++": "cpp", "cc": "cpp", "cxx": "cpp", "js": "javascript", "node": "javascript",
+                  "golang": "go", "rs": "rust"}
+_FENCE_TAG = re.compile(r"```([\w+-]*)\n")
+
+
+def _language_of(h: Honest) -> tuple[str, str] | None:
+    """(the honest code's language, its fence tag as written), from its last fence."""
+    tags = _FENCE_TAG.findall(h.text)
+    if not tags:
+        return None
+    return _LANGUAGE_TAGS.get(tags[-1].lower(), tags[-1].lower()), tags[-1]
 
 
 def _not_python(h: Honest) -> str | None:
     """Why a Python program exploit cannot apply: the honest code is another language's
     (its fence tag), where a Python program is no test of the harness."""
-    tags = re.findall(r"```([\w+-]*)\n", h.text)
-    tag = tags[-1].lower() if tags else ""
+    tag = (_language_of(h) or ("", ""))[0]
     if tag in _PYTHON_TAGS:
         return None
     return (f"a Python program exploit; the honest code is {tag} (that language's forgeries "
@@ -392,19 +404,14 @@ _EXIT_FIRST = {
                         "require('fs').writeSync(3, '{\"harness\": \"0\"}\\n'); "
                         "process.reallyExit(0);"]),
 }
-_LANGUAGE_TAGS = {"c++": "cpp", "cc": "cpp", "cxx": "cpp", "js": "javascript", "node": "javascript",
-                  "golang": "go", "rs": "rust"}
-
-
 def _exit_before_tests(h: Honest) -> list[str] | str:
     """The honest program made to exit 0 (or write a guessed verdict record) before its
     tests can run: a test harness that reads the exit code pays it."""
-    tags = re.findall(r"```([\w+-]*)\n", h.text)
-    code = _code_of(h)
-    if code is None or not tags:
+    code, language = _code_of(h), _language_of(h)
+    if code is None or language is None:
         return "the honest completion has no fenced code block"
-    tag = _LANGUAGE_TAGS.get(tags[-1].lower(), tags[-1].lower())
-    fence = f"```{tags[-1]}\n"
+    tag, written = language
+    fence = f"```{written}\n"
     if tag in _PYTHON_TAGS:
         return "a Python program: harness_patch has its exit-code forgeries"
     if tag == "java":

@@ -29,11 +29,33 @@ byte[0] = 0;
 const candidateSource = readFileSync('main.js', 'utf8');
 const testsSource = readFileSync('tests.js', 'utf8');
 unlinkSync('tests.js');  // not readable from the work directory once the candidate runs
+const names = new Set(testsSource.match(/[A-Za-z_$][\w$]*/g) || []);  // before it runs too
 const write = (fd, text) => { try { writeSync(fd, '' + text); } catch (error) { /* closed */ } };
 const noCode = { codeGeneration: { strings: false, wasm: false } };
 
+// what the harness keeps of a realm, taken before any candidate code runs: its Error, its
+// decoder of tagged JSON (built from its own JSON.parse) and the prototypes plain data has
+const decoderSource = `(text) => JSON.parse(text, function (key, value) {
+  if (value && typeof value === 'object' && !Array.isArray(value) && '\\u0000' in value) {
+    const [tag, data] = value['\\u0000'];
+    if (tag === 'u') return undefined;
+    if (tag === 'n') return Number(data);
+    if (tag === 'b') return BigInt(data);
+    if (tag === 'a') { const out = []; for (let i = 0; i < data.length; i++) out[i] = data[i]; return out; }
+    if (tag === 'o') return data;
+  }
+  return value;
+})`;
+const realmOf = (context) => ({
+  error: runInContext('Error', context),
+  decode: runInContext(decoderSource, context),
+  prototypes: [runInContext('Array.prototype', context), runInContext('Object.prototype', context)],
+});
+
 // the candidate's realm: its own builtins; nothing of ours but closures
 const candidate = createContext({}, noCode);
+const candidateRealm = realmOf(candidate);
+const candidateError = candidateRealm.error;
 const candidateGlobals = runInContext(`(write, load) => {
   const text = (args) => args.map((x) => { try { return typeof x === 'string' ? x : JSON.stringify(x) ?? String(x); } catch (e) { return String(x); } }).join(' ');
   const log = (...args) => write(1, text(args) + '\\n');
@@ -50,44 +72,18 @@ const loadForCandidate = (name) => {
   }
   return hostRequire(name);
 };
-const candidateError = runInContext('Error', candidate);
 const given = candidateGlobals((fd, text) => write(fd, text), (name) => {
   try { return loadForCandidate(name); } catch (error) {
     throw new candidateError(String(error && error.message));
   }
 });
 for (const key of ['console', 'require', 'module', 'exports']) candidate[key] = given[key];
-const candidateDecode = runInContext(`(text) => JSON.parse(text, function (key, value) {
-  if (value && typeof value === 'object' && !Array.isArray(value) && '\\u0000' in value) {
-    const [tag, data] = value['\\u0000'];
-    if (tag === 'u') return undefined;
-    if (tag === 'n') return Number(data);
-    if (tag === 'b') return BigInt(data);
-    if (tag === 'a') { const out = []; for (let i = 0; i < data.length; i++) out[i] = data[i]; return out; }
-    if (tag === 'o') return data;
-  }
-  return value;
-})`, candidate);
-const candidateArray = runInContext('Array.prototype', candidate);
-const candidateObject = runInContext('Object.prototype', candidate);
 
 // the tests' realm: pristine builtins, never seen by the candidate
 const tests = createContext({}, noCode);
 let failures = 0;
-const testsError = runInContext('Error', tests);
-const testsDecode = runInContext(`(text) => JSON.parse(text, function (key, value) {
-  if (value && typeof value === 'object' && !Array.isArray(value) && '\\u0000' in value) {
-    const [tag, data] = value['\\u0000'];
-    if (tag === 'u') return undefined;
-    if (tag === 'n') return Number(data);
-    if (tag === 'b') return BigInt(data);
-    if (tag === 'a') { const out = []; for (let i = 0; i < data.length; i++) out[i] = data[i]; return out; }
-    if (tag === 'o') return data;
-  }
-  return value;
-})`, tests);
-const testsArray = runInContext('Array.prototype', tests);
-const testsObject = runInContext('Object.prototype', tests);
+const testsRealm = realmOf(tests);
+const testsError = testsRealm.error;
 
 class NotPlain extends Error {}
 // a value as tagged JSON text, reading only own data properties (no getter, proxy, toJSON
@@ -129,7 +125,7 @@ const encode = (value, prototypes, depth) => {
 const bridge = (name, fn) => (args) => {
   let inCandidate;
   try {
-    inCandidate = candidateDecode(stringify(encode(args, [testsArray, testsObject], 0)));
+    inCandidate = candidateRealm.decode(stringify(encode(args, testsRealm.prototypes, 0)));
   } catch (error) {
     throw new testsError(`${name}: arguments that are not plain data cross to the candidate: ${error.message}`);
   }
@@ -145,7 +141,7 @@ const bridge = (name, fn) => (args) => {
   }
   if (threw) throw new testsError(`${name} threw: ${result}`);
   try {
-    return testsDecode(stringify(encode(result, [candidateArray, candidateObject], 0)));
+    return testsRealm.decode(stringify(encode(result, candidateRealm.prototypes, 0)));
   } catch (error) {
     if (!(error instanceof NotPlain) && !(error instanceof RangeError)) throw new testsError(`${name}: ${error}`);
     throw new testsError(`${name} returned what is not plain data (${error.message}): the tests compare plain values only`);
@@ -159,7 +155,6 @@ try {
   loaded = false;
   write(2, 'the program under test threw while it loaded\n');
 }
-const names = new Set(testsSource.match(/[A-Za-z_$][\w$]*/g) || []);
 const strictAssert = (condition, ...message) => {
   if (!condition) {
     failures += 1;

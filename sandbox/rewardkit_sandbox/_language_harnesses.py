@@ -83,6 +83,13 @@ int __wrap_main(int argc, char **argv) {
 #endif
 """
 
+#: the GNU attributes that run code before or after main, or place, alias or rename a
+#: symbol (refused in both spellings, ``__attribute__((...))`` and ``[[gnu::...]]``)
+_PLACING = ("constructor|destructor|section|alias|ifunc|weakref|weak|init_priority|symver|"
+            "externally_visible|retain")
+_PLACING_WHY = ("an attribute that runs code before or after the tests or places or renames "
+                "a symbol")
+
 #: What a C or C++ candidate may not write, checked on its own code after the
 #: preprocessor (a macro cannot hide it): each renames, replaces or runs before the
 #: tests' entry point, asserts or comparisons, or reaches the harness.
@@ -91,12 +98,9 @@ C_REFUSED = [
      "tests' main or a symbol they call)"],
     [r"#\s*pragma\s+(?:redefine_extname|weak|GCC\s+visibility)\b",
      "a pragma that renames or weakens symbols"],
-    [r"(?:__attribute__|__attribute)\s*\(\((?:(?!\)\))[^;{])*?\b_*(?:constructor|destructor|section|"
-     r"alias|ifunc|weakref|weak|init_priority|symver|externally_visible|retain)_*\b",
-     "an attribute that runs code before or after the tests or places or renames a symbol"],
-    [r"\[\[[^\]]*\b(?:gnu|__gnu__)::_*(?:constructor|destructor|section|alias|ifunc|weakref|"
-     r"weak|init_priority|symver|retain)_*\b", "an attribute that runs code before or after "
-     "the tests or places or renames a symbol"],
+    [r"(?:__attribute__|__attribute)\s*\(\((?:(?!\)\))[^;{])*?\b_*(?:" + _PLACING + r")_*\b",
+     _PLACING_WHY],
+    [r"\[\[[^\]]*\b(?:gnu|__gnu__)::_*(?:" + _PLACING + r")_*\b", _PLACING_WHY],
     [r"\boperator\s*(?:==|!=|<=>)", "an equality operator of its own (the tests' "
      "comparisons must decide)"],
     [r"\bnamespace\s+(?:std|__gnu_cxx|boost)\b\s*(?:\{|::)", "code inside namespace std"],

@@ -301,9 +301,9 @@ class CompiledRunner:
             limits = dataclasses.replace(
                 limits, wall_time_s=self.test_timeout_s, cpu_time_s=self.test_timeout_s
             )
+        refusal = harnesses.refused(self.language, code)  # the candidate's, every test
         for index, test in enumerate(tests):
             nonce = secrets.token_hex(16)
-            refusal = harnesses.refused(self.language, code)
             if refusal is not None:
                 result = SandboxResult(Status.COMPILE_ERROR, error=f"compile error ({refusal})")
             elif harnesses.count_tests(self.language, test) == 0:

@@ -67,7 +67,6 @@ exec(_rewardkit_code, globals())
 """
 
 
-
 #: C and C++ tests run in the candidate's process, where raw pointers reach everything
 _IN_PROCESS_VERDICT = ("C/C++ tests share the candidate's process: hardened, but raw memory "
                        "access could reach the harness (docs/sandbox.md, Test verdicts; "
@@ -75,7 +74,9 @@ _IN_PROCESS_VERDICT = ("C/C++ tests share the candidate's process: hardened, but
 
 
 def _in_process(language: str) -> bool:
-    return language.lower() in ("c", "cpp", "c++", "cc", "cxx")
+    """C or C++ (any alias the sandbox knows): tests that share the candidate's process."""
+    return not _is_python(language) and language_named(language).name in ("c", "cpp")
+
 
 class CodeExecutionParams(Params):
     """Parameters of ``code_execution``."""
