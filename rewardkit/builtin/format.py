@@ -55,6 +55,16 @@ class LayoutParams(TagParams):
     )
 
 
+class SoftLayoutParams(LayoutParams):
+    """Parameters of soft_format."""
+
+    ends_output: bool = Field(
+        True, description="nothing visible after the answer block (false: anything after "
+        "it, as the TRL recipe's regex, anchored at the start only; pays whatever the model "
+        "goes on to write)"
+    )
+
+
 @dataclass(frozen=True)
 class _Layout:
     """The text of an output around its four tags, each found exactly once, in order."""
@@ -84,21 +94,26 @@ def _layout(text: str, reasoning_tag: str, answer_tag: str) -> _Layout | None:
                    text[ends[2] : starts[3]], text[ends[3] :])
 
 
-@reward(params=LayoutParams)
-def soft_format(sample: Sample, params: LayoutParams) -> float:
+@reward(params=SoftLayoutParams)
+def soft_format(sample: Sample, params: SoftLayoutParams) -> float:
     """The output is the reasoning block then the answer block, lenient on whitespace only.
 
     Each of the four tags exactly once, in order; nothing visible before, between or
     after the blocks (any whitespace, newlines or none, is fine); a non-empty answer and
     at least ``min_reasoning_chars`` visible characters of reasoning. Stray, repeated or
     unbalanced tags, text around the blocks and an empty answer pay 0: the soft check
-    forgives layout, not structure.
+    forgives layout, not structure. ``ends_output: false`` lets anything follow the answer
+    block (the TRL recipe's regex is anchored at the start only); the four tags still
+    occur once each, so a second block after the first pays 0 either way.
 
     Pays ``score``, else 0. Example: ``<think>2+2</think> <answer>4</answer>`` -> 1.0.
     Linear in the output.
     """
     parts = _layout(sample.text, params.reasoning_tag, params.answer_tag)
-    if parts is None or visible_length(parts.before + parts.between + parts.after):
+    if parts is None:
+        return 0.0
+    outside = parts.before + parts.between + (parts.after if params.ends_output else "")
+    if visible_length(outside):
         return 0.0
     if visible_length(parts.answer) == 0:
         return 0.0
@@ -243,10 +258,22 @@ class NumberParams(Params):
     integer_only: bool = Field(
         False, description="accept only integers (digits with an optional sign)"
     )
+    signed: bool = Field(
+        True, description="accept a leading + or - (false: digits only, as the TRL recipe's "
+        "str.isdigit)"
+    )
+    ends_output: bool = Field(
+        True, description="nothing visible after the answer block (false: anything after "
+        "it, as the TRL recipe, which reads the block and ignores what follows)"
+    )
 
 
-_INTEGER = re.compile(r"[-+]?\d+")
-_DECIMAL = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)")
+_NUMBERS = {
+    (True, True): re.compile(r"[-+]?\d+"),
+    (True, False): re.compile(r"\d+"),
+    (False, True): re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"),
+    (False, False): re.compile(r"\d+(?:\.\d+)?|\.\d+"),
+}
 
 
 @reward(params=NumberParams)
@@ -257,7 +284,8 @@ def answer_is_number(sample: Sample, params: NumberParams) -> float:
     ``integer_only``); not ``1,000``, ``$5``, ``42 apples`` or ``x = 4``. The answer tag
     occurs once (opener and closer), and nothing visible follows the block: stuffed or
     repeated blocks, a block inside the reasoning (its closing tag follows) and junk
-    after the answer pay 0. A wrong number still pays: this is a format check.
+    after the answer pay 0 (``ends_output: false`` lets text follow the block, as the TRL
+    recipe; the tag still occurs once). A wrong number still pays: this is a format check.
 
     Pays ``score``, else 0. A format nudge toward answers a numeric grader can read.
     Linear in the output.
@@ -266,9 +294,11 @@ def answer_is_number(sample: Sample, params: NumberParams) -> float:
     if text.count(f"<{tag}>") != 1 or text.count(f"</{tag}>") != 1:
         return 0.0
     content = tag_block(text, tag)
-    if content is None or visible_length(text[text.index(f"</{tag}>") + len(tag) + 3 :]):
+    if content is None:
         return 0.0
-    pattern = _INTEGER if params.integer_only else _DECIMAL
+    if params.ends_output and visible_length(text[text.index(f"</{tag}>") + len(tag) + 3 :]):
+        return 0.0
+    pattern = _NUMBERS[params.integer_only, params.signed]
     return params.score if pattern.fullmatch(content.strip()) else 0.0
 
 
