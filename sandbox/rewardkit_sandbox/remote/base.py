@@ -212,7 +212,19 @@ class RemoteRunner:
         cpu_time_s: float = 0.0,
         metadata: dict[str, object] | None = None,
     ) -> SandboxResult:
-        """A finished run read into a ``Status`` (timeout, memory, crash, exit code, caps)."""
+        """A finished run read into a ``Status`` (timeout, memory, crash, exit code, caps).
+
+        An answer that says none of them (no exit code, no signal, no limit hit: a
+        field missing or of another type) does not say how the program ended: that is
+        the provider's failure, ``sandbox_error``, never a wrong answer.
+        """
+        ended = timed_out or out_of_memory or output_limited or signal is not None
+        if not ended and (type(exit_code) is not int):
+            return self.sandbox_error(
+                f"{self.provider} answer without an exit code, signal or limit "
+                f"(exit code {exit_code!r}): cannot tell how the program ended",
+                started,
+            )
         out, out_cut = self.cap(stdout)
         err, err_cut = self.cap(stderr)
         if timed_out:

@@ -7,9 +7,10 @@ wait answers only a ``token``: the runner then polls ``GET /submissions/{token}`
 the status leaves "In Queue" (1) / "Processing" (2) or the request deadline passes.
 Status ids: 3 Accepted, 5 Time Limit Exceeded, 6 Compilation Error, 7-12 Runtime Error
 (SIGSEGV, SIGXFSZ, SIGFPE, SIGABRT, NZEC, Other), 13 Internal Error, 14 Exec Format
-Error.  ``fields`` asks for ``exit_code`` and ``exit_signal`` too (not in Judge0's
-default set).  Without ``language_id`` the id is looked up once in ``GET {base_url}/languages``
-(the newest version of the language's usual compiler).
+Error; 13, 14 and any id outside that list are ``sandbox_error``.  ``fields`` asks for
+``exit_code`` and ``exit_signal`` too (not in Judge0's default set).  Without
+``language_id`` the id is looked up once in ``GET {base_url}/languages`` (the newest
+version of the language's usual compiler).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ _LANGUAGE_NAMES = {
     "rust": "Rust (",
 }
 _SIGNAL_OF_STATUS = {7: 11, 9: 8, 10: 6}  # SIGSEGV, SIGFPE, SIGABRT
+#: the status ids of a run that finished (13, 14 are Judge0's own failures): any other
+#: id says nothing we can read as the program's verdict, so it is ``sandbox_error``
+_PROGRAM_STATUSES = frozenset(range(3, 13))
 _POLL_S = (0.05, 0.1, 0.2, 0.5, 1.0)
 #: the answer's fields asked for: Judge0's default set lacks exit_code and exit_signal
 _FIELDS = "token,status,stdout,stderr,compile_output,message,exit_code,exit_signal,time,memory"
@@ -139,13 +143,25 @@ class Judge0Runner(RemoteRunner):
         status_id = status.get("id")
         description = status.get("description") or f"status {status_id}"
         meta: dict[str, object] = {"judge0_status": description, "memory_kb": body.get("memory")}
-        if status_id in (13, 14) or not isinstance(status_id, int):
+        if status_id in (13, 14):
             why = _decode(body.get("message")) or description
             return self.sandbox_error(f"Judge0 {description}: {why}", started)
+        if type(status_id) is not int or status_id not in _PROGRAM_STATUSES:
+            return self.sandbox_error(
+                f"Judge0 answered status id {status_id!r} ({str(description)[:100]}), "
+                f"not one it documents for a finished run ({min(_PROGRAM_STATUSES)}-"
+                f"{max(_PROGRAM_STATUSES)})",
+                started,
+            )
         if status_id == 6:
             return self.compile_failure(started, _decode(body.get("compile_output")))
         exit_code = body.get("exit_code")
         signal_number = body.get("exit_signal")
+        for name, value in (("exit_code", exit_code), ("exit_signal", signal_number)):
+            if value is not None and type(value) is not int:
+                return self.sandbox_error(
+                    f"Judge0 answered {name} {str(value)[:50]!r}, not a number", started
+                )
         if not isinstance(signal_number, int):
             signal_number = _SIGNAL_OF_STATUS.get(status_id)
         if status_id in (3, 4):
