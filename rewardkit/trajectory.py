@@ -9,7 +9,8 @@ parameters), and ``finish_reason`` / ``truncated`` say how the generation ended.
 :meth:`Trajectory.of` reads all of that once, without raising: a bad shape made by the
 rollout (an unknown role, a tool result answering no call) is a :attr:`Trajectory.problem`
 that a reward turns into status ``error``; a bad call the policy wrote (arguments that
-are not JSON, no name) is that call's :attr:`ToolCall.error`, a wrong answer.
+are not JSON, nested past the interpreter's recursion limit, an integer over its 4,300
+digits, no name) is that call's :attr:`ToolCall.error`, a wrong answer.
 
 >>> t = Trajectory.of(Sample(completion=[
 ...     {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
@@ -220,8 +221,8 @@ def _tools_of(value: Any) -> tuple[tuple[Mapping[str, Any], ...] | None, str | N
     if isinstance(value, str):  # a JSON-encoded column (parquet, CSV)
         try:
             value = json.loads(value)
-        except ValueError:
-            return None, "the tools column is text that is not JSON"
+        except (ValueError, RecursionError):
+            return None, "the tools column is text that is not JSON (or nested too deep)"
     if not isinstance(value, list | tuple) or not all(isinstance(t, Mapping) for t in value):
         return None, "the tools column is not a list of function schemas"
     for i, tool in enumerate(value):
@@ -267,14 +268,24 @@ def _parse_call(raw: Any, turn: int) -> dict[str, Any]:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            fields["error"] = f"{name}: arguments are not JSON ({exc.msg})"
+        except (ValueError, RecursionError) as exc:
+            fields["error"] = f"{name}: arguments are not JSON ({_json_problem(exc)})"
             return fields
     if not isinstance(arguments, Mapping):
         fields["error"] = f"{name}: arguments are {type(arguments).__name__}, not an object"
         return fields
     fields["arguments"] = dict(arguments)
     return fields
+
+
+def _json_problem(exc: ValueError | RecursionError) -> str:
+    """Why ``json.loads`` refused text, in words: its message, or what Python's limits
+    refused (nesting past the recursion limit, an integer over 4,300 digits)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested too deep to read"
+    return str(exc).split(";")[0][:120]
 
 
 def _answered(pending: list[dict[str, Any]], message: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -302,7 +313,7 @@ def _result_of(message: Mapping[str, Any]) -> ToolResult:
     if not error and content.lstrip().startswith("{"):
         try:
             parsed = json.loads(content)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or beyond what Python reads
             parsed = None
         error = isinstance(parsed, dict) and list(parsed) == ["error"]
     return ToolResult(content, error, timed_out)

@@ -60,6 +60,40 @@ def test_arguments_that_are_not_json_are_the_calls_error() -> None:
     assert t.problem is None
 
 
+#: arguments Python's json cannot read although they are JSON text: nested past the
+#: interpreter's recursion limit (RecursionError), an integer over its 4,300 digits
+#: (ValueError that is not a JSONDecodeError)
+UNREADABLE_ARGUMENTS = {"nested 50,000 deep": '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}",
+                        "a 5,000-digit number": '{"a": ' + "7" * 5_000 + "}"}
+
+
+@pytest.mark.parametrize("what", sorted(UNREADABLE_ARGUMENTS))
+def test_arguments_json_cannot_read_are_the_calls_error_not_a_traceback(what: str) -> None:
+    t = Trajectory.of(Sample(completion=[
+        {"role": "assistant", "content": "", "tool_calls": [
+            call("add", UNREADABLE_ARGUMENTS[what])]},
+        {"role": "assistant", "content": "done"}]))
+    (only,) = t.calls
+    assert only.arguments is None and only.error and "add: arguments" in only.error
+    assert t.problem is None
+
+
+def test_a_tool_result_nested_too_deep_to_read_is_its_text() -> None:
+    deep = '{"error": ' + "[" * 25_000 + "]" * 25_000 + "}"
+    t = Trajectory.of(Sample(completion=[
+        {"role": "assistant", "content": "", "tool_calls": [call("add", "{}")]},
+        {"role": "tool", "tool_call_id": "c1", "content": deep},
+        {"role": "assistant", "content": "done"}]))
+    (only,) = t.calls
+    assert only.result is not None and only.result.content == deep
+    assert not only.result.error and t.problem is None
+
+
+def test_a_tools_column_nested_too_deep_is_a_problem() -> None:
+    deep = "[" * 50_000 + "]" * 50_000
+    assert "not JSON" in (Trajectory.of(tool_sample(tools=deep)).problem or "")
+
+
 @pytest.mark.parametrize(("messages", "needle"), [
     ([{"role": "wizard", "content": "x"}], "unknown role 'wizard'"),
     ([{"role": "tool", "tool_call_id": "zz", "content": "4"},

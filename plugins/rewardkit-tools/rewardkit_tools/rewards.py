@@ -108,7 +108,7 @@ def strict_json_problem(arguments: Any) -> str | None:
                        object_pairs_hook=_unique_keys)
         except _NotStrictJSON as exc:
             return str(exc)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON at all: the trajectory says so
             return None
         return None
     stack = [arguments]

@@ -82,6 +82,33 @@ def test_valid_refuses_what_only_pythons_json_reads(arguments: str, why: str) ->
     assert score("tool_call_valid", sample([call(KM)])).value == 1.0
 
 
+@pytest.mark.parametrize("arguments", [
+    '{"value": ' + "[" * 50_000 + "]" * 50_000 + ', "from_unit": "km", "to_unit": "mi"}',
+    '{"value": ' + "7" * 5_000 + ', "from_unit": "km", "to_unit": "mi"}',
+], ids=["nested 50,000 deep", "a 5,000-digit number"])
+def test_arguments_pythons_json_cannot_read_are_a_wrong_call_through_a_config(
+        arguments: str) -> None:
+    """Arguments nested past the recursion limit or holding an integer over Python's
+    4,300 digits: an invalid call (status ok, 0) in every tool reward, never an error
+    score or a traceback; a deep tool result is text, not a failure to read."""
+    bad = {"id": "a", "type": "function",
+           "function": {"name": "convert_units", "arguments": arguments}}
+    deep_result = '{"error": ' + "[" * 25_000 + "]" * 25_000 + "}"
+    row = sample([bad], [call(KM, "b")])
+    row = Sample(prompt=row.prompt, completion=[
+        *row.completion[:1], {"role": "tool", "tool_call_id": "a", "content": deep_result},
+        *row.completion[1:]], metadata=row.metadata)
+    rs = RewardSet.from_dict({"rewards": {
+        "valid": {"reward": "tool_call_valid"},
+        "fraction": {"reward": "tool_call_valid", "params": {"credit": "fraction"}},
+        "errors": {"reward": "tool_errors", "params": {"unanswered": "ignored"}}}})
+    scores = rs.score([row])[0].scores
+    assert (scores["valid"].status, scores["valid"].value) == (Status.OK, 0.0)
+    assert (scores["fraction"].status, scores["fraction"].value) == (Status.OK, 0.5)
+    assert "convert_units: arguments" in scores["valid"].reason
+    assert (scores["errors"].status, scores["errors"].value) == (Status.OK, 1.0)
+
+
 def test_valid_refuses_a_non_finite_number_passed_already_parsed() -> None:
     parsed = {"id": "a", "type": "function", "function": {
         "name": "convert_units", "arguments": {**KM, "value": float("nan")}}}
