@@ -9,8 +9,8 @@ with the run limits. The trusted driver of both is :mod:`._language_driver`.
 
 Builds are cached by what was compiled (language, toolchain, flags, every source file):
 the G completions of a prompt that are the same program, every stdin/stdout case of one
-program, and a program re-graded in a later epoch compile once. Compile errors are
-cached too; compile timeouts are not.
+program, and a program re-graded in a later epoch compile once. Compile errors and
+compile timeouts (wrong answers) are cached too; a failed build task is not.
 
 Assert-style tests are whole test programs in the language's usual shape (a C/C++
 ``main`` with ``assert``, a Java ``Main`` class, JavaScript statements with
@@ -185,7 +185,10 @@ class CompileCache:
             waiting.wait()
         try:
             made: Build = build()
-            if made.status not in (Status.COMPILE_TIMEOUT, Status.SANDBOX_ERROR):
+            # a compile timeout is the source's verdict like a compile error (a wrong
+            # answer): compiling it again for each case and identical completion would
+            # cost the compile limit each time, one after the other
+            if made.status is not Status.SANDBOX_ERROR:
                 self._store(key, made)
             return made, False
         finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,22 @@ def test_a_compile_timeout_is_its_own_status(contained: SandboxPool) -> None:
     table = "int t[] = {" + ",".join(str(i) for i in range(300000)) + "};\n"
     result = slow.run(table + "int main(void){ return t[7] - 7; }")
     assert result.status is Status.COMPILE_TIMEOUT, (result.status, result.error)
+
+
+def test_a_compile_timeout_is_cached_for_every_run_of_the_same_source(
+    contained: SandboxPool,
+) -> None:
+    # issue 37.7: a timed-out build was compiled again for each case and each identical
+    # completion (each waited for the compile before it, then started its own)
+    limits = dataclasses.replace(COMPILE_LIMITS, wall_time_s=0.3)
+    slow = CompiledRunner(contained, "c", compile_limits=limits, cache=CompileCache())
+    table = "int t[] = {" + ",".join(str(i) for i in range(300000)) + "};\n"
+    program = table + "int main(void){ return t[7] - 7; }"
+    with ThreadPoolExecutor(3) as threads:
+        results = list(threads.map(lambda stdin: slow.run(program, stdin=stdin), "123"))
+    assert [result.status for result in results] == [Status.COMPILE_TIMEOUT] * 3
+    assert sorted(result.metadata["compile_cached"] for result in results) == [False, True, True]
+    assert (slow.cache.misses, slow.cache.hits) == (1, 2)
 
 
 def test_a_build_is_compiled_once_per_source(runner: CompiledRunner) -> None:

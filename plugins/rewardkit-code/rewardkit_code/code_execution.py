@@ -40,6 +40,7 @@ from rewardkit_sandbox import (
     Status,
     language_named,
 )
+from rewardkit_sandbox.languages import COMPILE_LIMITS
 from rewardkit_sandbox.remote.factory import build_remote_runner, check_remote_settings
 
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score
@@ -110,6 +111,13 @@ class CodeExecutionParams(Params):
     )
     timeout_s: float = Field(5.0, gt=0, le=600, description="limit per test / per case run")
     memory_mb: int = Field(512, ge=32, description="address-space limit of the program")
+    compile_timeout_s: float = Field(
+        COMPILE_LIMITS.wall_time_s,
+        gt=0,
+        le=600,
+        description="local compiled languages: wall and CPU limit of one build (a build "
+        "past it is a wrong answer, compile_timeout, cached like a compile error)",
+    )
     compare: Literal["exact", "rstrip", "whitespace"] = Field(
         "rstrip",
         description="stdout comparison: exact; rstrip: trailing whitespace of each line and "
@@ -304,6 +312,7 @@ class CodeExecution(Reward):
                 shared_pool(params.concurrency, offered),
                 params.language,
                 limits=_limits(params.timeout_s, params.timeout_s, params.memory_mb),
+                compile_limits=_compile_limits(params.compile_timeout_s),
                 test_timeout_s=params.timeout_s,
                 stop_on_first_failure=stop_early,
                 rust_crates=params.rust_crates,
@@ -460,6 +469,12 @@ def _limits(wall_time_s: float, cpu_time_s: float, memory_mb: int) -> SandboxLim
     return SandboxLimits(
         wall_time_s=wall_time_s, cpu_time_s=cpu_time_s, memory_bytes=memory_mb * _MIB
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _compile_limits(seconds: float) -> SandboxLimits:
+    """The build task's limits with ``seconds`` of wall and CPU time."""
+    return dataclasses.replace(COMPILE_LIMITS, wall_time_s=seconds, cpu_time_s=seconds)
 
 
 def _normalised(text: str, compare: str) -> object:
