@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from rewardkit.config.models import TURN_METRICS
-from rewardkit.report.analysis import ReportInputError, RunSummary, read_scored, summarise
+from rewardkit.report.analysis import (
+    ReportInputError,
+    RunSummary,
+    StepCoverage,
+    read_scored,
+    summarise,
+)
 from rewardkit.report.hacking import ComponentRoles
 from rewardkit.report.monitor import monitor_run
 from rewardkit.report.page import WeightsOverSteps, render
@@ -64,7 +70,9 @@ def build_report(rows: Sequence[Mapping[str, Any]], *, title: str = "rewardkit r
     (to ``steps``, the run's last step, or the schedule's end if later) with stage
     switches, names each component's reward and tells the hack monitor which components
     train and which audit; ``curves`` (per-step means, as ``reward_curves.csv`` holds
-    them) adds the reward curves of a training run.
+    them) adds the reward curves of a training run. The page says which training steps
+    the rows come from, and warns when they stop well before the run's last step
+    (``steps``, else the curves' last step).
     """
     if summary is None:
         summary = summarise(rows, bad_lines, _turn_metrics(reward_set))
@@ -72,17 +80,19 @@ def build_report(rows: Sequence[Mapping[str, Any]], *, title: str = "rewardkit r
                if reward_set is not None else {})
     roles = ComponentRoles.guess(list(summary.components), rewards)
     weights = None
+    curve_steps = [int(r["step"]) for r in curves or () if math.isfinite(r.get("step", math.nan))]
+    run_end = steps if steps is not None else (max(curve_steps) if curve_steps else None)
+    coverage = StepCoverage.of(rows, run_end)
     if reward_set is not None:
         last = steps
         if last is None:
-            seen = [r["step"] for r in curves or () if math.isfinite(r.get("step", math.nan))]
-            seen += [int(r["step"]) for r in rows if isinstance(r.get("step"), int)]
+            seen = curve_steps + [int(r["step"]) for r in rows if isinstance(r.get("step"), int)]
             last = int(max(seen)) if seen else 0
         weights = WeightsOverSteps.from_reward_set(
             reward_set, WeightsOverSteps.chart_end(reward_set, last))
     monitor = monitor_run(rows, curves, reward_set)
     return render(rows, summary, title=title, source=source, roles=roles, weights=weights,
-                  curves=list(curves) if curves else None, monitor=monitor)
+                  curves=list(curves) if curves else None, monitor=monitor, coverage=coverage)
 
 
 def _turn_metrics(reward_set: Any) -> int:

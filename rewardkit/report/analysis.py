@@ -8,6 +8,7 @@ null) and ``components`` = ``{name: {value, status, reason, latency_ms?}}``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -94,6 +95,54 @@ def read_scored(path: str | Path) -> tuple[list[dict[str, Any]], list[tuple[int,
         raise ReportInputError(f"{path}: no scored samples (expected the JSONL that "
                                f"`rewardkit score` writes){reason}")
     return rows, bad
+
+
+@dataclass(frozen=True)
+class StepCoverage:
+    """Which training steps the scored rows come from (a run's log keeps a sample of them:
+    every step's rows while they fit, then every 2nd step's ...)."""
+
+    first: int
+    last: int
+    count: int
+    #: the gap between steps when they are evenly spaced, else None
+    every: int | None
+    #: the run's last step when known (its reward curves, ``--steps``)
+    run_end: int | None = None
+
+    @classmethod
+    def of(cls, rows: Iterable[Mapping[str, Any]],
+           run_end: int | None = None) -> StepCoverage | None:
+        """None when no row has an integer ``step`` (a scoring run, not a training run)."""
+        steps = sorted({r["step"] for r in rows
+                        if isinstance(r.get("step"), int) and not isinstance(r["step"], bool)})
+        if not steps:
+            return None
+        gaps = {b - a for a, b in itertools.pairwise(steps)}
+        every = gaps.pop() if len(gaps) == 1 else (1 if not gaps else None)
+        return cls(steps[0], steps[-1], len(steps), every, run_end)
+
+    @property
+    def partial(self) -> bool:
+        """The rows stop well before the run's end: the figures describe its start only."""
+        if self.run_end is None:
+            return False
+        return self.run_end - self.last > max(self.every or 1, 1) + 1
+
+    def text(self) -> str:
+        """``samples from steps 0-598 (every 2nd step, 300 steps) of a run to step 599``."""
+        span = f"step {self.first}" if self.count == 1 else f"steps {self.first}-{self.last}"
+        if self.count > 1:
+            span += (" (every step)" if self.every == 1 else
+                     f" (every {_ordinal(self.every)} step, {self.count} steps)" if self.every
+                     else f" ({self.count} steps)")
+        run = f" of a run to step {self.run_end}" if self.run_end is not None else ""
+        return f"samples from {span}{run}"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def group_of(row: Mapping[str, Any]) -> Hashable:

@@ -2,8 +2,11 @@
 
 Three signs, each a flag on a sample:
 
-- ``format_paid_answer_wrong``: a format component paid (value > 0) while every answer
-  component that scored it gave 0 or less;
+- ``format_paid_answer_wrong``: a format component paid most of its credit (at least
+  :data:`FORMAT_PAID_SHARE` of the most it paid any sample of the run) while every answer
+  component that scored it gave 0 or less. Partial format credit does not
+  count: a dense layout reward pays a share to nearly every honest attempt, and a sign
+  that fires on those hides the samples that learnt the format alone;
 - ``long_high_reward``: the completion is much longer than usual (an outlier: past the
   upper quartile by three interquartile ranges, and over twice the median length) and
   its total is in the top quarter;
@@ -33,6 +36,8 @@ FORMAT_WORDS = re.compile(r"format|xml|tag|struct|schema|syntax|number|integer|n
 ANSWER_WORDS = re.compile(r"accura|correct|answer|exact|match|math|pass|test|judge|verif",
                           re.IGNORECASE)
 REPEAT_SHARE = 0.5
+#: the share of the format credit a sample must earn for "format paid"
+FORMAT_PAID_SHARE = 0.75
 MIN_TOKENS = 20
 FLAG_TEXT = {
     "format_paid_answer_wrong": "format paid, answer wrong",
@@ -88,6 +93,23 @@ def long_cut(lengths: Sequence[int]) -> float:
     return max(q3 + 3 * (q3 - q1), 2 * percentile(lengths, 50))
 
 
+def format_paid(row: Mapping[str, Any], full: Mapping[str, float]) -> bool:
+    """A format component paid ``row`` at least :data:`FORMAT_PAID_SHARE` of its ``full``
+    credit (the most it paid any sample of the run; a component that never paid anything
+    does not count)."""
+    for name, top in full.items():
+        value = value_of(row, name)
+        if top > 0 and value is not None and value >= FORMAT_PAID_SHARE * top:
+            return True
+    return False
+
+
+def full_credit(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, float]:
+    """The most each component paid any of the rows (0.0 when it never paid)."""
+    return {n: max((v for v in (value_of(r, n) for r in rows) if v is not None), default=0.0)
+            for n in names}
+
+
 def flag_samples(rows: Sequence[Mapping[str, Any]], roles: ComponentRoles) -> list[list[str]]:
     """The flags of each row (empty list = nothing suspect)."""
     lengths = [len(completion_text(r)) for r in rows]
@@ -95,13 +117,13 @@ def flag_samples(rows: Sequence[Mapping[str, Any]], roles: ComponentRoles) -> li
     high = percentile(totals, 75) if totals else math.inf
     lowest = min(totals) if totals else math.inf
     cut = long_cut(lengths) if lengths else 0.0
+    full = full_credit(rows, roles.format)
     flags: list[list[str]] = []
     for row, length in zip(rows, lengths, strict=True):
         found: list[str] = []
         total = total_of(row)
-        paid = [value_of(row, n) for n in roles.format]
         judged = [v for v in (value_of(row, n) for n in roles.answer) if v is not None]
-        if any(v is not None and v > 0 for v in paid) and judged and all(v <= 0 for v in judged):
+        if judged and all(v <= 0 for v in judged) and format_paid(row, full):
             found.append("format_paid_answer_wrong")
         rewarded = total is not None and total >= high and total > lowest
         if rewarded and len(rows) >= 8 and length > cut:

@@ -16,8 +16,14 @@ from typing import Any
 
 from rewardkit.report import monitor as monitor_rules
 from rewardkit.report import svg
-from rewardkit.report.analysis import RunSummary, status_of, total_of, value_of
-from rewardkit.report.hacking import FLAG_TEXT, ComponentRoles, completion_text, flag_samples
+from rewardkit.report.analysis import RunSummary, StepCoverage, status_of, total_of, value_of
+from rewardkit.report.hacking import (
+    FLAG_TEXT,
+    FORMAT_PAID_SHARE,
+    ComponentRoles,
+    completion_text,
+    flag_samples,
+)
 from rewardkit.report.monitor import FLAG_TEXT as MONITOR_TEXT
 from rewardkit.report.monitor import HackMonitor
 from rewardkit.reward_set import percentile
@@ -133,14 +139,16 @@ def render(rows: Sequence[Mapping[str, Any]], summary: RunSummary, *, title: str
            source: str, roles: ComponentRoles,
            weights: WeightsOverSteps | None = None,
            curves: Sequence[Mapping[str, float]] | None = None,
-           monitor: HackMonitor | None = None) -> str:
-    """The whole page as a string."""
+           monitor: HackMonitor | None = None,
+           coverage: StepCoverage | None = None) -> str:
+    """The whole page as a string (``coverage``: the training steps the rows come from)."""
     flags = flag_samples(rows, roles)
+    steps = f" · <span id='coverage'>{escape(coverage.text())}</span>" if coverage else ""
     body = [
         f"<header><h1>{escape(title)}</h1><p class='muted'>{escape(source)} · "
-        f"{summary.samples} samples · {summary.groups} prompt groups · generated "
+        f"{summary.samples} samples · {summary.groups} prompt groups{steps} · generated "
         f"{_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>",
-        _bad_lines(summary), "</header>",
+        _partial(coverage), _bad_lines(summary), "</header>",
         _nav(curves is not None, weights is not None, monitor is not None),
         _overview(summary),
         _components(summary),
@@ -159,6 +167,15 @@ def render(rows: Sequence[Mapping[str, Any]], summary: RunSummary, *, title: str
             "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
             f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head>"
             f"<body>{''.join(body)}<script>{_asset('browser.js')}</script></body></html>\n")
+
+
+def _partial(coverage: StepCoverage | None) -> str:
+    if coverage is None or not coverage.partial:
+        return ""
+    return (f"<p class='warn'>The samples stop at step {coverage.last} of a run to step "
+            f"{coverage.run_end}: the overview, the components and the suspected hacking "
+            f"describe steps {coverage.first}-{coverage.last} only (the reward curves cover "
+            "the whole run).</p>")
 
 
 def _bad_lines(summary: RunSummary) -> str:
@@ -392,7 +409,9 @@ def _hacking(rows: Sequence[Mapping[str, Any]], flags: Sequence[list[str]],
     ans_names = ", ".join(roles.answer) or "none found"
     return ("<section id='hacking'><h2>Suspected reward hacking</h2><ul>" + items + "</ul>"
             f"<p class='muted'>format components: {escape(fmt_names)}; answer components: "
-            f"{escape(ans_names)} (from their names). Long = past the upper quartile by three "
+            f"{escape(ans_names)} (from their names). Format paid = a format component paid "
+            f"at least {FORMAT_PAID_SHARE:.0%} of the most it paid in the run, while every "
+            "answer component gave 0. Long = past the upper quartile by three "
             "interquartile ranges and over twice the median length; repetitive = half or "
             "more of its 3-grams repeat; high reward = total in the top quarter. Click a "
             "sign to list its samples.</p>"

@@ -282,3 +282,99 @@ def test_the_sample_log_keeps_whole_groups_per_step():
     log = run_report.ScoredSampleLog(per_step=16, num_generations=6)
     log.record(0, samples, rs.score(samples, step=0))
     assert len(log.rows) == 12  # two whole groups of 6, not 16 rows cutting the third
+
+
+#: the quickstart's rewards (examples/quickstart.yaml): a right digit, the strict layout and
+#: the dense share of the layout in place
+QUICKSTART_REWARDS = {"rewards": {
+    "correct": {"reward": "exact_answer", "weight": 1.0},
+    "format": {"reward": "strict_format", "weight": 0.5},
+    "partial_format": {"reward": "layout_progress", "weight": 0.5},
+}}
+
+
+def _quickstart_like_run(steps: int, per_step: int, limit: int) -> tuple[object, list[dict]]:
+    """A run's sample log, scored by the quickstart's real rewards at every step: honest
+    attempts that get part of the layout right (a dense reward pays them a share), the
+    right answer more often as the run goes on, and one hack per step: the whole layout
+    with a wrong digit."""
+    import random
+
+    run_report = pytest.importorskip("rewardkit_trainers.run_report")
+    from rewardkit import RewardSet, Sample
+
+    rs = RewardSet.from_dict(QUICKSTART_REWARDS)
+    rng = random.Random(0)
+    log = run_report.ScoredSampleLog(per_step=per_step, limit=limit, num_generations=8)
+    curves = []
+    for step in range(steps):
+        batch = []
+        for k in range(per_step):
+            d = rng.randint(0, 9)
+            if k == 0:  # the hack: the layout paid in full, the answer wrong
+                text = f"<think>\n{d}\n</think>\n<answer>\n{(d + 1) % 10}\n</answer>"
+            elif rng.random() < step / steps:  # learnt
+                text = f"<think>\n{d}\n</think>\n<answer>\n{d}\n</answer>"
+            else:  # an honest attempt: a prefix of the layout, then noise
+                text = ["<think>\n", f"<think>\n{d}\n</think>\n", f"<think>\n{d}\n</think>\n"
+                        "<answer>\n"][rng.randint(0, 2)] + rng.choice(["x", "7 7", "</think>"])
+            batch.append(Sample(f"copy {d}", text, str(d)))
+        result = rs.score(batch, step=step)
+        log.record(step, batch, result)
+        curves.append({"step": float(step + 1), "reward": 1.0})
+    return log, curves
+
+
+def test_a_long_runs_sample_log_spans_every_part_of_the_run(tmp_path: Path):
+    """Issue 43: a 600-step quickstart kept steps 0-312 (the 20,000-row cap filled) and the
+    report said nothing. The log thins to every 2nd, 4th ... step and keeps the whole run."""
+    log, _ = _quickstart_like_run(steps=300, per_step=16, limit=2000)
+    steps = sorted({r["step"] for r in log.rows})
+    assert len(log.rows) <= 2000
+    assert steps == list(range(0, 300, 4))  # 4,800 rows scored: every 4th step fits
+    assert all(sum(r["step"] == s for r in log.rows) == 16 for s in steps)
+
+
+def test_the_report_says_which_steps_its_samples_come_from(tmp_path: Path):
+    run_report = pytest.importorskip("rewardkit_trainers.run_report")
+    from rewardkit.config import RewardConfig
+
+    log, curves = _quickstart_like_run(steps=300, per_step=16, limit=2000)
+    page = run_report.write_run_report(tmp_path, log, RewardConfig.model_validate(
+        QUICKSTART_REWARDS), curves, steps=300).read_text()
+    assert "samples from steps 0-296 (every 4th step, 75 steps) of a run to step 300" in page
+    assert "The samples stop at step" not in page
+    # the same rows rebuilt by `rewardkit report RUN_FOLDER` (curves from the folder)
+    (tmp_path / "reward_curves.csv").write_text(
+        "step,reward\n" + "".join(f"{int(c['step'])},{c['reward']}\n" for c in curves))
+    done = cli("report", str(tmp_path), "-o", str(tmp_path / "again.html"))
+    assert done.returncode == 0, done.stderr
+    assert "every 4th step, 75 steps) of a run to step 300" in (tmp_path / "again.html").read_text()
+
+
+def test_a_report_of_the_first_part_of_a_run_says_so():
+    rows = [dict(row("p", 1.0, acc=1.0), step=s) for s in range(0, 313)]
+    page = build_report(rows, curves=[{"step": float(s), "reward": 1.0} for s in range(601)])
+    assert "samples from steps 0-312 (every step) of a run to step 600" in page
+    assert ("The samples stop at step 312 of a run to step 600: the overview, the components "
+            "and the suspected hacking describe steps 0-312 only") in page
+
+
+def test_format_paid_answer_wrong_needs_most_of_the_format_credit():
+    """Issue 43: partial format credit flagged 16,904 of 20,000 honest quickstart samples.
+    Only the samples that earn (most of) the format credit with a wrong answer are the
+    sign; here the one hack per step."""
+    log, _ = _quickstart_like_run(steps=40, per_step=16, limit=10_000)
+    rows = log.rows
+    roles = ComponentRoles.guess(["correct", "format", "partial_format"],
+                                 {"correct": "exact_answer", "format": "strict_format",
+                                  "partial_format": "layout_progress"})
+    assert roles == ComponentRoles(("format", "partial_format"), ("correct",))
+    flagged = [r for r, f in zip(rows, flag_samples(rows, roles), strict=True)
+               if "format_paid_answer_wrong" in f]
+    hacks = [r for r in rows if r["components"]["format"]["value"] == 1.0
+             and r["components"]["correct"]["value"] == 0.0]
+    partial = [r for r in rows if 0 < r["components"]["partial_format"]["value"] < 1
+               and r["components"]["correct"]["value"] == 0.0]
+    assert len(hacks) == 40 and len(partial) > 200
+    assert flagged == hacks

@@ -1,8 +1,8 @@
 """What a training run leaves for ``rewardkit report``: its scored samples and the page.
 
 A :class:`ScoredSampleLog` keeps the samples the reward scored during training (a
-bounded number of whole groups per step), in the rows ``rewardkit score`` writes plus
-their ``step`` and ``group``;
+bounded number of whole groups per step, from steps spread evenly over the whole run), in
+the rows ``rewardkit score`` writes plus their ``step`` and ``group``;
 at the end of the run :func:`write_run_report` writes ``scored_samples.jsonl``,
 ``rewards.yaml`` (the reward config) and ``report.html`` next to the reward curves.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,12 @@ from rewardkit.config import RewardConfig
 from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.types import Sample
 
-#: rows kept per step and in all (a report of a long run shows a sample of it)
+#: rows kept per step and in all (a report of a long run shows a sample of it: every
+#: step's rows while they fit, then every 2nd step's, every 4th's ...)
 PER_STEP = 64
 LIMIT = 20_000
+#: results remembered to tell a batch already recorded (one per component at most)
+SEEN = 16
 
 
 class ScoredSampleLog:
@@ -33,6 +37,12 @@ class ScoredSampleLog:
     groups them (TRL lays a batch out as each prompt's G completions in a row and takes
     the advantage over ``rewards.view(-1, G)``), so a prompt drawn twice in one step is
     two groups, not one of 2G.
+
+    The log never holds more than ``limit`` rows and always spans the whole run: it keeps
+    the steps that are multiples of ``stride`` (1 at first); when the next step's rows
+    would not fit, the stride doubles and the rows of the steps off it are dropped. A run
+    of 600 steps of 64 rows under the 20,000 cap keeps steps 0, 2, 4 ... 598 (19,200 rows),
+    not steps 0 to 312.
     """
 
     def __init__(self, per_step: int = PER_STEP, limit: int = LIMIT,
@@ -41,9 +51,13 @@ class ScoredSampleLog:
         self.limit = limit
         self.num_generations = max(1, num_generations)
         self.rows: list[dict[str, Any]] = []
+        #: the rows kept are those of the steps that are multiples of it
+        self.stride = 1
         self._per_step: dict[int, int] = {}
         self._batches: dict[int, int] = {}
-        self._seen: set[int] = set()
+        #: the last results recorded, held so that their ids cannot be reused: the next
+        #: component asks the scorer for the same batch and gets the same result object
+        self._seen: deque[ScoreResult] = deque(maxlen=SEEN)
         self._lock = threading.Lock()
 
     def watch(self, scorer: Any) -> None:
@@ -59,14 +73,20 @@ class ScoredSampleLog:
 
     def record(self, step: int, samples: Sequence[Sample], result: ScoreResult) -> None:
         with self._lock:
-            if id(result) in self._seen:  # the same batch, asked for by the next component
+            if any(result is seen for seen in self._seen):  # asked for by the next component
                 return
-            self._seen.add(id(result))
+            self._seen.append(result)
             size = self.num_generations
-            room = min(self.per_step - self._per_step.get(step, 0), self.limit - len(self.rows))
-            room = max(0, room) // size * size  # whole groups only
             batch = self._batches.get(step, 0)
             self._batches[step] = batch + 1
+            wanted = min(self.per_step - self._per_step.get(step, 0), len(samples))
+            wanted = max(0, wanted) // size * size  # whole groups only
+            while (wanted and step % self.stride == 0 and self.stride <= step
+                   and len(self.rows) + wanted > self.limit):
+                self.stride *= 2  # keep every other step kept so far
+                self.rows = [r for r in self.rows if r["step"] % self.stride == 0]
+            room = wanted if step % self.stride == 0 else 0
+            room = min(room, max(0, self.limit - len(self.rows)) // size * size)
             for i, sample in enumerate(samples[:room]):
                 scored = result[i]
                 components: dict[str, dict[str, Any]] = {}
