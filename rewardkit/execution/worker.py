@@ -11,7 +11,8 @@ statuses, groups) are sent as ``("s", call, chunk, {item: wire_score(s)})`` as t
 up; ``("d", call, chunk, {...})`` ends the chunk. Exits when the pipe closes, on
 ``("stop",)``, or when its parent goes away (the parent's reaper process kills it even
 while it runs code that holds the GIL). Ctrl-C is the parent's to handle: the worker
-ignores SIGINT. Whatever a reward raises, ``SystemExit`` included, is that item's error.
+ignores SIGINT. Its ``oom_score_adj`` is 800: out of memory, it goes before the trainer.
+Whatever a reward raises, ``SystemExit`` included, is that item's error.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ from rewardkit.types import MAX_ABS_VALUE, Sample, Score, Status, coerce_value
 
 #: answers that are not plain values are sent once this many have piled up
 FLUSH_EVERY = 256
+#: the OOM killer takes a worker (and what its reward starts) before the trainer (0);
+#: sandbox tasks, at 1000, go before workers
+OOM_SCORE_ADJ = 800
 _OK = Status.OK
 
 
@@ -178,8 +182,19 @@ def _send(conn: Connection, message: tuple[Any, ...]) -> None:
     conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+def _offer_to_the_oom_killer() -> None:
+    """Raise this worker's ``oom_score_adj`` (no privilege needed to raise it): a reward
+    that floods memory in a memory-limited container ends its worker, not the trainer."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write(str(OOM_SCORE_ADJ))
+    except OSError:  # no /proc: nothing to do
+        pass
+
+
 def main(fd: int, parent: int, area_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _offer_to_the_oom_killer()
     if os.getppid() != parent:  # the parent died before this worker started
         return
     conn = Connection(fd)

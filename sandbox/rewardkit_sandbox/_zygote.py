@@ -36,6 +36,7 @@ import sys
 from rewardkit_sandbox import _calls
 from rewardkit_sandbox import _confinement as confinement
 from rewardkit_sandbox import _harness as harness
+from rewardkit_sandbox._memory_cgroup import SlotMemory, raise_oom_score
 from rewardkit_sandbox._protocol import Channel
 from rewardkit_sandbox._zygote_judge import JudgeProcess
 from rewardkit_sandbox._zygote_mounts import NamespacesAndMounts
@@ -58,6 +59,9 @@ if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per
 
 _GC_EVERY_OBJECTS = 20000
 _CHILD_FDS = 6  # a candidate's 0-5: stdio, report, its link to the judge
+#: the OOM killer takes the zygote and its tasks (and judges) before anything of the
+#: trainer's (0): a task's own flood, machine- or container-wide, ends the task
+OOM_SCORE_ADJ = 1000
 
 
 class Zygote(
@@ -88,6 +92,8 @@ class Zygote(
         if placeholder > _CHILD_FDS - 1:
             os.close(placeholder)
         self.devnull = os.open(os.devnull, os.O_RDWR)  # test children's stdin, judges' stdio
+        raise_oom_score(OOM_SCORE_ADJ)  # inherited by every child
+        self._open_slot_memory(config)
 
         self._enter_subreaper()
         self._enter_network_namespace()
@@ -111,6 +117,17 @@ class Zygote(
         else:
             names = ",".join(sorted(os.environ))
             self.layers["scrubbed_environment"] = layer(True, f"only {names}; no CUDA")
+
+    def _open_slot_memory(self, config: dict[str, Any]) -> None:
+        """The slot's memory cgroup (made by the pool), opened before the mounts."""
+        self.slot_memory: SlotMemory | None = None
+        detail = str(config.get("memory_cgroup_detail") or "not set up by the pool")
+        if config.get("memory_cgroup"):
+            try:
+                self.slot_memory = SlotMemory(config["memory_cgroup"])
+            except OSError as error:
+                detail = f"the slot's cgroup could not be opened: {error}"
+        self.layers["memory_cgroup"] = layer(self.slot_memory is not None, detail)
 
     def _load_seccomp_program(self, config: dict[str, Any]) -> None:
         """The pool compiled the filter (with and without a network rule) to BPF."""
@@ -248,7 +265,11 @@ class Zygote(
         task.outputs = {stdout_read: task.stdout, stderr_read: task.stderr}
         task.open_outputs = [stdout_read, stderr_read]
         writers = [stdout_write, stderr_write]  # the task's ends: closed once it has them
+        oom_kills = -1
         try:
+            if self.slot_memory is not None:
+                self.slot_memory.set_limit(int(limits["memory_bytes"]))
+                oom_kills = self.slot_memory.oom_kills()
             if request.get("test_spans") is None:
                 self._run_program(request, stdin, task, writers, workdir, reply)
             else:
@@ -256,12 +277,19 @@ class Zygote(
         except Stuck as stuck:
             reply["infra_error"] = str(stuck)
             reply["fatal"] = True
+        except OSError as error:  # the cgroup refused the limit (usage it cannot reclaim)
+            reply["infra_error"] = f"could not set the slot's memory limit: {error}"
+            reply["retire"] = "its memory cgroup refused a limit"
         finally:
             for fd in writers:
                 os.close(fd)
             writers.clear()
             if not reply.get("fatal"):
                 self._end_task(task, reply)
+            if oom_kills >= 0 and self.slot_memory is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    if self.slot_memory.oom_kills() > oom_kills:
+                        reply["memory"] = True  # the cgroup's OOM killer ended a process
             for fd in (stdout_read, stderr_read):
                 os.close(fd)
             if not self._clean_files(workdir):
@@ -410,6 +438,8 @@ class Zygote(
             # each zygote with setsid).  setsid() per task would also give a new session but
             # costs ~3 ms on kernels with sched autogroup, more than the rest of a task.
             os.setpgid(0, 0)
+            if self.slot_memory is not None and uid < 0:  # a candidate's (not a judge)
+                self.slot_memory.join()
             gc.enable()
             for target, fd in enumerate(fds):  # every fd is > 5 (see __init__)
                 os.dup2(fd, target)

@@ -76,8 +76,16 @@ COMPILE_LIMITS = SandboxLimits(
 )
 #: compiler output kept (the rest is dropped in the sandbox)
 COMPILER_OUTPUT_BYTES = 16 * 1024
-#: address-space ceiling of runtimes whose memory limit is their heap (JVM, V8, Go)
-_RESERVING_RUNTIME_AS = 16 * _GIB
+#: address space a runtime reserves beyond what its program uses (JVM, V8, Go): their
+#: address-space limit is the task's memory limit plus this. Measured with OpenJDK 17,
+#: Node 20 and Go 1.19 (docs/sandbox.md, Memory): the least address space a hello world
+#: starts in is 1.46-1.91 GiB for java at -Xmx 64 MiB-512 MiB, 720 MiB for node, 695 MiB
+#: for go (827 MiB when it also touches 100 MiB).
+RUNTIME_RESERVE_BYTES = {"java": 2 * _GIB, "javascript": 1 * _GIB, "go": 1 * _GIB}
+#: the least memory limit a runtime is run under: below it a run is a sandbox_error,
+#: never a wrong answer (java with the flags below starts at 56 MiB, not at 48 MiB,
+#: a hello world and a HumanEval-X test alike; docs/sandbox.md, Memory)
+MEMORY_FLOOR_BYTES = {"java": 64 * _MIB}
 
 
 @dataclass(frozen=True)
@@ -290,6 +298,12 @@ class CompiledRunner:
             self.toolchain_problem = _crates_visible(self.pool, self.rust_crates)
         if self.toolchain_problem is not None:
             return SandboxResult(Status.TOOLCHAIN_MISSING, error=self.toolchain_problem)
+        floor = MEMORY_FLOOR_BYTES.get(self.language, 0)
+        if self.limits.memory_bytes < floor:  # never a 0 for a program that could not start
+            return SandboxResult(Status.SANDBOX_ERROR, error=(
+                f"{self.language} needs at least {floor // _MIB} MiB of memory to start; "
+                f"the limit is {self.limits.memory_bytes // _MIB} MiB (docs/sandbox.md, Memory)"
+            ))
         if tests is None:
             return self._run_plan(self._program_plan(code), stdin or "", self.limits)
         return self._run_tests(code, tests)
@@ -356,7 +370,10 @@ class CompiledRunner:
         run_limits = limits
         if self.spec.heap_limited:
             header["data_bytes"] = limits.memory_bytes
-            run_limits = dataclasses.replace(limits, memory_bytes=_RESERVING_RUNTIME_AS)
+            reserve = RUNTIME_RESERVE_BYTES[self.language]
+            run_limits = dataclasses.replace(
+                limits, address_space_bytes=limits.memory_bytes + reserve
+            )
         result = self.pool.run(
             _DRIVER + "\nexecute()\n", stdin=_framed(header) + stdin.encode(), limits=run_limits
         )
@@ -487,8 +504,12 @@ class CompiledRunner:
         return dataclasses.replace(self._go_plan(sources, test=True), exec_only=("prog",))
 
     def _java_plan(self, sources: dict[str, str], main_class: str) -> _Plan:
-        jvm = ["-Xss16m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-               "-XX:CICompilerCount=1", "-XX:-UsePerfData"]
+        # -Xss sizes the main thread (the launcher's), -XX:ThreadStackSize every other
+        # thread: the JVM's own ~8 threads at 16 MiB each were 128 MiB of RLIMIT_DATA,
+        # and java did not start under 256 MiB
+        jvm = ["-Xss16m", "-XX:ThreadStackSize=1024", "-XX:+UseSerialGC",
+               "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:CICompilerCount=1",
+               "-XX:-UsePerfData"]
         step = {"argv": [self.tools["javac"], *(f"-J{flag}" for flag in [*jvm, "-Xmx1g"]),
                          "-encoding", "UTF-8", "-nowarn", "-d", "classes", *self.flags,
                          *sorted(sources)], "name": "javac"}

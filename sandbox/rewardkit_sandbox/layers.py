@@ -28,6 +28,11 @@ LAYER_CATALOGUE: dict[str, tuple[str, bool]] = {
         False,
     ),
     "scrubbed_environment": ("no secrets (tokens, keys) or CUDA devices in the environment", False),
+    "memory_cgroup": (
+        "a task's memory counted whole (every process, shared mappings, tmpfs files): "
+        "a memory cgroup per slot",
+        False,
+    ),
 }
 
 REQUIRED_LAYERS = tuple(name for name, (_, required) in LAYER_CATALOGUE.items() if required)

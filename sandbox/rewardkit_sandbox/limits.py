@@ -14,7 +14,10 @@ class SandboxLimits:
 
     ``wall_time_s`` is enforced by the zygote (kill of the whole task), ``cpu_time_s`` by
     RLIMIT_CPU (rounded up to whole seconds), ``memory_bytes`` by RLIMIT_AS (address
-    space, so leave room for the interpreter: ~30 MiB), ``file_size_bytes`` by
+    space, so leave room for the interpreter: ~30 MiB) and, where the pool has a memory
+    cgroup per slot (layer ``memory_cgroup``), by the cgroup's limit on all the task's
+    memory; ``address_space_bytes``, when set, is RLIMIT_AS instead (for runtimes that
+    reserve far more address space than they use; see :mod:`.languages`); ``file_size_bytes`` by
     RLIMIT_FSIZE, ``open_files`` by RLIMIT_NOFILE, ``processes`` by RLIMIT_NPROC (threads
     count too; per slot uid), ``stdout_bytes``/``stderr_bytes`` by the pool, which keeps
     that much and ends the task when it writes more.  ``disk_bytes`` sizes each slot's
@@ -33,11 +36,12 @@ class SandboxLimits:
     stdout_bytes: int = 1 * _MIB
     stderr_bytes: int = 256 * 1024
     disk_bytes: int = 64 * _MIB
+    address_space_bytes: int | None = None
 
     def __post_init__(self) -> None:
         # vars(), not dataclasses.asdict (a recursive deep copy): limits are made per run.
         for name, value in vars(self).items():
-            if not value > 0:
+            if not (value is None and name == "address_space_bytes") and not value > 0:
                 raise ValueError(f"SandboxLimits.{name} must be positive, got {value!r}")
 
     def to_message(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rewardkit_sandbox._memory_cgroup import MemoryCgroups
 from rewardkit_sandbox._protocol import Channel, ProtocolError
 from rewardkit_sandbox._uid_kill import kill_every_process_of_uid
 from rewardkit_sandbox._verdict import limits_message, verdict
@@ -121,7 +122,7 @@ def _default_hidden_paths() -> list[str]:
     return hidden
 
 
-def _shutdown(slots: list[_Slot]) -> None:
+def _shutdown(slots: list[_Slot], cgroups: MemoryCgroups) -> None:
     for slot in slots:
         if slot.sock is not None:
             slot.sock.close()
@@ -135,6 +136,7 @@ def _shutdown(slots: list[_Slot]) -> None:
                 slot.process.kill()
                 slot.process.wait()
             slot.process = None
+    cgroups.close()
 
 
 #: Standard-library modules the zygotes import once, so that programs importing them do
@@ -200,10 +202,12 @@ class SandboxPool:
         # once per pool: every zygote (a replacement too) covers the same folders
         self._world_writable = find_world_writable(self._hidden_paths)
         self._slots = [_Slot(index, uid_base + index) for index in range(self.size)]
+        # a memory cgroup per slot where the machine lets us (layer memory_cgroup)
+        self._cgroups = MemoryCgroups(self.size)
         self._free: queue.Queue[_Slot] = queue.Queue()
         self._closed = False
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _shutdown, self._slots)
+        self._finalizer = weakref.finalize(self, _shutdown, self._slots, self._cgroups)
         self.layers: LayerReport
         try:
             for slot in self._slots:
@@ -240,6 +244,8 @@ class SandboxPool:
             "judge_uid": slot.uid + self.size,
             "disk_bytes": self.limits.disk_bytes,
             "world_writable": self._world_writable,
+            "memory_cgroup": self._cgroups.for_slot(slot.index),
+            "memory_cgroup_detail": self._cgroups.detail,
         }
 
     def _launch(self, slot: _Slot) -> None:
