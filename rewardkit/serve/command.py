@@ -4,9 +4,16 @@ built-in commands by :mod:`rewardkit.cli.commands`)."""
 from __future__ import annotations
 
 import argparse
+import math
+import os
 
 from rewardkit.cli import EXIT_OK, UsageError
 from rewardkit.hookspecs import Subcommands
+
+#: the longest --read-timeout, seconds (a day; beyond, the socket's timer cannot hold it)
+MAX_READ_TIMEOUT = 86_400.0
+#: the largest --null-reward in magnitude (the fault model's bound on a reward's value)
+MAX_NULL_REWARD = 1e12
 
 
 def add_serve(subparsers: Subcommands) -> None:
@@ -25,12 +32,13 @@ def add_serve(subparsers: Subcommands) -> None:
     p.add_argument("--retry-after", type=int, default=1,
                    help="seconds a refused client is told to wait (Retry-After)")
     p.add_argument("--read-timeout", type=float, default=30.0,
-                   help="seconds a client may take to send its request; then 408")
+                   help="seconds a client may take to send its whole request (headers "
+                   "and body, from the connection); then 408. At most 86400")
     p.add_argument("--max-connections", type=int, default=128,
                    help="connections open at once; beyond, 503 at once")
     p.add_argument("--null-reward", type=float, default=0.0,
                    help="what the OpenRLHF and slime endpoints answer for a null total "
-                   "(the native /score answers null)")
+                   "(the native /score answers null); a finite number")
     p.add_argument("--token-file", default=None,
                    help="a file holding the bearer token (default: REWARDKIT_SERVE_TOKEN; "
                    "neither: no token)")
@@ -47,9 +55,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for flag in ("workers", "max_body_bytes", "max_rows", "retry_after", "max_connections"):
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
-    if args.queue < 0 or not 0 <= args.port <= 65535 or not args.read_timeout > 0:
-        raise UsageError("--queue must be >= 0, --port within 0..65535 and "
-                         "--read-timeout above 0")
+    if args.queue < 0 or not 0 <= args.port <= 65535:
+        raise UsageError("--queue must be >= 0 and --port within 0..65535")
+    if not 0 < args.read_timeout <= MAX_READ_TIMEOUT:  # nan, inf and 1e300 fail here
+        raise UsageError(f"--read-timeout must be above 0 and at most {MAX_READ_TIMEOUT:g} "
+                         f"seconds, got {args.read_timeout:g}")
+    if not (math.isfinite(args.null_reward) and abs(args.null_reward) <= MAX_NULL_REWARD):
+        raise UsageError(f"--null-reward must be a finite number within +-{MAX_NULL_REWARD:g} "
+                         f"(the trainers add it up), got {args.null_reward:g}")
+    _check_port_file(args.port_file, {"the config": args.config,
+                                      "--token-file": args.token_file})
     try:
         token = read_token(args.token_file)
     except ValueError as exc:
@@ -63,3 +78,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            max_connections=args.max_connections)
     run_server(build_server(rs, options), args.port_file)
     return EXIT_OK
+
+
+def _check_port_file(port_file: str | None, inputs: dict[str, str | None]) -> None:
+    """Refuse a ``--port-file`` (or the ``.tmp`` file written beside it) that is one of
+    the service's inputs: writing the port would replace it."""
+    if port_file is None:
+        return
+    for written in (port_file, f"{port_file}.tmp"):
+        for what, path in inputs.items():
+            if path is not None and _same_file(written, path):
+                raise UsageError(f"--port-file {port_file} would overwrite {what} "
+                                 f"({path}); name another file")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet: compare where they lead
+        return os.path.realpath(a) == os.path.realpath(b)

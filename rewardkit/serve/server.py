@@ -7,24 +7,30 @@ and any request beyond that is refused at once with 503 and ``Retry-After`` (a t
 client retries; nothing piles up in memory). What a request may be:
 
 - a body over ``max_body_bytes`` gets 413 before it is read; a body with more than
-  ``max_rows`` rows, 413 too; no ``Content-Length``, 411; a body that does not arrive
-  within ``read_timeout``, 408; over ``max_connections`` open at once (idle or slow
-  clients each hold a thread), 503 written at accept;
+  ``max_rows`` rows, 413 too; no ``Content-Length``, 411; a request (line, headers and
+  body together) not in within ``read_timeout`` of the connection, 408: one deadline,
+  enforced on the socket, so a client trickling a byte at a time cannot hold its thread;
+  over ``max_connections`` open at once (idle or slow clients each hold a thread), 503
+  written at accept;
 - a body the endpoint cannot read (not JSON, wrong shape: :mod:`rewardkit.serve.shapes`),
   400 with a message; an unknown path, 404; a scoring failure the fault model does not
   turn into statuses (a bug), 500 with one line, never a traceback;
 - with a token (``--token-file`` or ``REWARDKIT_SERVE_TOKEN``), every endpoint but
   ``/health`` needs ``Authorization: Bearer <token>`` (compared in constant time), else 401.
 
-SIGTERM (or SIGINT) drains: new requests get 503, the batches in progress finish and are
-answered, then the process exits 0. It binds 127.0.0.1 unless told otherwise.
+SIGTERM (or SIGINT) drains: new requests, and connections still sending theirs, get 503;
+the batches in progress finish and are answered, then the process exits 0. It binds
+127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
+import io
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -37,12 +43,77 @@ from urllib.parse import parse_qs, urlsplit
 from rewardkit.reward_set import RewardSet
 from rewardkit.scoring.rows import render
 from rewardkit.serve.metrics import ServeMetrics
-from rewardkit.serve.shapes import ENDPOINTS, ShapeError, answer, parse_body
+from rewardkit.serve.shapes import (
+    ENDPOINTS,
+    ShapeError,
+    answer,
+    parse_body,
+    routed_components,
+    routing_note,
+    unrouted_row,
+    whole_number,
+)
 
 TOKEN_ENV = "REWARDKIT_SERVE_TOKEN"
 _REFUSED = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
             b"Retry-After: %d\r\nConnection: close\r\n\r\n"
             b'{"error": "busy: too many open connections; retry later"}\n')
+_REASONS = {408: "Request Timeout", 503: "Service Unavailable"}
+
+
+class _ReadStopped(ConnectionError):
+    """The request was not read to its end: its deadline passed (408) or the service is
+    draining (503). ``message`` is the answer's error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _RequestReader(io.RawIOBase):
+    """The connection's bytes under one deadline for the whole request (line, headers and
+    body): each ``recv`` waits at most the time left, so a client sending a byte at a
+    time is cut off at the deadline, not each read's timeout later. While the service
+    drains it stops reading (the drain shuts the socket's read side to wake it)."""
+
+    def __init__(self, sock: socket.socket, server: RewardServer) -> None:
+        super().__init__()
+        self.sock = sock
+        self.server = server
+        self.deadline = time.monotonic() + server.options.read_timeout
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.server.admission.draining:
+            raise _ReadStopped(503, "shutting down; retry later")
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self._expired()
+        self.sock.settimeout(left)
+        try:
+            n = self.sock.recv_into(buffer)
+        except TimeoutError:
+            raise self._expired() from None
+        if n == 0 and self.server.admission.draining:
+            raise _ReadStopped(503, "shutting down; retry later")
+        return n
+
+    def _expired(self) -> _ReadStopped:
+        return _ReadStopped(408, f"the request did not arrive within "
+                            f"{self.server.options.read_timeout:g} s (--read-timeout)")
+
+
+def _raw_answer(code: int, message: str, retry_after: int) -> bytes:
+    """A whole answer for a request that was not read to its end (no request version to
+    answer in: HTTP/1.0, the server's own)."""
+    body = render({"error": message})
+    retry = f"Retry-After: {retry_after}\r\n" if code == 503 else ""
+    return (f"HTTP/1.0 {code} {_REASONS[code]}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{retry}Connection: close\r\n\r\n"
+            ).encode() + body
 
 
 @dataclass
@@ -105,8 +176,12 @@ class RewardServer(ThreadingHTTPServer):
         self.options = options
         self.metrics = ServeMetrics()
         self.admission = Admission(options.workers, options.queue, self.metrics)
+        #: components routed by metadata (``when``), and the keys each reads
+        self.routed = routed_components(rs)
         self._open = 0
         self._open_lock = threading.Lock()
+        #: connections still reading their request (a drain stops them)
+        self._reading: set[socket.socket] = set()
         super().__init__((options.host, options.port), _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -130,9 +205,21 @@ class RewardServer(ThreadingHTTPServer):
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
+        except BaseException as exc:  # no signal reaches this thread: a bug
+            print(f"rewardkit serve: request from {client_address[0]} failed: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         finally:
             with self._open_lock:
                 self._open -= 1
+                self._reading.discard(request)
+
+    def reading(self, sock: socket.socket, still: bool) -> None:
+        """Note that ``sock`` is (``still``) or is no longer reading its request."""
+        with self._open_lock:
+            if still:
+                self._reading.add(sock)
+            else:
+                self._reading.discard(sock)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection that failed (the client went away, a read timed out): one line,
@@ -146,7 +233,17 @@ class RewardServer(ThreadingHTTPServer):
         """Refuse new work, and stop accepting once the loop sees it (from any thread
         but the one running :meth:`serve_forever`)."""
         self.admission.draining = True
-        threading.Thread(target=self.shutdown, name="rewardkit-serve-drain").start()
+        threading.Thread(target=self._stop, name="rewardkit-serve-drain").start()
+
+    def _stop(self) -> None:
+        # a connection still sending its request is not waited for: shutting its read
+        # side wakes the reader, which answers 503 (here, not in the signal handler: the
+        # lock may be held by the thread the handler interrupted)
+        with self._open_lock:
+            for sock in self._reading:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RD)
+        self.shutdown()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -156,8 +253,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        # a slow client cannot hold a thread
-        self.connection.settimeout(self.server.options.read_timeout)
+        self.server.reading(self.connection, True)
+        self.rfile.close()
+        self.rfile = io.BufferedReader(_RequestReader(self.connection, self.server))
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except _ReadStopped as stop:  # in the request line or the headers
+            self.close_connection = True
+            self._answer_unread(stop)
+            self.server.metrics.request("other", stop.code, 0.0)
+
+    def _answer_unread(self, stop: _ReadStopped) -> None:
+        try:
+            self.connection.settimeout(self.server.options.read_timeout)
+            self.connection.sendall(_raw_answer(stop.code, stop.message,
+                                                self.server.options.retry_after))
+        except OSError:
+            pass
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # one line per request would swamp a trainer's logs; /metrics counts them
@@ -165,6 +279,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, code: int, body: Any, *, content_type: str = "application/json",
               headers: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else render(body)
+        self.server.reading(self.connection, False)
+        self.connection.settimeout(self.server.options.read_timeout)  # a client not reading
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -186,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
                                    f"Bearer {token}".encode())
 
     def do_GET(self) -> None:
+        self.server.reading(self.connection, False)
         started = time.perf_counter()
         path = urlsplit(self.path).path
         if path == "/health":
@@ -227,29 +344,37 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             self.close_connection = True
             return self._unauthorized()
-        length = self.headers.get("Content-Length")
-        if length is None:
+        header = self.headers.get("Content-Length")
+        if header is None:
             return self._error(411, "Content-Length is required")
-        if not length.isdigit():
-            return self._error(400, f"bad Content-Length: {length!r}")
-        if int(length) > opts.max_body_bytes:
+        length = whole_number(header)
+        if length is None:
+            self.close_connection = True
+            return self._error(400, f"bad Content-Length: {_shown(header)} (expected a "
+                               "whole number of bytes in ASCII digits)")
+        if length > opts.max_body_bytes:
             self.close_connection = True  # the body is never read
-            return self._error(413, f"body of {int(length):,} bytes is over the limit of "
+            return self._error(413, f"body of {length:,} bytes is over the limit of "
                                f"{opts.max_body_bytes:,} (--max-body-bytes)")
         try:
-            body = self.rfile.read(int(length))
-        except TimeoutError:
+            body = self.rfile.read(length)
+        except _ReadStopped as stop:
             self.close_connection = True
-            return self._error(408, f"the body did not arrive within "
-                               f"{opts.read_timeout:g} s (--read-timeout)")
-        if len(body) < int(length):
+            headers = {"Retry-After": str(opts.retry_after)} if stop.code == 503 else None
+            return self._error(stop.code, stop.message, headers)
+        if len(body) < length:
             self.close_connection = True
             return self._error(400, f"the body ended after {len(body)} of {length} bytes")
+        self.server.reading(self.connection, False)
         try:
             step = _query_step(query)
             batch = parse_body(endpoint, body, step)
         except ShapeError as exc:
             return self._error(400, str(exc))
+        if endpoint != "/score" and self.server.routed:
+            why = unrouted_row(batch, self.server.routed)
+            if why:
+                return self._error(400, why)
         if batch.size > opts.max_rows:
             return self._error(413, f"{batch.size} rows is over the limit of "
                                f"{opts.max_rows} (--max-rows); send smaller batches")
@@ -261,7 +386,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             result = self.server.rs.score(batch.rows, step=batch.step) if batch.rows \
                 else None
-        except Exception as exc:  # a bug, not a reward fault: say so, stay up
+        except (Exception, KeyboardInterrupt) as exc:  # a bug, not a reward fault: say so,
+            # stay up (no Ctrl-C reaches a request thread: a KeyboardInterrupt is a raise)
             print(f"rewardkit serve: scoring failed: {type(exc).__name__}: {exc}",
                   file=sys.stderr, flush=True)
             return self._error(500, f"scoring failed: {type(exc).__name__}: {exc}")
@@ -273,14 +399,20 @@ class _Handler(BaseHTTPRequestHandler):
         return 200
 
 
+def _shown(text: str) -> str:
+    """``text`` quoted for an error message, cut to a readable length."""
+    return repr(text) if len(text) <= 40 else f"{text[:30]!r}... ({len(text):,} characters)"
+
+
 def _query_step(query: str) -> int | None:
     values = parse_qs(query).get("step")
     if not values:
         return None
-    if not values[-1].isdigit():
-        raise ShapeError(f"'step' in the query string must be a whole number >= 0, "
-                         f"got {values[-1]!r}")
-    return int(values[-1])
+    step = whole_number(values[-1])
+    if step is None:
+        raise ShapeError(f"'step' in the query string must be a whole number from 0 to "
+                         f"2**63-1 in ASCII digits, got {_shown(values[-1])}")
+    return step
 
 
 def read_token(token_file: str | None) -> str | None:
@@ -317,6 +449,10 @@ def run_server(server: RewardServer, port_file: str | None = None) -> None:
     print(f"rewardkit serve: http://{host!s}:{port} (POST /score /openrlhf /slime, "
           f"GET /health /metrics; {server.options.workers} worker(s), queue "
           f"{server.options.queue})", file=sys.stderr, flush=True)
+    if server.routed:
+        print(f"rewardkit serve: warning: {routing_note(server.routed)}; on /openrlhf and "
+              "/slime a request whose rows carry none of those keys gets 400",
+              file=sys.stderr, flush=True)
     try:
         server.serve_forever(poll_interval=0.1)
     finally:

@@ -22,6 +22,11 @@ slime adds the number up): a sample whose total is null gets ``null_reward`` the
 the service counts it); the native answer keeps the null. The step comes from the body
 (native) or the query string (``?step=N``, any endpoint). A body that breaks these rules
 raises :class:`ShapeError`, whose message the service returns with status 400.
+
+Neither trainer sends metadata, so a component routed by metadata (``when: {task: math}``)
+would skip every row of theirs and the trainer would get the fallback for all of them:
+:func:`unrouted_row` finds a row of such a request that carries none of the keys the
+routing reads (the service refuses the request, 400), :func:`routing_note` says it.
 """
 
 from __future__ import annotations
@@ -31,10 +36,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardkit.reward_set import ScoreResult
+from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.scoring.rows import row_problem, scored_row
 
 ENDPOINTS = ("/score", "/openrlhf", "/slime")
+#: the largest step (and Content-Length) read: a signed 64-bit integer
+MAX_WHOLE_NUMBER = 2**63 - 1
+#: row keys that are not metadata
+_NOT_METADATA = ("prompt", "completion", "reference")
 
 
 class ShapeError(ValueError):
@@ -73,6 +82,8 @@ def parse_body(endpoint: str, body: bytes, step: int | None) -> Batch:
                          f"column {exc.colno})") from None
     except RecursionError:
         raise ShapeError("the body is nested too deeply") from None
+    except ValueError as exc:  # an integer over Python's 4,300 digits
+        raise ShapeError(f"the body holds a number too long to read ({exc})"[:200]) from None
     if not isinstance(data, dict):
         raise ShapeError(f"the body must be a JSON object, got {type(data).__name__}")
     unmatched: list[int] = []
@@ -86,10 +97,50 @@ def parse_body(endpoint: str, body: bytes, step: int | None) -> Batch:
     return Batch(endpoint, rows, 0 if step is None else _step(step), unmatched)
 
 
+def whole_number(text: str) -> int | None:
+    """``text`` as a whole number from 0 to :data:`MAX_WHOLE_NUMBER` written in ASCII
+    digits, else None (``str.isdigit`` also takes '²' and other digits ``int`` refuses,
+    and ``int`` refuses more than 4,300 digits)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 19:
+        return None
+    value = int(text)
+    return value if value <= MAX_WHOLE_NUMBER else None
+
+
 def _step(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ShapeError(f"'step' must be a whole number >= 0, got {json.dumps(value)}")
+    if isinstance(value, bool) or not isinstance(value, int) or not \
+            0 <= value <= MAX_WHOLE_NUMBER:
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 40 else f"{shown[:30]}... ({len(shown):,} characters)"
+        raise ShapeError(f"'step' must be a whole number from 0 to 2**63-1, got {shown}")
     return value
+
+
+def routed_components(rs: RewardSet) -> dict[str, list[str]]:
+    """Each component routed by metadata (``when``) and the keys its routing reads."""
+    return {name: sorted(c.when) for name, c in rs.components.items() if c.when}
+
+
+def routing_note(routed: Mapping[str, list[str]]) -> str:
+    """What a config routed by metadata means for the trainers' endpoints."""
+    parts = ", ".join(f"{name} (when: {', '.join(keys)})" for name, keys in routed.items())
+    return (f"components routed by metadata: {parts}; OpenRLHF and slime send no metadata, "
+            "so on their endpoints these components would skip every row and the trainer "
+            "would get --null-reward for them")
+
+
+def unrouted_row(batch: Batch, routed: Mapping[str, list[str]]) -> str | None:
+    """Why ``batch`` cannot be scored as its trainer means (a row carrying none of the
+    metadata keys the routing reads), else None."""
+    keys = {key for keys in routed.values() for key in keys}
+    for i, row in enumerate(batch.rows):
+        if not any(key in row and key not in _NOT_METADATA for key in keys):
+            where = "the sample" if batch.endpoint == "/slime" else f"row {i}"
+            return (f"{where} carries none of the metadata keys ({', '.join(sorted(keys))}) "
+                    f"this config routes by: {routing_note(routed)}. Send the rows with "
+                    "their metadata to POST /score (slime: a 'metadata' object in the "
+                    "body), or drop when: from the config")
+    return None
 
 
 def _checked(row: Any, where: str) -> dict[str, Any]:

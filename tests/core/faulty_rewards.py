@@ -247,3 +247,15 @@ def outlives_its_timeout(sample: Sample) -> float:
 
 
 ALL.append(outlives_its_timeout)
+
+
+@reward
+def raises_interrupt(sample: Sample) -> float:
+    """Raises KeyboardInterrupt on a completion holding "interrupt" (a reward's own raise,
+    not a Ctrl-C: in a service's request thread no signal reaches it)."""
+    if "interrupt" in sample.text:
+        raise KeyboardInterrupt
+    return 1.0
+
+
+ALL.append(raises_interrupt)

@@ -410,3 +410,230 @@ def test_process_mode_workers_are_gone_after_the_drain(tmp_path: Path):
     while any(Path(f"/proc/{pid}").exists() for pid in pids):
         assert time.monotonic() < deadline, f"workers {pids} outlived the server"
         time.sleep(0.1)
+
+
+# --- issue 37: one deadline per request; every bad request answered; options checked ---
+
+REQUEST_HEAD = b"POST /score HTTP/1.0\r\nContent-Length: 60\r\n\r\n"
+
+
+class Trickler:
+    """A client that sends its request one byte at a time, ``every`` seconds apart, for at
+    most ``for_s`` seconds (each byte well within any per-read timeout), and reads what
+    the server answers."""
+
+    def __init__(self, url: str, every: float = 0.25, for_s: float = 60.0) -> None:
+        self.sock = _raw(url)
+        self.sock.settimeout(REQUEST_TIMEOUT)
+        self.every = every
+        self.until = time.monotonic() + for_s
+        self.data = REQUEST_HEAD + b" " * 1000
+        self.thread = threading.Thread(target=self._send, daemon=True)
+        self.thread.start()
+
+    def _send(self) -> None:
+        for i in range(len(self.data)):
+            if time.monotonic() > self.until:
+                return
+            try:
+                self.sock.send(self.data[i:i + 1])
+            except OSError:  # the server closed the connection
+                return
+            time.sleep(self.every)
+
+    def answer(self) -> str:
+        """What the server wrote before closing; TimeoutError if it never closed."""
+        try:
+            return _answer(self.sock)
+        except ConnectionResetError:
+            return ""
+
+    def close(self) -> None:
+        self.until = 0.0
+        self.sock.close()
+
+
+def test_a_trickling_client_gets_408_at_the_request_deadline(tmp_path: Path):
+    """--read-timeout bounds the whole request (headers and body together), not each
+    read: a client sending a byte every 0.25 s is answered 408 once the deadline passes
+    (before, each byte restarted the clock and the connection was held for as long as
+    the client trickled)."""
+    srv = start(tmp_path, CONFIG, "--read-timeout", "2")
+    try:
+        slow = Trickler(srv.url)
+        started = time.monotonic()
+        answer = slow.answer()
+        waited = time.monotonic() - started
+        slow.close()
+        assert answer.startswith("HTTP/1.0 408") and "--read-timeout" in answer, answer
+        assert 1.5 <= waited < 15
+        assert request(f"{srv.url}/score", {"samples": [{"completion": GOOD}]})[0] == 200
+    finally:
+        assert srv.stop() == 0
+
+
+def test_trickling_clients_at_the_connection_cap_do_not_starve_a_normal_client(
+        tmp_path: Path):
+    """As many trickling clients as --max-connections hold every slot only until their
+    request deadline: a normal client is served again within a few deadlines (before,
+    it got 503 for as long as they trickled)."""
+    srv = start(tmp_path, CONFIG, "--max-connections", "3", "--read-timeout", "2")
+    slow = [Trickler(srv.url) for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 20
+        while (code := request(f"{srv.url}/score",
+                               {"samples": [{"completion": GOOD}]})[0]) != 200:
+            assert code == 503
+            assert time.monotonic() < deadline, "the trickling clients still hold every slot"
+            time.sleep(0.2)
+    finally:
+        for client in slow:
+            client.close()
+        assert srv.stop() == 0
+
+
+def test_sigterm_closes_a_connection_still_reading_its_request(tmp_path: Path):
+    """The drain does not wait for a client still sending its request (default
+    --read-timeout 30): it is answered 503 and closed, and the server exits at once
+    (before, SIGTERM waited for the trickling client)."""
+    srv = start(tmp_path, CONFIG)
+    slow = Trickler(srv.url)
+    try:
+        time.sleep(1.0)  # the server holds the connection, reading its headers
+        started = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(timeout=10) == 0
+        assert time.monotonic() - started < 10
+        assert slow.answer().startswith("HTTP/1.0 503")
+    finally:
+        slow.close()
+        srv.stop()
+
+
+def _raw_request(url: str, data: bytes) -> str:
+    sock = _raw(url)
+    try:
+        sock.sendall(data)
+        return _answer(sock)
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize(("head", "message"), [
+    (b"Content-Length: \xb2", "bad Content-Length"),  # '\xb2' is a digit to str.isdigit
+    (b"Content-Length: " + b"9" * 5000, "bad Content-Length"),
+])
+def test_a_content_length_that_is_not_ascii_digits_gets_400(server: Server, head: bytes,
+                                                            message: str):
+    answer = _raw_request(server.url, b"POST /score HTTP/1.0\r\n" + head + b"\r\n\r\n{}")
+    assert answer.startswith("HTTP/1.0 400"), answer[:200]
+    error = json.loads(answer.split("\r\n\r\n", 1)[1])["error"]
+    assert message in error and len(error) < 200
+
+
+@pytest.mark.parametrize(("path", "raw", "message"), [
+    ("/score?step=%C2%B2", b'{"samples": [{"completion": "a"}]}', "query string"),
+    ("/slime?step=" + "9" * 5000, b'{"response": "a"}', "query string"),
+    ("/score", b'{"samples": [{"completion": "a", "n": ' + b"9" * 5000 + b"}]}",
+     "a number too long"),
+    ("/score", b'{"samples": [{"completion": "a"}], "step": ' + b"9" * 40 + b"}", "'step'"),
+])
+def test_odd_digits_and_huge_numbers_get_400(server: Server, path: str, raw: bytes,
+                                             message: str):
+    code, _, body = request(server.url + path, raw=raw)
+    assert code == 400, body[:200]
+    error = json.loads(body)["error"]
+    assert message in error and len(error) < 300
+
+
+def test_a_reward_raising_keyboard_interrupt_in_a_request_thread_gets_a_one_line_500(
+        tmp_path: Path):
+    """No Ctrl-C reaches a request thread: a KeyboardInterrupt there is the reward's own
+    raise. The request is answered 500 with one line (before, the connection dropped with
+    a traceback) and the server serves on."""
+    srv = start(tmp_path, "rewards:\n  k: {reward: raises_interrupt}\n")
+    try:
+        code, _, body = request(f"{srv.url}/score", {"samples": [{"completion": "interrupt"}]})
+        assert code == 500 and "KeyboardInterrupt" in json.loads(body)["error"]
+        assert request(f"{srv.url}/score", {"samples": [{"completion": "a"}]})[0] == 200
+    finally:
+        assert srv.stop() == 0
+    assert "Traceback" not in srv.proc.stderr.read()
+
+
+def _serve_refused(tmp_path: Path, *args: str) -> str:
+    """stderr of a ``rewardkit serve`` that must refuse its options (exit 2) at once."""
+    cfg = tmp_path / "rewards.yaml"
+    cfg.write_text(CONFIG, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, FAULTY_CLI, "serve", str(cfg), "--port", "0",
+                             *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate(timeout=10)
+        pytest.fail(f"serve accepted {args} and ran")
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    assert cfg.read_text(encoding="utf-8") == CONFIG
+    return err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--null-reward", "nan"), "--null-reward"),
+    (("--null-reward", "inf"), "--null-reward"),
+    (("--read-timeout", "inf"), "--read-timeout"),
+    (("--read-timeout", "1e300"), "--read-timeout"),
+])
+def test_options_that_are_not_finite_or_bounded_are_refused(tmp_path: Path,
+                                                            args: tuple[str, ...],
+                                                            message: str):
+    assert message in _serve_refused(tmp_path, *args)
+
+
+def test_a_port_file_naming_an_input_is_refused(tmp_path: Path):
+    token = tmp_path / "token"
+    token.write_text("s3cret\n", encoding="utf-8")
+    err = _serve_refused(tmp_path, "--port-file", str(tmp_path / "rewards.yaml"))
+    assert "--port-file" in err
+    err = _serve_refused(tmp_path, "--token-file", str(token), "--port-file", str(token))
+    assert "--port-file" in err and token.read_text(encoding="utf-8") == "s3cret\n"
+
+
+# --- issue 43 #4: routing by metadata on endpoints whose trainers send none ---
+
+ROUTED_CONFIG = """
+rewards:
+  math_len:
+    reward: good
+    when: {task: math}
+  everyone:
+    reward: good
+    weight: 0.0
+"""
+
+
+def test_a_config_routing_by_metadata_is_refused_where_the_trainer_sends_none(
+        tmp_path: Path):
+    """OpenRLHF and slime send no metadata: a component routed by ``when: {task: math}``
+    would skip every row there and the trainer would get --null-reward for all of them.
+    The server says so at start, and answers 400 on those endpoints when a row carries
+    none of the keys the routing reads; rows that carry them (native, or slime's body
+    with ``metadata``) are scored."""
+    srv = start(tmp_path, ROUTED_CONFIG)
+    try:
+        code, _, body = request(f"{srv.url}/openrlhf", {"query": ["q a"], "prompts": ["q"]})
+        assert code == 400 and "when" in json.loads(body)["error"], body
+        assert "task" in json.loads(body)["error"]
+        code, _, body = request(f"{srv.url}/slime", {"prompt": "q", "response": "abc"})
+        assert code == 400 and "when" in json.loads(body)["error"], body
+        code, _, body = request(f"{srv.url}/slime", {"prompt": "q", "response": "abc",
+                                                     "metadata": {"task": "math"}})
+        assert code == 200 and json.loads(body) == 3.0
+        code, _, body = request(f"{srv.url}/score",
+                                {"samples": [{"completion": "abc", "task": "math"}]})
+        assert code == 200 and json.loads(body)["rewards"] == [3.0]
+    finally:
+        assert srv.stop() == 0
+    err = srv.proc.stderr.read()
+    assert "math_len" in err and "/openrlhf" in err and "when" in err
