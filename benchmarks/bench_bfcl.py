@@ -34,11 +34,14 @@ from typing import Any
 
 from rewardkit import RewardSet
 
+#: category -> (its question file, the language its argument values are written in)
 CATEGORIES = {
-    "simple": "BFCL_v4_simple_python.json",
-    "multiple": "BFCL_v4_multiple.json",
-    "parallel": "BFCL_v4_parallel.json",
-    "parallel_multiple": "BFCL_v4_parallel_multiple.json",
+    "simple": ("BFCL_v4_simple_python.json", "python"),
+    "multiple": ("BFCL_v4_multiple.json", "python"),
+    "parallel": ("BFCL_v4_parallel.json", "python"),
+    "parallel_multiple": ("BFCL_v4_parallel_multiple.json", "python"),
+    "simple_java": ("BFCL_v4_simple_java.json", "java"),
+    "simple_javascript": ("BFCL_v4_simple_javascript.json", "javascript"),
 }
 Output = list[dict[str, dict[str, Any]]]
 
@@ -58,9 +61,13 @@ def load_checker(data: Path) -> Callable[..., dict[str, Any]]:
     from bfcl_eval.constants.enums import Language
     from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
 
+    languages = {"python": Language.PYTHON, "java": Language.JAVA,
+                 "javascript": Language.JAVASCRIPT}
+
     def check(functions: list[dict[str, Any]], output: Output, answer: list[Any],
-              category: str) -> dict[str, Any]:
-        return ast_checker(functions, output, answer, Language.PYTHON, category, "rewardkit")
+              category: str, language: str) -> dict[str, Any]:
+        return ast_checker(functions, output, answer, languages[language], category,
+                           "rewardkit")
 
     return check
 
@@ -108,11 +115,11 @@ def correct_outputs(answer: list[dict[str, Any]], functions: list[dict[str, Any]
     yield "last allowed values, optional given", last
     if len(first) > 1:
         yield "parallel calls reversed", first[::-1]
-    floats = _map_args(first, functions, "float",
+    floats = _map_args(first, functions, ("float",),
                        lambda v: int(v) if isinstance(v, float) and v.is_integer() else v)
     if floats != first:
         yield "integer for a float", floats
-    upper = _map_args(first, functions, "string",
+    upper = _map_args(first, functions, ("string", "String"),
                       lambda v: v.upper() if isinstance(v, str) else v)
     if upper != first:
         yield "texts in upper case", upper
@@ -125,13 +132,13 @@ def _schema_type(functions: list[dict[str, Any]], name: str, key: str) -> str | 
     return None
 
 
-def _map_args(output: Output, functions: list[dict[str, Any]], type_name: str,
+def _map_args(output: Output, functions: list[dict[str, Any]], type_names: tuple[str, ...],
               change: Callable[[Any], Any]) -> Output:
     changed = copy.deepcopy(output)
     for call in changed:
         name, args = next(iter(call.items()))
         for key in args:
-            if _schema_type(functions, name, key) == type_name:
+            if _schema_type(functions, name, key) in type_names:
                 args[key] = change(args[key])
     return changed
 
@@ -197,6 +204,87 @@ def broken_outputs(first: Output, functions: list[dict[str, Any]]
     yield "no call", []
 
 
+#: Java's name for an element type in ``new T[]{...}``
+_JAVA_ELEMENT = {"integer": "int", "long": "long", "short": "short", "byte": "byte",
+                 "float": "float", "double": "double", "boolean": "boolean", "char": "char",
+                 "String": "String", "any": "Object"}
+
+
+def _java_source(value: Any, type_name: str | None, item: str | None = None) -> Any:
+    """``value`` as a model writes a Java argument of ``type_name`` (texts as they are:
+    BFCL's possible answers hold variables and expressions as text)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float) and type_name in ("float", "double"):
+        return f"{float(value)!r}f" if type_name == "float" else repr(float(value))
+    if isinstance(value, int):
+        return f"{value}L" if type_name == "long" else str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list) and type_name in ("Array", "ArrayList"):
+        items = ", ".join(_java_element(v, item) for v in value)
+        if type_name == "Array":
+            return f"new {_JAVA_ELEMENT.get(item or 'any', 'Object')}[]{{{items}}}"
+        return f"new ArrayList<>(Arrays.asList({items}))" if value else "new ArrayList<>()"
+    if isinstance(value, dict) and type_name == "HashMap":
+        puts = " ".join(f'put("{k}", {_java_element(v, None)});' for k, v in value.items())
+        return f"new HashMap<String, Object>() {{{{ {puts} }}}}"
+    return json.dumps(value)  # a value of another shape: JSON text
+
+
+def _java_element(value: Any, item: str | None) -> str:
+    if isinstance(value, str):
+        return f"'{value}'" if item == "char" else json.dumps(value)
+    return str(_java_source(value, item))
+
+
+def _js_source(value: Any, type_name: str | None) -> Any:
+    """``value`` as a model writes a JavaScript argument of ``type_name``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and type_name == "Bigint":
+        return f"{value}n"
+    if isinstance(value, int | float) and type_name == "float":
+        return repr(float(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    return _js_literal(value)
+
+
+def _js_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_js_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_js_literal(v)}" for k, v in value.items()) + "}"
+    return str(_js_source(value, None))
+
+
+def as_source(output: Output, functions: list[dict[str, Any]], language: str) -> Output:
+    """An output with every argument written as ``language`` source text, as BFCL's Java
+    and JavaScript categories expect (each value a string, read by its declared type)."""
+    if language == "python":
+        return output
+    written: Output = []
+    for call in output:
+        name, args = next(iter(call.items()))
+        schema = next((f for f in functions if f["name"] == name), None)
+        properties = schema["parameters"]["properties"] if schema else {}
+        source = {}
+        for key, value in args.items():
+            declared = properties.get(key, {})
+            item = (declared.get("items") or {}).get("type")
+            source[key] = (_java_source(value, declared.get("type"), item)
+                           if language == "java" else _js_source(value, declared.get("type")))
+        written.append({name: source})
+    return written
+
+
 def as_sample(output: Output, functions: list[dict[str, Any]], answer: list[Any]
               ) -> dict[str, Any]:
     calls = [{"id": f"call_{i}", "type": "function",
@@ -208,16 +296,21 @@ def as_sample(output: Output, functions: list[dict[str, Any]], answer: list[Any]
             "reference": answer}
 
 
-def run(data: Path, limit: int | None, texts: str = "bfcl") -> dict[str, Any]:
+def run(data: Path, limit: int | None, texts: str = "bfcl",
+        language: str = "category") -> dict[str, Any]:
+    """Grade every category's outputs with BFCL's checker and ours; ``language``: the
+    ``tool_call_match`` param (``category``: the category's own, as BFCL is told)."""
     check = load_checker(data)
-    rs = RewardSet.from_dict({"rewards": {"match": {"reward": "tool_call_match",
-                                                    "params": {"texts": texts}}}})
     report: dict[str, Any] = {"categories": {}, "disagreements": []}
     seconds = 0.0
-    for category, file_name in CATEGORIES.items():
+    for category, (file_name, written_in) in CATEGORIES.items():
         questions = read_jsonl(data / file_name)[:limit]
         answers = {row["id"]: row["ground_truth"]
                    for row in read_jsonl(data / "possible_answer" / file_name)}
+        ours_language = written_in if language == "category" else language
+        rs = RewardSet.from_dict({"rewards": {"match": {
+            "reward": "tool_call_match",
+            "params": {"texts": texts, "language": ours_language}}}})
         rows: list[tuple[str, str, str, bool, dict[str, Any]]] = []
         raised = 0
         for q in questions:
@@ -226,8 +319,9 @@ def run(data: Path, limit: int | None, texts: str = "bfcl") -> dict[str, Any]:
             first = variants[0][2]
             variants += [("broken", how, out) for how, out in broken_outputs(first, functions)]
             for kind, how, out in variants:
+                out = as_source(out, functions, written_in)
                 try:
-                    verdict = bool(check(functions, out, answer, category)["valid"])
+                    verdict = bool(check(functions, out, answer, category, written_in)["valid"])
                 except Exception:  # the checker fails on a shape it never expects
                     raised += 1
                     continue
@@ -235,21 +329,26 @@ def run(data: Path, limit: int | None, texts: str = "bfcl") -> dict[str, Any]:
         t0 = time.perf_counter()
         result = rs.score([r[4] for r in rows])
         seconds += time.perf_counter() - t0
-        ours = [v == 1.0 for v in result.values("match")]
-        stats: dict[str, Any] = {"questions": len(questions), "checker_raised": raised}
+        scores = result.scores("match")
+        ours = [s.value == 1.0 for s in scores]
+        stats: dict[str, Any] = {"questions": len(questions), "checker_raised": raised,
+                                 "language": ours_language}
         for kind in ("correct", "broken"):
-            picked = [(r, o) for r, o in zip(rows, ours, strict=True) if r[0] == kind]
-            agree = sum(r[3] == o for r, o in picked)
-            stats[kind] = {"outputs": len(picked), "bfcl_accepts": sum(r[3] for r, _ in picked),
-                           "ours_accepts": sum(o for _, o in picked), "agree": agree,
+            picked = [(r, o, s) for r, o, s in zip(rows, ours, scores, strict=True)
+                      if r[0] == kind]
+            agree = sum(r[3] == o for r, o, _ in picked)
+            stats[kind] = {"outputs": len(picked), "bfcl_accepts": sum(r[3] for r, _, _ in picked),
+                           "ours_accepts": sum(o for _, o, _ in picked),
+                           "ours_errors": sum(s.value is None for _, _, s in picked),
+                           "agree": agree,
                            "agreement": agree / len(picked) if picked else 1.0}
-            by_how = Counter(r[1] for r, o in picked if r[3] != o)
+            by_how = Counter(r[1] for r, o, _ in picked if r[3] != o)
             stats[kind]["disagree_by_construction"] = dict(by_how)
-        for (kind, how, qid, verdict, _), o, score in zip(rows, ours, result.scores("match"),
-                                                          strict=True):
+        for (kind, how, qid, verdict, _), o, score in zip(rows, ours, scores, strict=True):
             if verdict != o:
                 report["disagreements"].append({"id": qid, "kind": kind, "how": how,
                                                 "bfcl": verdict, "ours": o,
+                                                "status": score.status.value,
                                                 "reason": score.reason})
         report["categories"][category] = stats
     report["score_seconds"] = seconds
@@ -262,27 +361,33 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="questions per category (default: all)")
     parser.add_argument("--texts", default="bfcl", choices=["bfcl", "spaces", "exact"],
                         help="tool_call_match's text rule (default: BFCL's own)")
+    parser.add_argument("--language", default="category",
+                        choices=["category", "auto", "python", "java", "javascript"],
+                        help="tool_call_match's language param (default: each category's "
+                        "own, as BFCL's checker is told; python: every value read as "
+                        "JSON, the reward before issue 36)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args()
-    if not (args.data / CATEGORIES["simple"]).is_file():
-        sys.exit(f"{args.data}: no {CATEGORIES['simple']}; pass the bfcl_eval/data folder "
+    simple = CATEGORIES["simple"][0]
+    if not (args.data / simple).is_file():
+        sys.exit(f"{args.data}: no {simple}; pass the bfcl_eval/data folder "
                  "of an installed bfcl-eval")
-    report = run(args.data, args.limit, args.texts)
+    report = run(args.data, args.limit, args.texts, args.language)
     if args.json:
         print(json.dumps(report, indent=2))
         return
     print(f"{'category':<18} {'kind':<8} {'outputs':>7} {'BFCL ok':>7} {'ours ok':>7} "
-          f"{'agree':>7}")
+          f"{'errors':>6} {'agree':>7}")
     for category, stats in report["categories"].items():
         for kind in ("correct", "broken"):
             s = stats[kind]
             print(f"{category:<18} {kind:<8} {s['outputs']:>7} {s['bfcl_accepts']:>7} "
-                  f"{s['ours_accepts']:>7} {s['agreement']:>7.1%}")
+                  f"{s['ours_accepts']:>7} {s['ours_errors']:>6} {s['agreement']:>7.1%}")
     print(f"disagreements: {len(report['disagreements'])}; scoring took "
           f"{report['score_seconds']:.2f} s")
     for row in report["disagreements"][:20]:
         print(f"  {row['id']} {row['kind']} ({row['how']}): BFCL {row['bfcl']}, ours "
-              f"{row['ours']}: {row['reason']}")
+              f"{row['ours']} ({row['status']}): {row['reason'][:160]}")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardkit_tools.schema import TYPE_ALIASES, json_type_matches
+from rewardkit_tools.source_values import LANGUAGE_NAMES, UndecodableError, source_mismatch
 
 _STANDARDIZE = re.compile(r"[ ,./\-_*^]")
 
@@ -168,11 +169,17 @@ def _value_matches(value: Any, allowed: list[Any], norm: Callable[[str], str]) -
 
 
 def mismatch(name: str, arguments: Mapping[str, Any], ref: ReferenceCall,
-             function: Mapping[str, Any] | None, texts: str = "bfcl") -> str | None:
+             function: Mapping[str, Any] | None, texts: str = "bfcl",
+             language: str = "python") -> str | None:
     """Why a call of ``name`` with ``arguments`` is not ``ref`` (``function``, the offered
     schema, gives required arguments and types; None = compare values only; ``texts``
-    one of :data:`TEXT_RULES`), or None."""
+    one of :data:`TEXT_RULES`), or None. ``language`` ``java`` / ``javascript``: each
+    value is source text read by its declared type first (BFCL's Java and JavaScript
+    categories, ``rewardkit_tools.source_values``); UndecodableError when it cannot be."""
     norm = TEXT_RULES[texts]
+    if language != "python" and function is None:
+        raise UndecodableError(f"{name}: reading {LANGUAGE_NAMES[language]} source needs "
+                               "the offered function schemas (a tools column, use_schema)")
     if name != ref.name:
         return f"called {name}, expected {ref.name}"
     parameters = function.get("parameters") if function else None
@@ -187,6 +194,11 @@ def mismatch(name: str, arguments: Mapping[str, Any], ref: ReferenceCall,
             return f"{name}: unexpected argument {key!r}"
         allowed = ref.allowed[key]
         schema = properties.get(key)
+        if language != "python":
+            problem = source_mismatch(name, key, value, allowed, schema, language, norm)
+            if problem:
+                return problem
+            continue
         type_name = schema.get("type") if isinstance(schema, Mapping) else None
         type_name = TYPE_ALIASES.get(type_name, type_name) if isinstance(type_name, str) \
             else None

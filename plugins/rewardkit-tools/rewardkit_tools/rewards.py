@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -38,8 +38,15 @@ from rewardkit.trajectory import (
     _raw_calls,
     turn_score,
 )
-from rewardkit_tools.matching import ReferenceError_, assign, mismatch, parse_reference
+from rewardkit_tools.matching import (
+    ReferenceCall,
+    ReferenceError_,
+    assign,
+    mismatch,
+    parse_reference,
+)
 from rewardkit_tools.schema import call_problem
+from rewardkit_tools.source_values import UndecodableError, schema_language
 
 
 class _TrajectoryReward(Reward):
@@ -233,6 +240,14 @@ class MatchParams(Params):
         "(offline function calling, BFCL); unmatched: a call no tool result answered "
         "matches nothing (executed rollouts: a right call left unrun, with the answer from "
         "memory beside it, is not paid)")
+    language: Literal["auto", "python", "java", "javascript"] = Field(
+        "auto", description="how argument values are read: python, as JSON values "
+        "(BFCL's Python categories); java / javascript, each value a string of that "
+        "language's source read by its declared type, as BFCL's Java and JavaScript "
+        "categories (\"3\" for an integer, \"new int[]{1, 2}\" for an Array); auto, "
+        "from the offered schemas' type names: python unless they name a Java or "
+        "JavaScript type (String, long, ArrayList, Boolean ...), then the language that "
+        "has them all (both: read both ways, an error where the readings differ)")
 
 
 class ToolCallMatch(_TrajectoryReward):
@@ -243,7 +258,9 @@ class ToolCallMatch(_TrajectoryReward):
 
     Every call of the trajectory counts, in every turn: calling every tool, repeating a
     call or adding one after the right call is a mismatch (or costs its share with
-    ``credit: fraction``). Status error when the sample has no reference calls.
+    ``credit: fraction``). Status error when the sample has no reference calls, and when
+    ``language`` (java, javascript: BFCL's categories whose values are source text) meets
+    a declared type BFCL does not decode.
     Details: ``matched``, ``expected``, ``calls``, ``mismatches``.
     Example: reference ``[{"add": {"a": [2], "b": [2]}}]`` and the call
     ``add({"b": 2, "a": 2})`` -> 1.0.
@@ -262,10 +279,34 @@ class ToolCallMatch(_TrajectoryReward):
             refs = parse_reference(raw)
         except ReferenceError_ as exc:
             return Score.error(str(exc))
-        calls = t.calls
+        language = params.language
+        if language == "auto":
+            names = {r.name for r in refs} | {c.name for c in t.calls}
+            offered = [f for n in sorted(names) if (f := self._schema(t, n)) is not None]
+            said = schema_language(offered)
+            if said == "both":
+                return Score.error("the offered schemas' type names are neither all "
+                                   "Java's nor all JavaScript's (long with Boolean, dict ...): "
+                                   "set the language param")
+            if said == "java or javascript":  # String, integer ...: read both ways
+                java, javascript = (self._match(t, refs, lang) for lang in
+                                    ("java", "javascript"))
+                if java.status == javascript.status and java.value == javascript.value:
+                    return java
+                return Score.error("the offered schemas' type names (String) fit Java and "
+                                   "JavaScript, which read these calls differently "
+                                   f"({java.value} vs {javascript.value}): set the "
+                                   "language param")
+            language = said or "python"
+        return self._match(t, refs, language)
 
-        def schema(name: str) -> Any:
-            return t.tool_schema(name) if params.use_schema and t.tools is not None else None
+    def _schema(self, t: Trajectory, name: str) -> Any:
+        params: MatchParams = self.params  # type: ignore[assignment]
+        return t.tool_schema(name) if params.use_schema and t.tools is not None else None
+
+    def _match(self, t: Trajectory, refs: list[ReferenceCall], language: str) -> Score:
+        params: MatchParams = self.params  # type: ignore[assignment]
+        calls = t.calls
 
         def why(c: int, r: int) -> str | None:
             call = calls[c]
@@ -273,9 +314,17 @@ class ToolCallMatch(_TrajectoryReward):
                 return f"{call.name}: no tool result came back (the call was not run)"
             if call.arguments is None:
                 return call.error or f"{call.name}: no arguments"
-            return mismatch(call.name, call.arguments, refs[r], schema(refs[r].name),
-                            params.texts)
+            return mismatch(call.name, call.arguments, refs[r], self._schema(t, refs[r].name),
+                            params.texts, language)
 
+        try:
+            return self._assigned(calls, refs, why)
+        except UndecodableError as error:
+            return Score.error(str(error))
+
+    def _assigned(self, calls: list[ToolCall], refs: list[ReferenceCall],
+                  why: Callable[[int, int], str | None]) -> Score:
+        params: MatchParams = self.params  # type: ignore[assignment]
         if params.order == "strict":
             pairs = {r: r for r in range(min(len(calls), len(refs))) if why(r, r) is None}
         else:

@@ -43,10 +43,12 @@ def test_the_bfcl_table_is_the_recorded_run() -> None:
     rows = {}
     for line in record.splitlines():
         parts = line.split()
-        if len(parts) == 6 and parts[1] in ("correct", "broken"):
-            rows[(parts[0], parts[1])] = parts[2:]
-    assert len(rows) == 8
-    for category in ("simple", "multiple", "parallel", "parallel_multiple"):
+        if len(parts) == 7 and parts[1] in ("correct", "broken"):
+            rows[(parts[0], parts[1])] = parts[2:5] + parts[6:]  # the errors column: 0
+            assert parts[5] == "0", line
+    assert len(rows) == 12
+    for category in ("simple", "multiple", "parallel", "parallel_multiple", "simple_java",
+                     "simple_javascript"):
         cells = [f"{int(n):,}" if i < 3 else n
                  for kind in ("correct", "broken")
                  for i, n in enumerate(rows[(category, kind)])]
