@@ -9,7 +9,12 @@ Each pool gets its own block of slot uids. Two pools sharing a uid would share i
 process limit, and the zygote's end-of-task sweep (``kill(-1)`` as the slot uid) of
 one would kill the other's tasks; so every pool, in this process or another one on the
 machine (trainer ranks, worker processes), claims a block of ``UID_BLOCK`` uids from
-``UID_START`` up with a lock file held for the pool's life.
+``UID_START`` up with a lock file held for the pool's life, in one fixed folder of the
+node (:data:`UID_CLAIMS`, never under ``$TMPDIR``: processes with different ones would
+claim the same block), checked like every node folder
+(:mod:`rewardkit.execution.node_folders`: root's own, 0700, no links), and skips a block
+whose uids still run a process (a pool that did not claim it). Only root claims: without
+root a pool's tasks run as the pool's own uid.
 
 Pools are per process, so every local sandbox run (``code_execution``'s programs, the
 ``python`` reward's children) also holds a slot of one node-wide budget,
@@ -22,20 +27,23 @@ from __future__ import annotations
 import atexit
 import fcntl
 import os
-import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from rewardkit_sandbox import SandboxPool
+from rewardkit_sandbox.audit import processes_of_uids
 
 from rewardkit import ExecutionBudget, node_budget
+from rewardkit.execution.node_folders import open_private_file, private_folder, state_root
 
 #: first slot uid of rewardkit-code pools (the sandbox's own default, 60000, and its
 #: test suite's 61000 range stay free for direct SandboxPool users)
 UID_START = 64000
 UID_BLOCK = 256
 UID_BLOCKS = 64
+#: the node's folder of uid-block claims (``/run/rewardkit-code-uids`` for root)
+UID_CLAIMS = os.path.join(state_root(), "rewardkit-code-uids")
 
 _lock = threading.Lock()
 _owner_pid = os.getpid()
@@ -90,27 +98,40 @@ def shared_pool(slots: int | None = None, import_paths: Sequence[str] = ()) -> S
             try:
                 pool = SandboxPool(size=key[0], import_paths=list(key[1]), uid_base=uid_base)
             except BaseException:
-                os.close(claim)
+                if claim >= 0:
+                    os.close(claim)
                 raise
-            _uid_claims.append(claim)
+            if claim >= 0:
+                _uid_claims.append(claim)
             _pools[key] = pool
         return pool
 
 
-def _claim_uid_block() -> tuple[int, int]:
-    """(lock descriptor, first uid) of a uid block no other live pool holds."""
-    directory = os.path.join(tempfile.gettempdir(), "rewardkit-code-uids")
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+def _claim_uid_block(directory: str | None = None) -> tuple[int, int]:
+    """(lock descriptor, first uid) of a uid block no other live pool holds and no
+    process runs as, claimed in ``directory`` (default :data:`UID_CLAIMS`); (-1,
+    ``UID_START``) without root. ``UnsafeFolderError`` when the folder or a lock file in
+    it is not safe (another user's, open to others, a link)."""
+    if os.geteuid() != 0 and directory is None:
+        return -1, UID_START
+    directory = private_folder(directory or UID_CLAIMS)
+    busy = 0
     for block in range(UID_BLOCKS):
-        fd = os.open(os.path.join(directory, f"block-{block}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_private_file(os.path.join(directory, f"block-{block}.lock"))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             continue
-        return fd, UID_START + block * UID_BLOCK
+        start = UID_START + block * UID_BLOCK
+        if processes_of_uids(set(range(start, start + UID_BLOCK))):
+            os.close(fd)  # a pool that claimed nothing (older rewardkit, another TMPDIR)
+            busy += 1
+            continue
+        return fd, start
     raise RuntimeError(
-        f"all {UID_BLOCKS} sandbox uid blocks are taken (lock files in {directory})"
+        f"all {UID_BLOCKS} sandbox uid blocks are taken (lock files in {directory}; "
+        f"{busy} of them unclaimed but running processes)"
     )
 
 
