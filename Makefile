@@ -21,10 +21,33 @@ PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation:Warning"
 # the report's browser tests drive the system Chromium (Debian package), installed when
 # missing and we may (root); Playwright comes with the test extra, its own browsers never
 CHROMIUM := /usr/bin/chromium
+# the toolchains the code rewards compile and run with, and their tests (docs/sandbox.md):
+# Debian packages, installed when missing and we may (root with apt-get), else named in one
+# line (their tests skip, and the pytest summary counts those skips). cargo and Debian's
+# crate sources build the Rust crates offered to programs offline; the crates' "+default"
+# packages carry their default features' dependencies (regex's aho-corasick and memchr):
+# --no-install-recommends leaves them out otherwise
+TOOLCHAINS := gcc g++ libc6-dev libssl-dev libboost-dev default-jdk-headless nodejs \
+  golang-go rustc cargo librust-regex+default-dev librust-md5+default-dev \
+  librust-rand+default-dev
+APT_GET ?= apt-get
 
-.PHONY: setup backends test demo demo-record lint bench clean
+.PHONY: setup toolchains backends test demo demo-record lint bench clean
 
-setup: $(STAMP)
+setup: $(STAMP) toolchains
+
+# a package counts as installed when dpkg has it or an installed package provides it (the
+# crates' "+default" names are provided by librust-regex-dev ...)
+toolchains:
+	@have=$$(dpkg-query -W -f='$${db:Status-Abbrev} $${Package} $${Provides}\n' 2>/dev/null | \
+	  awk '$$1 == "ii" { print $$2; for (i = 3; i <= NF; i++) { sub(/,$$/, "", $$i); print $$i } }'); \
+	missing=$$(for p in $(TOOLCHAINS); do printf '%s\n' "$$have" | grep -qxF "$$p" || \
+	  printf '%s ' "$$p"; done); \
+	test -z "$$missing" || { test "$$(id -u)" = 0 && command -v $(APT_GET) >/dev/null && \
+	  echo "installing the code rewards' toolchains: $$missing" && $(APT_GET) update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq --no-install-recommends \
+	  $$missing >/dev/null; } || echo "missing toolchains (the code rewards answer \
+	toolchain_missing and their tests skip): as root, apt-get install $$missing"
 
 $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) trainers/backends.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -71,3 +94,5 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .venv-swift .venv-verl runs build/test-plugins
+	# the Rust crates the tests build (outside the checkout: the sandbox hides it, docs/testing.md)
+	-rm -rf /var/cache/rewardkit-tests 2>/dev/null

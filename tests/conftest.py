@@ -12,9 +12,13 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+
+import pytest
 
 pytest_plugins = ["pytester"]
 
@@ -68,3 +72,36 @@ def use_test_plugins() -> None:
 
 
 use_test_plugins()
+
+
+#: what a skip for a missing compiler, runtime or crate source says (the sandbox's
+#: find_toolchain, code rewards' toolchain_missing, the tests' own skipif reasons)
+TOOLCHAIN_SKIP = re.compile(
+    r"toolchain|compiler|sandbox PATH|\bno (gcc|g\+\+|node|go|javac?|rustc|cargo)\b|"
+    r"rustc and cargo|crate sources", re.IGNORECASE)
+
+
+def toolchain_skips(reports: list[pytest.TestReport]) -> Counter[str]:
+    """The reasons of the skipped test reports that name a missing toolchain, counted."""
+    found: Counter[str] = Counter()
+    for report in reports:
+        longrepr = getattr(report, "longrepr", None)
+        reason = str(longrepr[2] if isinstance(longrepr, tuple) else longrepr or "")
+        reason = reason.removeprefix("Skipped: ")
+        if TOOLCHAIN_SKIP.search(reason):
+            found[reason.splitlines()[0][:120] if reason else reason] += 1
+    return found
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line (and the reasons) when tests skipped for a missing toolchain: `make setup`
+    installs the toolchains as root; elsewhere they skip, and this says how many did."""
+    found = toolchain_skips(terminalreporter.stats.get("skipped", []))
+    if not found:
+        return
+    total = sum(found.values())
+    terminalreporter.write_line(
+        f"{total} test(s) skipped for a missing toolchain: `make setup` installs them as root "
+        "(the Makefile's TOOLCHAINS, docs/testing.md)", yellow=True, bold=True)
+    for reason, count in found.most_common(5):
+        terminalreporter.write_line(f"  {count} x {reason}")
