@@ -6,8 +6,8 @@ cgroup counts every page the task's processes charge, shared memory and tmpfs fi
 included, and its OOM killer ends the task when the total passes the limit.
 
 The pool (as root, or as the owner of a delegated cgroup) creates one cgroup per slot
-beside the cgroup it runs in: cgroup v2 where the memory controller is enabled for our
-cgroup's children (``memory.max``, ``memory.swap.max`` 0), else a writable cgroup v1
+under or beside the cgroup it runs in: cgroup v2 where the memory controller can be
+had there (``memory.max``, ``memory.swap.max`` 0), else a writable cgroup v1
 memory hierarchy (``memory.limit_in_bytes`` and ``memory.memsw.limit_in_bytes``). The
 zygote sets the limit before each task (tasks have their own limits) and each task child
 joins the cgroup before it drops its privileges; the zygote itself stays outside. Where
@@ -64,6 +64,10 @@ def _folder(mount_root: str, mount_point: str, path: str) -> str | None:
 
 
 def _v2_parent() -> tuple[str | None, str]:
+    """Where the slots' cgroups go: under our cgroup when it may enable the memory
+    controller for its children (it holds no process, or is the hierarchy's root), else
+    beside it, under its parent, when our cgroup has the controller (the parent enables
+    it) and we may write there (root in a container, a delegated subtree)."""
     path = _own_cgroups().get("")
     if path is None:
         return None, "no cgroup v2 hierarchy in /proc/self/cgroup"
@@ -76,18 +80,27 @@ def _v2_parent() -> tuple[str | None, str]:
         try:
             with open(os.path.join(folder, "cgroup.subtree_control")) as handle:
                 enabled = handle.read().split()
+            with open(os.path.join(folder, "cgroup.controllers")) as handle:
+                available = handle.read().split()
         except OSError as error:
             return None, f"cgroup v2 at {folder}: {error.strerror}"
-        if "memory" not in enabled:
-            try:  # refused (EBUSY) where our cgroup has processes and is not the root
-                with open(os.path.join(folder, "cgroup.subtree_control"), "w") as handle:
-                    handle.write("+memory")
-            except OSError as error:
-                return None, (
-                    f"cgroup v2 at {folder}: the memory controller is not delegated to its "
-                    f"children (+memory in cgroup.subtree_control: {error.strerror})"
-                )
-        return folder, ""
+        if "memory" in enabled:
+            return folder, ""
+        if "memory" not in available:
+            return None, f"cgroup v2 at {folder}: no memory controller in cgroup.controllers"
+        try:  # refused (EBUSY) where our cgroup holds processes and is not the root
+            with open(os.path.join(folder, "cgroup.subtree_control"), "w") as handle:
+                handle.write("+memory")
+            return folder, ""
+        except OSError as error:
+            refused = error.strerror
+        parent = os.path.dirname(folder.rstrip("/"))
+        if os.path.normpath(folder) != os.path.normpath(point) and os.access(parent, os.W_OK):
+            return parent, ""
+        return None, (
+            f"cgroup v2 at {folder}: +memory in its cgroup.subtree_control refused "
+            f"({refused}) and its parent is not ours to write (docs/sandbox.md, Memory)"
+        )
     return None, "no cgroup v2 mount holds our cgroup"
 
 
@@ -134,6 +147,11 @@ class MemoryCgroups:
         )
 
     def _create(self, parent: str, size: int, version: int) -> None:
+        for name in os.listdir(parent):  # left by a pool whose process was killed
+            owner = name.split("-")[2] if name.startswith("rewardkit-sandbox-") else ""
+            if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(parent, name))
         base = f"rewardkit-sandbox-{os.getpid()}-{next(_names)}"
         for index in range(size):
             folder = os.path.join(parent, f"{base}-slot{index}")

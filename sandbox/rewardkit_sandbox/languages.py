@@ -79,7 +79,7 @@ COMPILER_OUTPUT_BYTES = 16 * 1024
 #: address space a runtime reserves beyond what its program uses (JVM, V8, Go): their
 #: address-space limit is the task's memory limit plus this. Measured with OpenJDK 17,
 #: Node 20 and Go 1.19 (docs/sandbox.md, Memory): the least address space a hello world
-#: starts in is 1.46-1.91 GiB for java at -Xmx 64 MiB-512 MiB, 720 MiB for node, 695 MiB
+#: starts in is 1,460-1,909 MiB for java at -Xmx 64-512 MiB, 720 MiB for node, 695 MiB
 #: for go (827 MiB when it also touches 100 MiB).
 RUNTIME_RESERVE_BYTES = {"java": 2 * _GIB, "javascript": 1 * _GIB, "go": 1 * _GIB}
 #: the least memory limit a runtime is run under: below it a run is a sandbox_error,
