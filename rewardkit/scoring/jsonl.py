@@ -28,9 +28,11 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -75,6 +77,41 @@ class _Output:
             self.path.unlink()
 
 
+class _InterruptsHeld:
+    """Holds back Ctrl-C (SIGINT) from entering until :meth:`release`: a KeyboardInterrupt
+    landing after a file is created and before the ``try`` that removes it would leave the
+    file behind. Released, a Ctrl-C that came meanwhile is delivered again, to the handler
+    that was there before. Outside the main thread (where no signal handler runs) it holds
+    nothing."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.previous: Any = None
+
+    def __enter__(self) -> _InterruptsHeld:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is not None:  # None: a handler not set from Python, left alone
+                self.previous = signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        self.pending = True
+
+    def release(self) -> None:
+        """Let Ctrl-C in again; one that came while held is raised now."""
+        if self.previous is None:
+            return
+        signal.signal(signal.SIGINT, self.previous)
+        self.previous = None
+        if self.pending:
+            self.pending = False
+            signal.raise_signal(signal.SIGINT)
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 def _needs_whole_groups(rs: RewardSet) -> bool:
     return bool(whole_group_needs(rs.config.aggregate, {
         name: c.reward_class for name, c in rs.components.items()}))
@@ -92,9 +129,10 @@ def score_jsonl(rs: RewardSet, src: Path, dst: Path, step: int = 0, batch_size: 
     summary with metrics over all lines."""
     from_stdin = str(src) == STDIN
     regular = check_paths(src, dst)
-    with OutputLock(dst):
+    with _InterruptsHeld() as held, OutputLock(dst):
         out = _Output(dst)
         try:
+            held.release()  # a Ctrl-C during the set-up ends the run here, cleaning up
             with contextlib.ExitStack() as stack:
                 fh: IO[bytes] = sys.stdin.buffer if from_stdin else stack.enter_context(
                     src.open("rb"))

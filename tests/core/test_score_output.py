@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).parent
 FAULTY_CLI = str(HERE / "faulty_cli.py")
 
@@ -50,3 +52,54 @@ def test_a_null_completion_is_reported_not_scored_as_empty(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     assert f"{src}:2: skipped: 'completion' is null" in proc.stderr
     assert len(out.read_text().splitlines()) == 1
+
+
+#: ``rewardkit score`` with a real SIGINT (Ctrl-C) sent to itself right after one step of
+#: setting up the output: where a Ctrl-C lands once in many tries, made to land every time
+INTERRUPTED_SCORE = """
+import fcntl, os, signal, sys, tempfile
+from rewardkit.cli import main
+
+point = sys.argv.pop(1)
+fired = []
+
+def then_ctrl_c(fn, wanted):
+    def wrapped(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        if not fired and wanted(*args, **kwargs):
+            fired.append(point)
+            signal.raise_signal(signal.SIGINT)
+        return result
+    return wrapped
+
+if point == "lock":  # the lock file open and locked, not yet held by the run
+    fcntl.flock = then_ctrl_c(fcntl.flock,
+                              lambda fd, op: op == fcntl.LOCK_EX | fcntl.LOCK_NB)
+elif point == "partial":  # the hidden partial file created, its name not yet kept
+    tempfile.mkstemp = then_ctrl_c(tempfile.mkstemp,
+                                   lambda **kw: kw.get("suffix") == ".partial")
+elif point == "mode":  # the partial file's mode set, its file object not yet made
+    os.fchmod = then_ctrl_c(os.fchmod, lambda fd, mode: True)
+code = main()
+print("fired:", ",".join(fired), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("point", ["lock", "partial", "mode"])
+def test_a_ctrl_c_while_the_output_is_set_up_leaves_no_file(tmp_path: Path,
+                                                            point: str) -> None:
+    """A Ctrl-C between creating the lock or the ``.OUT.XXXX.partial`` file and the
+    ``try`` that removes them left both behind (1 in 15 tries): it is held back until
+    the run can clean up, then ends the run (exit 130) with nothing left beside --out."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  f: {reward: soft_format}\n")
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"completion": "a"}\n')
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTED_SCORE, point, "score", str(cfg),
+                           str(src), "--out", str(tmp_path / "out.jsonl")],
+                          capture_output=True, text=True, timeout=60)
+    assert f"fired: {point}" in proc.stderr, proc.stderr
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "in.jsonl"]
