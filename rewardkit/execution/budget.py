@@ -49,6 +49,8 @@ import weakref
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
+from rewardkit.execution.node_folders import open_private_file, private_folder, state_root
+
 #: tokens, stamp (CLOCK_MONOTONIC, shared by every process of the node), paused until
 _BUCKET = struct.Struct("<ddd")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -57,6 +59,8 @@ _POLL_MAX_S = 0.02
 _POLL_TURN_S = 0.005  # the turnstile's holder: the one process polling the slots
 #: the deepest debt a bucket may be in (tokens taken beyond its burst; see take_token)
 _MAX_DEBT = 1e12
+#: the deepest debt ``charge`` leaves, in seconds of the bucket's rate
+CHARGE_DEBT_S = 60.0
 
 
 class BudgetWaitTimeout(TimeoutError):
@@ -139,7 +143,7 @@ class ExecutionBudget:
             raise ValueError(f"burst must be at least 1, got {burst}")
         self.name = name
         self.directory = os.path.join(directory or runtime_directory(), name)
-        _private_folder(self.directory)
+        private_folder(self.directory)  # UnsafeFolderError: another user's, a link
         asked = _Settings(slots, rate_per_s, 1.0 if rate_per_s is None else float(burst))
         node, member = _agree_settings(self.directory, asked)
         weakref.finalize(self, os.close, member)  # leaving the members when dropped
@@ -188,9 +192,7 @@ class ExecutionBudget:
         """A free slot, claimed in turn: waiters queue on the turnstile lock and only its
         holder polls the slots, so a process that just let a slot go cannot take it
         straight back ahead of one that has been waiting."""
-        turnstile = os.open(
-            os.path.join(self.directory, "turnstile.lock"), os.O_RDWR | os.O_CREAT, 0o600
-        )
+        turnstile = open_private_file(os.path.join(self.directory, "turnstile.lock"))
         with self._lock:
             self._turnstiles.add(turnstile)
         try:
@@ -276,38 +278,57 @@ class ExecutionBudget:
         bucket and leaves it in debt (negative), which later takers wait out, so the
         long-run rate holds. Without a rate, returns 0 at once.
         """
-        if self.rate_per_s is None:
+        if self.rate_per_s is None or not amount > 0:
             return 0.0
-        if not amount > 0:
+        started = time.monotonic()
+        while (wait := self.try_take(amount)) > 0:
+            time.sleep(wait)
+        return time.monotonic() - started
+
+    def try_take(self, amount: float = 1.0) -> float:
+        """Take ``amount`` tokens if the node's bucket can pay them now and return 0;
+        else take nothing and return the seconds to wait before trying again.
+
+        The non-blocking half of ``take_token``, for a caller that waits its own way (an
+        event loop's ``asyncio.sleep``, which a timeout or Ctrl-C can cancel, where a
+        thread sleeping in ``take_token`` would hold the interpreter's exit).
+        """
+        if self.rate_per_s is None or not amount > 0:
             return 0.0
         needed = min(amount, self.burst)
-        started = time.monotonic()
-        while True:
-            with self._bucket_locked() as bucket:
-                now = time.monotonic()
-                tokens, stamp, paused_until = _read(bucket, now, self.burst)
-                tokens = min(self.burst, tokens + (now - stamp) * self.rate_per_s)
-                if paused_until > now:
-                    wait = paused_until - now
-                elif tokens >= needed:
-                    _write(bucket, tokens - amount, now, paused_until)
-                    return time.monotonic() - started
-                else:
-                    wait = (needed - tokens) / self.rate_per_s
-                _write(bucket, tokens, now, paused_until)
-            time.sleep(max(wait, _POLL_MIN_S) * random.uniform(1.0, 1.1))
-
-    def charge(self, amount: float) -> None:
-        """Take ``amount`` more tokens without waiting (a negative amount gives some
-        back, up to ``burst``): the correction once a request's real cost is known (the
-        usage an API answers with, against the estimate taken)."""
-        if self.rate_per_s is None or not amount or not math.isfinite(amount):
-            return
         with self._bucket_locked() as bucket:
             now = time.monotonic()
             tokens, stamp, paused_until = _read(bucket, now, self.burst)
             tokens = min(self.burst, tokens + (now - stamp) * self.rate_per_s)
-            _write(bucket, min(self.burst, tokens - amount), now, paused_until)
+            if paused_until > now:
+                wait = paused_until - now
+            elif tokens >= needed:
+                _write(bucket, tokens - amount, now, paused_until)
+                return 0.0
+            else:
+                wait = (needed - tokens) / self.rate_per_s
+            _write(bucket, tokens, now, paused_until)
+        return max(wait, _POLL_MIN_S) * random.uniform(1.0, 1.1)
+
+    def charge(self, amount: float) -> None:
+        """Take ``amount`` more tokens without waiting (a negative amount gives some
+        back, up to ``burst``): the correction once a request's real cost is known (the
+        usage an API answers with, against the estimate taken).
+
+        The debt it leaves is bounded: at most ``CHARGE_DEBT_S`` seconds of the rate (or
+        one ``burst``, when that is more), so one answer reporting a cost it cannot
+        have had (``total_tokens: 1e9``) holds the node's requests back for a minute at
+        most, not for days.
+        """
+        if self.rate_per_s is None or not amount or not math.isfinite(amount):
+            return
+        floor = -max(self.burst, CHARGE_DEBT_S * self.rate_per_s)
+        with self._bucket_locked() as bucket:
+            now = time.monotonic()
+            tokens, stamp, paused_until = _read(bucket, now, self.burst)
+            tokens = min(self.burst, tokens + (now - stamp) * self.rate_per_s)
+            charged = min(self.burst, tokens - amount)
+            _write(bucket, max(min(floor, tokens), charged), now, paused_until)
 
     def pause(self, seconds: float) -> None:
         """Hold back every process's requests for ``seconds`` (a ``Retry-After``)."""
@@ -323,7 +344,7 @@ class ExecutionBudget:
         with self._lock:
             self._reopen_if_forked()
             if self._bucket is None:
-                fd = os.open(os.path.join(self.directory, "rate"), os.O_RDWR | os.O_CREAT, 0o600)
+                fd = open_private_file(os.path.join(self.directory, "rate"))
                 if os.fstat(fd).st_size < _BUCKET.size:
                     os.ftruncate(fd, _BUCKET.size)  # zeros: an empty bucket stamped at boot
                 self._bucket_fd, self._bucket = fd, mmap.mmap(fd, _BUCKET.size)
@@ -365,11 +386,11 @@ def _agree_settings(directory: str, asked: _Settings) -> tuple[_Settings, int]:
     alive, ``asked`` is recorded (written beside, then renamed: a reader never sees half
     a record); otherwise the recorded settings stand.
     """
-    guard = os.open(os.path.join(directory, "size.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    guard = open_private_file(os.path.join(directory, "size.lock"))
     member = -1
     try:
         fcntl.flock(guard, fcntl.LOCK_EX)
-        member = os.open(os.path.join(directory, "members.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        member = open_private_file(os.path.join(directory, "members.lock"))
         try:
             fcntl.flock(member, fcntl.LOCK_EX | fcntl.LOCK_NB)
             alone = True
@@ -457,8 +478,10 @@ def _write(bucket: mmap.mmap, tokens: float, stamp: float, paused_until: float) 
 
 
 def runtime_directory() -> str:
-    """Where budgets keep their files: ``/dev/shm/rewardkit-budget-<uid>`` (node-local
-    memory), else ``/tmp/rewardkit-budget-<uid>``; ``RK_BUDGET_DIR`` overrides.
+    """Where budgets keep their files: ``rewardkit-budget-<uid>`` in the node's
+    :func:`~rewardkit.execution.node_folders.state_root` (``/run`` for root, where no
+    other user can make it first, else ``/dev/shm``, node-local memory, else ``/tmp``);
+    ``RK_BUDGET_DIR`` overrides. Checked before use (root's own, 0700, no links).
 
     A fixed path, not ``$TMPDIR`` or ``$XDG_RUNTIME_DIR``: trainer ranks, worker
     processes and Ray workers on one node often see different values of those, and a
@@ -467,17 +490,7 @@ def runtime_directory() -> str:
     chosen = os.environ.get("RK_BUDGET_DIR")
     if chosen:
         return chosen
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else "/tmp"
-    return os.path.join(base, f"rewardkit-budget-{os.getuid()}")
-
-
-def _private_folder(path: str) -> None:
-    """Make ``path`` (mode 0700) or check that an existing one is this user's own: a
-    folder another user made could hand us their lock files."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    owner = os.stat(path).st_uid
-    if owner != os.getuid():
-        raise PermissionError(f"budget folder {path} belongs to uid {owner}, not to this user")
+    return os.path.join(state_root(), f"rewardkit-budget-{os.getuid()}")
 
 
 _shared: dict[tuple[str, int, float | None, float], ExecutionBudget] = {}

@@ -42,3 +42,28 @@ def test_two_budgets_of_one_name_share_the_bucket(tmp_path: Path) -> None:
     two = ExecutionBudget("shared", slots=1, rate_per_s=50, burst=5, directory=str(tmp_path))
     one.take_token(15)
     assert _timed(two, 1) >= 0.18             # (10 + 1) / 50 s
+
+
+def test_a_charge_leaves_at_most_a_minute_of_debt(tmp_path: Path) -> None:
+    """One answer claiming a cost it cannot have had (a billion tokens) holds the node
+    back for ``CHARGE_DEBT_S`` of the rate, not for a billion tokens' worth (115 days at
+    100/s); the bucket's own state says how long the next taker waits."""
+    from rewardkit.execution.budget import CHARGE_DEBT_S
+
+    budget = ExecutionBudget("flood", slots=1, rate_per_s=100, burst=10,
+                             directory=str(tmp_path))
+    budget.charge(1e9)
+    wait = budget.try_take(1)
+    assert CHARGE_DEBT_S * 0.9 <= wait <= CHARGE_DEBT_S * 1.2, wait
+    budget.charge(1e9)                        # a second one digs no deeper
+    assert budget.try_take(1) <= CHARGE_DEBT_S * 1.2
+
+
+def test_try_take_takes_or_says_how_long_to_wait(tmp_path: Path) -> None:
+    budget = ExecutionBudget("try", slots=1, rate_per_s=10, burst=1,
+                             directory=str(tmp_path))
+    assert budget.try_take(1) == 0.0          # a full bucket pays at once
+    wait = budget.try_take(1)                 # empty now: ~0.1 s at 10/s
+    assert 0.05 <= wait <= 0.2, wait
+    time.sleep(wait)
+    assert budget.try_take(1) == 0.0

@@ -14,8 +14,9 @@ for ``dead_endpoint_retry_s``. Verdicts are cached in the process, keyed by
 (prompt, completion, rubric, model) and the template, so a completion seen again (a
 re-scored batch, a duplicate in a group) costs no request.
 
-A grading that fails is never a 0: an endpoint that cannot be reached, keeps failing, or
-answers without a readable score gives status ``error`` with the reason.
+A grading that fails is never a 0: an endpoint that cannot be reached, keeps failing,
+answers without a readable score, or whose answer was cut at ``max_tokens``
+(``finish_reason: length``) gives status ``error`` with the reason.
 
 The prompt, the completion and the reference reach the judge as data blocks it is told
 not to obey, which the completion cannot close (:mod:`rewardkit_judge.data_block`); a
@@ -119,7 +120,7 @@ class EndpointParams(Params):
         None, gt=0, description="API tokens a minute to these endpoints, for every process "
         "of the node together: a request is charged its estimate (prompt characters / 4 + "
         "max_tokens) before it is sent, then corrected by the usage the endpoint answers "
-        "with; null: no limit")
+        "with (believed up to what the request can cost); null: no limit")
     model: str = Field(description="model name sent in each request")
     template: str = Field(DEFAULT_TEMPLATE, description="the user message; placeholders in "
                           "braces are filled in (see the reward); {prompt}, {completion} "
@@ -301,6 +302,20 @@ def estimate_tokens(body: Mapping[str, Any]) -> int:
     return chars // 4 + 1 + int(body.get("max_tokens") or 0)
 
 
+#: chat-template tokens a message may add around its content (role, separators)
+_MESSAGE_OVERHEAD_TOKENS = 16
+
+
+def most_tokens(body: Mapping[str, Any]) -> int:
+    """The most API tokens a chat request can cost: a token per byte of its messages
+    (a byte-level tokenizer's worst case), each message's template tokens, and
+    ``max_tokens``. A ``usage`` reporting more is not believed (see ``tpm``)."""
+    messages = [m for m in body.get("messages", ()) if isinstance(m, Mapping)]
+    size = sum(len(str(m.get("content", "")).encode()) for m in messages)
+    return size + _MESSAGE_OVERHEAD_TOKENS * (len(messages) + 1) + \
+        int(body.get("max_tokens") or 0)
+
+
 def rate_budgets(endpoints: list[str], model: str, rpm: float | None,
                  tpm: float | None) -> tuple[ExecutionBudget | None, ExecutionBudget | None]:
     """The node-wide RPM and TPM buckets of these endpoints (one pair for every process of
@@ -411,15 +426,17 @@ class ChatClient:
         endpoint.dead_until = time.monotonic() + self._dead_retry_s
 
     async def _take(self, estimate: int) -> None:
-        """Wait out a ``Retry-After`` this client was given, then (off the event loop)
-        for the node's RPM and TPM tokens of one request."""
+        """Wait out a ``Retry-After`` this client was given, then for the node's RPM and
+        TPM tokens of one request: each wait an ``asyncio.sleep`` on the event loop, so
+        the component's timeout or a Ctrl-C ends it at once (a thread sleeping in the
+        bucket would hold the interpreter's exit until the bucket paid)."""
         paused = self._paused_until - time.monotonic()
         if paused > 0:
             await asyncio.sleep(paused)
-        if self._requests is not None:
-            await asyncio.to_thread(self._requests.take_token)
-        if self._tokens is not None:
-            await asyncio.to_thread(self._tokens.take_token, float(estimate))
+        for bucket, amount in ((self._requests, 1.0), (self._tokens, float(estimate))):
+            if bucket is not None:
+                while (wait := await asyncio.to_thread(bucket.try_take, amount)) > 0:
+                    await asyncio.sleep(wait)
 
     async def complete(self, body: dict[str, Any]) -> str:
         """The assistant message's content for ``body``; raises :class:`EndpointError`."""
@@ -480,25 +497,33 @@ class ChatClient:
                                     f"{response.text[:200]}")
             try:
                 answer = response.json()
-                content = answer["choices"][0]["message"]["content"]
-            except (ValueError, KeyError, IndexError, TypeError):
+                choice = answer["choices"][0]
+                content = choice["message"]["content"]
+            except (ValueError, KeyError, IndexError, TypeError, RecursionError):
                 raise EndpointError("endpoint answer is not a chat completion: "
                                     f"{response.text[:200]!r}") from None
             endpoint.failures = 0
-            self._correct(answer, estimate)
+            self._correct(answer, body, estimate)
             if not isinstance(content, str):
                 raise EndpointError(f"chat completion content is {type(content).__name__}")
+            if isinstance(choice, Mapping) and choice.get("finish_reason") == "length":
+                # "Score: 10" cut to "Score: 1": what is there is not what the judge said
+                raise EndpointError(
+                    f"the judge's answer was cut at max_tokens ({body.get('max_tokens')}) "
+                    f"before it ended: no verdict (raise max_tokens): {content[-160:]!r}")
             return content
         raise EndpointError(f"{problem} (after {self._retries + 1} attempts)")
 
-    def _correct(self, answer: Any, estimate: int) -> None:
+    def _correct(self, answer: Any, body: Mapping[str, Any], estimate: int) -> None:
         """Charge the TPM bucket the difference between the tokens the answer's ``usage``
-        reports and the estimate taken (nothing when it reports none)."""
+        reports and the estimate taken (nothing when it reports none), the reported
+        count bounded by what the request can have cost (:func:`most_tokens`): an
+        answer claiming a billion tokens is charged the request's most."""
         usage = answer.get("usage") if isinstance(answer, Mapping) else None
         total = usage.get("total_tokens") if isinstance(usage, Mapping) else None
         if self._tokens is not None and isinstance(total, int) and \
                 not isinstance(total, bool) and total >= 0:
-            self._tokens.charge(float(total - estimate))
+            self._tokens.charge(float(min(total, most_tokens(body)) - estimate))
 
 
 class EndpointJudge(Reward):

@@ -105,3 +105,115 @@ def test_retry_after_on_429_is_honoured(busy_then_fine):
     assert score.status == "ok" and score.value == pytest.approx(0.9)
     assert len(arrivals) == 2
     assert arrivals[1] - arrivals[0] >= 1.9  # the server's 2 s, not the 0.05 s backoff
+
+
+def _answering(body: dict[str, Any]) -> Iterator[tuple[str, list[float]]]:
+    """A server answering every request 200 with ``body``."""
+    data = json.dumps(body).encode()
+
+    def answer(conn: socket.socket, n: int, stop: threading.Event) -> None:
+        conn.sendall(_reply("200 OK", data))
+    yield from _serve(answer)
+
+
+def _cut(finish_reason: str | None) -> dict[str, Any]:
+    """"Score: 10" cut after its first digit, as a judge stopped at max_tokens answers."""
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Score: 1"},
+                         "finish_reason": finish_reason}]}
+
+
+def test_an_answer_cut_at_max_tokens_is_no_verdict() -> None:
+    for url, _ in _answering(_cut("length")):
+        score = judge_set(url).score([{"prompt": CAPITAL, "completion": "paris"}])[0]
+        judged = score.scores["judge"]
+        assert judged.status == "error", (judged.value, judged.reason)
+        assert judged.value is None and "max_tokens" in judged.reason
+
+
+@pytest.mark.parametrize("finish_reason", ["stop", None])
+def test_an_answer_that_ended_is_read_as_its_verdict(finish_reason: str | None) -> None:
+    for url, _ in _answering(_cut(finish_reason)):
+        judged = judge_set(url).score([{"prompt": CAPITAL, "completion": "paris"}])[0]
+        assert (judged.scores["judge"].status, judged.scores["judge"].value) == ("ok", 0.1)
+
+
+#: a process scoring one row, then another, against a judge whose first answer reports
+#: a billion tokens used; prints how long the second row took
+_BILLION_TOKENS = """
+import json, sys, time
+from rewardkit import RewardSet
+url = sys.argv[1]
+rs = RewardSet.from_dict({"rewards": {"judge": {"reward": "llm_judge", "params": {
+    **json.loads(sys.argv[2]), "base_url": url, "tpm": 6000}}}})
+first = rs.score([{"prompt": "capital of france", "completion": "paris 1"}])[0]
+started = time.monotonic()
+second = rs.score([{"prompt": "capital of france", "completion": "paris 2"}])[0]
+print(json.dumps([first.scores["judge"].status, second.scores["judge"].status,
+                  time.monotonic() - started]), flush=True)
+"""
+
+
+def test_a_reply_reporting_a_billion_tokens_does_not_stall_the_node(tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    body = {"choices": [{"message": {"role": "assistant", "content": "Score: 9"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10 ** 9,
+                      "total_tokens": 10 ** 9 + 10}}
+    env = {**os.environ, "RK_BUDGET_DIR": str(tmp_path / "budget")}
+    for url, arrivals in _answering(body):
+        worker = subprocess.Popen(
+            [sys.executable, "-c", _BILLION_TOKENS, url, json.dumps(JUDGE)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            out, err = worker.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.communicate()
+            pytest.fail("a second judge request was still waiting 60 s after a reply "
+                        "reported a billion tokens (the node's TPM bucket in debt)")
+        assert worker.returncode == 0, err
+        first, second, took = json.loads(out)
+        # 6000 tokens a minute: a request of this judge costs ~30 tokens, so no
+        # correction may hold the next one back longer than a minute's refill
+        assert (first, second) == ("ok", "ok")
+        assert took < 30, took
+        assert len(arrivals) == 2
+
+
+#: a process whose node TPM bucket is a minute in debt scores one row under a 1 s
+#: component timeout, then exits
+_IN_DEBT = """
+import json, sys
+from rewardkit import RewardSet
+from rewardkit_judge.llm_judge import rate_budgets
+url = sys.argv[1]
+params = {**json.loads(sys.argv[2]), "base_url": url, "tpm": 6000}
+_, tokens = rate_budgets([url], params["model"], None, params["tpm"])
+tokens.charge(6000.0)  # a minute of the rate: as deep as a charge may leave it
+rs = RewardSet.from_dict({"rewards": {"judge": {"reward": "llm_judge", "timeout": 1,
+                                                "params": params}}})
+score = rs.score([{"prompt": "capital of france", "completion": "paris"}])[0]
+print(json.dumps(score.scores["judge"].status), flush=True)
+"""
+
+
+def test_a_wait_for_the_token_bucket_ends_with_the_components_timeout(tmp_path: Any) -> None:
+    """The wait is on the event loop: the timeout cancels it, and no thread sleeping in
+    the bucket holds the process's exit until the debt is paid."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RK_BUDGET_DIR": str(tmp_path / "budget")}
+    for url, arrivals in _answering(json.loads(GOOD)):
+        started = time.monotonic()
+        worker = subprocess.run([sys.executable, "-c", _IN_DEBT, url, json.dumps(JUDGE)],
+                                capture_output=True, text=True, env=env, timeout=120)
+        took = time.monotonic() - started
+        assert worker.returncode == 0, worker.stderr
+        assert json.loads(worker.stdout) == "timeout"
+        assert arrivals == []
+        assert took < 30, took  # the debt is 60 s; start-up and the 1 s timeout far less
