@@ -227,6 +227,13 @@ class ExecutionBudget:
             pause = min(pause * 2, _POLL_MAX_S)
 
     def _try_slots(self) -> int | None:
+        """A slot locked for this process, or None when every one is held.
+
+        A slot's file is opened when it is tried and kept open only while this process
+        holds it or has held it: one that another process holds is closed again at once.
+        So a process costs descriptors for the runs it has had in flight, not for every
+        slot of the node (``slots: 3000`` opened 3000 files at the first run and ran out
+        of a 1,024-descriptor limit)."""
         with self._lock:
             self._reopen_if_forked()
             start = random.randrange(self.slots)
@@ -234,10 +241,24 @@ class ExecutionBudget:
                 slot = (start + offset) % self.slots
                 if self._held[slot]:
                     continue
+                fd = self._fds[slot]
+                if fd < 0:
+                    fd = os.open(
+                        os.path.join(self.directory, f"slot-{slot}.lock"),
+                        os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                        0o600,
+                    )
                 try:
-                    fcntl.flock(self._fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
+                    if self._fds[slot] < 0:
+                        os.close(fd)
                     continue
+                except BaseException:
+                    if self._fds[slot] < 0:
+                        os.close(fd)
+                    raise
+                self._fds[slot] = fd
                 self._held[slot] = True
                 return slot
         return None
@@ -253,10 +274,7 @@ class ExecutionBudget:
         lock (flock belongs to the open file), so a child must not use it."""
         if self._pid == os.getpid():
             return
-        self._fds = [
-            os.open(os.path.join(self.directory, f"slot-{i}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-            for i in range(self.slots)
-        ]
+        self._fds = [-1] * self.slots  # opened when first tried (see _try_slots)
         self._held = [False] * self.slots
         self._bucket_fd, self._bucket = -1, None
         self._pid = os.getpid()

@@ -177,7 +177,8 @@ def test_the_scale_page_snippet_runs_as_written(
     monkeypatch.setenv("RK_BUDGET_DIR", str(tmp_path))
     exec(compile(snippet, "docs/scale.md", "exec"), {})
     assert float(capsys.readouterr().out) < 1.0
-    assert (tmp_path / "my-runner" / "slot-7.lock").exists()
+    # a slot's lock file is made when a run first tries it: one of the 8 here
+    assert len(list((tmp_path / "my-runner").glob("slot-*.lock"))) == 1
 
 
 def test_a_forked_child_neither_shares_nor_keeps_its_parents_slots(tmp_path: Path) -> None:

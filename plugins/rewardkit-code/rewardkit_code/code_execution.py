@@ -52,6 +52,9 @@ _MIB = 1024 * 1024
 #: time a test batch may take beyond its tests' own limits (harness start, forks)
 _BATCH_OVERHEAD_S = 1.0
 _REMOTE_CONCURRENCY = 16
+#: the most programs a node runs at once: a run in flight holds a lock file and a socket
+#: or a sandbox slot, and a process has 1,024 descriptors by default
+_MOST_CONCURRENCY = 256
 
 # Compiles the candidate first, says so on stderr (with a per-run token), then runs it
 # as __main__: tells "does not compile" from "compiles but fails" without parsing
@@ -136,10 +139,12 @@ class CodeExecutionParams(Params):
     concurrency: int | None = Field(
         None,
         ge=1,
+        le=_MOST_CONCURRENCY,
         description="programs run at once on this node, shared by every process and rank: "
         "local, this process's sandbox slots and the node's local runs (default: the "
         "node's CPU count); a remote runner, runs in flight to the same endpoint "
-        f"(default {_REMOTE_CONCURRENCY})",
+        f"(default {_REMOTE_CONCURRENCY}); at most {_MOST_CONCURRENCY} (each run in "
+        "flight holds descriptors of a process limited to 1,024 by default)",
     )
     requests_per_s: float | None = Field(
         None,

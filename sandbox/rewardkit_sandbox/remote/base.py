@@ -152,6 +152,8 @@ class RemoteRunner:
                 return self._attempt(code, stdin, ticket, log, started)
         except BudgetWaitTimeout as error:
             return self.sandbox_error(str(error), started, queued_s=time.monotonic() - started)
+        except OSError as error:  # its lock files cannot be opened (no descriptor left)
+            return self.sandbox_error(f"the node's execution budget is unusable: {error}", started)
 
     def _attempt(
         self,

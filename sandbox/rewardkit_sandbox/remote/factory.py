@@ -9,6 +9,7 @@ under the node's ``ExecutionBudget`` for that provider and endpoint.  (Not impor
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -43,6 +44,57 @@ _KEY_HEADERS = {
 }
 
 
+#: the most seconds a time option may say: past an hour a run is not waiting, it is lost
+_MOST_SECONDS = 3600.0
+#: what each option's value must be: (kind, lowest, lowest allowed itself, highest)
+_OPTION_VALUES: dict[str, tuple[str, float, bool, float]] = {
+    "request_timeout_s": ("seconds", 0.0, False, _MOST_SECONDS),
+    "max_retry_wait_s": ("seconds", 0.0, True, _MOST_SECONDS),
+    "max_wait_s": ("seconds", 0.0, True, _MOST_SECONDS),
+    "compile_timeout_s": ("seconds", 0.0, False, 600.0),
+    "language_id": ("integer", 1, True, 1_000_000),
+    "version": ("text", 0, True, 0),
+    "template": ("text", 0, True, 0),
+    "domain": ("text", 0, True, 0),
+    "sandbox_url": ("url", 0, True, 0),
+    "api_key_header": ("header", 0, True, 0),
+    "internet": ("boolean", 0, True, 0),
+}
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
+
+
+def option_problem(name: str, value: Any) -> str | None:
+    """Why ``runner_options.<name>`` cannot be ``value`` (its type or range), or None.
+
+    >>> print(option_problem("request_timeout_s", -1))
+    runner_options.request_timeout_s must be a number of seconds above 0 and at most 3600 (got -1)
+    >>> option_problem("max_wait_s", 30) is None
+    True
+    """
+    kind, low, low_ok, high = _OPTION_VALUES[name]
+    where = f"runner_options.{name}"
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "seconds":
+        above = f"{'at least' if low_ok else 'above'} {low:g}"
+        fits = number and math.isfinite(value) and (value >= low if low_ok else value > low)
+        if not fits or value > high:
+            return f"{where} must be a number of seconds {above} and at most {high:g} " \
+                f"(got {value!r})"
+    elif kind == "integer":
+        if type(value) is not int or not low <= value <= high:
+            return f"{where} must be a whole number from {low:g} to {high:g} (got {value!r})"
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            return f"{where} must be true or false (got {value!r})"
+    elif not isinstance(value, str) or not value.strip():
+        return f"{where} must be a non-empty text (got {value!r})"
+    elif kind == "url" and not value.startswith(("http://", "https://")):
+        return f"{where} must be an http(s) URL (got {value!r})"
+    elif kind == "header" and not _HEADER_NAME.match(value):
+        return f"{where} must be an HTTP header name such as X-Auth-Token (got {value!r})"
+    return None
+
+
 def check_remote_settings(
     runner: str, endpoint: str | None, language: str, options: Mapping[str, Any]
 ) -> None:
@@ -59,6 +111,10 @@ def check_remote_settings(
     if unknown:
         allowed = ", ".join(sorted(_COMMON | extra))
         raise ValueError(f"runner {runner} has no option {', '.join(unknown)} (it takes {allowed})")
+    for name, value in options.items():
+        problem = option_problem(name, value)
+        if problem:
+            raise ValueError(problem)
     if runner == "e2b" and language.lower() not in E2B_LANGUAGES:
         raise ValueError(f"the e2b runner runs {', '.join(E2B_LANGUAGES)}; not {language!r}")
 
