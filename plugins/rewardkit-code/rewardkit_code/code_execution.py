@@ -180,6 +180,13 @@ class CodeExecutionParams(Params):
             check_remote_settings(self.runner, self.endpoint, self.language, self.runner_options)
         elif not _is_python(self.language):
             language_named(self.language)  # ValueError naming the languages run locally
+        if "compile_timeout_s" in self.model_fields_set and (
+            self.runner != "local" or _is_python(self.language)
+        ):
+            raise ValueError(
+                "compile_timeout_s limits a local build (c, cpp, java, javascript, go, rust); "
+                "a remote runner takes its own (piston: runner_options.compile_timeout_s)"
+            )
         if self.rust_crates is not None and (
             self.runner != "local" or _is_python(self.language)
             or language_named(self.language).name != "rust"

@@ -66,9 +66,14 @@ def test_a_compile_bomb_scores_zero_for_every_completion_of_its_group() -> None:
     assert shared_compile_cache().misses - misses == 1  # one compile for the 16 runs
 
 
-def test_compile_timeout_s_is_validated() -> None:
-    config = {"rewards": {"code": {
-        "reward": "code_execution", "params": {"language": "cpp", "compile_timeout_s": 0},
-    }}}
+@pytest.mark.parametrize("params", [
+    {"language": "cpp", "compile_timeout_s": 0},
+    {"language": "cpp", "compile_timeout_s": 601},
+    {"language": "python", "compile_timeout_s": 10},  # nothing to compile
+    {"language": "cpp", "compile_timeout_s": 10, "runner": "piston",
+     "endpoint": "http://127.0.0.1:9/api/v2"},  # piston: runner_options.compile_timeout_s
+])
+def test_compile_timeout_s_is_checked(params: dict[str, object]) -> None:
+    config = {"rewards": {"code": {"reward": "code_execution", "params": params}}}
     with pytest.raises(ConfigError, match="compile_timeout_s"):
         RewardSet.from_dict(config)
