@@ -91,9 +91,11 @@ def hashes_line(text: str, first: bool = False) -> str | None:
     return strip_lead_in(line).strip()
 
 
+#: a number in prose; a decimal comma where it cannot be a list or thousands (``2,74``: one
+#: comma, no comma before it, fewer than three digits after it) is one number
 _NUMBER_TOKEN = re.compile(
     r"(?<![A-Za-z\d.])[-+]?\$?(?:\d{1,3}(?:(?:,|,\\!\s*|\{,\})\d{3})+(?:\.\d+)?"
-    r"|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?(?![A-Za-z]*\d)"
+    r"|(?<!\d,)\d+,\d{1,2}(?![\d,]|\.\d)|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?(?![A-Za-z]*\d)"
 )
 _NUMBER_TOKEN_DECIMAL_COMMA = re.compile(
     r"(?<![A-Za-z\d,])[-+]?\$?(?:\d{1,3}(?:[. ]\d{3})+(?:,\d+)?|\d+(?:,\d+)?)%?(?![A-Za-z]*\d)"

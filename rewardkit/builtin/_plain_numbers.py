@@ -60,6 +60,10 @@ _SPACED_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _THOUSANDS_GAP = re.compile(r"\s+")
 _THIN_SPACE_GROUP = re.compile(r"(?<=\d),\\!\s*(?=\d{3})")
 _DECIMAL_COMMA = re.compile(r"[-+]?(?:[1-9]\d{0,2}(?:[. ]\d{3})+|\d+)(?:,\d+)?")
+#: a decimal comma where it cannot be a thousands separator, read without ``decimal_comma``:
+#: one comma, digits on both sides, fewer than three after it (``1000,99``, ``2,74``), or a
+#: zero before it (``0,111``); ``1,000`` is a thousand, ``1, 22`` two values
+_COMMA_DECIMAL = re.compile(r"[-+]?(?:\d+,\d{1,2}|0,\d+)")
 _SLASH = re.compile(r"([-+]?\d+)\s*/\s*(\d+)")
 _FRAC = re.compile(r"([-+]?)\\frac\s*(?:\{\s*([-+]?\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
 _SCI = re.compile(r"(.+?)\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*\{?\s*([-+]?\d{1,3})\s*\}?")
@@ -128,6 +132,8 @@ def read_number(answer: str, decimal_comma: bool = False) -> PlainNumber | None:
         return None
     if decimal_comma and _DECIMAL_COMMA.fullmatch(s):
         s = s.replace(".", "").replace(" ", "").replace(",", ".")
+    elif _COMMA_DECIMAL.fullmatch(s):  # "1000,99": not a list, not thousands
+        s = s.replace(",", ".")
     elif _SPACED_THOUSANDS.fullmatch(s):  # "1 000"
         s = _THOUSANDS_GAP.sub("", s)
     value = _exact_value(s)
