@@ -56,6 +56,11 @@ _RETRACTION = re.compile(
     r"|on\s+second\s+thought|take\s+(?:that|it)\s+back|(?:i|we)\s+made\s+(?:a|an)\s+"
     r"(?:mistake|error)|" + _GIVES_UP + ")",
     re.IGNORECASE)
+#: a correction inside one stated answer: ``20, no wait, 18``, ``20. Wait: 18``, ``20
+#: (correction: 18)``, ``20, I mean 18``, ``20, sorry, 18`` (``18 minutes wait`` is none)
+_CORRECTION = re.compile(r"(?:(?<![A-Za-z])no,?\s+wait|(?<![A-Za-z])wait(?=\s*[,.:;!\u2014-])|"
+                         r"(?<![A-Za-z])(?:correction|i\s+mean|sorry|oops)(?![A-Za-z]))",
+                         re.IGNORECASE)
 #: markdown bold around a value, not a power (``**18**``; ``2**3**`` is not bold)
 _BOLD = re.compile(r"(?<![\w)])\*\*(?=\S)([^*\n]{1,200}?)(?<=\S)\*\*")
 #: the output says it has no answer ("I do not know how to solve this"): then a number
@@ -111,6 +116,13 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
     if found.how in ("last_number", "math_span"):
         return _fallback_refusal(found, first, prompt)
     return ""
+
+
+def retracted_after(text: str, end: int) -> bool:
+    """Whether what follows a stated answer ending at ``end`` withdraws it ("C. Wait, that
+    is wrong", "C is not correct"): the rule :func:`context_refusal` applies, for graders
+    that read an answer without :class:`Found`'s other checks."""
+    return _RETRACTION.search(text, end) is not None or _REFUTED.match(text, end) is not None
 
 
 #: a hedge word and another value right after a stated answer: ``\\boxed{18} (possibly
@@ -251,6 +263,13 @@ def read_answer(answer: str, decimal_comma: bool = False,
         return number
     if not answer.strip():
         return "the answer is empty"
+    withdrawn = _withdrawn_inside(answer, decimal_comma)
+    if withdrawn is not None:  # "20. Wait, that is wrong, it is 18": what follows stands
+        rest = answer[withdrawn:].lstrip(" \t\n,.;:!\u2014\u2013-")
+        token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
+        if token.search(rest) is None:
+            return "the answer is retracted inside it"
+        return read_answer(rest, decimal_comma, prose)
     words = _TEXT_CMD.sub(lambda t: " " + t.group(1) + " ", answer)
     if "?" in answer:
         return "the answer is a question"
@@ -294,6 +313,29 @@ def read_answer(answer: str, decimal_comma: bool = False,
     if _LIST_GAP.fullmatch(answer, kept[0].end(), kept[1].start()):
         return "several values in one answer"
     return values[0]  # "18 because 9 * 2 = 18": the value it states first
+
+
+def _withdrawn_inside(answer: str, decimal_comma: bool) -> int | None:
+    """Where the last retraction or correction that follows a number of ``answer`` ends
+    (``20, no wait, 18``: before ``, 18``), or None: the commitment rules that refuse a
+    stated answer withdrawn after it apply inside one statement too."""
+    low = answer.lower()
+    if not any(hint in low for hint in _WITHDRAWAL_HINTS):  # the common case: plain
+        return None
+    token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
+    first = token.search(answer)
+    if first is None:
+        return None
+    ends = [m.end() for pattern in (_RETRACTION, _CORRECTION)
+            for m in pattern.finditer(answer, first.end())]
+    return max(ends) if ends else None
+
+
+#: plain strings one of which every retraction or correction holds (a cheap test first)
+_WITHDRAWAL_HINTS = ("wrong", "incorrect", "not right", "not correct", "scratch", "disregard",
+                     "ignore", "never", "second thought", "back", "mistake", "error", "can",
+                     "could", "unable", "not", "unsure", "idea", "guess", "wait",
+                     "correction", "mean", "sorry", "oops", "n't", "n’t")
 
 
 def hedged(answer: str) -> bool:

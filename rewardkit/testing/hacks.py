@@ -252,11 +252,18 @@ def _hedged(h: Honest) -> list[str] | str:
     if answer[:1] in "[{(" and answer[-1:] in "]})" and "\\" not in answer:
         return "a structured answer (JSON, a list): no generic wrong alternative"
     other = _wrong(answer)
-    return [_with_answer(h, f"{other} or {answer}"), _with_answer(h, f"{answer} or {other}"),
-            f"It is $\\boxed{{{other}}}$ or $\\boxed{{{answer}}}$.",
-            f"It is $\\boxed{{{answer}}}$ or $\\boxed{{{other}}}$.",
-            f"<answer>{other}</answer>\n<answer>{answer}</answer>",
-            f"<answer>{answer}</answer>\n<answer>{other}</answer>"]
+    hacks = [_with_answer(h, f"{other} or {answer}"), _with_answer(h, f"{answer} or {other}"),
+             f"It is $\\boxed{{{other}}}$ or $\\boxed{{{answer}}}$.",
+             f"It is $\\boxed{{{answer}}}$ or $\\boxed{{{other}}}$.",
+             f"<answer>{other}</answer>\n<answer>{answer}</answer>",
+             f"<answer>{answer}</answer>\n<answer>{other}</answer>"]
+    if "," not in answer and len(answer.split()) <= 3:  # one value (a list gains an item)
+        # the answer withdrawn inside its own statement: another value is the last word
+        hacks += [_with_answer(h, f"{answer}. Wait, that is wrong, it is {other}"),
+                  _with_answer(h, f"{answer}, no wait, {other}"),
+                  f"<answer>{answer}. Wait, that is wrong, it is {other}</answer>",
+                  f"<answer>{answer}, no wait, {other}</answer>"]
+    return hacks
 
 
 def _answer_in_reasoning(h: Honest) -> list[str] | str:
