@@ -24,7 +24,7 @@ from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import boxed, extract, reference_text
-from rewardkit.builtin._commitment import hedged
+from rewardkit.builtin._commitment import hedged, retracted_after
 from rewardkit.builtin._plain_numbers import read_number
 from rewardkit.builtin._tag_blocks import after_reasoning, tag_blocks
 from rewardkit.hookspecs import hookimpl
@@ -208,6 +208,13 @@ _NAMED_LETTER = re.compile(
 _LONE_LETTER = re.compile(r"(?<![A-Za-z\\'-])([A-J])(?![A-Za-z'-])")
 #: ``I`` as the pronoun: ``I think``, not option I
 _PRONOUN = re.compile(r"I\s+[a-z]")
+#: options an answer rejects: ``not A``, ``isn't (A)``, ``never option A``, ``not A or B``
+#: (every letter of the list after the negation); a rejected option is not a second answer
+_REJECTED = re.compile(r"(?:(?<![A-Za-z])(?i:not|never|nor)|n['’]t)\s+(?:(?:option|choice)\s+)?"
+                       r"(\(?[A-J]\)?(?:\s*(?:,|or|nor|and)\s*\(?[A-J]\)?)*)(?![A-Za-z'-])")
+#: a letter that closes an answer's reasoning: ``..., so C.``, ``thus (C)``
+_CONCLUDED = re.compile(r"(?<![A-Za-z])(?i:so|thus|hence|therefore)[ \t,:]{1,3}(?:(?i:option|"
+                        r"choice)\s+)?\(?([A-J])\)?(?![A-Za-z'-])")
 #: the longest answer in which a letter standing alone names an option
 _SHORT = 30
 #: a statement of the chosen letter anywhere in the output: ``the answer is (C)``,
@@ -244,6 +251,8 @@ def grade_choice(text: str, options: Mapping[str, str], answer_tag: str = "answe
     chosen = _choose(answer, options)
     if chosen.letter is None:
         return Choice(None, chosen.reason, answer, via)
+    if found is not None and retracted_after(found.text[: found.end + 2000], found.end):
+        return Choice(None, "the answer is retracted after it is given", answer, via)
     if found is not None and _also_right(found.text[found.end : found.end + 2000],
                                          chosen.letter):
         return Choice(None, "another option called correct too", answer, via)
@@ -336,6 +345,7 @@ def _choose(answer: str, options: Mapping[str, str]) -> Choice:
         return Choice(None, "no option chosen")
     if _BACKSLASH_JOINED.search(s):  # "B\\C": not option B, two options
         return Choice(None, "several options named")
+    rejected = _rejected(s)
     m = _LEADING_LETTER.match(s)
     content = s[m.end():].strip() if m else ""
     if m and m.group(2) is None and content[:1].islower() and not _JOINED.match(content):
@@ -344,15 +354,23 @@ def _choose(answer: str, options: Mapping[str, str]) -> Choice:
         letter = m.group(1)
         named = _option_named(content, options) if content and options else None
         others = {t.group(1) for t in _LONE_LETTER.finditer(content[:200])
-                  if not _PRONOUN.match(content, t.start())} - {letter}
+                  if not _PRONOUN.match(content, t.start())} - {letter} - rejected
         if others and named != letter:  # "A B C D", "B (or maybe A)", "A.B"
             return Choice(None, "several options named")
         if named is not None and named != letter and letter in options:
             return Choice(None, f"the letter {letter} and the content of option {named} "
                                 "disagree")
         return Choice(letter)
-    letters = {n.group(1) or n.group(2) or n.group(3) for n in _NAMED_LETTER.finditer(s[-600:])
-               if n.group(3) is None or (len(s) <= _SHORT and not _PRONOUN.match(s, n.start()))}
+    tail = s[-600:]
+    letters = {n.group(1) or n.group(2) or n.group(3) for n in _NAMED_LETTER.finditer(tail)
+               if n.group(3) is None or (len(s) <= _SHORT
+                                         and not _PRONOUN.match(tail, n.start())
+                                         and not (n.group(3) == "A"
+                                                  and _ARTICLE_OR_PRONOUN.match(tail, n.start())))}
+    letters |= {c.group(1) for c in _CONCLUDED.finditer(tail)}
+    if letters and letters <= rejected:  # "The answer is not C."
+        return Choice(None, "the only option named is rejected")
+    letters -= rejected  # "The answer is not A; it is B.": one answer, B
     if len(letters) > 1:
         return Choice(None, "several options named")
     if letters:
@@ -362,6 +380,16 @@ def _choose(answer: str, options: Mapping[str, str]) -> Choice:
         if named is not None:
             return Choice(named)
     return Choice(None, "no option chosen")
+
+
+def _rejected(answer: str) -> set[str]:
+    """The option letters an answer rejects (:data:`_REJECTED`)."""
+    low = answer.lower()
+    if "not" not in low and "n't" not in low and "n’t" not in low and "nor" not in low and \
+            "never" not in low:
+        return set()
+    return {letter for m in _REJECTED.finditer(answer[-600:])
+            for letter in re.findall(r"[A-J]", m.group(1))}
 
 
 def _option_named(answer: str, options: Mapping[str, str]) -> str | None:

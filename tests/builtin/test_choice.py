@@ -76,3 +76,34 @@ def test_long_hostile_outputs_are_read_in_bounded_time() -> None:
         score = reward.score(Sample(prompt=prompt, completion=text, reference="B"))
         assert time.perf_counter() - start < 0.5, text[:20]
         assert score.value == 0.0
+
+
+# -- the labelled commitment phrasings (tests/cases/builtin/multiple_choice_phrasings) -------
+PHRASINGS = Path(__file__).resolve().parents[1] / "cases" / "builtin" / \
+    "multiple_choice_phrasings.cases.yaml"
+
+
+def _mmlu_pro_letter(text: str) -> str | None:
+    """MMLU-Pro's extraction rule, written from its description: "answer is (X)" first,
+    else the last "Answer: X", else the last capital A-J standing alone."""
+    for pattern, flags in ((r"answer is \(?([A-J])\)?", 0), (r".*[aA]nswer:\s*([A-J])", re.S),
+                           (r"\b([A-J])\b(?!.*\b[A-J]\b)", re.S)):
+        found = re.search(pattern, text, flags)
+        if found:
+            return found.group(1)
+    return None
+
+
+def test_the_labelled_phrasings_agree_at_least_as_often_as_mmlu_pros_rule() -> None:
+    cases = yaml.safe_load(PHRASINGS.read_text(encoding="utf-8"))["cases"]
+    reward = get_reward("multiple_choice")()
+    ours = theirs = 0
+    for case in cases:
+        sample = Sample(prompt=case["prompt"], completion=case["completion"],
+                        reference=case["reference"])
+        ours += reward.score(sample).value == case["expect"]
+        theirs += float(_mmlu_pro_letter(case["completion"]) == case["reference"]) == \
+            case["expect"]
+    assert len(cases) >= 60
+    assert ours == len(cases), f"{ours}/{len(cases)}"
+    assert ours >= theirs, f"MMLU-Pro's rule {theirs}/{len(cases)}"
