@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
-from rewardkit.builtin._answers import closing_answer, strip_lead_in
+from rewardkit.builtin._answers import closing_answer
 from rewardkit.builtin._tag_blocks import after_reasoning, tag_blocks
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score
@@ -56,6 +56,43 @@ _POINTER = re.compile(r"(?:in|on|at|found|given|stated|mentioned|written|that|no
 #: what withdraws a closing line before the next one: "Wait, that is wrong"
 _WITHDRAWN = re.compile(r"(?<![A-Za-z])(?:wait|actually|wrong|incorrect|mistake|correction|"
                         r"scratch|instead)(?![A-Za-z])", re.IGNORECASE)
+
+
+#: a lead-in before an answer: "The final answer is", "So the answer:", "Result =", or the
+#: phrase alone ("Final answer Paris"); whole words ("Answers in Genesis" has none)
+_LEAD_IN = re.compile(r"\s*(?:(?:so|thus|therefore|hence),?\s+)?(?:the\s+)?(?:final\s+)?"
+                      r"(?:answer|result)(?![A-Za-z'’-])(?:\s*(?:is(?![A-Za-z'’-])\s*:?|:|"
+                      r"=(?!=)))?", re.IGNORECASE)
+#: a one-letter name set equal to the answer: "x = 4" (or the answer itself: "E = mc2")
+_NAME_EQUALS = re.compile(r"\s*[A-Za-z]\s*=(?!=)")
+#: the longest answer read both with and without its lead-in
+_MAX_READ_TWICE = 300
+
+
+def answer_readings(answer: str) -> list[str]:
+    """The readings of an extracted answer: without its lead-ins first, as written last.
+
+    A lead-in is a whole phrase at the start: "answer" or "result" (after "so", "the",
+    "final"), with "is", ":" or "=" after it or not, or a one-letter name and "=". Any of
+    them may be the answer itself (``The Final Answer``, ``Answer Me, My Love``, ``E =
+    mc2``), so both readings are scored and the better counts; an answer over 300
+    characters is read without its lead-in only.
+
+    >>> answer_readings("The answer is Paris")
+    ['Paris', 'The answer is Paris']
+    >>> answer_readings("Answer: E = mc2")
+    ['mc2', 'E = mc2', 'Answer: E = mc2']
+    >>> answer_readings("Answers in Genesis")
+    ['Answers in Genesis']
+    """
+    readings = [answer.strip()]  # as written, then each lead-in left out in turn
+    for lead_in in (_LEAD_IN, _NAME_EQUALS):
+        found = lead_in.match(readings[-1])
+        if found and readings[-1][found.end() :].strip():
+            readings.append(readings[-1][found.end() :].strip())
+    if len(readings[0]) > _MAX_READ_TWICE:
+        return readings[-1:]
+    return list(dict.fromkeys(reversed(readings)))
 
 
 def normalize_answer(text: str) -> str:
@@ -100,6 +137,13 @@ class QAParams(Params):
         None, description="name of the reasoning tag of a reasoning model (e.g. 'think'): "
         "read only what follows the last closing </tag>, and pay `wrong` when the "
         "reasoning never closes; None reads the whole output, less a <think> block")
+    unanswerable: bool = Field(
+        False, description="SQuAD v2.0: an empty list of acceptable answers means the "
+        "question has no answer; then the empty answer or one of `abstentions` pays "
+        "`score` and any other answer `wrong` (false: such a sample is an error)")
+    abstentions: list[str] = Field(
+        ["unanswerable"], description="with unanswerable: answers that abstain, besides "
+        "the empty answer (compared after the normalisation)")
     max_extra_tokens: int | None = Field(
         3, ge=0, description="f1 only: an answer with more tokens than the longest "
         "acceptable answer plus this pays `wrong` (padding keeps recall at 1); None: no "
@@ -123,9 +167,11 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
     Example: ``Answer: the Eiffel Tower.`` with reference ``["Eiffel Tower"]`` -> 1.0.
     """
     golds = acceptable_answers(sample.reference)
-    if not golds:
+    no_answer = not golds and params.unanswerable and _declares_no_answer(sample.reference)
+    if not golds and not no_answer:
         return Score.error("sample has no acceptable answer (a string, a list of strings "
-                           "or a mapping with 'text')")
+                           "or a mapping with 'text')" + ("" if params.unanswerable else
+                           "; unanswerable: true reads an empty list as 'no answer'"))
     text = _read_text(sample.text, params.reasoning_tag)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
@@ -134,8 +180,15 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
         return Score.ok(params.wrong, "several different answer blocks")
     if not blocks and _closings_differ(text):
         return Score.ok(params.wrong, "several closing lines with different answers")
-    answer = strip_lead_in(blocks[-1] if blocks else _unblocked_answer(text)).strip()
-    if not normalize_answer(answer):
+    readings = answer_readings(blocks[-1] if blocks else _unblocked_answer(text))
+    answer = readings[0]
+    if params.unanswerable and _abstains(answer, params.abstentions):
+        return Score.ok(params.score if no_answer else params.wrong, "abstains",
+                        extracted=answer[:200])
+    if no_answer:
+        return Score.ok(params.wrong, "an answer to a question that has none",
+                        extracted=answer[:200])
+    if not normalize_answer(answer) and not any(_articles_only(g) for g in golds):
         return Score.ok(params.wrong, "no answer", extracted=answer[:200])
     if _offers_alternatives(answer) and not any(_offers_alternatives(g) for g in golds):
         return Score.ok(params.wrong, "alternatives offered instead of one answer",
@@ -143,19 +196,57 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
     if "?" in answer and not any("?" in g for g in golds):
         return Score.ok(params.wrong, "the answer asks instead of answering",
                         extracted=answer[:200])
-    if params.metric == "exact_match":
-        best = max(golds, key=lambda g: exact_match(answer, g))
-        value = exact_match(answer, best)
-    else:
+    scored = [_match(reading, golds, params) for reading in readings]
+    value, best, refusal = max(scored, key=lambda v: v[0])
+    if refusal and value == 0:
+        return Score.ok(params.wrong, refusal, extracted=answer[:200])
+    return Score.ok(params.wrong + value * (params.score - params.wrong),
+                    extracted=answer[:200], matched=best[:200])
+
+
+def _match(answer: str, golds: list[str], params: QAParams) -> tuple[float, str, str]:
+    """(value in 0..1, the acceptable answer that scored it, why nothing) of one reading."""
+    if params.metric == "f1":
         longest = max(len(normalize_answer(g).split()) for g in golds)
         tokens = len(normalize_answer(answer).split())
         if params.max_extra_tokens is not None and tokens > longest + params.max_extra_tokens:
-            return Score.ok(params.wrong, f"{tokens} tokens, the longest acceptable answer "
-                            f"{longest}: padding", extracted=answer[:200])
-        best = max(golds, key=lambda g: token_f1(answer, g))
-        value = token_f1(answer, best)
-    return Score.ok(params.wrong + value * (params.score - params.wrong),
-                    extracted=answer[:200], matched=best[:200])
+            return 0.0, "", f"{tokens} tokens, the longest acceptable answer {longest}: padding"
+    metric = exact_match if params.metric == "exact_match" else token_f1
+    values = [(_articles_match(answer, g) if _articles_only(g) else metric(answer, g), g)
+              for g in golds]
+    value, best = max(values, key=lambda v: v[0])
+    return value, best, ""
+
+
+def _articles_only(gold: str) -> bool:
+    """A gold that the normalisation empties (``The``): the official EM pays any answer
+    that it empties too (``A``, ``.``) and v1.1's F1 none; here its words must match."""
+    return bool(gold.strip()) and not normalize_answer(gold)
+
+
+def _articles_match(answer: str, gold: str) -> float:
+    """1.0 when the answer is the article-only gold's words (case and ASCII punctuation
+    aside): ``the`` for ``The``, not ``a``."""
+    def words(text: str) -> list[str]:
+        return "".join(ch for ch in text.lower() if ch not in _PUNCTUATION).split()
+    return float(bool(words(gold)) and words(answer) == words(gold))
+
+
+def _declares_no_answer(reference: Any) -> bool:
+    """Whether a reference says the question has no answer: an empty list, or a SQuAD
+    v2.0 ``answers`` mapping with an empty ``text`` list (None and "" are missing)."""
+    if isinstance(reference, Mapping):
+        return any(isinstance(reference.get(key), Sequence) and
+                   not isinstance(reference.get(key), str) and not reference.get(key)
+                   for key in ("text", "answers", "aliases", "answer"))
+    return isinstance(reference, Sequence) and not isinstance(reference, str) and \
+        not reference
+
+
+def _abstains(answer: str, abstentions: Sequence[str]) -> bool:
+    """Whether an answer abstains: empty, or one of ``abstentions`` once normalised."""
+    said = normalize_answer(answer)
+    return not answer.strip() or said in {normalize_answer(a) for a in abstentions}
 
 
 def acceptable_answers(reference: Any) -> list[str]:
