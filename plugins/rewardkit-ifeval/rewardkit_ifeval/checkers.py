@@ -107,9 +107,11 @@ def instruction_ids() -> list[str]:
 def seeded(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Iterator[None]:
     """The global ``random`` seeded from the instruction and its kwargs, then restored.
 
-    A checker whose kwargs miss a value or give an invalid one (IFEval's letter
-    frequency with ``letter: "!"``) draws it at random, as Google's does: seeded, the
-    draw is the same on every run, so a row's reward is a function of the row."""
+    A checker whose kwargs miss a value or give an invalid one (a letter frequency with
+    no letter) draws it at random, as Google's does: seeded, the draw is the same on
+    every run, so a row's reward is a function of the row. (A letter frequency with one
+    character that is not a letter, ``letter: "!"``, counts that character:
+    :func:`checker`.)"""
     state = random.getstate()
     random.seed(f"{instruction_id}:{json.dumps(kwargs, sort_keys=True, default=str)}")
     try:
@@ -132,7 +134,24 @@ def checker(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str) 
         args = check.get_instruction_args()
         if args and "prompt" in args:
             check.build_description(prompt=prompt)
+    if instruction_id == LETTER_FREQUENCY:
+        _count_the_character_given(check, given.get("letter"))
     return check
+
+
+#: the instruction whose checker replaces a character that is not a letter a-z
+LETTER_FREQUENCY = "keywords:letter_frequency"
+
+
+def _count_the_character_given(check: Any, letter: Any) -> None:
+    """IFEval's letter frequency with one character that is no letter a-z (``!``, ``#``):
+    count that character, as the prompt asks ("at least 4 hashtags"). Google's checker at
+    the head of google-research draws a random ASCII letter there instead (its a-z test;
+    google-research issue #3427, prompt 1122); the revision of its pull request #3428
+    keeps such a character and counts it. The checker counts ``self._letter`` in the
+    lowercased response, so the character goes there, lowercased as it does letters."""
+    if isinstance(letter, str) and len(letter.strip()) == 1 and hasattr(check, "_letter"):
+        check._letter = letter.strip().lower()
 
 
 def loose_variants(response: str) -> list[str]:

@@ -55,9 +55,9 @@ def test_reasoning_is_left_out_and_an_unclosed_one_pays_nothing():
 
 
 def test_a_random_fallback_is_the_same_on_every_run():
-    # letter "!" is not a letter a-z: the checker draws one at random, as Google's does
+    # no letter given: the checker draws one at random, as Google's does, seeded
     row = {"instruction_id_list": ["keywords:letter_frequency"],
-           "kwargs": [{"letter": "!", "let_frequency": 6, "let_relation": "at least"}]}
+           "kwargs": [{"let_frequency": 6, "let_relation": "at least"}]}
     text = "Introducing the lamp of the year! Bright! Warm! Cheap! Quiet! Yours!"
     code = ("from rewardkit import Sample, get_reward\n"
             f"s = Sample.from_dict({{'prompt': 'p', 'completion': {text!r}, **{row!r}}})\n"
@@ -65,6 +65,21 @@ def test_a_random_fallback_is_the_same_on_every_run():
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout for _ in range(2)}
     assert runs in ({"0.0\n"}, {"1.0\n"}), runs  # graded, and the same both times
+
+
+@pytest.mark.parametrize(("letter", "text", "followed"), [
+    ("!", "Bright! Warm! Cheap! Quiet! Yours! Now!", 1.0),  # six of the character asked for
+    ("!", "qqqqqq quick quiet quills", 0.0),  # six q: a random letter's count is not it
+    ("#", "#cats #dogs #birds #fish are welcome here", 1.0),
+    ("#", "cats dogs birds fish are welcome here", 0.0),
+])
+def test_letter_frequency_counts_a_character_that_is_not_a_letter(letter, text, followed):
+    relation = "at least"
+    frequency = 6 if letter == "!" else 4
+    row = {"instruction_id_list": ["keywords:letter_frequency"],
+           "kwargs": [{"letter": letter, "let_frequency": frequency, "let_relation": relation}]}
+    sample = Sample.from_dict({"prompt": "p", "completion": text, **row})
+    assert get_reward("instruction_following")({}).score(sample).value == followed
 
 
 def test_sentences_are_counted_without_nltk_data_or_a_download(tmp_path):
