@@ -243,10 +243,8 @@ class ExecutionBudget:
                     continue
                 fd = self._fds[slot]
                 if fd < 0:
-                    fd = os.open(
-                        os.path.join(self.directory, f"slot-{slot}.lock"),
-                        os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
-                        0o600,
+                    fd = open_private_file(
+                        os.path.join(self.directory, f"slot-{slot}.lock")
                     )
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
