@@ -481,11 +481,11 @@ def test_trickling_clients_at_the_connection_cap_do_not_starve_a_normal_client(
     slow = [Trickler(srv.url) for _ in range(3)]
     try:
         deadline = time.monotonic() + 20
-        while (code := request(f"{srv.url}/score",
-                               {"samples": [{"completion": GOOD}]})[0]) != 200:
-            assert code == 503
+        while (code := request(f"{srv.url}/health")[0]) != 200:  # no body: a 503 at
+            assert code == 503  # accept cannot break its pipe
             assert time.monotonic() < deadline, "the trickling clients still hold every slot"
             time.sleep(0.2)
+        assert request(f"{srv.url}/score", {"samples": [{"completion": GOOD}]})[0] == 200
     finally:
         for client in slow:
             client.close()
@@ -495,11 +495,15 @@ def test_trickling_clients_at_the_connection_cap_do_not_starve_a_normal_client(
 def test_sigterm_closes_a_connection_still_reading_its_request(tmp_path: Path):
     """The drain does not wait for a client still sending its request (default
     --read-timeout 30): it is answered 503 and closed, and the server exits at once
-    (before, SIGTERM waited for the trickling client)."""
-    srv = start(tmp_path, CONFIG)
+    (before, SIGTERM waited for the trickling client). --max-connections 1 shows when
+    the server holds the connection (/health then gets 503)."""
+    srv = start(tmp_path, CONFIG, "--max-connections", "1")
     slow = Trickler(srv.url)
     try:
-        time.sleep(1.0)  # the server holds the connection, reading its headers
+        deadline = time.monotonic() + REQUEST_TIMEOUT
+        while request(f"{srv.url}/health")[0] != 503:  # the server holds the connection
+            assert time.monotonic() < deadline, "the trickling client was never accepted"
+            time.sleep(0.05)
         started = time.monotonic()
         srv.proc.send_signal(signal.SIGTERM)
         assert srv.proc.wait(timeout=10) == 0
