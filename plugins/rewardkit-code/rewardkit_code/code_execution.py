@@ -180,7 +180,8 @@ class CodeExecutionParams(Params):
             check_remote_settings(self.runner, self.endpoint, self.language, self.runner_options)
         elif not _is_python(self.language):
             language_named(self.language)  # ValueError naming the languages run locally
-        if "compile_timeout_s" in self.model_fields_set and (
+        # a changed value only: a worker re-validates every field's value, defaults too
+        if self.compile_timeout_s != COMPILE_LIMITS.wall_time_s and (
             self.runner != "local" or _is_python(self.language)
         ):
             raise ValueError(
