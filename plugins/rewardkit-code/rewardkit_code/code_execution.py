@@ -46,15 +46,18 @@ from rewardkit_sandbox.remote.factory import build_remote_runner, check_remote_s
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score
 from rewardkit_code.extraction import ExtractMode, extract_code
 from rewardkit_code.references import IOCase, ReferenceFormatError, TestSuite, parse_reference
-from rewardkit_code.sandboxes import default_slots, local_budget, shared_executor, shared_pool
+from rewardkit_code.sandboxes import (
+    MOST_CONCURRENCY,
+    default_slots,
+    local_budget,
+    shared_executor,
+    shared_pool,
+)
 
 _MIB = 1024 * 1024
 #: time a test batch may take beyond its tests' own limits (harness start, forks)
 _BATCH_OVERHEAD_S = 1.0
 _REMOTE_CONCURRENCY = 16
-#: the most programs a node runs at once: a run in flight holds a lock file and a socket
-#: or a sandbox slot, and a process has 1,024 descriptors by default
-_MOST_CONCURRENCY = 256
 
 # Compiles the candidate first, says so on stderr (with a per-run token), then runs it
 # as __main__: tells "does not compile" from "compiles but fails" without parsing
@@ -139,11 +142,11 @@ class CodeExecutionParams(Params):
     concurrency: int | None = Field(
         None,
         ge=1,
-        le=_MOST_CONCURRENCY,
+        le=MOST_CONCURRENCY,
         description="programs run at once on this node, shared by every process and rank: "
         "local, this process's sandbox slots and the node's local runs (default: the "
         "node's CPU count); a remote runner, runs in flight to the same endpoint "
-        f"(default {_REMOTE_CONCURRENCY}); at most {_MOST_CONCURRENCY} (each run in "
+        f"(default {_REMOTE_CONCURRENCY}); at most {MOST_CONCURRENCY} (each run in "
         "flight holds descriptors of a process limited to 1,024 by default)",
     )
     requests_per_s: float | None = Field(

@@ -52,7 +52,13 @@ from rewardkit_code.restricted import (
     compile_reward_source,
     restricted_python_path,
 )
-from rewardkit_code.sandboxes import default_slots, local_budget, shared_executor, shared_pool
+from rewardkit_code.sandboxes import (
+    MOST_CONCURRENCY,
+    default_slots,
+    local_budget,
+    shared_executor,
+    shared_pool,
+)
 
 _MIB = 1024 * 1024
 #: a chunk's child imports RestrictedPython and loads the code before the first call
@@ -75,7 +81,9 @@ class PythonRewardParams(Params):
     memory_mb: int = Field(512, ge=64, description="address-space limit of the sandbox child")
     batch_size: int = Field(64, ge=1, description="at most this many samples per sandbox child")
     concurrency: int | None = Field(
-        None, ge=1, description="sandbox slots (children at once); default: CPU count"
+        None, ge=1, le=MOST_CONCURRENCY,
+        description=f"sandbox slots (children at once); default: CPU count; at most "
+        f"{MOST_CONCURRENCY}",
     )
 
     @field_validator("allowed_modules")

@@ -64,6 +64,11 @@ def local_budget(concurrency: int | None = None) -> ExecutionBudget:
     return node_budget(LOCAL_BUDGET, slots=concurrency or os.cpu_count() or 1)
 
 
+#: the most ``concurrency`` a reward may ask for: a run in flight holds a lock file and a
+#: socket or a sandbox slot (a zygote), and a process has 1,024 descriptors by default
+MOST_CONCURRENCY = 256
+
+
 def default_slots() -> int:
     """Sandbox slots when a reward does not say: the CPUs this process may use."""
     return len(os.sched_getaffinity(0))

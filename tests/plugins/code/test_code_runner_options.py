@@ -71,6 +71,16 @@ def test_concurrency_past_what_a_process_can_hold_is_refused() -> None:
     RewardSet.from_dict(_config("piston", concurrency=256))
 
 
+def test_the_python_rewards_concurrency_has_the_same_bound() -> None:
+    """Its concurrency is a pool of that many sandbox zygotes: 3000 is refused."""
+    source = "def reward(completion, reference, metadata):\n    return 1.0\n"
+    with pytest.raises(ConfigError, match="concurrency"):
+        RewardSet.from_dict({"rewards": {"p": {"reward": "python", "params": {
+            "source": source, "concurrency": 3000}}}})
+    RewardSet.from_dict({"rewards": {"p": {"reward": "python", "params": {
+        "source": source, "concurrency": 256}}}})
+
+
 #: in a process whose descriptor limit (200) is below its concurrency (256, the most
 #: allowed): score 8 samples through a Piston server, then 8 more, and count the
 #: descriptors left open
