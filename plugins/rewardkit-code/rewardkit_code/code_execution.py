@@ -48,6 +48,7 @@ from rewardkit_code.extraction import ExtractMode, extract_code
 from rewardkit_code.references import IOCase, ReferenceFormatError, TestSuite, parse_reference
 from rewardkit_code.sandboxes import (
     MOST_CONCURRENCY,
+    MOST_LOCAL_SLOTS,
     default_slots,
     local_budget,
     shared_executor,
@@ -147,7 +148,8 @@ class CodeExecutionParams(Params):
         "local, this process's sandbox slots and the node's local runs (default: the "
         "node's CPU count); a remote runner, runs in flight to the same endpoint "
         f"(default {_REMOTE_CONCURRENCY}); at most {MOST_CONCURRENCY} (each run in "
-        "flight holds descriptors of a process limited to 1,024 by default)",
+        "flight holds descriptors of a process limited to 1,024 by default); runner local, "
+        f"at most {MOST_LOCAL_SLOTS} (the sandbox slots of one pool)",
     )
     requests_per_s: float | None = Field(
         None,
@@ -183,6 +185,11 @@ class CodeExecutionParams(Params):
             check_remote_settings(self.runner, self.endpoint, self.language, self.runner_options)
         elif not _is_python(self.language):
             language_named(self.language)  # ValueError naming the languages run locally
+        if self.runner == "local" and (self.concurrency or 0) > MOST_LOCAL_SLOTS:
+            raise ValueError(
+                f"concurrency: runner local has at most {MOST_LOCAL_SLOTS} sandbox slots "
+                f"(got {self.concurrency}); up to {MOST_CONCURRENCY} is for a remote runner"
+            )
         # a changed value only: a worker re-validates every field's value, defaults too
         if self.compile_timeout_s != COMPILE_LIMITS.wall_time_s and (
             self.runner != "local" or _is_python(self.language)

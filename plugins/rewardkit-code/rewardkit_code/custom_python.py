@@ -53,7 +53,7 @@ from rewardkit_code.restricted import (
     restricted_python_path,
 )
 from rewardkit_code.sandboxes import (
-    MOST_CONCURRENCY,
+    MOST_LOCAL_SLOTS,
     default_slots,
     local_budget,
     shared_executor,
@@ -81,9 +81,9 @@ class PythonRewardParams(Params):
     memory_mb: int = Field(512, ge=64, description="address-space limit of the sandbox child")
     batch_size: int = Field(64, ge=1, description="at most this many samples per sandbox child")
     concurrency: int | None = Field(
-        None, ge=1, le=MOST_CONCURRENCY,
+        None, ge=1, le=MOST_LOCAL_SLOTS,
         description=f"sandbox slots (children at once); default: CPU count; at most "
-        f"{MOST_CONCURRENCY}",
+        f"{MOST_LOCAL_SLOTS}",
     )
 
     @field_validator("allowed_modules")

@@ -67,6 +67,9 @@ def local_budget(concurrency: int | None = None) -> ExecutionBudget:
 #: the most ``concurrency`` a reward may ask for: a run in flight holds a lock file and a
 #: socket or a sandbox slot (a zygote), and a process has 1,024 descriptors by default
 MOST_CONCURRENCY = 256
+#: the most sandbox slots one local pool has: each slot takes a task uid and a judge uid
+#: of the process's claimed block
+MOST_LOCAL_SLOTS = UID_BLOCK // 2
 
 
 def default_slots() -> int:
@@ -95,9 +98,9 @@ def shared_pool(slots: int | None = None, import_paths: Sequence[str] = ()) -> S
         _forget_if_forked()
         pool = _pools.get(key)
         if pool is None:
-            if key[0] > UID_BLOCK // 2:  # a slot uid and a judge uid per slot
+            if key[0] > MOST_LOCAL_SLOTS:  # a slot uid and a judge uid per slot
                 raise ValueError(
-                    f"at most {UID_BLOCK // 2} sandbox slots per pool, got {key[0]}"
+                    f"at most {MOST_LOCAL_SLOTS} sandbox slots per pool, got {key[0]}"
                 )
             claim, uid_base = _claim_uid_block()
             try:

@@ -71,14 +71,27 @@ def test_concurrency_past_what_a_process_can_hold_is_refused() -> None:
     RewardSet.from_dict(_config("piston", concurrency=256))
 
 
-def test_the_python_rewards_concurrency_has_the_same_bound() -> None:
-    """Its concurrency is a pool of that many sandbox zygotes: 3000 is refused."""
+def test_local_concurrency_is_bounded_by_the_slots_of_one_pool() -> None:
+    """A local pool has a task uid and a judge uid per slot in its 256-uid block: past 128
+    slots shared_pool would raise at the first sample, so the config is refused instead."""
+    def local(concurrency: int) -> dict[str, Any]:
+        return {"rewards": {"execution": {"reward": "code_execution", "params": {
+            "language": "cpp", "concurrency": concurrency}}}}
+
+    with pytest.raises(ConfigError, match="at most 128 sandbox slots"):
+        RewardSet.from_dict(local(129))
+    RewardSet.from_dict(local(128))
+
+
+def test_the_python_rewards_concurrency_has_the_local_bound() -> None:
+    """Its concurrency is a pool of that many sandbox zygotes: past 128 is refused."""
     source = "def reward(completion, reference, metadata):\n    return 1.0\n"
-    with pytest.raises(ConfigError, match="concurrency"):
-        RewardSet.from_dict({"rewards": {"p": {"reward": "python", "params": {
-            "source": source, "concurrency": 3000}}}})
+    for refused in (3000, 129):
+        with pytest.raises(ConfigError, match="concurrency"):
+            RewardSet.from_dict({"rewards": {"p": {"reward": "python", "params": {
+                "source": source, "concurrency": refused}}}})
     RewardSet.from_dict({"rewards": {"p": {"reward": "python", "params": {
-        "source": source, "concurrency": 256}}}})
+        "source": source, "concurrency": 128}}}})
 
 
 #: in a process whose descriptor limit (200) is below its concurrency (256, the most
