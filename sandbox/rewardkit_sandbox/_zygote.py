@@ -256,6 +256,16 @@ class Zygote(
         except OSError as error:
             reply["infra_error"] = f"could not create the work directory: {error}"
             return reply
+        oom_kills = -1
+        if self.slot_memory is not None:
+            try:
+                self.slot_memory.set_limit(int(limits["memory_bytes"]))
+                oom_kills = self.slot_memory.oom_kills()
+            except (OSError, ValueError) as error:  # usage the cgroup cannot reclaim
+                self._clean_files(workdir)
+                reply["infra_error"] = f"could not set the slot's memory limit: {error}"
+                reply["retire"] = "its memory cgroup refused a limit"
+                return reply
         try:
             stdout_read, stdout_write, stderr_read, stderr_write = pipes(2)
         except OSError as error:
@@ -265,11 +275,7 @@ class Zygote(
         task.outputs = {stdout_read: task.stdout, stderr_read: task.stderr}
         task.open_outputs = [stdout_read, stderr_read]
         writers = [stdout_write, stderr_write]  # the task's ends: closed once it has them
-        oom_kills = -1
         try:
-            if self.slot_memory is not None:
-                self.slot_memory.set_limit(int(limits["memory_bytes"]))
-                oom_kills = self.slot_memory.oom_kills()
             if request.get("test_spans") is None:
                 self._run_program(request, stdin, task, writers, workdir, reply)
             else:
@@ -277,9 +283,6 @@ class Zygote(
         except Stuck as stuck:
             reply["infra_error"] = str(stuck)
             reply["fatal"] = True
-        except OSError as error:  # the cgroup refused the limit (usage it cannot reclaim)
-            reply["infra_error"] = f"could not set the slot's memory limit: {error}"
-            reply["retire"] = "its memory cgroup refused a limit"
         finally:
             for fd in writers:
                 os.close(fd)
