@@ -351,7 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
         if length is None:
             self.close_connection = True
             return self._error(400, f"bad Content-Length: {_shown(header)} (expected a "
-                               "whole number of bytes in ASCII digits)")
+                               "whole number of bytes in ASCII digits, at most 2**63-1)")
         if length > opts.max_body_bytes:
             self.close_connection = True  # the body is never read
             return self._error(413, f"body of {length:,} bytes is over the limit of "

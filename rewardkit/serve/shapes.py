@@ -82,8 +82,11 @@ def parse_body(endpoint: str, body: bytes, step: int | None) -> Batch:
                          f"column {exc.colno})") from None
     except RecursionError:
         raise ShapeError("the body is nested too deeply") from None
-    except ValueError as exc:  # an integer over Python's 4,300 digits
-        raise ShapeError(f"the body holds a number too long to read ({exc})"[:200]) from None
+    except ShapeError:  # NaN, Infinity (a ValueError too)
+        raise
+    except ValueError:  # an integer over Python's limit of 4,300 digits
+        raise ShapeError("the body holds a number too long to read (over 4,300 digits)"
+                         ) from None
     if not isinstance(data, dict):
         raise ShapeError(f"the body must be a JSON object, got {type(data).__name__}")
     unmatched: list[int] = []
@@ -133,9 +136,9 @@ def unrouted_row(batch: Batch, routed: Mapping[str, list[str]]) -> str | None:
     """Why ``batch`` cannot be scored as its trainer means (a row carrying none of the
     metadata keys the routing reads), else None."""
     keys = {key for keys in routed.values() for key in keys}
-    for i, row in enumerate(batch.rows):
+    for row in batch.rows:
         if not any(key in row and key not in _NOT_METADATA for key in keys):
-            where = "the sample" if batch.endpoint == "/slime" else f"row {i}"
+            where = "the sample" if batch.endpoint == "/slime" else "a query"
             return (f"{where} carries none of the metadata keys ({', '.join(sorted(keys))}) "
                     f"this config routes by: {routing_note(routed)}. Send the rows with "
                     "their metadata to POST /score (slime: a 'metadata' object in the "
