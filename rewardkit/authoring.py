@@ -69,15 +69,35 @@ class NoParams(Params):
 ParamsModel = Params  # the base class, under a name the Reward.Params attribute can't shadow
 
 
+#: the keywords of a reward tried on a text that go into its :class:`Sample` (unless the
+#: reward has a parameter of that name): ``math_answer("<answer>5</answer>", reference="5")``
+SAMPLE_KEYWORDS = ("prompt", "reference", "metadata")
+
+
 class _RewardClass(type):
     """The type of reward classes: calling one on a text, a :class:`Sample` (or, for a
     group reward, a list of them) scores it instead of building an instance, so a reward
-    can be tried in a REPL as written. Any other call builds an instance as usual."""
+    can be tried in a REPL as written. ``prompt=``, ``reference=`` and ``metadata=`` go into
+    the sample of a text; the other keywords are parameters. Any other call builds an
+    instance as usual."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and _is_input(args[0]):
+            params_model: type[BaseModel] = getattr(cls, "Params", NoParams)
+            fields = set(params_model.model_fields) | {
+                f.alias for f in params_model.model_fields.values() if f.alias}
+            given = {k: kwargs.pop(k) for k in SAMPLE_KEYWORDS if k in kwargs and k not in fields}
+            data = args[0]
+            if given:
+                if not isinstance(data, str):
+                    raise TypeError(
+                        f"{', '.join(given)}= go with a text; a Sample (or a list) carries "
+                        "its own: Sample(prompt=..., completion=..., reference=...)")
+                data = Sample(prompt=given.get("prompt", ""), completion=data,
+                              reference=given.get("reference"),
+                              metadata=dict(given.get("metadata") or {}))
             instance = super().__call__(kwargs or None)
-            return instance.try_on(args[0])
+            return instance.try_on(data)
         return super().__call__(*args, **kwargs)
 
 

@@ -61,11 +61,47 @@ class RegistryError(Exception):
     """A reward could not be registered or found."""
 
 
+#: the rewards of this repository's plugin distributions (plugins/, trainers/), to name the
+#: one to install when a config uses a reward of one that this environment lacks (a
+#: backend's own venv, a plugin not yet ``pip install -e``'d); a test keeps it in step
+#: with what the plugins register
+FIRST_PARTY_REWARDS: dict[str, tuple[str, ...]] = {
+    "rewardkit-code": ("code_execution", "python"),
+    "rewardkit-gui": ("gui_navigation", "gui_format"),
+    "rewardkit-gym": ("gym_answer",),
+    "rewardkit-ifeval": ("instruction_following",),
+    "rewardkit-judge": ("reward_model", "llm_judge"),
+    "rewardkit-tools": ("tool_call_valid", "tool_call_match", "tool_errors",
+                        "tool_efficiency", "non_stop_penalty"),
+    "rewardkit-trainers": ("layout_progress",),
+    "rewardkit-translation": ("translation_verdict", "translation_judge"),
+}
+
+
+def _providing_distribution(name: str) -> str | None:
+    return next((dist for dist, names in FIRST_PARTY_REWARDS.items() if name in names), None)
+
+
 class UnknownRewardError(RegistryError, KeyError):
+    """A reward name no installed plugin registers. The message says so, names this
+    repository's plugin that does when there is one, else a close match (a typo)."""
+
     def __init__(self, name: str, known: list[str]) -> None:
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        message = f"unknown reward {name!r}{hint} (`rewardkit rewards` lists them)"
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        dist = _providing_distribution(name)
+        if dist is not None:
+            folder = "trainers" if dist == "rewardkit-trainers" else f"plugins/{dist}"
+            hint = (f": no installed plugin registers it; the {dist} plugin does, and it is "
+                    f"not installed in this environment ({sys.prefix}): pip install -e "
+                    f"{folder} (from a rewardkit checkout)")
+        else:
+            hint = ("" if not close else
+                    f"; did you mean {', '.join(repr(c) for c in close)}?")
+            hint = (f": no installed plugin registers it{hint} (a plugin's rewards register "
+                    f"once it is pip-installed into this environment, {sys.prefix}; "
+                    "`rewardkit plugins` lists those installed, `rewardkit rewards` their "
+                    "rewards)")
+        message = f"unknown reward {name!r}{hint}"
         super().__init__(message)
         self.message = message
         self.close_matches = close

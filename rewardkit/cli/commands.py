@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,8 @@ def _add_rewards(subparsers: Subcommands) -> None:
     p.add_argument("name", nargs="?", default=None,
                    help="a reward's name: its description and every parameter; any other "
                    "text lists the rewards whose name contains it")
+    p.add_argument("--all", action="store_true",
+                   help="with NAME: the whole description and each parameter's in full")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_rewards)
 
@@ -131,11 +134,13 @@ def _add_new_plugin(subparsers: Subcommands) -> None:
 
 # -- rewards / plugins ------------------------------------------------------------------
 def _params_summary(cls: Any) -> list[dict[str, Any]]:
+    """Each parameter as a config writes it: its alias when it has one
+    (``schema_ = Field(alias="schema")`` is ``schema``)."""
     rows = []
     for name, f in cls.Params.model_fields.items():
         default = None if f.is_required() else f.get_default(call_default_factory=True)
         annotation = getattr(f.annotation, "__name__", None) or str(f.annotation)
-        rows.append({"name": name, "type": annotation.replace("typing.", ""),
+        rows.append({"name": f.alias or name, "type": annotation.replace("typing.", ""),
                      "default": default, "required": f.is_required(),
                      "description": f.description or ""})
     return rows
@@ -166,8 +171,10 @@ def cmd_rewards(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return EXIT_USAGE if registry.clashes() else EXIT_OK
-    if exact:
+    if exact and args.all:
         _print_reward(rows[0], exact[0])
+    elif exact:
+        _print_reward_brief(rows[0], exact[0])
     else:
         _print_reward_list(rows)
     clashes = registry.clashes()
@@ -198,6 +205,36 @@ def _print_reward_list(rows: list[dict[str, Any]]) -> None:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= DEFAULT_CHARS else text[:DEFAULT_CHARS - 1] + "…"
+
+
+def _print_reward_brief(row: dict[str, Any], cls: Any) -> None:
+    """One reward on a screen: its summary (the docstring's first paragraph), one line per
+    parameter (its default and the first sentence of its description) and its example;
+    ``--all`` prints the rest."""
+    import inspect
+    import textwrap
+
+    width = min(out.width, REWARDS_WIDTH)
+    mode = row["mode"] + (" group" if row["group"] else "")
+    out.print(f"[bold]{row['name']}[/bold]  ({row['plugin']}, {mode})")
+    paragraphs = [" ".join(p.split()) for p in
+                  (inspect.getdoc(cls) or row["description"] or "").split("\n\n") if p.strip()]
+    if paragraphs:
+        out.print(textwrap.fill(paragraphs[0], width), markup=False)
+    if row["params"]:
+        out.print("params:", markup=False)
+    for p in row["params"]:
+        default = "required" if p["required"] else f"= {_short(p['default'])}"
+        about = re.split(r"(?<=\.)\s(?=[A-Z])", " ".join(p["description"].split()), maxsplit=1)[0]
+        line = f"  {p['name']} {default}: {about}" if about else f"  {p['name']} {default}"
+        out.print(line if len(line) <= width else line[:width - 1] + "…", markup=False)
+    if not row["params"]:
+        out.print("no parameters", markup=False)
+    example = next((p[p.index("Example"):] for p in paragraphs if "Example" in p), None)
+    if example:
+        out.print(textwrap.fill(example, width), markup=False)
+    out.print(f"the whole description and each parameter in full: rewardkit rewards "
+              f"{row['name']} --all", markup=False)
 
 
 def _print_reward(row: dict[str, Any], cls: Any) -> None:
@@ -316,9 +353,38 @@ def cmd_test(args: argparse.Namespace) -> int:
                     and not args.no_probes:
                 reports.append((path, _run_exploits(path, loaded, scores, results)))
         except CaseFileError as exc:
+            detail = str(exc)
+            if "unknown reward" in detail and (hint := _uninstalled_plugin(path)):
+                detail += f"\n{hint}"
             results.append({"file": str(path), "case": "(file)", "passed": False,
-                            "problem": str(exc), "detail": str(exc), "score": None})
+                            "problem": detail, "detail": detail, "score": None})
     return _print_test_results(args, results, reports, len(files))
+
+
+def _uninstalled_plugin(cases: Path) -> str | None:
+    """When ``cases`` lies in a plugin distribution (a pyproject.toml with a ``rewardkit``
+    entry point) that is not installed here: what to run so its rewards register."""
+    import tomllib
+    from importlib import metadata
+
+    for folder in list(cases.resolve().parents)[:4]:
+        project = folder / "pyproject.toml"
+        if not project.is_file():
+            continue
+        try:
+            meta = tomllib.loads(project.read_text(encoding="utf-8")).get("project", {})
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return None
+        name = meta.get("name")
+        if not isinstance(name, str) or "rewardkit" not in (meta.get("entry-points") or {}):
+            return None
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return (f"the plugin in {folder} ({name}) is not installed, so its rewards are not "
+                    f"registered: pip install -e '{folder}[test]' (then rewardkit test again)")
+        return None
+    return None
 
 
 def _run_cases(path: Path, loaded: LoadedCases, results: list[dict[str, Any]]

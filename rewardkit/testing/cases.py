@@ -167,6 +167,22 @@ class LoadedCases:
     def target(self) -> str:
         return self.spec.reward or f"config {self.spec.config}"
 
+    def checked(self, i: int) -> str:
+        """What case ``i`` checks: the file's reward, or a config's component (with its
+        reward) or its total, e.g. ``config rewards.yaml, component accuracy
+        (exact_answer)``."""
+        component = self.spec.cases[i].component
+        if self.spec.config is None:
+            return self.target
+        if component is None:
+            return f"{self.target}, the total"
+        try:
+            got = self.reward_set().components.get(component)
+        except CaseFileError:
+            got = None
+        reward = f" ({got.config.reward})" if got is not None else ""
+        return f"{self.target}, component {component}{reward}"
+
     def reward_set(self) -> RewardSet:
         if self._reward_set is None:
             try:
@@ -225,7 +241,7 @@ class LoadedCases:
         case = self.spec.cases[i]
         expected = case.expect.model_dump(mode="json", exclude_none=True,
                                           exclude_defaults=True)
-        lines = [f"{self.target}: {problem}"]
+        lines = [f"{self.checked(i)}: {problem}"]
         if case.prompt not in ("", None):
             lines.append(f"  prompt:     {_shown(case.prompt)}")
         lines += [f"  completion: {_shown(case.completion)}",

@@ -133,3 +133,20 @@ def test_sagemaker_launch_warns_only_about_schedules_where_the_step_is_pinned():
     (warning,) = launch_warnings(CONFIGS / "staged.yaml", "easyr1")
     assert warning.startswith("rewards.tags.weight follows a schedule, but easyr1 passes no step")
     assert launch_warnings(ROOT / "examples" / "sagemaker-gsm8k-trl.yaml", "trl") == []
+
+
+def test_a_config_without_a_train_section_is_not_told_to_use_train_stages(tmp_path: Path,
+                                                                          capsys):
+    """Issue 43: `rewardkit export easyr1` of a config with no train: section advised
+    `rewardkit train` with train.stages; it names the --step files to export instead."""
+    cfg = tmp_path / "no-train.yaml"
+    cfg.write_text("on_error: ignore\nrewards:\n"
+                   "  fmt: {reward: soft_format, weight: {schedule: linear, start: 0.0, "
+                   "end: 1.0, steps: 50}}\n"
+                   "  acc:\n    reward: exact_answer\n"
+                   "    stages: [{until_step: 30, weight: 0.0}, {weight: 1.0}]\n")
+    assert cli_run("export", ["easyr1", str(cfg), "-o", str(tmp_path / "r.py")]) == 0
+    err = capsys.readouterr().err
+    assert "train.stages" not in err and "rewardkit train" not in err
+    assert "acc is off for every step of the job" in err and "--step 30" in err
+    assert "follows a schedule" in err and "export one file per step range" in err

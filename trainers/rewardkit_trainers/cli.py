@@ -47,9 +47,11 @@ def run(command: str, argv: list[str]) -> int:
 
 
 def _console() -> Any:
-    from rich.console import Console
+    """rewardkit's own standard output: in a log or a pipe it is 160 columns wide and
+    never breaks a line, so a path is not cut in the middle of a name."""
+    from rewardkit.cli import out
 
-    return Console(stderr=False, highlight=False)
+    return out
 
 
 # ---------------------------------------------------------------- train

@@ -151,7 +151,8 @@ def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], complet
     else:
         correct = [t is not None and t > 0 for t in result.totals]
     return {"accuracy": _share(correct),
-            "mean_reward": result.metrics["total"]["mean"], "components": means,
+            "mean_reward": result.metrics["total"]["mean"],
+            "max_reward": max_total(reward_set, step), "components": means,
             "full": full, "examples": completions[:3]}
 
 
@@ -166,6 +167,16 @@ def _paid_in_full(values: list[float | None], reward_set: RewardSet, name: str,
 
 def _share(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else math.nan
+
+
+def max_total(reward_set: RewardSet, step: int) -> float | None:
+    """The most a sample's total can be at ``step``: each positively weighted component at
+    its maximum (its ``score`` param, else 1.0); None under ``normalize_then_sum``, whose
+    totals are standardised. So a mean reward reads ``1.422 (of 2.0)``."""
+    if reward_set.config.aggregate != "weighted_sum":
+        return None
+    return math.fsum(w * _max_value(reward_set, name, step)
+                     for name, w in reward_set.weights(step).items() if w > 0)
 
 
 def _max_value(reward_set: RewardSet, name: str, step: int) -> float:
@@ -275,7 +286,10 @@ def print_report(console: Any, report: dict[str, Any]) -> None:
     for name in names:
         table.add_row(f"  {name} in full", *[_pct(i.get("full", {}).get(name))
                                              for i in models.values()])
-    table.add_row("mean reward", *[_num(i.get("mean_reward")) for i in models.values()])
+    tops = {i.get("max_reward") for i in models.values() if "mean_reward" in i}
+    top = tops.pop() if len(tops) == 1 else None
+    table.add_row("mean reward" + (f" (of {top:g})" if top is not None else ""),
+                  *[_num(i.get("mean_reward")) for i in models.values()])
     for name in names:
         table.add_row(f"  {name}", *[_num(i.get("components", {}).get(name))
                                      for i in models.values()])

@@ -95,8 +95,9 @@ def check(config: RewardConfig, backend: str, source: str = "<config>") -> list[
         for name in scheduled_components(config):
             warnings.append(
                 f"rewards.{name}.weight follows a schedule, but {backend} passes no step: "
-                "each job evaluates it at its first step, so it moves as a staircase (add "
-                "boundaries with train.stages for a finer one)")
+                "each job evaluates it at its first step, so it moves as a staircase ("
+                + ("add boundaries with train.stages for a finer one)" if _trains(config)
+                   else "export one file per step range with --step for a finer one)"))
     return warnings
 
 
@@ -141,10 +142,18 @@ def off_warnings(config: RewardConfig, backend: str, start: int, end: int | None
         else "every step of the job"
     return [f"{where} is pinned to step {start}, where rewards.{name}.weight is 0: "
             f"{name} is off for {span}, though its weight turns non-zero at step {first} "
-            f"({backend} passes no step). Run `rewardkit train` with train.stages (one job "
-            f"per stage, each pinned to its first step), e.g. `train.stages: [{first}]`, "
-            f"so a job starts where it is on"
+            f"({backend} passes no step). " + (
+                f"Run `rewardkit train` with train.stages (one job per stage, each pinned "
+                f"to its first step), e.g. `train.stages: [{first}]`, so a job starts "
+                "where it is on" if _trains(config) else
+                f"Export one file per stage (--step {first} for the one where it is on) "
+                "and run them in turn")
             for name, first in switched_off(config, start)]
+
+
+def _trains(config: RewardConfig) -> bool:
+    """The config has a ``train:`` section (``rewardkit train`` can run its stages)."""
+    return config.section("train") is not None
 
 
 def job_warnings(plan: RunPlan) -> list[str]:
@@ -185,8 +194,12 @@ def pinned_file_warnings(config: RewardConfig, backend: str, step: int) -> list[
         return off
     return [*off, f"pinned to step {step}: the stages that start at step(s) "
             f"{', '.join(map(str, later))} never apply in a job that uses it ({backend} "
-            "passes no step). Run `rewardkit train` (one job per stage, each resuming the "
-            "last), or export one file per stage with --step and run them in turn"]
+            "passes no step). " + (
+                "Run `rewardkit train` (one job per stage, each resuming the last), or "
+                "export one file per stage with --step and run them in turn"
+                if _trains(config) else
+                f"Export one file per stage (--step {', --step '.join(map(str, later))}) and "
+                "run them in turn, each job resuming the last")]
 
 
 def launch_warnings(config_path: Path, backend: str) -> list[str]:

@@ -91,14 +91,16 @@ def _train_here(plan: RunPlan, console: Any) -> int:
 
     report = run(plan.reward_config, plan.train, plan.config_file, plan.output_dir, console)
     on = f" on {report.cpu.describe()}" if report.cpu else " on the GPU"
+    of = f" (of {report.max_reward:g})" if report.max_reward is not None else ""
     console.print(
         f"[bold]done[/] in {report.seconds:.0f}s ({report.train_seconds:.0f}s "
         f"training{on}), {report.steps} steps. "
-        f"mean reward: start {report.start_reward:.3f} -> end {report.end_reward:.3f}",
+        f"mean reward: start {report.start_reward:.3f} -> end {report.end_reward:.3f}{of}",
         soft_wrap=True)  # one line, whatever the width: logs and scripts read it
-    console.print(f"model: {report.model_dir}")
+    console.print(f"model: {report.model_dir}", markup=False, soft_wrap=True)
     console.print(f"curves: {report.curves_csv}"
-                  + (f", {report.curves_png}" if report.curves_png else ""))
+                  + (f", {report.curves_png}" if report.curves_png else ""),
+                  markup=False, soft_wrap=True)
     if report.report_html:
         console.print(f"report: {report.report_html}", markup=False, soft_wrap=True)
     return EXIT_OK

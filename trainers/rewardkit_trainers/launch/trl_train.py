@@ -19,6 +19,7 @@ from rewardkit.report.monitor import HackMonitor
 
 from rewardkit_trainers.config import GeneratedData, TinyModel, TrainConfig
 from rewardkit_trainers.curves import RewardCurves
+from rewardkit_trainers.evaluate import max_total
 from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows
 from rewardkit_trainers.launch.hardware import CpuPlan, apply_cpu_plan, cpu_plan, passive_waits
 from rewardkit_trainers.run_report import ScoredSampleLog, write_run_report
@@ -46,6 +47,8 @@ class TrainReport:
     train_seconds: float = 0.0
     #: cores, threads and load of a CPU run (None on a GPU)
     cpu: CpuPlan | None = None
+    #: the most a sample's total can be at the last step (None: normalize_then_sum)
+    max_reward: float | None = None
 
 
 def grpo_kwargs(train: TrainConfig, output_dir: Path, reward_kwargs: dict[str, Any],
@@ -262,7 +265,8 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     report_html = write_run_report(output_dir, samples, reward_config, curves.rows, steps)
     return TrainReport(output_dir, model_dir, csv_path, png_path,
                        curves.mean("reward", first=True), curves.mean("reward", first=False),
-                       steps, time.monotonic() - started, report_html, train_seconds, plan)
+                       steps, time.monotonic() - started, report_html, train_seconds, plan,
+                       max_total(rewards.scorer.reward_set, steps))
 
 
 def _model_and_tokenizer(train: TrainConfig, rows: list[dict[str, Any]],
