@@ -223,7 +223,7 @@ def _percent_readings(pred: PlainNumber, gold: PlainNumber, prompt: str) -> list
     readings = []
     if not prompt or _PERCENT_ASKED.search(prompt):
         readings.append(PlainNumber(pred.value))
-    if abs(gold.value) <= 1:
+    if -1 <= gold.value <= 1:  # (abs() of Fraction | int types as _RealLike)
         readings.append(PlainNumber(Fraction(pred.value) / 100))
     return readings
 

@@ -71,7 +71,7 @@ class RewardkitToolAgentLoop(ToolAgentLoop):
         data = self._rewardkit_data
         output.extra_fields[ROLLOUT] = {
             "response_mask": list(output.response_mask),
-            "tools": list(getattr(data, "_active_tool_schemas", self.tool_schemas)),
+            "tools": list(getattr(data, "_active_tool_schemas", self.tool_schemas) or ()),
             "tool_results": self._rewardkit_results,
             "tool_parser": self.tool_parser_name,
             "response_length": self.response_length,
