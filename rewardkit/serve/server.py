@@ -74,8 +74,8 @@ class _ReadStopped(ConnectionError):
 class _RequestReader(io.RawIOBase):
     """The connection's bytes under one deadline for the whole request (line, headers and
     body): each ``recv`` waits at most the time left, so a client sending a byte at a
-    time is cut off at the deadline, not each read's timeout later. While the service
-    drains it stops reading (the drain shuts the socket's read side to wake it)."""
+    time is cut off at the deadline, not each read's timeout later. Once the service
+    stops accepting, the drain shuts the socket's read side, which ends the read here."""
 
     def __init__(self, sock: socket.socket, server: RewardServer) -> None:
         super().__init__()
@@ -87,8 +87,6 @@ class _RequestReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        if self.server.admission.draining:
-            raise _ReadStopped(503, "shutting down; retry later")
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise self._expired()
@@ -182,6 +180,7 @@ class RewardServer(ThreadingHTTPServer):
         self._open_lock = threading.Lock()
         #: connections still reading their request (a drain stops them)
         self._reading: set[socket.socket] = set()
+        self._reads_closed = False
         super().__init__((options.host, options.port), _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -216,10 +215,13 @@ class RewardServer(ThreadingHTTPServer):
     def reading(self, sock: socket.socket, still: bool) -> None:
         """Note that ``sock`` is (``still``) or is no longer reading its request."""
         with self._open_lock:
-            if still:
-                self._reading.add(sock)
-            else:
+            if not still:
                 self._reading.discard(sock)
+            elif self._reads_closed:  # accepted just before the loop stopped
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RD)
+            else:
+                self._reading.add(sock)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection that failed (the client went away, a read timed out): one line,
@@ -236,14 +238,15 @@ class RewardServer(ThreadingHTTPServer):
         threading.Thread(target=self._stop, name="rewardkit-serve-drain").start()
 
     def _stop(self) -> None:
-        # a connection still sending its request is not waited for: shutting its read
-        # side wakes the reader, which answers 503 (here, not in the signal handler: the
-        # lock may be held by the thread the handler interrupted)
+        # once no connection is accepted any more, one still sending its request is not
+        # waited for: shutting its read side ends the read, answered 503 (here, not in
+        # the signal handler: the lock may be held by the code the handler interrupted)
+        self.shutdown()
         with self._open_lock:
+            self._reads_closed = True
             for sock in self._reading:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RD)
-        self.shutdown()
 
 
 class _Handler(BaseHTTPRequestHandler):
