@@ -418,9 +418,20 @@ def _hacking(rows: Sequence[Mapping[str, Any]], flags: Sequence[list[str]],
             "</section>")
 
 
+def browser_rows(flags: Sequence[list[str]], limit: int = MAX_BROWSER_ROWS) -> list[int]:
+    """The rows the sample browser holds, in file order: every flagged one (up to
+    ``limit``), then the others evenly spaced over the file, so a long run's browser
+    shows its end as well as its start."""
+    flagged = [i for i, f in enumerate(flags) if f][:limit]
+    others = [i for i, f in enumerate(flags) if not f]
+    room = limit - len(flagged)
+    if len(others) > room:
+        others = [others[k * len(others) // room] for k in range(room)] if room > 0 else []
+    return sorted(flagged + others)
+
+
 def _browser(rows: Sequence[Mapping[str, Any]], flags: Sequence[list[str]]) -> str:
-    order = sorted(range(len(rows)), key=lambda i: (not flags[i], i))[:MAX_BROWSER_ROWS]
-    order.sort()
+    order = browser_rows(flags)
     names: list[str] = []
     for row in rows:
         names += [n for n in row.get("components") or {} if n not in names]

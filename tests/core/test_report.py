@@ -378,3 +378,16 @@ def test_format_paid_answer_wrong_needs_most_of_the_format_credit():
                and r["components"]["correct"]["value"] == 0.0]
     assert len(hacks) == 40 and len(partial) > 200
     assert flagged == hacks
+
+
+def test_the_sample_browser_of_a_long_run_holds_its_end_too():
+    """The browser holds 5,000 rows: the flagged ones, then the others spread over the
+    file (it held the first 5,000, the start of a long run only)."""
+    from rewardkit.report.page import browser_rows
+
+    flags = [["long_high_reward"] if i % 1000 == 7 else [] for i in range(19_200)]
+    kept = browser_rows(flags, limit=5000)
+    assert len(kept) == 5000 and kept == sorted(set(kept))
+    assert {i for i in range(19_200) if flags[i]} <= set(kept)
+    assert max(kept) > 19_000 and kept[0] == 0
+    assert browser_rows([[]] * 10, limit=5000) == list(range(10))
