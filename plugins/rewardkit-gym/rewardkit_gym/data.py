@@ -83,15 +83,15 @@ def generate(dataset: str, size: int, seed: int, config: dict[str, Any]
 
 def unpaid_references(rows: list[dict[str, Any]]) -> int:
     """How many rows' own answers their dataset's scorer does not pay full marks, read
-    back as ``gym_answer`` reads them (``arc_agi`` and ``rearc`` compare tuples, which
-    JSON turns into lists)."""
-    import reasoning_gym
+    back as ``gym_answer`` reads them (the metadata from JSON, with the tuples some
+    scorers compare restored)."""
+    from rewardkit_gym.reward import entry_metadata, scorer_for
 
     unpaid = 0
     for row in rows:
-        scorer = reasoning_gym.get_score_answer_fn(row["gym_dataset"])
+        scorer = scorer_for(row["gym_dataset"])
         entry = {"question": row["prompt"], "answer": row["reference"],
-                 "metadata": json.loads(row["gym_entry"])}
+                 "metadata": entry_metadata(row["gym_dataset"], json.loads(row["gym_entry"]))}
         try:
             paid = row["reference"] is not None and scorer(row["reference"], entry) >= 1.0
         except Exception:  # a scorer that raises on its own answer does not pay it

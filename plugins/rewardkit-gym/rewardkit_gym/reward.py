@@ -19,13 +19,22 @@ A scorer that pays a decoy full marks cannot tell answers apart
 (``game_of_life_halting`` compares ``bool("False") == bool("True")``; ``coin_flip`` pays
 ``0`` for ``0.109375``): then only the reference itself (whitespace aside, or the same
 number) is paid.
+
+What a scorer does not check, the reward does where the row says it: ``puzzle24``'s
+scorer pays any expression of four numbers that makes 24, so one expression was paid on
+every row; the answer must use the row's own numbers (:data:`ROW_CHECKS`). The grids of
+``arc_agi`` and ``rearc`` are tuples their scorers compare, which JSON turns into lists:
+they are made tuples again (:data:`TUPLE_FIELDS`). Each dataset's scorer is built once
+per worker process (:func:`scorer_for`: building arc_agi's dataset takes ~2 s).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -41,6 +50,55 @@ _OR = re.compile(r"(?<![A-Za-z])or(?![A-Za-z])", re.IGNORECASE)
 #: reference, it pays without the task solved (coin_flip pays "0" full marks for any
 #: probability below 1: its prefix credit divides by the shorter string)
 DECOYS = ("no answer here", "0", "1")
+#: entry metadata fields a dataset's scorer compares as (nested) tuples: JSON keeps lists
+TUPLE_FIELDS: dict[str, tuple[str, ...]] = {"arc_agi": ("output",), "rearc": ("output",)}
+Scorer = Callable[[str, dict[str, Any]], float]
+_scorers: dict[str, Scorer] = {}
+
+
+def scorer_for(name: str) -> Scorer:
+    """The ``score_answer`` of reasoning-gym dataset ``name``, built once per process
+    (reasoning-gym builds a whole dataset for it: 1.85 s for arc_agi, 0.65 s for
+    group_anagrams, where one score takes milliseconds). ValueError for an unknown name."""
+    if name not in _scorers:
+        import reasoning_gym
+
+        _scorers[name] = reasoning_gym.get_score_answer_fn(name)
+    return _scorers[name]
+
+
+def _puzzle24_numbers(answer: str, metadata: Mapping[str, Any]) -> str | None:
+    numbers = metadata.get("numbers")
+    if not isinstance(numbers, list) or not all(isinstance(n, int) for n in numbers):
+        raise KeyError("the puzzle24 row has no 'numbers' in its entry metadata")
+    used = [int(n) for n in re.findall(r"\b\d+\b", answer)]  # as its scorer reads them
+    if sorted(used) != sorted(numbers):
+        return f"the expression uses {sorted(used)}, the puzzle's numbers are {sorted(numbers)}"
+    return None
+
+
+#: what a dataset's scorer leaves unchecked that its row says: dataset -> a check of the
+#: answer against the entry metadata (why it is wrong, or None; KeyError: the row lacks it)
+ROW_CHECKS: dict[str, Callable[[str, Mapping[str, Any]], str | None]] = {
+    "puzzle24": _puzzle24_numbers}
+
+
+def entry_metadata(name: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry metadata as the dataset's scorer expects it: the fields of
+    :data:`TUPLE_FIELDS` made (nested) tuples again."""
+    restored = dict(metadata)
+    for field in TUPLE_FIELDS.get(name, ()):
+        if isinstance(restored.get(field), list):
+            restored[field] = _tuples(restored[field])
+    return restored
+
+
+def _tuples(value: Any) -> Any:
+    if not isinstance(value, list | tuple):
+        return value
+    if not any(isinstance(v, list | tuple) for v in value):
+        return tuple(value)
+    return tuple(_tuples(v) for v in value)
 
 
 class GymParams(Params):
@@ -84,12 +142,11 @@ class GymAnswer(Reward):
         if isinstance(row, Score):
             return row
         name, metadata = row
-        import reasoning_gym
-
         try:
-            scorer = reasoning_gym.get_score_answer_fn(name)
+            scorer = scorer_for(name)
         except ValueError:
             return Score.error(f"unknown reasoning-gym dataset {name!r}")
+        metadata = entry_metadata(name, metadata)
         text = sample.text
         if params.reasoning_tag is not None:
             after = after_reasoning(text, params.reasoning_tag)
@@ -99,11 +156,19 @@ class GymAnswer(Reward):
         if text.count(f"</{params.answer_tag}>") > 1:
             return Score.ok(0.0, "several answer blocks", dataset=name)
         answer = read_answer(text, params.answer_tag)
-        if not visible_length(answer):
+        if not _visible(answer):
             return Score.ok(0.0, "no answer", dataset=name)
         question = sample.prompt if isinstance(sample.prompt, str) else str(sample.prompt)
         if _echoes(answer, question):
             return Score.ok(0.0, "the question copied into the answer", dataset=name)
+        check = ROW_CHECKS.get(name)
+        if check is not None:
+            try:
+                wrong = check(answer, metadata)
+            except KeyError as exc:
+                return Score.error(str(exc.args[0]) if exc.args else str(exc), dataset=name)
+            if wrong:
+                return Score.ok(0.0, wrong, dataset=name, answer=answer[:200])
         gold = sample.reference if isinstance(sample.reference, str) else None
         entry: dict[str, Any] = {"question": question, "answer": gold, "metadata": metadata}
         try:
@@ -115,7 +180,7 @@ class GymAnswer(Reward):
             hedge = _hedge(answer, gold, scorer, entry)
             if hedge:
                 return Score.ok(0.0, hedge, dataset=name, scorer=raw, answer=answer[:200])
-        floor = _paid_to_anything(scorer, entry)
+        floor = _decoy_floor(name, sample.metadata.get(params.entry_column), scorer, entry)
         if floor >= 1.0:  # the scorer pays any answer: only the reference is right
             right = gold is not None and _same(answer, gold)
             return Score.ok(float(right), dataset=name, scorer=raw, decoy=floor,
@@ -158,6 +223,26 @@ def _entry(sample: Sample, params: GymParams) -> tuple[str, dict[str, Any]] | Sc
     return name, dict(raw)
 
 
+#: the decoy floor of the last rows scored (a GRPO group scores one row's completions
+#: together: its decoys are asked once, not once per completion)
+_FLOORS_KEPT = 1024
+_floors: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
+
+
+def _decoy_floor(name: str, raw: Any, scorer: Any, entry: dict[str, Any]) -> float:
+    """:func:`_paid_to_anything`, remembered for rows whose entry (``raw``) is JSON text."""
+    if not isinstance(raw, str) or not isinstance(entry["answer"], str | None):
+        return _paid_to_anything(scorer, entry)
+    key = (name, raw, entry["question"], entry["answer"] or "")
+    if key in _floors:
+        _floors.move_to_end(key)
+        return _floors[key]
+    floor = _floors[key] = _paid_to_anything(scorer, entry)
+    if len(_floors) > _FLOORS_KEPT:
+        _floors.popitem(last=False)
+    return floor
+
+
 def _paid_to_anything(scorer: Any, entry: dict[str, Any]) -> float:
     """The most the scorer pays a decoy that is not the reference (:data:`DECOYS`); a
     scorer that raises on a decoy pays it nothing."""
@@ -185,6 +270,8 @@ def _hedge(answer: str, gold: str, scorer: Any, entry: dict[str, Any]) -> str:
     if len(_OR.findall(answer)) > len(_OR.findall(gold)):
         return "alternatives offered instead of one answer"
     words = gold.split()
+    if answer.split() == words:  # the reference alone (the common case: no pattern to build)
+        return ""
     if not words:
         return ""
     found = re.search(r"(?<![\w.])" + r"\s+".join(map(re.escape, words)) + r"(?![\w.])", answer)
@@ -221,7 +308,22 @@ def _same(answer: str, reference: str) -> bool:
         return False
 
 
+def _visible(answer: str) -> bool:
+    """The answer has a visible character (an ASCII one is found without the scan of
+    every invisible code point, which costs ~0.4 ms on a long answer)."""
+    if answer.isascii():
+        return any("!" <= c <= "~" for c in answer)
+    return visible_length(answer) > 0
+
+
 def _echoes(answer: str, question: str) -> bool:
-    echo = " ".join(_WORD.findall(question.lower()))
-    return (len(echo.split()) >= ECHO_MIN_WORDS
+    echo = _question_words(question)
+    return (echo.count(" ") + 1 >= ECHO_MIN_WORDS
             and echo in " ".join(_WORD.findall(answer.lower())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _question_words(question: str) -> str:
+    """The words of a question, lower case, one space apart (read once for all the
+    completions of a group)."""
+    return " ".join(_WORD.findall(question.lower()))
