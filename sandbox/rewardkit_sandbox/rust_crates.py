@@ -21,6 +21,11 @@ crate names, the compiler's ``rustc -vV``, a digest of every file).
 The crates are trusted (the user chose them); the candidate can only name them: a crate
 that was not offered, even one of the offered crates' own dependencies (``-L
 dependency=`` serves those to the offered crates alone), is a compile error.
+
+``rand=0.4-api`` offers, as ``rand``, a small crate shipped here (``rust_compat/rand04``)
+that gives rand 0.4's ``Rng`` methods (``gen_range(low, high)``) over rand 0.8: code
+written against rand 0.4 (HumanEval-X's Rust tests) builds offline from Debian's crate
+sources, which hold rand 0.8 only (:data:`COMPAT_CRATES`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,10 @@ _CRATE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 #: cargo of the same toolchain (Debian's ``cargo``), not a rustup one earlier on PATH
 DEFAULT_RUSTC = "/usr/bin/rustc"
 DEFAULT_CARGO = shutil.which("cargo", path="/usr/local/bin:/usr/bin:/bin") or "cargo"
+#: ``NAME=REQUIREMENT`` pairs that build a compatibility crate shipped with the sandbox
+#: instead of a registry version: -> (its folder under ``rust_compat``, its package name)
+COMPAT_CRATES = {("rand", "0.4-api"): ("rand04", "rewardkit-rand04-compat")}
+_COMPAT_ROOT = Path(__file__).with_name("rust_compat")
 
 
 class CrateSetError(ValueError):
@@ -158,10 +167,12 @@ def build_crates(
     for name, requirement in crates.items():
         if not _CRATE_NAME.match(name) or not re.match(r"^[\w.*^~<>=, -]+$", requirement):
             raise CrateSetError(f"crate {name!r} = {requirement!r}: not a crate name and version")
+    packages = {COMPAT_CRATES[(name, req)][1] if (name, req) in COMPAT_CRATES else name: name
+                for name, req in crates.items()}
     with tempfile.TemporaryDirectory(prefix="rewardkit-crates-") as work:
         messages = _cargo_build(Path(work), crates, vendor, cargo, rustc)
-        externs, produced, packages = _artifacts(messages, set(crates))
-        missing = sorted(set(crates) - packages)
+        externs, produced, found = _artifacts(messages, set(packages))
+        missing = sorted(name for package, name in packages.items() if package not in found)
         if missing:
             raise CrateSetError(f"cargo built no library for {', '.join(missing)}")
         manifest = {"crates": dict(crates), "externs": externs, "rustc": rustc_version(rustc) or ""}
@@ -195,8 +206,16 @@ def _cargo_build(
     work: Path, crates: Mapping[str, str], vendor: str | os.PathLike[str] | None,
     cargo: str, rustc: str,
 ) -> list[dict[str, object]]:
-    """cargo's JSON messages of a release build of a library that depends on ``crates``."""
-    dependencies = "".join(f'{name} = "{requirement}"\n' for name, requirement in crates.items())
+    """cargo's JSON messages of a release build of a library that depends on ``crates``
+    (a compatibility crate copied into ``work`` and named by path)."""
+    dependencies = ""
+    for name, requirement in crates.items():
+        if (name, requirement) in COMPAT_CRATES:
+            folder, package = COMPAT_CRATES[(name, requirement)]
+            shutil.copytree(_COMPAT_ROOT / folder, work / "compat" / folder)
+            dependencies += f'{name} = {{ package = "{package}", path = "compat/{folder}" }}\n'
+        else:
+            dependencies += f'{name} = "{requirement}"\n'
     (work / "src").mkdir()
     (work / "src" / "lib.rs").write_text("")
     (work / "Cargo.toml").write_text(
