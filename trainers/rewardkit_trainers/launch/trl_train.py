@@ -545,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
 
     output_dir = resolve(train.output_dir, config_file)
     main_process = os.environ.get("RANK", "0") == "0"
-    console = Console(highlight=False, quiet=not main_process)
+    console = Console(highlight=False, quiet=not main_process, soft_wrap=True)  # no cut paths
     report = run(reward_config, train, config_file, output_dir, console)
     console.print(f"done in {report.seconds:.0f}s, {report.steps} steps; model: {report.model_dir}")
     return 0
