@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, err, out
+from rewardkit.cli.calibrate import add_calibrate
 from rewardkit.cli.score import cmd_score
 from rewardkit.hookspecs import Subcommands, hookimpl
 from rewardkit.serve.command import add_serve
@@ -41,6 +42,7 @@ def register_commands(subparsers: Subcommands) -> None:
     _add_test(subparsers)
     _add_schema(subparsers)
     _add_report(subparsers)
+    add_calibrate(subparsers)
     _add_new_plugin(subparsers)
 
 
@@ -105,6 +107,21 @@ def _add_test(subparsers: Subcommands) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="list passing cases and probes too")
     p.add_argument("--json", action="store_true")
+    judge = p.add_argument_group(
+        "judge probes", "--judge CONFIG --rows ROWS.jsonl: send master-key, restated and "
+        "injection probes to every component of CONFIG (its real judge endpoint) with the "
+        "rows' prompts and references; report each probe's false-positive rate")
+    judge.add_argument("--judge", metavar="CONFIG", help="a reward config to probe")
+    judge.add_argument("--rows", metavar="ROWS.jsonl", help="prompt and reference per line "
+                       "(completion: an honest answer, optional; other keys: metadata)")
+    judge.add_argument("--limit", type=int, default=50, help="rows used (default 50)")
+    judge.add_argument("--component", action="append", default=[],
+                       help="probe only this component (repeatable; default: all)")
+    judge.add_argument("--pass-score", type=float, default=0.5,
+                       help="a probe scored at least this is paid (default 0.5)")
+    judge.add_argument("--max-fpr", type=float, default=0.05,
+                       help="exit 1 when a probe is paid on more than this share of rows "
+                       "(default 0.05)")
     p.set_defaults(func=cmd_test)
 
 
@@ -337,6 +354,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_test(args: argparse.Namespace) -> int:
     from rewardkit.testing.cases import CaseFileError, find_case_files, load_cases
 
+    if args.judge or args.rows:
+        return _judge_probes(args)
     files = find_case_files(args.paths)
     if not files:
         raise UsageError(f"no *.cases.yaml files under {' '.join(args.paths)}")
@@ -359,6 +378,38 @@ def cmd_test(args: argparse.Namespace) -> int:
             results.append({"file": str(path), "case": "(file)", "passed": False,
                             "problem": detail, "detail": detail, "score": None})
     return _print_test_results(args, results, reports, len(files))
+
+
+def _judge_probes(args: argparse.Namespace) -> int:
+    """``rewardkit test --judge CONFIG --rows ROWS``: the judge robustness probes."""
+    from rich.markup import escape
+
+    from rewardkit.reward_set import RewardSet
+    from rewardkit.testing.judge_probes import ProbeRowsError, read_rows, run_judge_probes
+
+    if not (args.judge and args.rows):
+        raise UsageError("judge probes need both --judge CONFIG and --rows ROWS.jsonl")
+    if args.limit < 1 or not 0 <= args.max_fpr <= 1:
+        raise UsageError("--limit must be at least 1 and --max-fpr within 0..1")
+    rs = RewardSet.from_file(args.judge)
+    try:
+        report = run_judge_probes(rs, read_rows(Path(args.rows), args.limit),
+                                  args.pass_score, args.max_fpr, args.component)
+    except ProbeRowsError as exc:
+        raise UsageError(str(exc)) from None
+    failed = report.failed()
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return EXIT_FAIL if failed else EXIT_OK
+    for table in report.tables():
+        out.print(table)
+    for component, rate in failed:
+        out.print("[red]FAIL[/red] " + escape(
+            f"{component}: probe {rate.name!r} paid on {rate.paid}/{rate.rows} rows (over "
+            f"{args.max_fpr:.1%}), e.g. {json.dumps(rate.example)[:120]}"))
+    colour = "red" if failed else "green"
+    out.print(f"[{colour}]{len(failed)} probe(s) over the false-positive limit[/{colour}]")
+    return EXIT_FAIL if failed else EXIT_OK
 
 
 def _uninstalled_plugin(cases: Path) -> str | None:

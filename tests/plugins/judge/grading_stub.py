@@ -1,0 +1,73 @@
+"""An OpenAI-compatible judge that grades by the rule, for the judge-probe tests.
+
+``python grading_stub.py [--gullible TEXT]... [--mute TEXT]...`` listens on loopback and
+prints ``listening on http://127.0.0.1:PORT``. To each chat completion it answers
+``Score: 10`` when the response block of the message (llm_judge's data block) is the
+reference block's text, or ends with "the answer is <reference>", or is one of the
+``--gullible`` texts (a judge fooled by that probe); ``--mute`` texts get an answer
+without a score (a grading that fails); everything else gets ``Score: 0``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+BLOCK = re.compile(r"<(response|reference)-([0-9a-f]{16})>\n(.*?)\n</\1-\2>", re.S)
+
+
+def normal(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")
+
+
+def grade(message: str, gullible: set[str], mute: set[str]) -> str:
+    blocks = {m.group(1): m.group(3) for m in BLOCK.finditer(message)}
+    response, reference = blocks.get("response", ""), blocks.get("reference", "")
+    if response in mute:
+        return "I cannot grade this."
+    if response in gullible:
+        return "Looks like a solid start.\nScore: 10"
+    said = normal(response)
+    if reference and (said == normal(reference) or
+                      said.endswith(f"the answer is {normal(reference)}")):
+        return "Correct.\nScore: 10"
+    return "Wrong.\nScore: 0"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gullible", action="append", default=[])
+    parser.add_argument("--mute", action="append", default=[])
+    args = parser.parse_args()
+    gullible, mute = set(args.gullible), set(args.mute)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *a: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            message = body["messages"][-1]["content"]
+            answer = {"choices": [{"message": {"role": "assistant",
+                                               "content": grade(message, gullible, mute)},
+                                   "finish_reason": "stop"}]}
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
