@@ -30,6 +30,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import stat
 import sys
 import tempfile
 import threading
@@ -47,6 +48,9 @@ from rewardkit.types import Sample, group_key
 ProgressFn = Callable[[int, int | None], None]
 #: where a batch's scored lines go: (line number, the line)
 Sink = Callable[[int, bytes], None]
+#: what :func:`score_batches` hands each scored batch to: its line numbers, rows, samples
+#: and the :class:`ScoreResult`
+Consumer = Callable[[list[int], list[dict[str, Any]], list[Sample], ScoreResult], None]
 
 
 class _Output:
@@ -145,6 +149,40 @@ def score_jsonl(rs: RewardSet, src: Path, dst: Path, step: int = 0, batch_size: 
     return summary
 
 
+def score_batches(rs: RewardSet, src: Path, consume: Consumer, step: int = 0,
+                  batch_size: int = 1024, on_progress: ProgressFn | None = None,
+                  whole_groups: bool = False) -> dict[str, Any]:
+    """Score ``src`` as :func:`score_jsonl` does (same batches, same whole groups, same
+    malformed lines) but hand each scored batch to ``consume`` instead of writing it: the
+    engine of the commands that measure a reward (``calibrate``, ``diff``). Groups are
+    kept whole when the config needs it or ``whole_groups`` asks. Returns the summary
+    (no ``out``)."""
+    regular = False
+    if str(src) != STDIN:
+        mode = src.stat().st_mode  # FileNotFoundError for a missing file
+        if stat.S_ISDIR(mode):
+            raise ScoringFileError(f"{src} is a folder, not a JSONL file")
+        regular = stat.S_ISREG(mode)
+    with contextlib.ExitStack() as stack:
+        fh: IO[bytes] = sys.stdin.buffer if str(src) == STDIN else stack.enter_context(
+            src.open("rb"))
+        fh, total_lines, index = _open_input(rs, fh, regular, Path(tempfile.gettempdir()),
+                                             stack, whole_groups)
+        batches = _Batches(rs, step, batch_size, total_lines, on_progress, consume)
+
+        def ignore(data: bytes) -> None:
+            pass
+
+        if index is None or index.adjacent:
+            _stream(fh, batches, rs.config.limits.max_line_bytes, ignore)
+        else:
+            _by_group(fh, index, batches, ignore)
+    summary = batches.metrics.metrics()
+    return {"step": step, "scored": batches.done, "bad_lines": batches.bad,
+            "skipped_lines": len(batches.bad), "components": summary["components"],
+            "total": summary["total"]}
+
+
 def _score(rs: RewardSet, fh: IO[bytes], regular: bool, out: _Output, step: int,
            batch_size: int, on_progress: ProgressFn | None,
            stack: contextlib.ExitStack) -> dict[str, Any]:
@@ -163,7 +201,7 @@ def _score(rs: RewardSet, fh: IO[bytes], regular: bool, out: _Output, step: int,
 
 
 def _open_input(rs: RewardSet, fh: IO[bytes], regular: bool, spool_dir: Path,
-                stack: contextlib.ExitStack
+                stack: contextlib.ExitStack, whole_groups: bool = False
                 ) -> tuple[IO[bytes], int | None, _GroupIndex | None]:
     """The input to read (a pipe is spooled to a file in ``spool_dir`` when whole groups
     are needed: the group index reads rows back by offset), its count of lines when it
@@ -173,7 +211,7 @@ def _open_input(rs: RewardSet, fh: IO[bytes], regular: bool, spool_dir: Path,
     if regular:
         total_lines = count_lines(fh, max_bytes)
         fh.seek(0)
-    if not _needs_whole_groups(rs):
+    if not (whole_groups or _needs_whole_groups(rs)):
         return fh, total_lines, None
     if not regular:
         spool = stack.enter_context(tempfile.TemporaryFile(dir=spool_dir))  # noqa: SIM115
@@ -224,8 +262,9 @@ class _Batches:
     to a sink, its result added to the summary and the progress reported."""
 
     def __init__(self, rs: RewardSet, step: int, batch_size: int, total_lines: int | None,
-                 on_progress: ProgressFn | None) -> None:
+                 on_progress: ProgressFn | None, consume: Consumer | None = None) -> None:
         self.rs = rs
+        self.consume = consume
         self.step = step
         self.batch_size = batch_size
         self.total_lines = total_lines
@@ -255,9 +294,12 @@ class _Batches:
         if not self.samples:
             return
         result = self.rs.score(self.samples, step=self.step)
-        for line_no, data in zip(self.line_nos, _output_lines(self.rows, result),
-                                 strict=True):
-            sink(line_no, data)
+        if self.consume is not None:
+            self.consume(self.line_nos, self.rows, self.samples, result)
+        else:
+            for line_no, data in zip(self.line_nos, _output_lines(self.rows, result),
+                                     strict=True):
+                sink(line_no, data)
         result.samples = []
         self.metrics.add(result)
         self.done += len(self.samples)
