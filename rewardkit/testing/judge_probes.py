@@ -4,7 +4,8 @@ LLM judges are known to pay one-token "master keys" (":", "Thought process:", "S
 and answers that only restate the question. ``rewardkit test --judge CONFIG --rows
 ROWS.jsonl`` sends, for each row (its prompt, its real reference, its metadata for
 routing), every probe below to every component of the config, through the component's
-real reward (for ``llm_judge``: the user's own endpoint and rubric), and reports per
+real reward (for ``llm_judge``: the user's own endpoint and rubric; by default the components whose
+reward asks an endpoint, ``--component`` names others), and reports per
 component and probe the share of rows where the probe was paid at least ``pass_score``
 (a false positive: none of these answers is right), with its 95% Wilson interval.
 
@@ -34,7 +35,7 @@ from rich.table import Table
 from rewardkit.reward_set import RewardSet
 from rewardkit.testing.hacks import Check, Honest, exploits
 from rewardkit.testing.intervals import wilson_interval
-from rewardkit.types import Sample, Score, Status, completion_text
+from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text
 
 #: one-line answers that published measurements find LLM judges pay
 MASTER_KEYS: dict[str, str] = {
@@ -228,13 +229,26 @@ def read_rows(path: Path, limit: int) -> list[ProbeRow]:
     return rows
 
 
+def asks_an_endpoint(rs: RewardSet) -> list[str]:
+    """The components whose reward is async (a judge or a reward model over HTTP): the
+    ones probed unless others are named. A format reward pays a hedged answer by design,
+    so probing every component would flag what is not a false positive."""
+    return [name for name, comp in rs.components.items()
+            if comp.reward_class.mode is ExecutionMode.ASYNC]
+
+
 def run_judge_probes(rs: RewardSet, rows: Sequence[ProbeRow], pass_score: float = 0.5,
                      max_fpr: float = 0.05, components: Sequence[str] = (),
                      step: int = 0) -> JudgeProbeReport:
     """Grade every probe of every row with ``rs`` (one scoring call per row, so a
     group reward sees one row's probes as one group) and count, per component, the
-    rows where each probe was paid at least ``pass_score``."""
-    names = list(components) or rs.names
+    rows where each probe was paid at least ``pass_score``. ``components``: those to
+    probe (default: :func:`asks_an_endpoint`)."""
+    names = list(components) or asks_an_endpoint(rs)
+    if not names:
+        raise ProbeRowsError("no component of the config asks an endpoint (an async "
+                             "reward such as llm_judge); name the ones to probe with "
+                             f"--component (components: {', '.join(rs.names)})")
     unknown = [n for n in names if n not in rs.names]
     if unknown:
         raise ProbeRowsError(f"no component {', '.join(unknown)} in the config "

@@ -55,9 +55,11 @@ def stub() -> Iterator[Any]:
         s.close()
 
 
-def probe(tmp_path: Path, base_url: str, *extra: str) -> tuple[int, Any, str]:
+def probe(tmp_path: Path, base_url: str, *extra: str,
+          also: dict[str, Any] | None = None) -> tuple[int, Any, str]:
     config = tmp_path / "judge.yaml"
-    config.write_text(json.dumps({"rewards": {"judge": {"reward": "llm_judge", "params": {
+    config.write_text(json.dumps({"rewards": {**(also or {}), "judge": {
+        "reward": "llm_judge", "params": {
         "base_url": base_url, "model": "stub", "rubric": "The answer matches the reference.",
         "template": "{rubric}\n{prompt}\nReference:\n{reference}\n{completion}\n"
                     "End with 'Score: N', N from {min_score} to {max_score}.",
@@ -111,6 +113,17 @@ def test_a_rate_under_the_limit_passes(tmp_path: Path, stub: Any) -> None:
     assert report["components"]["judge"]["reference_as_question"]["paid"] == 1
     code, _, _ = probe(tmp_path, base, "--json", "--max-fpr", "0.2")
     assert code == 1
+
+
+def test_the_components_that_ask_an_endpoint_are_probed_unless_named(
+        tmp_path: Path, stub: Any) -> None:
+    base, rule = stub().base_url, {"rule": {"reward": "exact_answer"}}
+    code, report, text = probe(tmp_path, base, "--json", also=rule)
+    assert code == 0, text
+    assert list(report["components"]) == ["judge"]
+    code, report, text = probe(tmp_path, base, "--json", "--component", "rule", also=rule)
+    assert list(report["components"]) == ["rule"]
+    assert report["components"]["rule"]["colon"]["rows"] == len(ROWS)
 
 
 def test_a_grading_that_fails_is_counted_apart_not_as_a_refusal(tmp_path: Path,
