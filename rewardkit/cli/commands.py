@@ -21,6 +21,7 @@ from rich.table import Table
 
 from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, err, out
 from rewardkit.cli.calibrate import add_calibrate
+from rewardkit.cli.diff import add_diff
 from rewardkit.cli.score import cmd_score
 from rewardkit.hookspecs import Subcommands, hookimpl
 from rewardkit.serve.command import add_serve
@@ -43,6 +44,7 @@ def register_commands(subparsers: Subcommands) -> None:
     _add_schema(subparsers)
     _add_report(subparsers)
     add_calibrate(subparsers)
+    add_diff(subparsers)
     _add_new_plugin(subparsers)
 
 
