@@ -34,8 +34,11 @@ def add_serve(subparsers: Subcommands) -> None:
     p.add_argument("--read-timeout", type=float, default=30.0,
                    help="seconds a client may take to send its whole request (headers "
                    "and body, from the connection); then 408. At most 86400")
-    p.add_argument("--max-connections", type=int, default=128,
+    p.add_argument("--max-connections", type=int, default=1024,
                    help="connections open at once; beyond, 503 at once")
+    p.add_argument("--keep-alive", type=float, default=5.0,
+                   help="seconds a kept-alive connection may wait for its next request; "
+                   "then it is closed. Above 0, at most 86400")
     p.add_argument("--null-reward", type=float, default=0.0,
                    help="what the OpenRLHF and slime endpoints answer for a null total "
                    "(the native /score answers null); a finite number")
@@ -60,6 +63,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 < args.read_timeout <= MAX_READ_TIMEOUT:  # nan, inf and 1e300 fail here
         raise UsageError(f"--read-timeout must be above 0 and at most {MAX_READ_TIMEOUT:g} "
                          f"seconds, got {args.read_timeout:g}")
+    if not 0 < args.keep_alive <= MAX_READ_TIMEOUT:
+        raise UsageError(f"--keep-alive must be above 0 and at most {MAX_READ_TIMEOUT:g} "
+                         f"seconds, got {args.keep_alive:g}")
     if not (math.isfinite(args.null_reward) and abs(args.null_reward) <= MAX_NULL_REWARD):
         raise UsageError(f"--null-reward must be a finite number within +-{MAX_NULL_REWARD:g} "
                          f"(the trainers add it up), got {args.null_reward:g}")
@@ -75,7 +81,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            max_rows=args.max_rows, retry_after=args.retry_after,
                            null_reward=args.null_reward, token=token,
                            read_timeout=args.read_timeout,
-                           max_connections=args.max_connections)
+                           max_connections=args.max_connections,
+                           keep_alive=args.keep_alive)
     run_server(build_server(rs, options), args.port_file)
     return EXIT_OK
 

@@ -55,6 +55,9 @@ from rewardkit.serve.shapes import (
 )
 
 TOKEN_ENV = "REWARDKIT_SERVE_TOKEN"
+SOMAXCONN = "/proc/sys/net/core/somaxconn"
+#: how long a closed connection's unread bytes are read off before the socket is closed
+LINGER_SECONDS = 2.0
 _REFUSED = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
             b"Retry-After: %d\r\nConnection: close\r\n\r\n"
             b'{"error": "busy: too many open connections; retry later"}\n')
@@ -74,19 +77,31 @@ class _ReadStopped(ConnectionError):
 class _RequestReader(io.RawIOBase):
     """The connection's bytes under one deadline for the whole request (line, headers and
     body): each ``recv`` waits at most the time left, so a client sending a byte at a
-    time is cut off at the deadline, not each read's timeout later. Once the service
-    stops accepting, the drain shuts the socket's read side, which ends the read here."""
+    time is cut off at the deadline, not each read's timeout later. The first request's
+    deadline counts from the connection; on a kept-alive connection the next request may
+    take ``keep_alive`` seconds to begin (then the connection is closed without an
+    answer: no request was sent), and its deadline counts from its first byte. Once the
+    service stops accepting, the drain shuts the socket's read side, which ends the read
+    here (a connection between requests is closed quietly)."""
 
     def __init__(self, sock: socket.socket, server: RewardServer) -> None:
         super().__init__()
         self.sock = sock
         self.server = server
         self.deadline = time.monotonic() + server.options.read_timeout
+        #: waiting for the first byte of a request after the first (keep-alive)
+        self.between_requests = False
+
+    def next_request(self) -> None:
+        """The connection was kept open after an answer: wait for another request."""
+        self.between_requests = True
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
+        if self.between_requests:
+            return self._first_byte(buffer)
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise self._expired()
@@ -97,6 +112,16 @@ class _RequestReader(io.RawIOBase):
             raise self._expired() from None
         if n == 0 and self.server.admission.draining:
             raise _ReadStopped(503, "shutting down; retry later")
+        return n
+
+    def _first_byte(self, buffer: Any) -> int:
+        self.sock.settimeout(self.server.options.keep_alive)
+        try:
+            n = self.sock.recv_into(buffer)
+        except TimeoutError:
+            return 0  # idle too long: close without an answer
+        self.between_requests = False
+        self.deadline = time.monotonic() + self.server.options.read_timeout
         return n
 
     def _expired(self) -> _ReadStopped:
@@ -128,7 +153,8 @@ class ServeOptions:
     null_reward: float = 0.0
     token: str | None = None
     read_timeout: float = 30.0
-    max_connections: int = 128
+    max_connections: int = 1024
+    keep_alive: float = 5.0
 
 
 class Admission:
@@ -162,6 +188,32 @@ class Admission:
             self._cond.notify()
 
 
+def listen_backlog() -> int:
+    """The listen backlog: the kernel's own cap (``/proc/sys/net/core/somaxconn``), so
+    a burst of connections waits in the kernel's queue for the accept loop instead of
+    being reset (the standard library's backlog is 5); 4096 where the cap is unknown."""
+    try:
+        return max(int(Path(SOMAXCONN).read_text().strip()), 128)
+    except (OSError, ValueError):
+        return 4096
+
+
+def _linger_close(sock: socket.socket, seconds: float) -> None:
+    """Close ``sock`` without resetting it: closing a socket with unread bytes (a
+    request the server refused unread) makes the kernel send a reset, which can reach
+    the client before it reads the answer. So stop writing, read off what the client
+    still sends until it closes or ``seconds`` pass, then close."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            if not sock.recv(65536):
+                break
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
 class RewardServer(ThreadingHTTPServer):
     """The server: its RewardSet, options, metrics and admission, for the handlers.
     Request threads are not daemons, so closing the server waits for them (the drain)."""
@@ -170,6 +222,7 @@ class RewardServer(ThreadingHTTPServer):
     block_on_close = True
 
     def __init__(self, rs: RewardSet, options: ServeOptions) -> None:
+        self.request_queue_size = listen_backlog()
         self.rs = rs
         self.options = options
         self.metrics = ServeMetrics()
@@ -190,16 +243,25 @@ class RewardServer(ThreadingHTTPServer):
             refuse = self._open >= self.options.max_connections
             if not refuse:
                 self._open += 1
-        if refuse:
-            try:
-                request.settimeout(1.0)
-                request.sendall(_REFUSED % self.options.retry_after)
-            except OSError:
-                pass
-            self.shutdown_request(request)
+        if refuse:  # answered from a thread of its own: the accept loop goes on
             self.metrics.request("other", 503, 0.0)
+            threading.Thread(target=self._refuse, args=(request,), daemon=True,
+                             name="rewardkit-serve-refuse").start()
             return
         super().process_request(request, client_address)
+
+    def _refuse(self, request: socket.socket) -> None:
+        try:
+            request.settimeout(1.0)
+            request.sendall(_REFUSED % self.options.retry_after)
+        except OSError:
+            pass
+        _linger_close(request, LINGER_SECONDS)
+
+    def shutdown_request(self, request: Any) -> None:
+        """Close a connection the handler is done with, reading off what the client
+        still sends first (a body the server refused unread), so it is not reset."""
+        _linger_close(request, LINGER_SECONDS)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
@@ -252,13 +314,22 @@ class RewardServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: RewardServer
     server_version = "rewardkit-serve"
-    protocol_version = "HTTP/1.0"  # one request per connection: a drain never waits on idle ones
+    # keep-alive: a drain closes the idle connections (their reads are shut), see _stop
+    protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:
         super().setup()
-        self.server.reading(self.connection, True)
         self.rfile.close()
-        self.rfile = io.BufferedReader(_RequestReader(self.connection, self.server))
+        self.reader = _RequestReader(self.connection, self.server)
+        self.rfile = io.BufferedReader(self.reader)
+        self.answered = 0
+
+    def handle_one_request(self) -> None:
+        self.server.reading(self.connection, True)
+        if self.answered:
+            self.reader.next_request()
+        super().handle_one_request()
+        self.answered += 1
 
     def handle(self) -> None:
         try:
@@ -284,9 +355,13 @@ class _Handler(BaseHTTPRequestHandler):
         data = body if isinstance(body, bytes) else render(body)
         self.server.reading(self.connection, False)
         self.connection.settimeout(self.server.options.read_timeout)  # a client not reading
+        if self.server.admission.draining:
+            self.close_connection = True
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
@@ -349,6 +424,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._unauthorized()
         header = self.headers.get("Content-Length")
         if header is None:
+            self.close_connection = True  # a body, if any, is not read
             return self._error(411, "Content-Length is required")
         length = whole_number(header)
         if length is None:
