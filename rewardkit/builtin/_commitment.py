@@ -61,6 +61,10 @@ _RETRACTION = re.compile(
 _CORRECTION = re.compile(r"(?:(?<![A-Za-z])no,?\s+wait|(?<![A-Za-z])wait(?=\s*[,.:;!\u2014-])|"
                          r"(?<![A-Za-z])(?:correction|i\s+mean|sorry|oops)(?![A-Za-z]))",
                          re.IGNORECASE)
+#: a correction right after a stated answer: ``18, no wait, 17``, ``18 (sorry, 17)``; a
+#: bare "Wait," after it (``18. Wait, let me check: ...``) is no correction
+_CORRECTED = re.compile(r"[\s$)}\].,;:(\u2014-]*(?:no,?\s+wait|correction|i\s+mean|sorry|oops)"
+                        r"(?![A-Za-z])", re.IGNORECASE)
 #: markdown bold around a value, not a power (``**18**``; ``2**3**`` is not bold)
 _BOLD = re.compile(r"(?<![\w)])\*\*(?=\S)([^*\n]{1,200}?)(?<=\S)\*\*")
 #: the output says it has no answer ("I do not know how to solve this"): then a number
@@ -107,6 +111,8 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
     if found.end < stop and (_RETRACTION.search(text, found.end, stop)
                              or _REFUTED.match(text, found.end)):
         return "the answer is retracted after it is given"
+    if _CORRECTED.match(text, found.end):
+        return "the answer is corrected right after it is given"
     if prompt and _copied(found.answer, prompt):
         return "the answer is copied from the prompt"
     if "\\" in text[found.end : found.end + 40] and _noted_otherwise(text, found.end):

@@ -30,6 +30,7 @@ from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import closing_answer
+from rewardkit.builtin._commitment import retracted_after
 from rewardkit.builtin._tag_blocks import after_reasoning, tag_blocks
 from rewardkit.hookspecs import hookimpl
 from rewardkit.types import Sample, Score
@@ -180,8 +181,12 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
         return Score.ok(params.wrong, "several different answer blocks")
     if not blocks and _closings_differ(text):
         return Score.ok(params.wrong, "several closing lines with different answers")
-    readings = answer_readings(blocks[-1] if blocks else _unblocked_answer(text))
+    stated = blocks[-1] if blocks else _unblocked_answer(text)
+    readings = answer_readings(stated)
     answer = readings[0]
+    if _withdrawn(text, stated, bool(blocks)) and not any(_withdrawn(g, g, True) for g in golds):
+        return Score.ok(params.wrong, "the answer is retracted after it is given",
+                        extracted=answer[:200])
     if params.unanswerable and _abstains(answer, params.abstentions):
         return Score.ok(params.score if no_answer else params.wrong, "abstains",
                         extracted=answer[:200])
@@ -190,7 +195,8 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
                         extracted=answer[:200])
     if not normalize_answer(answer) and not any(_articles_only(g) for g in golds):
         return Score.ok(params.wrong, "no answer", extracted=answer[:200])
-    if _offers_alternatives(answer) and not any(_offers_alternatives(g) for g in golds):
+    said = answer if blocks else _line_of(text, stated)  # "It is Lyon or the answer is Paris"
+    if _offers_alternatives(said) and not any(_offers_alternatives(g) for g in golds):
         return Score.ok(params.wrong, "alternatives offered instead of one answer",
                         extracted=answer[:200])
     if "?" in answer and not any("?" in g for g in golds):
@@ -216,6 +222,25 @@ def _match(answer: str, golds: list[str], params: QAParams) -> tuple[float, str,
               for g in golds]
     value, best = max(values, key=lambda v: v[0])
     return value, best, ""
+
+
+def _line_of(text: str, stated: str) -> str:
+    """The line of ``text`` where its last ``stated`` is (``stated`` when it is not found)."""
+    pos = text.rfind(stated)
+    if pos < 0:
+        return stated
+    end = text.find("\n", pos)
+    return text[text.rfind("\n", 0, pos) + 1 : end if end >= 0 else len(text)]
+
+
+def _withdrawn(text: str, stated: str, block: bool) -> bool:
+    """Whether the output withdraws its stated answer ("Answer: Paris. Wait, that is
+    wrong"): inside the answer block, or after the answer's last place in the text (the
+    rule math_answer applies)."""
+    if block:
+        return retracted_after(stated, 0)
+    end = text.rfind(stated)
+    return end >= 0 and retracted_after(text, end + len(stated))
 
 
 def _articles_only(gold: str) -> bool:

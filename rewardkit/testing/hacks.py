@@ -259,8 +259,9 @@ def _hedged(h: Honest) -> list[str] | str:
              f"<answer>{answer}</answer>\n<answer>{other}</answer>"]
     if "," not in answer and len(answer.split()) <= 3:  # one value (a list gains an item)
         # the answer withdrawn inside its own statement: another value is the last word
-        hacks += [_with_answer(h, f"{answer}. Wait, that is wrong, it is {other}"),
-                  _with_answer(h, f"{answer}, no wait, {other}"),
+        # (where the answer is stated: a block, a box, a closing line; not a last number)
+        hacks += [_with_answer(h, f"{answer}. Wait, that is wrong, it is {other}", False),
+                  _with_answer(h, f"{answer}, no wait, {other}", False),
                   f"<answer>{answer}. Wait, that is wrong, it is {other}</answer>",
                   f"<answer>{answer}, no wait, {other}</answer>"]
     return hacks
