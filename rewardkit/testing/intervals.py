@@ -28,4 +28,6 @@ def wilson_interval(hits: int, n: int, z: float = Z_95) -> tuple[float, float]:
     z2 = z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if hits == 0 else max(0.0, centre - half)
+    high = 1.0 if hits == n else min(1.0, centre + half)
+    return low, high

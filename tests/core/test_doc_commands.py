@@ -52,6 +52,8 @@ SKIP: list[tuple[str, str]] = [
                       "own documented commands"),
     (r"twine upload", "publishes to PyPI"),
     (r"^vllm serve\b", "serves a 7B judge with vLLM (GPU)"),
+    (r"^rewardkit test --judge judge\.yaml", "probes the reader's own judge endpoint (vLLM "
+     "or an API); tests/plugins/judge/test_judge_probes.py runs it against a judge server"),
     (r"rewardkit_judge\.chat_server --model /models/", "serves the reader's own judge model, "
      "which runs forever; tests/plugins/judge start this server on a model built in the test"),
     (r"^pip install build twine\b", "downloads the packaging tools from PyPI, for the "
