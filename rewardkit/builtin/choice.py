@@ -367,7 +367,9 @@ def _choose(answer: str, options: Mapping[str, str]) -> Choice:
                                          and not _PRONOUN.match(tail, n.start())
                                          and not (n.group(3) == "A"
                                                   and _ARTICLE_OR_PRONOUN.match(tail, n.start())))}
-    letters |= {c.group(1) for c in _CONCLUDED.finditer(tail)}
+    letters |= {c.group(1) for c in _CONCLUDED.finditer(tail)  # "so I choose": no option I
+                if not _PRONOUN.match(tail, c.start(1))
+                and not _ARTICLE_OR_PRONOUN.match(tail, c.start(1))}
     if letters and letters <= rejected:  # "The answer is not C."
         return Choice(None, "the only option named is rejected")
     letters -= rejected  # "The answer is not A; it is B.": one answer, B
