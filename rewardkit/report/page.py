@@ -14,6 +14,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from rewardkit.measure import passk
 from rewardkit.report import monitor as monitor_rules
 from rewardkit.report import svg
 from rewardkit.report.analysis import RunSummary, StepCoverage, status_of, total_of, value_of
@@ -153,6 +154,7 @@ def render(rows: Sequence[Mapping[str, Any]], summary: RunSummary, *, title: str
         _overview(summary),
         _components(summary),
         _signal(summary),
+        _pass_at_k(rows),
         _correlation(summary),
     ]
     if weights is not None or curves is not None:
@@ -276,6 +278,33 @@ def _signal(summary: RunSummary) -> str:
         f"{multi})</p><p class='muted'>groups: {escape(sizes)}</p>"
         "<table class='grid'><tr><th>component</th><th>groups with zero variance</th>"
         f"<th>count</th></tr>{rows}</table></section>")
+
+
+def _pass_at_k(rows: Sequence[Mapping[str, Any]]) -> str:
+    """pass@k and maj@k per component over the prompts with several completions
+    (:func:`rewardkit.measure.passk.by_component`); nothing when no prompt has two."""
+    table = passk.by_component([dict(r) for r in rows])
+    if not table:
+        return ""
+
+    def cell(m: dict[str, Any]) -> str:
+        ci = m["ci95"]
+        interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+        return f"<td>{m['value']:.3f}{interval}</td>"
+
+    ks = list(next(iter(table.values())))
+    head = "".join(f"<th>pass@{k}</th><th>maj@{k}</th>" for k in ks)
+    body = "".join(
+        f"<tr><td>{escape(name)}</td>" + "".join(
+            cell(per_k[k]["pass@k"]) + cell(per_k[k]["maj@k"]) if k in per_k
+            else "<td>-</td><td>-</td>" for k in ks) + "</tr>"
+        for name, per_k in table.items())
+    return ("<section id='pass-at-k'><h2>pass@k and maj@k</h2><p>Per component, over the "
+            "prompts with several completions: pass@k, the unbiased estimate of the chance "
+            "that one of k completions is paid in full (1 - C(n-c,k)/C(n,k)); maj@k, the "
+            "chance that the most frequent answer among k is. 95% intervals over "
+            f"prompts.</p><table class='grid'><tr><th>component</th>{head}</tr>{body}"
+            "</table></section>")
 
 
 def _correlation(summary: RunSummary) -> str:
