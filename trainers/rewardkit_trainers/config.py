@@ -256,6 +256,9 @@ class EvalConfig(_Model):
     temperature: float = Field(0.0, ge=0, description="0 = greedy")
     batch_size: int = Field(16, gt=0)
     seed: int = Field(0, description="sampling seed (temperature > 0)")
+    samples: int = Field(1, ge=1, le=256, description="completions per prompt (sampled: "
+                         "set temperature > 0); above 1 the report adds pass@k and maj@k "
+                         "per component for k = 1, 2, 4, ... up to it")
     use_vllm: bool | Literal["auto"] = "auto"
 
 

@@ -79,10 +79,12 @@ def evaluate_config(config: str | Path, model: str | None = None,
         if not _exists(name):
             report["models"][label] = {"model": name, "error": "not found (train first?)"}
             continue
-        completions = generate(name, rows, ev)
+        sampled = [row for row in rows for _ in range(ev.samples)]
+        completions = generate(name, sampled, ev)
         report["models"][label] = {"model": name,
-                                   **score_completions(reward_set, rows, completions,
-                                                       acc_name, step, train)}
+                                   **score_completions(reward_set, sampled, completions,
+                                                       acc_name, step, train,
+                                                       per_prompt=ev.samples)}
     report["seconds"] = round(time.monotonic() - started, 1)
     from rewardkit_trainers.quickstart import is_built
 
@@ -133,9 +135,11 @@ def _test_rows(path: Path, ev: EvalConfig, train: TrainConfig | None,
 
 
 def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], completions: list[str],
-                      acc_name: str | None, step: int, train: TrainConfig | None
-                      ) -> dict[str, Any]:
-    """Accuracy and per-component means of ``completions`` for ``rows``."""
+                      acc_name: str | None, step: int, train: TrainConfig | None,
+                      per_prompt: int = 1) -> dict[str, Any]:
+    """Accuracy and per-component means of ``completions`` for ``rows``; with
+    ``per_prompt`` > 1 (each prompt's ``per_prompt`` rows adjacent) also ``pass_at_k``: per component, for
+    each k, pass@k and maj@k with 95% intervals (:mod:`rewardkit.measure.passk`)."""
     ref_col = train.dataset.reference_column if train else "reference"
     samples = []
     for row, completion in zip(rows, completions, strict=True):
@@ -150,10 +154,36 @@ def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], complet
         correct = _paid_in_full(result.values(acc_name), reward_set, acc_name, step)
     else:
         correct = [t is not None and t > 0 for t in result.totals]
-    return {"accuracy": _share(correct),
-            "mean_reward": result.metrics["total"]["mean"],
-            "max_reward": max_total(reward_set, step), "components": means,
-            "full": full, "examples": completions[:3]}
+    report = {"accuracy": _share(correct),
+              "mean_reward": result.metrics["total"]["mean"],
+              "max_reward": max_total(reward_set, step), "components": means,
+              "full": full, "examples": completions[:3]}
+    if per_prompt > 1:
+        report["pass_at_k"] = _pass_at_k(result, reward_set, step, per_prompt, completions,
+                                         acc_name)
+    return report
+
+
+def _pass_at_k(result: Any, reward_set: RewardSet, step: int, samples: int,
+               completions: list[str], acc_name: str | None) -> dict[str, Any]:
+    """Per component, pass@k and maj@k over the prompts' ``samples`` completions: correct
+    = paid in full; a completion's answer (for the vote) is what the accuracy component
+    extracted, else its text."""
+    from rewardkit.measure.passk import pass_and_maj
+
+    answers: list[Any] = [" ".join(c.split()) or None for c in completions]
+    if acc_name is not None:
+        for i, score in enumerate(result.scores(acc_name)):
+            extracted = (score.details or {}).get("extracted")
+            if extracted is not None:
+                answers[i] = str(extracted).strip()
+    table = {}
+    for name in reward_set.names:
+        correct = _paid_in_full(result.values(name), reward_set, name, step)
+        groups = [(answers[i:i + samples], correct[i:i + samples])
+                  for i in range(0, len(correct), samples)]
+        table[name] = pass_and_maj(groups)
+    return table
 
 
 def _paid_in_full(values: list[float | None], reward_set: RewardSet, name: str,
@@ -293,6 +323,7 @@ def print_report(console: Any, report: dict[str, Any]) -> None:
     for name in names:
         table.add_row(f"  {name}", *[_num(i.get("components", {}).get(name))
                                      for i in models.values()])
+    _pass_at_k_rows(table, models, names)
     console.print(table)
     if "seconds" in report:
         console.print(f"evaluated in {report['seconds']:.0f}s on {report['ran_on']}",
@@ -300,6 +331,26 @@ def print_report(console: Any, report: dict[str, Any]) -> None:
     for label, info in models.items():
         if "error" in info:
             console.print(f"[yellow]{label}: {info['model']}: {info['error']}[/]")
+
+
+def _pass_at_k_rows(table: Any, models: dict[str, Any], names: list[str]) -> None:
+    """``eval.samples`` > 1: a pass@k and a maj@k row per component and k (95% interval)."""
+    def cell(m: dict[str, Any] | None) -> str:
+        if m is None:
+            return "-"
+        ci = m["ci95"]
+        return _pct(m["value"]) + (f" [{100 * ci[0]:.0f}-{100 * ci[1]:.0f}]" if ci else "")
+
+    ks: list[str] = []
+    for info in models.values():
+        for per_k in info.get("pass_at_k", {}).values():
+            ks += [k for k in per_k if k not in ks]
+    for metric in ("pass@k", "maj@k"):
+        for name in names:
+            for k in ks:
+                table.add_row(f"{metric.replace('k', k)} {name}", *[
+                    cell(i.get("pass_at_k", {}).get(name, {}).get(k, {}).get(metric))
+                    for i in models.values()])
 
 
 def _pct(v: float | None) -> str:
