@@ -42,6 +42,14 @@ def add_serve(subparsers: Subcommands) -> None:
     p.add_argument("--null-reward", type=float, default=0.0,
                    help="what the OpenRLHF and slime endpoints answer for a null total "
                    "(the native /score answers null); a finite number")
+    p.add_argument("--strip-suffix", action="append", default=None, metavar="STRING",
+                   help="a string stripped from the end of each response on /openrlhf "
+                   "and /slime (repeat it; replaces the default end-of-sequence strings)")
+    p.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="also strip the eos_token and pad_token of this local tokenizer "
+                   "(its tokenizer_config.json)")
+    p.add_argument("--no-strip", action="store_true",
+                   help="score the responses as sent (no end string stripped)")
     p.add_argument("--token-file", default=None,
                    help="a file holding the bearer token (default: REWARDKIT_SERVE_TOKEN; "
                    "neither: no token)")
@@ -75,6 +83,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         token = read_token(args.token_file)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    end_strings = _end_strings(args)
     rs = RewardSet(load_config(args.config))
     options = ServeOptions(host=args.host, port=args.port, workers=args.workers,
                            queue=args.queue, max_body_bytes=args.max_body_bytes,
@@ -82,9 +91,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            null_reward=args.null_reward, token=token,
                            read_timeout=args.read_timeout,
                            max_connections=args.max_connections,
-                           keep_alive=args.keep_alive)
+                           keep_alive=args.keep_alive, end_strings=end_strings)
     run_server(build_server(rs, options), args.port_file)
     return EXIT_OK
+
+
+def _end_strings(args: argparse.Namespace) -> tuple[str, ...]:
+    """What is stripped from the end of the trainers' responses (see
+    :mod:`rewardkit.serve.endings`)."""
+    from rewardkit.serve.endings import (
+        DEFAULT_END_STRINGS,
+        EndStringsError,
+        tokenizer_end_strings,
+    )
+
+    if args.no_strip:
+        if args.strip_suffix or args.tokenizer:
+            raise UsageError("--no-strip contradicts --strip-suffix and --tokenizer")
+        return ()
+    if args.strip_suffix is not None and not all(args.strip_suffix):
+        raise UsageError("--strip-suffix needs a non-empty string (--no-strip: none)")
+    strings = list(args.strip_suffix or DEFAULT_END_STRINGS)
+    if args.tokenizer:
+        try:
+            strings += tokenizer_end_strings(args.tokenizer)
+        except EndStringsError as exc:
+            raise UsageError(str(exc)) from exc
+    return tuple(dict.fromkeys(strings))
 
 
 def _check_port_file(port_file: str | None, inputs: dict[str, str | None]) -> None:

@@ -42,6 +42,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from rewardkit.reward_set import RewardSet
 from rewardkit.scoring.rows import render
+from rewardkit.serve.endings import DEFAULT_END_STRINGS
 from rewardkit.serve.metrics import ServeMetrics
 from rewardkit.serve.shapes import (
     ENDPOINTS,
@@ -155,6 +156,8 @@ class ServeOptions:
     read_timeout: float = 30.0
     max_connections: int = 1024
     keep_alive: float = 5.0
+    #: stripped from the end of each response on /openrlhf and /slime
+    end_strings: tuple[str, ...] = DEFAULT_END_STRINGS
 
 
 class Admission:
@@ -447,7 +450,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.reading(self.connection, False)
         try:
             step = _query_step(query)
-            batch = parse_body(endpoint, body, step)
+            batch = parse_body(endpoint, body, step, opts.end_strings)
         except ShapeError as exc:
             return self._error(400, str(exc))
         if endpoint != "/score" and self.server.routed:
@@ -528,6 +531,9 @@ def run_server(server: RewardServer, port_file: str | None = None) -> None:
     print(f"rewardkit serve: http://{host!s}:{port} (POST /score /openrlhf /slime, "
           f"GET /health /metrics; {server.options.workers} worker(s), queue "
           f"{server.options.queue})", file=sys.stderr, flush=True)
+    print(f"rewardkit serve: stripped from the end of responses on /openrlhf and /slime: "
+          f"{' '.join(server.options.end_strings) or 'nothing (--no-strip)'}",
+          file=sys.stderr, flush=True)
     if server.routed:
         print(f"rewardkit serve: warning: {routing_note(server.routed)}; on /openrlhf and "
               "/slime a request whose rows carry none of those keys gets 400",

@@ -32,12 +32,13 @@ routing reads (the service refuses the request, 400), :func:`routing_note` says 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.scoring.rows import row_problem, scored_row
+from rewardkit.serve.endings import strip_end
 
 ENDPOINTS = ("/score", "/openrlhf", "/slime")
 #: the largest step (and Content-Length) read: a signed 64-bit integer
@@ -70,9 +71,11 @@ def _no_constant(name: str) -> Any:
     raise ShapeError(f"not standard JSON: {name}")
 
 
-def parse_body(endpoint: str, body: bytes, step: int | None) -> Batch:
+def parse_body(endpoint: str, body: bytes, step: int | None,
+               end_strings: Sequence[str] = ()) -> Batch:
     """The rows of ``body`` for ``endpoint`` (one of :data:`ENDPOINTS`); ``step`` is the
-    query string's, if it gave one."""
+    query string's, if it gave one. On the trainers' endpoints each response loses the
+    ``end_strings`` it ends with (:func:`~rewardkit.serve.endings.strip_end`)."""
     try:
         data = json.loads(body.decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError as exc:
@@ -94,9 +97,9 @@ def parse_body(endpoint: str, body: bytes, step: int | None) -> Batch:
         rows = _native_rows(data)
         step = _step(data.get("step", 0 if step is None else step))
     elif endpoint == "/openrlhf":
-        rows, unmatched = _openrlhf_rows(data)
+        rows, unmatched = _openrlhf_rows(data, end_strings)
     else:
-        rows = [_slime_row(data)]
+        rows = [_slime_row(data, end_strings)]
     return Batch(endpoint, rows, 0 if step is None else _step(step), unmatched)
 
 
@@ -168,7 +171,8 @@ def _strings(data: Mapping[str, Any], key: str) -> list[str]:
     return values
 
 
-def _openrlhf_rows(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[int]]:
+def _openrlhf_rows(data: Mapping[str, Any], end_strings: Sequence[str]
+                   ) -> tuple[list[dict[str, Any]], list[int]]:
     queries = _strings(data, "query")
     if not queries:
         raise ShapeError("'query' is empty: nothing to score")
@@ -186,15 +190,19 @@ def _openrlhf_rows(data: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[
             unmatched.append(i)
             continue
         # the query is the prompt then the response; the completion is what follows it
-        rows.append({"prompt": prompt, "completion": query[len(prompt):],
+        rows.append({"prompt": prompt, "completion": strip_end(query[len(prompt):],
+                                                                end_strings),
                      "reference": labels[i] if labels is not None else None})
     return rows, unmatched
 
 
-def _slime_row(data: Mapping[str, Any]) -> dict[str, Any]:
+def _slime_row(data: Mapping[str, Any], end_strings: Sequence[str]) -> dict[str, Any]:
     if "response" not in data:
         raise ShapeError("no 'response' key (slime posts prompt, response and label)")
-    row = {"prompt": data.get("prompt") or "", "completion": data["response"],
+    response = data["response"]
+    if isinstance(response, str):
+        response = strip_end(response, end_strings)
+    row = {"prompt": data.get("prompt") or "", "completion": response,
            "reference": data.get("label")}
     metadata = data.get("metadata")
     if isinstance(metadata, dict):

@@ -597,6 +597,11 @@ def _serve_refused(tmp_path: Path, *args: str) -> str:
     (("--null-reward", "inf"), "--null-reward"),
     (("--read-timeout", "inf"), "--read-timeout"),
     (("--read-timeout", "1e300"), "--read-timeout"),
+    (("--keep-alive", "0"), "--keep-alive"),
+    (("--keep-alive", "nan"), "--keep-alive"),
+    (("--tokenizer", "/nonexistent/tokenizer"), "--tokenizer"),
+    (("--no-strip", "--strip-suffix", "</s>"), "--no-strip"),
+    (("--strip-suffix", ""), "--strip-suffix"),
 ])
 def test_options_that_are_not_finite_or_bounded_are_refused(tmp_path: Path,
                                                             args: tuple[str, ...],
@@ -767,3 +772,59 @@ def test_an_idle_kept_alive_connection_does_not_hold_the_drain(tmp_path: Path):
     assert time.monotonic() - started < 15
     assert conn.sock is not None and conn.sock.recv(100) == b""
     conn.close()
+
+
+# --- issue 39 #3: the end-of-sequence and pad strings the trainer sends are not scored ---
+
+EXAMPLE = str(HERE.parents[1] / "examples" / "gsm8k-rlvr.yaml")
+PROMPT = "Question: 2+3?\nAnswer:"
+RIGHT = " 2+3 = 5\n#### The final answer is 5"
+
+
+def _example(tmp_path: Path, *args: str) -> Server:
+    return start(tmp_path, Path(EXAMPLE).read_text(encoding="utf-8"), *args)
+
+
+def test_the_end_of_sequence_string_openrlhf_decodes_is_not_scored(tmp_path: Path):
+    """OpenRLHF posts the decoded sequence with its end-of-sequence token
+    (``...is 5<|im_end|>``): a reward anchored at the end of the output paid 0 there
+    where ``rewardkit score`` pays on the completion. The service strips the common
+    end-of-sequence and pad strings from the end of the response by default."""
+    srv = _example(tmp_path)
+    try:
+        queries = [PROMPT + RIGHT, PROMPT + RIGHT + "<|im_end|>",
+                   PROMPT + RIGHT + "<|endoftext|><|endoftext|>", PROMPT + RIGHT + "</s>"]
+        code, _, body = request(f"{srv.url}/openrlhf", {"query": queries,
+                                                        "prompts": [PROMPT] * 4,
+                                                        "labels": ["5"] * 4})
+        assert code == 200, body
+        assert json.loads(body)["rewards"] == [1.5] * 4
+        code, _, body = request(f"{srv.url}/slime", {"prompt": PROMPT, "label": "5",
+                                                     "response": RIGHT + "<|im_end|>"})
+        assert code == 200 and json.loads(body) == 1.5, body
+    finally:
+        assert srv.stop() == 0
+
+
+def test_the_strings_stripped_come_from_the_option_or_the_tokenizer(tmp_path: Path):
+    """--strip-suffix names the strings (replacing the defaults); --tokenizer reads the
+    eos and pad tokens of a local tokenizer's tokenizer_config.json; --no-strip scores
+    the text as sent."""
+    tok = tmp_path / "tok"
+    tok.mkdir()
+    (tok / "tokenizer_config.json").write_text(json.dumps(
+        {"eos_token": {"content": "<|my_eos|>"}, "pad_token": "[PAD]"}), encoding="utf-8")
+    cases = [(("--strip-suffix", "<END>"), RIGHT + "<END>", 1.5),
+             (("--strip-suffix", "<END>"), RIGHT + "<|im_end|>", 0.5),
+             (("--tokenizer", str(tok)), RIGHT + "<|my_eos|>[PAD][PAD]", 1.5),
+             (("--no-strip",), RIGHT + "<|im_end|>", 0.5)]
+    for i, (args, response, reward) in enumerate(cases):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        srv = _example(folder, *args)
+        try:
+            code, _, body = request(f"{srv.url}/slime", {"prompt": PROMPT, "label": "5",
+                                                         "response": response})
+            assert code == 200 and json.loads(body) == reward, (args, response, body)
+        finally:
+            assert srv.stop() == 0
