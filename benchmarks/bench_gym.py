@@ -5,8 +5,11 @@
 For each dataset, ``--rows`` rows from ``rewardkit gym-data``'s generator (default
 config), scored through rewardkit as the rows ship (metadata as JSON text): the dataset's
 own answer in an answer tag, and the hacks a policy tries (an empty answer block, the
-question echoed in the tag or alone, a bare ``0``), under ``credit: full`` and
-``credit: scorer``. The raw scorer's pay for the same hacks is reported beside them.
+question echoed in the tag or alone, a bare ``0``, the answer of the next row of the same
+dataset where it differs: one answer reused on every item), under ``credit: full`` and
+``credit: scorer``. The raw scorer's pay for the same hacks is reported beside them, and
+per dataset the time of one ``gym_answer`` score of an honest answer against one call of
+the dataset's scorer on it (the scorer built beforehand; ``slowest_ratios``).
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ def _alarm(signum: int, frame: Any) -> None:
 
 
 def run(rows: int, seed: int) -> dict[str, Any]:
-    import reasoning_gym
     from reasoning_gym.factory import DATASETS
     from rewardkit_gym.data import generate
+    from rewardkit_gym.reward import entry_metadata, scorer_for
 
     from rewardkit import Sample, UsageError, get_reward
 
@@ -41,6 +44,8 @@ def run(rows: int, seed: int) -> dict[str, Any]:
     paid: Counter[str] = Counter()
     unusable: dict[str, str] = {}
     not_paid_honest: list[str] = []
+    reused_paid: Counter[str] = Counter()
+    ratios: dict[str, tuple[float, float]] = {}
     start = time.perf_counter()
     scored = 0
     for name in sorted(DATASETS):
@@ -57,9 +62,25 @@ def run(rows: int, seed: int) -> dict[str, Any]:
         if not data:
             unusable[name] = "no reference answer (the scorer checks a solution)"
             continue
-        scorer = reasoning_gym.get_score_answer_fn(name)
+        scorer = scorer_for(name)
         all_paid = True
-        for row in data:
+        for i, row in enumerate(data):
+            other = data[(i + 1) % len(data)]["reference"]
+            reused = other if other.strip() != row["reference"].strip() else None
+            entry = {"question": row["prompt"], "answer": row["reference"],
+                     "metadata": entry_metadata(name, json.loads(row["gym_entry"]))}
+            if reused is not None:
+                for credit, reward in rewards.items():
+                    value = reward.score(Sample.from_dict(
+                        {**row, "completion": f"<answer>{reused}</answer>"})).value
+                    if value == 1.0:
+                        reused_paid[f"{credit}:{name}"] += 1
+                try:
+                    raw_reused = scorer(reused, entry)
+                except Exception:  # the raw scorer raising pays nothing
+                    raw_reused = 0.0
+                if raw_reused == 1.0:
+                    reused_paid[f"raw scorer:{name}"] += 1
             for credit, reward in rewards.items():
                 sample = Sample.from_dict({**row, "completion":
                                            f"<answer>{row['reference']}</answer>"})
@@ -72,8 +93,6 @@ def run(rows: int, seed: int) -> dict[str, Any]:
                     if (value.value or 0) > 0:
                         paid[f"{credit}:{hack}"] += 1
                 scored += 1 + len(HACKS)
-            entry = {"question": row["prompt"], "answer": row["reference"],
-                     "metadata": json.loads(row["gym_entry"])}
             for hack, text in HACKS.items():
                 answer = text.format(prompt=row["prompt"]).removeprefix("<answer>")
                 try:
@@ -84,12 +103,47 @@ def run(rows: int, seed: int) -> dict[str, Any]:
                     paid[f"raw scorer:{hack}"] += 1
         if not all_paid:
             not_paid_honest.append(name)
+        ratios[name] = _time_ratio(rewards["full"], scorer, data, name)
     usable = len(DATASETS) - len(unusable)
     return {"datasets": len(DATASETS), "usable": usable, "rows_per_dataset": rows,
             "seed": seed, "honest_all_paid_datasets": usable - len(not_paid_honest),
             "honest_not_paid": not_paid_honest, "unusable": unusable,
             "honest_rows": dict(honest), "hack_rows_paid": dict(sorted(paid.items())),
+            "reused_answer_paid": dict(sorted(reused_paid.items())),
+            "slowest_ratios": {n: {"reward_ms": round(r * 1000, 3), "scorer_ms": round(c * 1000, 3),
+                                   "ratio": round(r / c, 1) if c else None}
+                               for n, (r, c) in sorted(ratios.items(), key=lambda kv:
+                                                       -kv[1][0] / max(kv[1][1], 1e-9))[:8]},
+            "datasets_over_3x": sorted(n for n, (r, c) in ratios.items()
+                                       if r > 3 * c and r > 0.001),
             "scores_per_s": round(scored / (time.perf_counter() - start), 1)}
+
+
+def _time_ratio(reward: Any, scorer: Any, data: list[dict[str, Any]],
+                name: str) -> tuple[float, float]:
+    """(seconds per gym_answer score, seconds per scorer call), honest answers, best of 3
+    passes over the rows."""
+    from rewardkit_gym.reward import entry_metadata
+
+    from rewardkit import Sample
+
+    samples = [Sample.from_dict({**row, "completion": f"<answer>{row['reference']}</answer>"})
+               for row in data]
+    entries = [{"question": row["prompt"], "answer": row["reference"],
+                "metadata": entry_metadata(name, json.loads(row["gym_entry"]))}
+               for row in data]
+    best_reward = best_scorer = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for sample in samples:
+            reward.score(sample)
+        best_reward = min(best_reward, (time.perf_counter() - t0) / len(samples))
+        t0 = time.perf_counter()
+        for row, entry in zip(data, entries, strict=True):
+            with contextlib.suppress(Exception):
+                scorer(row["reference"], entry)
+        best_scorer = min(best_scorer, (time.perf_counter() - t0) / len(data))
+    return best_reward, best_scorer
 
 
 def main() -> None:
