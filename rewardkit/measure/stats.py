@@ -29,7 +29,9 @@ def wilson(successes: float, n: float, z: float = Z95) -> tuple[float, float] | 
     z2 = z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # exact ends at 0 and n successes (float noise would print 0 as 6.9e-18)
+    return (0.0 if successes <= 0 else max(0.0, centre - half),
+            1.0 if successes >= n else min(1.0, centre + half))
 
 
 def _rate(successes: float, n: float) -> dict[str, Any]:

@@ -32,9 +32,9 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from rewardkit.measure.stats import wilson
 from rewardkit.reward_set import RewardSet
 from rewardkit.testing.hacks import Check, Honest, exploits
-from rewardkit.testing.intervals import wilson_interval
 from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text
 
 #: one-line answers that published measurements find LLM judges pay
@@ -148,6 +148,12 @@ class JudgeProbeReport:
                               str(r.errors) if r.errors else "", example)
             out.append(table)
         return out
+
+
+def wilson_interval(hits: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson interval of ``hits / n`` (:func:`rewardkit.measure.stats.wilson`);
+    (0, 1) when nothing was graded."""
+    return wilson(hits, n) or (0.0, 1.0)
 
 
 def _text(value: Any) -> str:

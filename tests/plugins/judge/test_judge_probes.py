@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rewardkit.testing.intervals import wilson_interval
+from rewardkit.testing.judge_probes import wilson_interval
 
 pytest.importorskip("httpx")
 
@@ -148,4 +148,5 @@ def test_a_row_without_a_reference_is_an_error_naming_its_line(tmp_path: Path) -
 def test_wilson_interval_matches_the_formula() -> None:
     assert wilson_interval(0, 20) == pytest.approx((0.0, 0.16113), abs=1e-5)
     assert wilson_interval(5, 10) == pytest.approx((0.23659, 0.76341), abs=1e-5)
+    assert wilson_interval(0, 50)[0] == 0.0 and wilson_interval(4, 4)[1] == 1.0
     assert wilson_interval(0, 0) == (0.0, 1.0)
