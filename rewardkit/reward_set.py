@@ -27,6 +27,7 @@ from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
 from rewardkit.config.models import TURN_METRICS
 from rewardkit.execution import Outcome, mode_for, run_component
+from rewardkit.fallback import ScheduledFallback, ask_fallback, fallback_counts, fallback_metrics
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, changes_with_step, weight_at
 from rewardkit.trajectory import MASKED, TURN_VALUES, settle_component
@@ -64,6 +65,7 @@ class ScheduledComponent:
         self.mode = mode_for(config.mode or cls.mode, config.timeout)
         self.timeout = config.timeout
         self.when = config.when
+        self.fallback = ScheduledFallback.build(config.fallback) if config.fallback else None
 
     def stage_at(self, step: int) -> _Stage:
         for stage in self.stages:
@@ -177,7 +179,8 @@ class RewardSet:
                              and turn_values_of(outcomes[name]))
         return ScoreResult(step, batch, totals, outcomes, weights, self.config.aggregate, used,
                            turn_metrics=self.config.turn_metrics,
-                           per_turn=self.per_turn.intersection(chosen))
+                           per_turn=self.per_turn.intersection(chosen),
+                           fallbacks=[n for n in chosen if self.components[n].fallback])
 
     def _score_component(self, comp: ScheduledComponent, batch: list[Sample], step: int,
                          oversize: list[int], groups: list[list[int]] | None) -> Outcome:
@@ -197,6 +200,8 @@ class RewardSet:
             comp_groups = [g for g in comp_groups if g]
         run_component(self.config, stage.reward, comp.mode, comp.timeout, batch, indices,
                       comp_groups, out)
+        if comp.fallback is not None:
+            ask_fallback(self.config, comp.fallback, batch, indices, out)
         cfg = comp.config
         if out.scores or cfg.on_truncated != "keep":  # per-turn values live in details
             settle_component(out, batch, cfg.on_truncated, cfg.turns, cfg.gamma)
@@ -345,7 +350,8 @@ class ScoreResult:
     total). Trainer adapters read these; none recomputes them. ``turn_metrics`` is the
     config's: how many turn indices get their own per-turn metrics (:func:`turn_buckets`);
     ``per_turn`` names the components that get them even where no score of this batch has
-    turn values (:attr:`RewardSet.per_turn`).
+    turn values (:attr:`RewardSet.per_turn`); ``fallbacks`` the components with a
+    ``fallback:``, whose metrics hold ``fallback`` (:mod:`rewardkit.fallback`).
     """
 
     def __init__(self, step: int, samples: list[Sample], totals: list[float | None],
@@ -353,8 +359,9 @@ class ScoreResult:
                  aggregate: str,
                  normalized: dict[str, list[float | None]] | None = None,
                  turn_metrics: int = TURN_METRICS,
-                 per_turn: Iterable[str] = ()) -> None:
+                 per_turn: Iterable[str] = (), fallbacks: Iterable[str] = ()) -> None:
         self.step = step
+        self.fallbacks = frozenset(fallbacks)
         self.turn_metrics = turn_metrics
         self.per_turn = frozenset(per_turn)
         self.samples = samples
@@ -391,7 +398,9 @@ class ScoreResult:
         aggregate = results[0].aggregate if results else "weighted_sum"
         turns = results[0].turn_metrics if results else TURN_METRICS
         per_turn = frozenset().union(*(res.per_turn for res in results))
-        return cls(step, [], totals, outcomes, weights, aggregate, normalized, turns, per_turn)
+        fallbacks = frozenset().union(*(res.fallbacks for res in results))
+        return cls(step, [], totals, outcomes, weights, aggregate, normalized, turns, per_turn,
+                   fallbacks)
 
     def __getitem__(self, i: int) -> SampleScores:
         return SampleScores(self.totals[i],
@@ -453,6 +462,9 @@ class ScoreResult:
             turn_values = turn_values_of(out)
             if turn_values or name in self.per_turn:
                 comps[name]["turns"] = turn_stats(turn_sums(turn_values, self.turn_metrics))
+            asked = fallback_counts(out)
+            if name in self.fallbacks or asked["asked"]:
+                comps[name]["fallback"] = fallback_metrics(asked, n)
         totals = [t for t in self.totals if t is not None]
         return {"step": self.step, "samples": n, "components": comps,
                 "total": {**_stats(totals), "null": n - len(totals)}}
@@ -467,6 +479,8 @@ class ScoreResult:
                 flat[f"{prefix}/{name}/{key}"] = float(m[key])
             if "turns" in m:
                 flat.update(flat_turn_metrics(m["turns"], f"{prefix}/{name}"))
+            for key in ("asked_rate", "flip_rate", "error_rate") if "fallback" in m else ():
+                flat[f"{prefix}/{name}/fallback_{key}"] = float(m["fallback"][key])
         total = self.metrics["total"]
         for key in ("mean", "std", "min", "max"):
             flat[f"{prefix}/total/{key}"] = float(total[key])

@@ -94,6 +94,29 @@ class Stage(ConfigModel):
         lambda value: weight_not_text(value))
 
 
+class Fallback(ConfigModel):
+    """A second reward (typically ``llm_judge``) asked only where the component's own
+    reward says no: rule-then-judge. The rule's verdict stands where it pays ``below`` or
+    more, where it failed or was skipped; elsewhere the fallback is asked and its value
+    replaces the rule's when it is higher (a flip). A fallback that fails leaves the
+    rule's verdict, counted in the metrics (``fallback.errors``)."""
+
+    reward: str = Field(description="name of a registered per-sample reward, e.g. llm_judge")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="its parameters, validated by the reward's model"
+    )
+    below: float = Field(
+        1.0, description="ask the fallback where the rule's value is below this (default "
+        "1: anything short of full marks)"
+    )
+    timeout: float | None = Field(
+        None, gt=0, le=MAX_TIMEOUT, description="hard timeout in seconds per sample asked"
+    )
+    mode: ExecutionMode | None = Field(
+        None, description="override the fallback reward's declared execution mode"
+    )
+
+
 class Component(ConfigModel):
     """One named term of the composed reward."""
 
@@ -134,6 +157,10 @@ class Component(ConfigModel):
     )
     gamma: float = Field(
         1.0, ge=0.0, le=1.0, description="discount per turn for turns: discounted"
+    )
+    fallback: Fallback | None = Field(
+        None, description="rule-then-judge: a reward asked only where this one's value is "
+        "below fallback.below; the share asked and the flips are in the metrics"
     )
 
     _weight_not_text = field_validator("weight", mode="before")(

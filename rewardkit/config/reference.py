@@ -12,7 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rewardkit.config.models import Component, Limits, RaySettings, RewardConfig, Stage
+from rewardkit.config.models import (
+    Component,
+    Fallback,
+    Limits,
+    RaySettings,
+    RewardConfig,
+    Stage,
+)
 from rewardkit.config.sections import config_model
 from rewardkit.registry import registry
 from rewardkit.schedules import (
@@ -27,6 +34,7 @@ _SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("Top level", RewardConfig),
     ("`rewards.<name>`: a component", Component),
     ("`rewards.<name>.stages[]`", Stage),
+    ("`rewards.<name>.fallback`: rule-then-judge (see docs/plugins/judge.md)", Fallback),
     ("`limits`", Limits),
     ("`ray` (with `executor: ray`; see docs/scale.md)", RaySettings),
 ]

@@ -58,6 +58,9 @@ def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[s
         cls.Params.model_validate(params)
     except ValidationError as exc:
         problems += validation_problems(exc, cls.Params, f"{base}.params")
+    fallback = component.get("fallback")
+    if isinstance(fallback, Mapping) and isinstance(fallback.get("reward"), str):
+        problems += _fallback_problems(f"{base}.fallback", fallback)
     stages = component.get("stages")
     for i, stage in enumerate(stages if isinstance(stages, list) else []):
         stage_params = stage.get("params") if isinstance(stage, Mapping) else None
@@ -68,3 +71,23 @@ def _component_problems(base: str, component: Mapping[str, Any]) -> list[tuple[s
         except ValidationError as exc:
             problems += validation_problems(exc, cls.Params, f"{base}.stages.{i}.params")
     return problems
+
+
+def _fallback_problems(base: str, fallback: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A fallback's reward name (a per-sample reward) and params."""
+    try:
+        cls = registry.get(fallback["reward"])
+    except (UnknownRewardError, RegistryError) as exc:
+        return [(f"{base}.reward", str(exc))]
+    if cls.group:
+        return [(f"{base}.reward", f"{fallback['reward']} is a group reward; a fallback is "
+                 "asked about single samples (the ones the rule said no to), so it must be "
+                 "a per-sample reward such as llm_judge")]
+    params = fallback.get("params") or {}
+    if not isinstance(params, Mapping):
+        return []
+    try:
+        cls.Params.model_validate(params)
+    except ValidationError as exc:
+        return validation_problems(exc, cls.Params, f"{base}.params")
+    return []

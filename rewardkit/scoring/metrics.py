@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewardkit.execution import Outcome
+from rewardkit.fallback import fallback_counts, fallback_metrics
 from rewardkit.reward_set import (
     ScoreResult,
     TurnSums,
@@ -96,6 +97,7 @@ class RunningMetrics:
         self._latency_sum: dict[str, tuple[float, int]] = {}
         self._per_sample: dict[str, bool] = {}
         self._turns: dict[str, TurnSums] = {}
+        self._fallback: dict[str, dict[str, int]] = {}
         self._totals = _RunningStats()
         self._null = 0
 
@@ -120,6 +122,11 @@ class RunningMetrics:
                                        count + len(out.latencies))
             self._per_sample[name] = self._per_sample.get(name, True) and out.latency_per_sample
             self._add_turns(name, out, result)
+            asked = fallback_counts(out)
+            if name in result.fallbacks or asked["asked"] or name in self._fallback:
+                merged = self._fallback.setdefault(name, dict.fromkeys(asked, 0))
+                for key, count in asked.items():
+                    merged[key] += count
         totals = [t for t in result.totals if t is not None]
         self._totals.add(totals)
         self._null += n - len(totals)
@@ -160,5 +167,7 @@ class RunningMetrics:
             }
             if name in self._turns:
                 comps[name]["turns"] = turn_stats(self._turns[name])
+            if name in self._fallback:
+                comps[name]["fallback"] = fallback_metrics(self._fallback[name], n)
         return {"step": self.step, "samples": n, "components": comps,
                 "total": {**self._totals.as_dict(), "null": self._null}}

@@ -5,7 +5,8 @@ prints ``listening on http://127.0.0.1:PORT``. To each chat completion it answer
 ``Score: 10`` when the response block of the message (llm_judge's data block) is the
 reference block's text, or ends with "the answer is <reference>", or is one of the
 ``--gullible`` texts (a judge fooled by that probe); ``--mute`` texts get an answer
-without a score (a grading that fails); everything else gets ``Score: 0``.
+without a score (a grading that fails); everything else gets ``Score: 0``. ``GET
+/requests`` answers how many chat completions it has answered.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -43,6 +45,8 @@ def main() -> None:
     parser.add_argument("--mute", action="append", default=[])
     args = parser.parse_args()
     gullible, mute = set(args.gullible), set(args.mute)
+    asked: list[str] = []
+    lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -57,6 +61,17 @@ def main() -> None:
                                                "content": grade(message, gullible, mute)},
                                    "finish_reason": "stop"}]}
             data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            with lock:
+                asked.append(message)
+
+        def do_GET(self) -> None:  # /requests: how many chat completions were answered
+            with lock:
+                data = json.dumps({"requests": len(asked)}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
