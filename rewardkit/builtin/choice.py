@@ -212,9 +212,9 @@ _PRONOUN = re.compile(r"I\s+[a-z]")
 #: (every letter of the list after the negation); a rejected option is not a second answer
 _REJECTED = re.compile(r"(?:(?<![A-Za-z])(?i:not|never|nor)|n['’]t)\s+(?:(?:option|choice)\s+)?"
                        r"(\(?[A-J]\)?(?:\s*(?:,|or|nor|and)\s*\(?[A-J]\)?)*)(?![A-Za-z'-])")
-#: a letter that closes an answer's reasoning: ``..., so C.``, ``thus (C)``
+#: a letter that ends an answer after its reasoning: ``..., so C.``, ``thus (C)``
 _CONCLUDED = re.compile(r"(?<![A-Za-z])(?i:so|thus|hence|therefore)[ \t,:]{1,3}(?:(?i:option|"
-                        r"choice)\s+)?\(?([A-J])\)?(?![A-Za-z'-])")
+                        r"choice)\s+)?\(?([A-J])\)?[ \t]*[.!]?[ \t]*$")
 #: the longest answer in which a letter standing alone names an option
 _SHORT = 30
 #: a statement of the chosen letter anywhere in the output: ``the answer is (C)``,
@@ -367,9 +367,9 @@ def _choose(answer: str, options: Mapping[str, str]) -> Choice:
                                          and not _PRONOUN.match(tail, n.start())
                                          and not (n.group(3) == "A"
                                                   and _ARTICLE_OR_PRONOUN.match(tail, n.start())))}
-    letters |= {c.group(1) for c in _CONCLUDED.finditer(tail)  # "so I choose": no option I
-                if not _PRONOUN.match(tail, c.start(1))
-                and not _ARTICLE_OR_PRONOUN.match(tail, c.start(1))}
+    concluded = _CONCLUDED.search(tail)  # "..., so C." (not "so A or B is the answer")
+    if concluded:
+        letters.add(concluded.group(1))
     if letters and letters <= rejected:  # "The answer is not C."
         return Choice(None, "the only option named is rejected")
     letters -= rejected  # "The answer is not A; it is B.": one answer, B
