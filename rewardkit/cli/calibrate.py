@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rewardkit.cli import EXIT_OK, UsageError, err, out
@@ -62,11 +63,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             if Path(args.out).is_dir():
                 raise UsageError(f"--out {args.out} is a folder; give a file name")
             sink = stack.enter_context(Path(args.out).open("wb"))
+        progress = stack.enter_context(Progress(
+            TextColumn("calibrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, disable=args.json or not err.is_terminal, transient=True))
+        task = progress.add_task("calibrate", total=None)
         try:
             calibration, summary = calibrate_jsonl(
                 rs, src, args.label, threshold=args.threshold,
                 label_threshold=args.label_threshold, step=args.step,
-                batch_size=args.batch_size, disagreements=sink)
+                batch_size=args.batch_size, disagreements=sink,
+                on_progress=lambda done, total: progress.update(task, completed=done,
+                                                                total=total))
         except LabelError as exc:
             raise UsageError(f"{args.labelled}: {exc}") from None
     shown = "<stdin>" if args.labelled == "-" else args.labelled

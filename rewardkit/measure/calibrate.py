@@ -45,8 +45,8 @@ def read_label(value: Any, line_no: int, column: str,
     """
     where = f"line {line_no}: label column {column!r}"
     if value is None:
-        raise LabelError(f"{where} is missing or null (an unlabelled row): label every row "
-                         "or leave the unlabelled ones out of the file")
+        raise LabelError(f"{where} is null (an unlabelled row): label every row or leave "
+                         "the unlabelled ones out of the file")
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -109,7 +109,11 @@ class Calibration:
             result: ScoreResult) -> None:
         """Fold one scored batch in (the :data:`~rewardkit.scoring.jsonl.Consumer` of
         :func:`~rewardkit.scoring.jsonl.score_batches`)."""
-        labels = [read_label(row.get(self.label), line_no, self.label, self.label_threshold)
+        for line_no, row in zip(line_nos, rows, strict=True):
+            if self.label not in row:
+                raise LabelError(f"line {line_no} has no label column {self.label!r} (its "
+                                 f"columns: {', '.join(sorted(row))}): name it with --label")
+        labels = [read_label(row[self.label], line_no, self.label, self.label_threshold)
                   for line_no, row in zip(line_nos, rows, strict=True)]
         columns: list[tuple[str, list[float | None], dict[int, Any]]] = [
             (name, out.values, out.scores) for name, out in result.outcomes.items()]

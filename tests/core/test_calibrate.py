@@ -122,7 +122,7 @@ def test_out_holds_the_disagreeing_rows_with_scores_and_reasons(capsys, small, t
 
 
 @pytest.mark.parametrize(("label", "said"), [
-    (None, "line 2: label column 'ok' is missing or null"),
+    (None, "line 2: label column 'ok' is null (an unlabelled row)"),
     ("maybe", "line 2: label column 'ok' is 'maybe'"),
     (0.7, "line 2: label column 'ok' is 0.7, not 0/1"),
 ])
@@ -132,6 +132,17 @@ def test_unreadable_label_is_an_error_naming_the_line(capsys, small, tmp_path, l
                                           {"prompt": "p", "completion": "b", "ok": label}])
     assert main(["calibrate", str(cfg), str(rows), "--label", "ok"]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_a_row_without_the_label_column_is_an_error_naming_line_and_columns(capsys, small,
+                                                                          tmp_path):
+    cfg, _ = small
+    rows = write(tmp_path / "bad.jsonl", [{"prompt": "p", "completion": "a", "ok": 1},
+                                          {"prompt": "p", "completion": "b", "label": 1}])
+    assert main(["calibrate", str(cfg), str(rows), "--label", "ok"]) == 2
+    said = capsys.readouterr().err
+    assert "line 2 has no label column 'ok'" in said and "completion, label, prompt" in said
+    assert main(["calibrate", str(cfg), str(rows), "--label", "ok", "--threshold", "nan"]) == 2
 
 
 def test_gold_score_label_with_its_own_threshold(capsys, small, tmp_path):
