@@ -50,6 +50,9 @@ def add_serve(subparsers: Subcommands) -> None:
                    "(its tokenizer_config.json)")
     p.add_argument("--no-strip", action="store_true",
                    help="score the responses as sent (no end string stripped)")
+    p.add_argument("--native-only", action="store_true",
+                   help="serve POST /score only (/openrlhf and /slime answer 400): for a "
+                   "config that needs whole groups, which is refused otherwise")
     p.add_argument("--token-file", default=None,
                    help="a file holding the bearer token (default: REWARDKIT_SERVE_TOKEN; "
                    "neither: no token)")
@@ -62,6 +65,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rewardkit.config import load_config
     from rewardkit.reward_set import RewardSet
     from rewardkit.serve.server import ServeOptions, build_server, read_token, run_server
+    from rewardkit.serve.shapes import whole_group_needs_of, whole_group_note
 
     for flag in ("workers", "max_body_bytes", "max_rows", "retry_after", "max_connections"):
         if getattr(args, flag) < 1:
@@ -85,13 +89,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     end_strings = _end_strings(args)
     rs = RewardSet(load_config(args.config))
+    needs = whole_group_needs_of(rs)
+    if needs and not args.native_only:
+        raise UsageError(f"{args.config}: {whole_group_note(needs)}")
     options = ServeOptions(host=args.host, port=args.port, workers=args.workers,
                            queue=args.queue, max_body_bytes=args.max_body_bytes,
                            max_rows=args.max_rows, retry_after=args.retry_after,
                            null_reward=args.null_reward, token=token,
                            read_timeout=args.read_timeout,
                            max_connections=args.max_connections,
-                           keep_alive=args.keep_alive, end_strings=end_strings)
+                           keep_alive=args.keep_alive, end_strings=end_strings,
+                           native_only=args.native_only)
     run_server(build_server(rs, options), args.port_file)
     return EXIT_OK
 

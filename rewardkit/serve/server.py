@@ -52,6 +52,8 @@ from rewardkit.serve.shapes import (
     routed_components,
     routing_note,
     unrouted_row,
+    whole_group_needs_of,
+    whole_group_note,
     whole_number,
 )
 
@@ -158,6 +160,8 @@ class ServeOptions:
     keep_alive: float = 5.0
     #: stripped from the end of each response on /openrlhf and /slime
     end_strings: tuple[str, ...] = DEFAULT_END_STRINGS
+    #: serve only POST /score (a config that needs whole groups)
+    native_only: bool = False
 
 
 class Admission:
@@ -232,6 +236,8 @@ class RewardServer(ThreadingHTTPServer):
         self.admission = Admission(options.workers, options.queue, self.metrics)
         #: components routed by metadata (``when``), and the keys each reads
         self.routed = routed_components(rs)
+        #: why the config needs whole groups (empty: it does not)
+        self.whole_groups = whole_group_needs_of(rs)
         self._open = 0
         self._open_lock = threading.Lock()
         #: connections still reading their request (a drain stops them)
@@ -453,6 +459,10 @@ class _Handler(BaseHTTPRequestHandler):
             batch = parse_body(endpoint, body, step, opts.end_strings)
         except ShapeError as exc:
             return self._error(400, str(exc))
+        if endpoint != "/score" and (opts.native_only or self.server.whole_groups):
+            return self._error(400, whole_group_note(self.server.whole_groups)
+                               if self.server.whole_groups else
+                               "this service was started with --native-only: POST /score")
         if endpoint != "/score" and self.server.routed:
             why = unrouted_row(batch, self.server.routed)
             if why:

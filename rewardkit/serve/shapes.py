@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardkit.authoring import whole_group_needs
 from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.scoring.rows import row_problem, scored_row
 from rewardkit.serve.endings import strip_end
@@ -125,6 +126,23 @@ def _step(value: Any) -> int:
 def routed_components(rs: RewardSet) -> dict[str, list[str]]:
     """Each component routed by metadata (``when``) and the keys its routing reads."""
     return {name: sorted(c.when) for name, c in rs.components.items() if c.when}
+
+
+def whole_group_needs_of(rs: RewardSet) -> list[tuple[str, str]]:
+    """Why ``rs`` cannot score a response without the rest of its group (empty: it can):
+    :func:`rewardkit.authoring.whole_group_needs` of its config."""
+    return whole_group_needs(rs.config.aggregate,
+                             {name: c.reward_class for name, c in rs.components.items()})
+
+
+def whole_group_note(needs: Sequence[tuple[str, str]]) -> str:
+    """What a config that needs whole groups means for the per-sample endpoints."""
+    why = "; ".join(f"{key}: {reason}" for key, reason in needs)
+    return (f"this config needs each prompt's whole group ({why}), and /openrlhf and "
+            "/slime receive one sample per request: scored alone, every sample would be "
+            "paid as a group of one (0.0 under normalize_then_sum, right or wrong). Send "
+            "each group whole, its rows carrying 'group', to POST /score (rewardkit serve "
+            "--native-only), or serve a config without normalize_then_sum and group rewards")
 
 
 def routing_note(routed: Mapping[str, list[str]]) -> str:

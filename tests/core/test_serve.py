@@ -576,8 +576,13 @@ def test_a_reward_raising_keyboard_interrupt_in_a_request_thread_gets_a_one_line
 
 def _serve_refused(tmp_path: Path, *args: str) -> str:
     """stderr of a ``rewardkit serve`` that must refuse its options (exit 2) at once."""
+    return _serve_refused_with(tmp_path, CONFIG, *args)
+
+
+def _serve_refused_with(tmp_path: Path, config: str, *args: str) -> str:
+    """stderr of a ``rewardkit serve`` of ``config`` that must refuse to start (exit 2)."""
     cfg = tmp_path / "rewards.yaml"
-    cfg.write_text(CONFIG, encoding="utf-8")
+    cfg.write_text(config, encoding="utf-8")
     proc = subprocess.Popen([sys.executable, FAULTY_CLI, "serve", str(cfg), "--port", "0",
                              *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
@@ -588,7 +593,7 @@ def _serve_refused(tmp_path: Path, *args: str) -> str:
         proc.communicate(timeout=10)
         pytest.fail(f"serve accepted {args} and ran")
     assert proc.returncode == 2 and "Traceback" not in err, err
-    assert cfg.read_text(encoding="utf-8") == CONFIG
+    assert cfg.read_text(encoding="utf-8") == config
     return err
 
 
@@ -828,3 +833,41 @@ def test_the_strings_stripped_come_from_the_option_or_the_tokenizer(tmp_path: Pa
             assert code == 200 and json.loads(body) == reward, (args, response, body)
         finally:
             assert srv.stop() == 0
+
+
+# --- issue 39 #5: a config that needs whole groups is refused on per-sample endpoints ---
+
+GROUP_CONFIG = """
+aggregate: normalize_then_sum
+rewards:
+  fmt: {reward: soft_format}
+"""
+
+
+def test_a_config_needing_whole_groups_is_refused_at_start(tmp_path: Path):
+    """slime and current OpenRLHF send one sample per request: scored alone, a sample of
+    a normalize_then_sum config is standardised within a group of one and every sample
+    was paid 0.0, right or wrong. Such a config is refused at start (exit 2), saying
+    why and what to do."""
+    err = _serve_refused_with(tmp_path, GROUP_CONFIG)
+    assert "normalize_then_sum" in err and "whole group" in err and "--native-only" in err
+
+
+def test_native_only_serves_whole_groups_and_refuses_the_per_sample_endpoints(
+        tmp_path: Path):
+    """With --native-only the config is served on /score, where a client sends each
+    group whole (rows carrying 'group'); /openrlhf and /slime answer 400 saying why."""
+    srv = start(tmp_path, GROUP_CONFIG, "--native-only")
+    try:
+        for path, body in (("/slime", {"prompt": "q", "response": GOOD}),
+                           ("/openrlhf", {"query": ["q" + GOOD], "prompts": ["q"]})):
+            code, _, answer = request(f"{srv.url}{path}", body)
+            assert code == 400 and "whole group" in json.loads(answer)["error"], answer
+        rows = [{"prompt": "q", "completion": GOOD, "group": 1},
+                {"prompt": "q", "completion": "no layout", "group": 1}]
+        code, _, answer = request(f"{srv.url}/score", {"samples": rows})
+        assert code == 200, answer
+        high, low = json.loads(answer)["rewards"]
+        assert high > 0 > low
+    finally:
+        assert srv.stop() == 0
