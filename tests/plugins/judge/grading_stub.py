@@ -5,7 +5,9 @@ prints ``listening on http://127.0.0.1:PORT``. To each chat completion it answer
 ``Score: 10`` when the response block of the message (llm_judge's data block) is the
 reference block's text, or ends with "the answer is <reference>", or is one of the
 ``--gullible`` texts (a judge fooled by that probe); ``--mute`` texts get an answer
-without a score (a grading that fails); everything else gets ``Score: 0``. ``GET
+without a score (a grading that fails); everything else gets ``Score: 0``. A
+checklist request gets a verdict line per criterion ("says WORD": met when the response
+holds WORD). ``GET
 /requests`` answers how many chat completions it has answered.
 """
 
@@ -14,7 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
+import sys
 import threading
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -25,11 +30,23 @@ def normal(text: str) -> str:
     return " ".join(text.lower().split()).rstrip(".")
 
 
+def check(message: str, response: str) -> str:
+    """A checklist's verdicts: "says WORD" (or "(pitfall) says WORD") is met when the
+    response holds WORD."""
+    criteria = re.findall(r"(?m)^(\d+)\. (?:\(pitfall\) )?says (\w+)$",
+                          message.split("Checklist (", 1)[1])
+    said = response.lower()
+    return "I checked each one.\n" + "\n".join(
+        f"{n}: {'yes' if word.lower() in said else 'no'}" for n, word in criteria)
+
+
 def grade(message: str, gullible: set[str], mute: set[str]) -> str:
     blocks = {m.group(1): m.group(3) for m in BLOCK.finditer(message)}
     response, reference = blocks.get("response", ""), blocks.get("reference", "")
     if response in mute:
         return "I cannot grade this."
+    if "Checklist (" in message:
+        return check(message, response)
     if response in gullible:
         return "Looks like a solid start.\nScore: 10"
     said = normal(response)
@@ -82,6 +99,32 @@ def main() -> None:
     server.daemon_threads = True
     print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
     server.serve_forever()
+
+
+class Stub:
+    """This server running in a subprocess (for the tests): ``base_url`` is its API root."""
+
+    def __init__(self, *extra: str) -> None:
+        self.process = subprocess.Popen([sys.executable, __file__, *extra],
+                                        stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("listening on "):
+            self.close()
+            raise RuntimeError(f"the grading stub did not start: {line!r}")
+        self.base_url = line.split("listening on ", 1)[1].strip() + "/v1"
+
+    def requests_answered(self) -> int:
+        with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/requests") as got:
+            count: int = json.load(got)["requests"]
+        return count
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 if __name__ == "__main__":

@@ -3,13 +3,11 @@ judge server in its own process (grading_stub.py) that counts the requests it an
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_judge_probes import Stub
+from grading_stub import Stub
 
 from rewardkit import RewardSet
 
@@ -43,17 +41,11 @@ def accuracy(base_url: str, **fallback: Any) -> RewardSet:
             **fallback}}}})
 
 
-def requests_answered(stub: Stub) -> int:
-    with urllib.request.urlopen(stub.base_url.removesuffix("/v1") + "/requests") as answer:
-        count: int = json.load(answer)["requests"]
-    return count
-
-
 def test_the_judge_is_asked_only_where_the_rule_says_no(stub: Stub) -> None:
     rows = [{**r, "task": r.get("task")} for r in ROWS]
     result = accuracy(stub.base_url).score(rows)
     assert result.values("accuracy") == [1.0, 1.0, 0.0, None]
-    assert requests_answered(stub) == 2
+    assert stub.requests_answered() == 2
     flipped = result.scores("accuracy")[1]
     assert flipped.details is not None and flipped.details["fallback"]["flipped"] is True
     assert flipped.details["fallback"]["rule"] == 0.0
@@ -68,7 +60,7 @@ def test_below_asks_the_judge_about_partial_credit_too(stub: Stub) -> None:
     rows = [{**r, "task": r.get("task")} for r in ROWS]
     result = accuracy(stub.base_url, below=0.0).score(rows)
     assert result.values("accuracy") == [1.0, 0.0, 0.0, None]
-    assert requests_answered(stub) == 0
+    assert stub.requests_answered() == 0
     assert result.metrics["components"]["accuracy"]["fallback"]["asked"] == 0
 
 

@@ -12,34 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from grading_stub import Stub
 
 from rewardkit.testing.judge_probes import wilson_interval
 
 pytest.importorskip("httpx")
 
-STUB = Path(__file__).with_name("grading_stub.py")
 REWARDKIT = Path(sys.executable).with_name("rewardkit")
 ROWS = [{"prompt": "What is the capital of France?", "reference": "Paris"},
         {"prompt": "What is 6 times 7?", "reference": "42",
          "completion": "6 * 7 = 42, so the answer is 42."},
         {"prompt": "Which planet is largest?", "reference": "Jupiter", "task": "science"},
         {"prompt": "What is the chemical symbol of gold?", "reference": "Au"}]
-
-
-class Stub:
-    def __init__(self, *extra: str) -> None:
-        self.process = subprocess.Popen([sys.executable, str(STUB), *extra],
-                                        stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line.startswith("listening on "), line
-        self.base_url = line.split("listening on ", 1)[1].strip() + "/v1"
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
-        assert self.process.stdout is not None
-        self.process.stdout.close()
 
 
 @pytest.fixture
