@@ -1,5 +1,5 @@
-"""rewardkit plugin entry point of ``rewardkit-judge``: registers ``reward_model`` and
-``llm_judge``."""
+"""rewardkit plugin entry point of ``rewardkit-judge``: registers ``reward_model``,
+``llm_judge`` and ``pairwise_judge``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from rewardkit import hookimpl
 from rewardkit_judge.llm_judge import LLMJudge
+from rewardkit_judge.pairwise_judge import PairwiseJudge
 from rewardkit_judge.reward_model import RewardModel
 
 
@@ -15,3 +16,4 @@ from rewardkit_judge.reward_model import RewardModel
 def register_rewards(register: Callable[[type[Any]], Any]) -> None:
     register(RewardModel)
     register(LLMJudge)
+    register(PairwiseJudge)

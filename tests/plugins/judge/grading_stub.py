@@ -7,7 +7,9 @@ reference block's text, or ends with "the answer is <reference>", or is one of t
 ``--gullible`` texts (a judge fooled by that probe); ``--mute`` texts get an answer
 without a score (a grading that fails); everything else gets ``Score: 0``. A
 checklist request gets a verdict line per criterion ("says WORD": met when the response
-holds WORD). ``GET
+holds WORD). A pairwise request (``<first-`` and ``<second-`` blocks) is won by the
+response holding the reference (both or neither: a tie), or always by the first with
+``--first-wins`` (a judge with a position bias). ``GET
 /requests`` answers how many chat completions it has answered.
 """
 
@@ -23,7 +25,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-BLOCK = re.compile(r"<(response|reference)-([0-9a-f]{16})>\n(.*?)\n</\1-\2>", re.S)
+BLOCK = re.compile(r"<(response|reference|first|second)-([0-9a-f]{16})>\n(.*?)\n</\1-\2>",
+                   re.S)
 
 
 def normal(text: str) -> str:
@@ -38,6 +41,18 @@ def check(message: str, response: str) -> str:
     said = response.lower()
     return "I checked each one.\n" + "\n".join(
         f"{n}: {'yes' if word.lower() in said else 'no'}" for n, word in criteria)
+
+
+def compare(message: str, first_wins: bool) -> str:
+    """A pairwise verdict: the response that holds the reference wins (both or neither: a
+    tie); with ``first_wins``, a judge that always prefers the first response."""
+    blocks = {m.group(1): m.group(3) for m in BLOCK.finditer(message)}
+    if first_wins:
+        return "The first reads better.\nWinner: first"
+    reference = normal(blocks.get("reference", ""))
+    first, second = (reference in normal(blocks.get(k, "")) for k in ("first", "second"))
+    return "Compared.\nWinner: " + ("tie" if first == second else
+                                     "first" if first else "second")
 
 
 def grade(message: str, gullible: set[str], mute: set[str]) -> str:
@@ -60,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gullible", action="append", default=[])
     parser.add_argument("--mute", action="append", default=[])
+    parser.add_argument("--first-wins", action="store_true")
     args = parser.parse_args()
     gullible, mute = set(args.gullible), set(args.mute)
     asked: list[str] = []
@@ -74,8 +90,9 @@ def main() -> None:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             message = body["messages"][-1]["content"]
-            answer = {"choices": [{"message": {"role": "assistant",
-                                               "content": grade(message, gullible, mute)},
+            content = compare(message, args.first_wins) if "<first-" in message else \
+                grade(message, gullible, mute)
+            answer = {"choices": [{"message": {"role": "assistant", "content": content},
                                    "finish_reason": "stop"}]}
             data = json.dumps(answer).encode()
             self.send_response(200)
