@@ -112,3 +112,16 @@ def test_out_writes_every_differing_row_and_the_real_command_exits_1(tmp_path):
     assert "advantage changes sign" in proc.stdout
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert written and all({"a", "b", "line", "completion"} <= set(r) for r in written)
+
+
+def test_a_group_split_across_the_file_is_still_one_group(tmp_path, capsys):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("rewards:\n  len: {reward: good}\n")
+    b.write_text("rewards:\n  len: {reward: good, weight: -1}\n")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"prompt": p, "completion": c}) + "\n" for p, c in [
+        ("g1", "aaaa"), ("g2", "aaa"), ("g1", "aa"), ("g2", "aaa")]))
+    code, report = diff_json(capsys, str(a), str(b), str(rows))
+    assert code == 1
+    assert report["grpo"]["groups"] == 2
+    assert [f["line"] for f in report["grpo"]["flipped"]] == [1, 3]
