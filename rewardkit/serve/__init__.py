@@ -1,15 +1,17 @@
 """``rewardkit serve CONFIG``: the composed reward as an HTTP service.
 
-For trainers that call a reward over HTTP (OpenRLHF ``--remote_rm_url``, slime ``--rm-type
-remote_rm --rm-url``) and for reward CPUs kept apart from GPU nodes. It scores with the
+For trainers that call a reward over HTTP (OpenRLHF ``--reward.remote_url``, slime
+``--rm-type remote_rm --rm-url``) and for reward CPUs kept apart from GPU nodes. It scores with the
 same :class:`~rewardkit.reward_set.RewardSet`, fault model and metrics as ``rewardkit
 score``. The modules, one concern each:
 
 - :mod:`~rewardkit.serve.shapes`: the request and response bodies of each endpoint (the
   native ``/score``, OpenRLHF's ``/openrlhf``, slime's ``/slime``), checked into rows;
+- :mod:`~rewardkit.serve.endings`: the end-of-sequence and pad strings stripped from the
+  trainers' responses;
 - :mod:`~rewardkit.serve.metrics`: the counters ``GET /metrics`` prints (Prometheus text);
 - :mod:`~rewardkit.serve.server`: the HTTP server: admission (bounded queue, 503 with
-  ``Retry-After``), request size (413), bearer token, graceful shutdown on SIGTERM.
+  ``Retry-After``), request size (413), the token, keep-alive, graceful shutdown on SIGTERM.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ built-in commands by :mod:`rewardkit.cli.commands`)."""
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import math
 import os
 
@@ -56,6 +57,10 @@ def add_serve(subparsers: Subcommands) -> None:
     p.add_argument("--token-file", default=None,
                    help="a file holding the bearer token (default: REWARDKIT_SERVE_TOKEN; "
                    "neither: no token)")
+    p.add_argument("--no-auth", action="store_true",
+                   help="serve without a token on an address beyond this machine (a "
+                   "private network you trust); without it, --host other than loopback "
+                   "needs --token-file or REWARDKIT_SERVE_TOKEN")
     p.add_argument("--port-file", default=None,
                    help="write the bound port here once the server accepts connections")
     p.set_defaults(func=cmd_serve)
@@ -87,6 +92,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         token = read_token(args.token_file)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    if args.no_auth and token is not None:
+        raise UsageError("--no-auth contradicts the token given (--token-file or "
+                         "REWARDKIT_SERVE_TOKEN); drop one")
+    if token is None and not args.no_auth and not is_loopback(args.host):
+        raise UsageError(f"--host {args.host} serves beyond this machine: give a token "
+                         "(--token-file FILE or REWARDKIT_SERVE_TOKEN; the trainers pass it "
+                         "as http://rk:TOKEN@host/...), or say --no-auth on a network "
+                         "you trust")
     end_strings = _end_strings(args)
     rs = RewardSet(load_config(args.config))
     needs = whole_group_needs_of(rs)
@@ -102,6 +115,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            native_only=args.native_only)
     run_server(build_server(rs, options), args.port_file)
     return EXIT_OK
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (``127.0.0.0/8``, ``::1``, ``localhost``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
 
 
 def _end_strings(args: argparse.Namespace) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ the batches in progress finish and are answered, then the process exits 0. It bi
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hmac
 import io
@@ -382,11 +383,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _authorized(self) -> bool:
         token = self.server.options.token
-        if token is None:
-            return True
-        given = self.headers.get("Authorization", "")
-        return hmac.compare_digest(given.encode("utf-8", "replace"),
-                                   f"Bearer {token}".encode())
+        return token is None or token_matches(self.headers.get("Authorization", ""), token)
 
     def do_GET(self) -> None:
         self.server.reading(self.connection, False)
@@ -411,7 +408,8 @@ class _Handler(BaseHTTPRequestHandler):
                                     time.perf_counter() - started)
 
     def _unauthorized(self) -> int:
-        return self._error(401, "missing or wrong bearer token (Authorization: Bearer ...)",
+        return self._error(401, "missing or wrong token (Authorization: Bearer TOKEN, or the "
+                           "token as the password of the URL: http://rk:TOKEN@host/...)",
                            {"WWW-Authenticate": "Bearer"})
 
     def do_POST(self) -> None:
@@ -505,6 +503,27 @@ def _query_step(query: str) -> int | None:
         raise ShapeError(f"'step' in the query string must be a whole number from 0 to "
                          f"2**63-1 in ASCII digits, got {_shown(values[-1])}")
     return step
+
+
+def token_matches(authorization: str, token: str) -> bool:
+    """Whether an ``Authorization`` header carries ``token``, compared in constant time:
+    ``Bearer <token>``, or HTTP Basic with the token as the password and any user name
+    (what aiohttp, OpenRLHF's and slime's client, sends for ``http://user:TOKEN@host/``)."""
+    scheme, _, value = authorization.strip().partition(" ")
+    value = value.strip()
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(value.encode("ascii"), validate=True).decode("utf-8")
+        except (ValueError, UnicodeError):  # binascii.Error is a ValueError
+            return False
+        _, colon, given = decoded.partition(":")
+        if not colon:
+            return False
+    elif scheme.lower() == "bearer":
+        given = value
+    else:
+        return False
+    return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
 
 
 def read_token(token_file: str | None) -> str | None:

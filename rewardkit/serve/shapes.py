@@ -5,9 +5,11 @@ Every request body is one JSON object; what it must hold depends on the endpoint
 - ``POST /score`` (native): ``{"samples": [row, ...], "step": N}``, each row as a line of
   ``rewardkit score`` reads it (``prompt``, ``completion``, ``reference``, other keys =
   metadata); the answer holds each row's total and components and the batch's metrics.
-- ``POST /openrlhf``: what OpenRLHF's ``remote_rm_fn`` posts, ``{"query": [...],
+- ``POST /openrlhf``: what OpenRLHF's remote reward client posts, ``{"query": [...],
   "prompts": [...], "labels": [...]}`` (``query`` is the prompt followed by the response;
-  ``prompts`` and ``labels`` are absent in its older releases); it reads ``rewards``.
+  ``prompts`` and ``labels`` are absent in its older releases; from v0.10.2 one sample a
+  request, and with several URLs the others get an empty shard, answered with empty
+  lists); it reads ``rewards``.
 - ``POST /slime``: what slime's ``remote_rm`` posts for one sample, ``{"prompt": ...,
   "response": ..., "label": ...}``; it takes the whole answer as the reward, so the
   answer is a bare number.
@@ -191,9 +193,7 @@ def _strings(data: Mapping[str, Any], key: str) -> list[str]:
 
 def _openrlhf_rows(data: Mapping[str, Any], end_strings: Sequence[str]
                    ) -> tuple[list[dict[str, Any]], list[int]]:
-    queries = _strings(data, "query")
-    if not queries:
-        raise ShapeError("'query' is empty: nothing to score")
+    queries = _strings(data, "query")  # empty: a shard of nothing (OpenRLHF, several URLs)
     prompts = _strings(data, "prompts") if data.get("prompts") is not None else None
     labels = data.get("labels")
     if labels is not None and not isinstance(labels, list):

@@ -7,6 +7,7 @@ with the misbehaving rewards of faulty_rewards.py registered); each test bounds 
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -871,3 +872,88 @@ def test_native_only_serves_whole_groups_and_refuses_the_per_sample_endpoints(
         assert high > 0 > low
     finally:
         assert srv.stop() == 0
+
+
+# --- issue 39 #6: a token the trainers' clients can send ---
+
+def _aiohttp_post(url: str, body: Any) -> tuple[int, Any]:
+    """POST as OpenRLHF's and slime's clients do: aiohttp, ``session.post(url,
+    json=...)`` with the URL they were given, no header of their own."""
+    aiohttp = pytest.importorskip("aiohttp")
+
+    async def post() -> tuple[int, Any]:
+        timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
+        async with aiohttp.ClientSession(timeout=timeout) as session, \
+                session.post(url, json=body) as resp:
+            return resp.status, await resp.json(content_type=None)
+
+    return asyncio.run(post())
+
+
+def test_the_trainers_clients_pass_the_token_in_the_url(tmp_path: Path):
+    """OpenRLHF and slime send no Authorization header of their own, but their client
+    (aiohttp) turns credentials in the URL (``http://rk:TOKEN@host/slime``) into HTTP
+    Basic: the service takes the token as its password (any user name). A wrong or
+    missing one is still 401."""
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n", encoding="utf-8")
+    srv = start(tmp_path, CONFIG, "--token-file", str(token_file))
+    host = srv.url.removeprefix("http://")
+    slime = {"prompt": "q", "response": GOOD}
+    openrlhf = {"query": ["q" + GOOD], "prompts": ["q"], "labels": [None]}
+    try:
+        assert _aiohttp_post(f"http://{host}/slime", slime)[0] == 401
+        assert _aiohttp_post(f"http://rk:wrong@{host}/slime", slime)[0] == 401
+        assert _aiohttp_post(f"http://s3cret-token:@{host}/slime", slime)[0] == 401
+        code, reward = _aiohttp_post(f"http://rk:s3cret-token@{host}/slime", slime)
+        assert code == 200 and isinstance(reward, float), reward
+        code, answer = _aiohttp_post(f"http://rewardkit:s3cret-token@{host}/openrlhf",
+                                     openrlhf)
+        assert code == 200 and len(answer["rewards"]) == 1, answer
+    finally:
+        assert srv.stop() == 0
+
+
+# --- issue 39 #8: bound beyond this machine, a token is required ---
+
+def test_binding_beyond_loopback_needs_a_token_or_no_auth(tmp_path: Path):
+    """127.0.0.1 is the default; bound anywhere else (--host 0.0.0.0) the service would
+    score for anyone who reaches it, so it refuses to start without a token unless
+    --no-auth says so explicitly (and --no-auth with a token is a contradiction)."""
+    err = _serve_refused(tmp_path, "--host", "0.0.0.0")
+    assert "--no-auth" in err and "--token-file" in err and "0.0.0.0" in err
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n", encoding="utf-8")
+    err = _serve_refused(tmp_path, "--no-auth", "--token-file", str(token_file))
+    assert "--no-auth" in err
+    for args in (("--host", "0.0.0.0", "--no-auth"),
+                 ("--host", "0.0.0.0", "--token-file", str(token_file)),
+                 ("--host", "127.0.0.1")):
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        srv = start(folder, CONFIG, *args)
+        try:
+            assert request(f"{srv.url}/health")[0] == 200
+        finally:
+            assert srv.stop() == 0
+
+
+# --- issue 39 #4: OpenRLHF >= 0.10.2: one sample per request, spread over every URL ---
+
+def test_openrlhf_with_several_urls_gets_200_for_the_empty_shards(tmp_path: Path):
+    """OpenRLHF from v0.10.2 posts one sample per request and, given several reward
+    URLs, splits the request's queries over all of them: every URL but the first gets
+    ``{"query": [], "prompts": [], "labels": []}``, and a non-200 there fails the whole
+    sample (its client retries 5 times, then the sample gets no reward). An empty shard
+    is answered 200 with empty lists; the first URL's answer holds the reward."""
+    srv = start(tmp_path, CONFIG)
+    host = srv.url.removeprefix("http://")
+    try:
+        first = _aiohttp_post(f"http://{host}/openrlhf", {
+            "query": ["q" + GOOD], "prompts": ["q"], "labels": [None]})
+        empty = _aiohttp_post(f"http://{host}/openrlhf", {
+            "query": [], "prompts": [], "labels": []})
+    finally:
+        assert srv.stop() == 0
+    assert first[0] == 200 and len(first[1]["rewards"]) == 1, first
+    assert empty == (200, {"rewards": [], "scores": [], "extra_logs": {}})
