@@ -236,11 +236,13 @@ def read_rows(path: Path, limit: int) -> list[ProbeRow]:
 
 
 def asks_an_endpoint(rs: RewardSet) -> list[str]:
-    """The components whose reward is async (a judge or a reward model over HTTP): the
-    ones probed unless others are named. A format reward pays a hedged answer by design,
-    so probing every component would flag what is not a false positive."""
+    """The components whose reward, or whose ``fallback:``, is async (a judge or a
+    reward model over HTTP): the ones probed unless others are named. A format reward
+    pays a hedged answer by design, so probing every component would flag what is not a
+    false positive; a rule with a judge fallback sends the judge every probe it refuses."""
     return [name for name, comp in rs.components.items()
-            if comp.reward_class.mode is ExecutionMode.ASYNC]
+            if comp.reward_class.mode is ExecutionMode.ASYNC or (
+                comp.fallback is not None and comp.fallback.mode is ExecutionMode.ASYNC)]
 
 
 def run_judge_probes(rs: RewardSet, rows: Sequence[ProbeRow], pass_score: float = 0.5,

@@ -110,6 +110,25 @@ def test_the_components_that_ask_an_endpoint_are_probed_unless_named(
     assert report["components"]["rule"]["colon"]["rows"] == len(ROWS)
 
 
+def test_a_rule_with_a_judge_fallback_is_probed_through_its_judge(tmp_path: Path,
+                                                                   stub: Any) -> None:
+    # the rule refuses ':', so the fallback judge is asked, and a gullible one flips it
+    base = stub("--gullible", ":").base_url
+    config = tmp_path / "rule.yaml"
+    config.write_text(json.dumps({"rewards": {"accuracy": {
+        "reward": "exact_answer", "fallback": {"reward": "llm_judge", "params": {
+            "base_url": base, "model": "stub", "rubric": "Matches the reference.",
+            "template": "{rubric}\n{reference}\n{completion}", "retries": 0}}}}}))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    run = subprocess.run([str(REWARDKIT), "test", "--judge", str(config), "--rows", str(rows),
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    assert report["failed"] == [{"component": "accuracy", "probe": "colon"}]
+    assert report["components"]["accuracy"]["reference"]["paid"] == len(ROWS)
+
+
 def test_a_grading_that_fails_is_counted_apart_not_as_a_refusal(tmp_path: Path,
                                                                  stub: Any) -> None:
     code, report, text = probe(tmp_path, stub("--mute", "Thought process:").base_url, "--json")
