@@ -13,9 +13,10 @@ comma inside a string element splits it), a Java ``char`` and the items of a Jav
 ``String[]`` keep their quotes (its pattern for a char never matches), a JavaScript
 object's values lose their quotes before they are read (``'5'`` is the number 5).
 
-A type BFCL does not decode (Java ``Set``, ``Hashtable``, ``Queue``, ``Stack``) or a name
-the language does not have raises :class:`UndecodableError`: the reward reports an error,
-never a silent 0.
+A type BFCL does not decode (Java ``Set``, ``Hashtable``, ``Queue``, ``Stack``), a name
+the language does not have, or a collection text longer than
+:data:`MAX_COLLECTION_SOURCE` raises :class:`UndecodableError`: the reward reports an
+error, never a silent 0.
 
 >>> decode("new ArrayList<>(Arrays.asList(101L, 202L))", "ArrayList", "java", "long")
 [101, 202]
@@ -44,6 +45,10 @@ ONLY_JAVA = frozenset(JAVA_TYPES) - {"integer", "float", "boolean", "String", "a
 ONLY_JAVASCRIPT = frozenset({"Bigint", "Boolean"})
 #: declared types whose items' type (``items.type``) is read too
 COLLECTIONS = frozenset({"Array", "ArrayList", "array"})
+MAPS = frozenset({"HashMap", "dict"})
+#: the longest collection text read (BFCL's patterns are quadratic on some texts; its
+#: arguments are a few hundred characters): a longer one is an error, not a guess
+MAX_COLLECTION_SOURCE = 1000
 
 
 class UndecodableError(ValueError):
@@ -56,6 +61,9 @@ def decode(text: str, type_name: str, language: str, item: str | None) -> Any:
     if type_name not in LANGUAGE_TYPES[language]:
         raise UndecodableError(f"{type_name!r} is not a {LANGUAGE_NAMES[language]} type "
                                "BFCL reads")
+    if type_name in COLLECTIONS | MAPS and len(text) > MAX_COLLECTION_SOURCE:
+        raise UndecodableError(f"a {type_name} of {len(text):,} characters: longer than "
+                               f"the {MAX_COLLECTION_SOURCE:,} read as BFCL reads them")
     if language == "java":
         return _java(text, type_name, item)
     return _javascript(text, type_name, item)
@@ -149,8 +157,7 @@ def _number_or_text(text: str) -> Any:
 
 _JS_FLOAT = re.compile(r"^-?\d+(\.\d+)?$")
 _JS_BIGINT = re.compile(r"^-?\d+n$")
-_JS_NESTED_ARRAY = re.compile(r"\[\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\]"
-                              r"|\bnew\s+Array\(\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\)")
+_JS_NEW_ARRAY = re.compile(r"new\s+Array\(\s*\[")
 _JS_ARRAY = re.compile(r"\[(.*?)\]|\bnew\s+Array\((.*?)\)")
 _JS_BRACKETS = re.compile(r"\[(.*?)\]")
 _JS_OBJECT = re.compile(r"\{(.*?)\}")
@@ -181,10 +188,10 @@ def _js_array(code: str, item: str | None) -> Any:
     """An array literal (``[...]``, ``new Array(...)``, one level of nesting); anything
     that fails to read stays the text."""
     try:
-        nested = _JS_NESTED_ARRAY.match(code)
-        if nested:
+        end = _nested_array_end(code)
+        if end is not None:
             rows = []
-            for i, inner in enumerate(_JS_BRACKETS.findall(nested.group(0))):
+            for i, inner in enumerate(_JS_BRACKETS.findall(code[:end])):
                 inner = inner.strip()
                 if i == 0 and inner.startswith("["):
                     inner = inner[1:]
@@ -200,6 +207,59 @@ def _js_array(code: str, item: str | None) -> Any:
         return [_js_literal(part) for part in parts]
     except (ValueError, TypeError, IndexError, RecursionError):
         return code
+
+
+def _nested_array_end(code: str) -> int | None:
+    """Where an array of arrays at the start of ``code`` ends, as BFCL's pattern reads it
+    (``[`` then rows ``[...]`` separated by commas, then ``]``; or ``new Array([...],
+    ...)``; a row's content is any text on one line up to a ``]``), or None. The first
+    reading a backtracking regex engine finds, found without its exponential search:
+    BFCL's regex takes seconds on ``[[1],[1],...`` of two dozen rows and does not end on
+    longer ones. Each position is tried once (memoised), so the cost is quadratic in the
+    number of ``]`` at most."""
+    if code.startswith("["):
+        start, close = _skip_space(code, 1), "]"
+    else:
+        opened = _JS_NEW_ARRAY.match(code)
+        if opened is None:
+            return None
+        start, close = opened.end() - 1, ")"
+    if not code.startswith("[", start):
+        return None
+    rests: dict[int, int | None] = {}
+
+    def rows_then_close(pos: int) -> int | None:
+        """After a row: more rows (as many as fit), then the closing character."""
+        if pos not in rests:
+            rests[pos] = None
+            if code.startswith(",", pos):
+                opener = _skip_space(code, pos + 1)
+                if code.startswith("[", opener):
+                    rests[pos] = row_ends(opener + 1)
+            if rests[pos] is None and code.startswith(close, pos):
+                rests[pos] = pos + 1
+        return rests[pos]
+
+    def row_ends(pos: int) -> int | None:
+        """A row's content (shortest first, one line) and what follows it."""
+        end = pos
+        while True:
+            end = code.find("]", end)
+            newline = code.find("\n", pos, end) if end >= 0 else -1
+            if end < 0 or newline >= 0:
+                return None
+            found = rows_then_close(_skip_space(code, end + 1))
+            if found is not None:
+                return found
+            end += 1
+
+    return row_ends(start + 1)
+
+
+def _skip_space(code: str, pos: int) -> int:
+    while pos < len(code) and code[pos].isspace():
+        pos += 1
+    return pos
 
 
 def _js_object(code: str) -> Any:
@@ -249,6 +309,9 @@ def source_mismatch(name: str, key: str, value: Any, allowed: list[Any],
     if not isinstance(declared, str) or declared not in types:
         raise UndecodableError(f"{name}: argument {key!r} is declared {declared!r}, not a "
                                f"{label} type BFCL reads")
+    if not isinstance(value, str):
+        return f"{name}: argument {key!r} is {type(value).__name__}, expected {label} " \
+            "source text (a string)"
     item = None
     if declared in COLLECTIONS:
         items = schema.get("items")
@@ -256,9 +319,6 @@ def source_mismatch(name: str, key: str, value: Any, allowed: list[Any],
         if not isinstance(item, str) or item not in types:
             raise UndecodableError(f"{name}: argument {key!r} is a {declared} whose items "
                                    f"are declared {item!r}, not a {label} type BFCL reads")
-    if not isinstance(value, str):
-        return f"{name}: argument {key!r} is {type(value).__name__}, expected {label} " \
-            "source text (a string)"
     try:
         decoded = decode(value, declared, language, item)
     except UndecodableError as error:

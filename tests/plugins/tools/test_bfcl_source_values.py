@@ -10,6 +10,7 @@ benchmarks/bench_bfcl.py's job (docs/agents.md)."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -176,3 +177,22 @@ def test_decode_reads_source_as_bfcl_does(text: str, type_name: str, item: str |
 def test_decode_refuses_a_type_bfcl_does_not_decode() -> None:
     with pytest.raises(UndecodableError, match="Queue"):
         decode("new LinkedList<>()", "Queue", "java", None)
+
+
+def test_an_unclosed_array_of_arrays_is_read_without_bfcls_exponential_search() -> None:
+    """BFCL's pattern for an array of arrays backtracks exponentially on rows that never
+    close (two dozen rows: seconds; sixty: far longer than a run): no array of arrays, so
+    the flat reading BFCL falls back to, its first ``[...]``, whose one item stays text."""
+    text = "[" + "[1]," * 60
+    started = time.perf_counter()
+    assert decode(text, "array", "javascript", "array") == ["[1"]
+    assert decode("[[1, 2], [3]]", "array", "javascript", "array") == [[1, 2], [3]]
+    assert time.perf_counter() - started < 10.0  # generous: it takes about a millisecond
+
+
+def test_a_collection_longer_than_the_cap_is_an_error_score() -> None:
+    function = {"name": "f", "parameters": {"type": "dict", "required": ["xs"], "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}}}}}
+    text = "[" + ", ".join(["1"] * 600) + "]"
+    got = match(row(function, {"xs": text}, [{"f": {"xs": [[1] * 600]}}]), language="javascript")
+    assert got.status is Status.ERROR and "1,000" in got.reason
