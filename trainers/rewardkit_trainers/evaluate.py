@@ -138,8 +138,9 @@ def score_completions(reward_set: RewardSet, rows: list[dict[str, Any]], complet
                       acc_name: str | None, step: int, train: TrainConfig | None,
                       per_prompt: int = 1) -> dict[str, Any]:
     """Accuracy and per-component means of ``completions`` for ``rows``; with
-    ``per_prompt`` > 1 (each prompt's ``per_prompt`` rows adjacent) also ``pass_at_k``: per component, for
-    each k, pass@k and maj@k with 95% intervals (:mod:`rewardkit.measure.passk`)."""
+    ``per_prompt`` > 1 (each prompt's ``per_prompt`` rows adjacent) also ``pass_at_k``:
+    per component, for each k, pass@k and maj@k with 95% intervals
+    (:mod:`rewardkit.measure.passk`)."""
     ref_col = train.dataset.reference_column if train else "reference"
     samples = []
     for row, completion in zip(rows, completions, strict=True):
