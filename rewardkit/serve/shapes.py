@@ -176,7 +176,16 @@ def _checked(row: Any, where: str) -> dict[str, Any]:
     return dict(row)
 
 
+#: the keys of the native body (another is refused: a misspelt "step" would score at 0)
+_NATIVE_KEYS = ("samples", "step")
+
+
 def _native_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    unknown = sorted(set(data) - set(_NATIVE_KEYS))
+    if unknown:
+        raise ShapeError(f"unknown key(s) {', '.join(map(repr, unknown))[:200]} in the body "
+                         "(it holds 'samples' and optionally 'step'; a row's own keys go "
+                         "inside its sample)")
     samples = data.get("samples")
     if not isinstance(samples, list) or not samples:
         raise ShapeError("'samples' must be a non-empty list of rows "
@@ -218,8 +227,10 @@ def _slime_row(data: Mapping[str, Any], end_strings: Sequence[str]) -> dict[str,
     if "response" not in data:
         raise ShapeError("no 'response' key (slime posts prompt, response and label)")
     response = data["response"]
-    if isinstance(response, str):
-        response = strip_end(response, end_strings)
+    if not isinstance(response, str):
+        raise ShapeError(f"'response' must be a string (slime's decoded response), got "
+                         f"{type(response).__name__}")
+    response = strip_end(response, end_strings)
     row = {"prompt": data.get("prompt") or "", "completion": response,
            "reference": data.get("label")}
     metadata = data.get("metadata")

@@ -957,3 +957,63 @@ def test_openrlhf_with_several_urls_gets_200_for_the_empty_shards(tmp_path: Path
         assert srv.stop() == 0
     assert first[0] == 200 and len(first[1]["rewards"]) == 1, first
     assert empty == (200, {"rewards": [], "scores": [], "extra_logs": {}})
+
+
+# --- issue 39 #9: bad input and misbehaving rewards: an answer, never a reset or a hang ---
+
+FAULT_CONFIG = """
+on_error: "null"
+rewards:
+  hangs: {reward: hangs, timeout: 2}
+  dies: {reward: dies}
+  exits: {reward: exits}
+  segfaults: {reward: segfaults}
+"""
+
+
+@pytest.mark.parametrize(("path", "raw"), [
+    ("/score", b"{"),
+    ("/score", b'{"samples": [{"completion": "a"}]} trailing'),
+    ("/score", b"\xff\xfe"),
+    ("/score", b'{"samples": {"completion": "a"}}'),
+    ("/score", b'{"samples": [{"completion": 5}]}'),
+    ("/score", b'{"samples": [{"completion": "a"}], "step": "3"}'),
+    ("/score", b'{"samples": [{"completion": "a"}], "stepp": 3}'),
+    ("/openrlhf", b'{"query": "a"}'),
+    ("/openrlhf", b'{"query": ["a"], "prompts": [1]}'),
+    ("/openrlhf", b'{"query": ["a"], "labels": "5"}'),
+    ("/slime", b'{"prompt": "q", "response": ["a"]}'),
+    ("/slime", b'[{"prompt": "q", "response": "a"}]'),
+    ("/slime", b"null"),
+])
+def test_malformed_wrong_typed_or_unknown_input_gets_400(server: Server, path: str,
+                                                         raw: bytes):
+    """Each gets 400 with a message saying what is wrong, and the server serves on; an
+    unknown key of the native body (a misspelt 'step' would score at step 0) included."""
+    code, _, body = request(f"{server.url}{path}", raw=raw)
+    assert code == 400, body
+    assert json.loads(body)["error"]
+    assert request(f"{server.url}/health")[0] == 200
+
+
+def test_a_reward_that_hangs_or_kills_its_worker_is_a_status_not_a_dead_server(
+        tmp_path: Path):
+    """A reward that hangs (timeout), kills its worker process, calls sys.exit or
+    segfaults mid-request: the request is answered 200 with those rows' statuses, the
+    other rows scored, and the server answers the next request."""
+    srv = start(tmp_path, FAULT_CONFIG)
+    try:
+        rows = [{"completion": t} for t in ("fine", "hang", "die", "exit", "crash")]
+        code, _, body = request(f"{srv.url}/score", {"samples": rows})
+        assert code == 200, body
+        got = json.loads(body)["rows"]
+        assert got[0]["reward"] is not None
+        assert got[1]["components"]["hangs"]["status"] == "timeout"
+        for i, name in ((2, "dies"), (3, "exits"), (4, "segfaults")):
+            assert got[i]["components"][name]["status"] not in ("ok", "skipped"), got[i]
+            assert got[i]["reward"] is None
+        code, _, body = request(f"{srv.url}/slime", {"prompt": "q", "response": "die"})
+        assert code == 200 and json.loads(body) == 0.0, body
+        assert request(f"{srv.url}/health")[0] == 200
+    finally:
+        assert srv.stop() == 0
