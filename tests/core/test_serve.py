@@ -1017,3 +1017,21 @@ def test_a_reward_that_hangs_or_kills_its_worker_is_a_status_not_a_dead_server(
         assert request(f"{srv.url}/health")[0] == 200
     finally:
         assert srv.stop() == 0
+
+
+def test_an_idle_kept_alive_connection_is_closed_after_keep_alive_seconds(tmp_path: Path):
+    """A kept-alive connection that sends no next request holds a thread: after
+    --keep-alive seconds it is closed, without an answer (it sent no request)."""
+    srv = start(tmp_path, CHEAP_CONFIG, "--keep-alive", "1")
+    try:
+        sock = _raw(srv.url)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = b""
+        while b'"ok"' not in first:
+            first += sock.recv(4096)
+        started = time.monotonic()
+        assert sock.recv(4096) == b""  # closed by the server (the socket's timeout: 30 s)
+        assert 0.5 < time.monotonic() - started < REQUEST_TIMEOUT
+        sock.close()
+    finally:
+        assert srv.stop() == 0
