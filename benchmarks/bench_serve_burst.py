@@ -46,12 +46,15 @@ SAMPLE = {"prompt": "What is 2+3?", "response": "2+3 = 5. The answer is \\boxed{
 TIMEOUT = 60.0
 
 
-def start_server(config: Path, folder: Path, options: list[str]
+def start_server(config: Path, folder: Path, options: list[str], stack: str = "rewardkit"
                  ) -> tuple[subprocess.Popen[str], int]:
     port_file = folder / "port"
     port_file.unlink(missing_ok=True)
-    proc = subprocess.Popen([*RK, "serve", str(config), "--port", "0", "--port-file",
-                             str(port_file), *options], stderr=subprocess.DEVNULL, text=True)
+    command = [*RK, "serve", str(config), "--port", "0", "--port-file", str(port_file),
+               *options] if stack == "rewardkit" else \
+        [sys.executable, str(Path(__file__).with_name("serve_asgi_baseline.py")),
+         str(config), str(port_file)]
+    proc = subprocess.Popen(command, stderr=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 60
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -156,15 +159,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--connections", type=int, nargs="+", default=[128, 1000])
     parser.add_argument("--json", default=None, help="also write the report here")
+    parser.add_argument("--stack", choices=["rewardkit", "asgi"], default="rewardkit",
+                        help="asgi: the same scoring behind uvicorn + Starlette "
+                        "(serve_asgi_baseline.py), for comparison")
     args = parser.parse_args(argv)
-    report: dict[str, Any] = {"serve_options": serve_options, "cpus": os.cpu_count(),
+    report: dict[str, Any] = {"stack": args.stack, "serve_options": serve_options,
+                              "cpus": os.cpu_count(),
                               "load_average": [round(x, 2) for x in os.getloadavg()],
                               "bursts": []}
     with tempfile.TemporaryDirectory(prefix="bench-burst-") as tmp:
         folder = Path(tmp)
         cfg = folder / "config.json"
         cfg.write_text(json.dumps(CONFIG))
-        proc, port = start_server(cfg, folder, serve_options)
+        proc, port = start_server(cfg, folder, serve_options, args.stack)
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
             conn.request("POST", "/slime", body=json.dumps(SAMPLE))
@@ -178,7 +185,8 @@ def main() -> None:
         finally:
             report["exit_code"] = stop_server(proc)
     report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    print(f"rewardkit serve {' '.join(serve_options) or '(defaults)'}: {report['cpus']} "
+    name = "uvicorn + Starlette" if args.stack == "asgi" else "rewardkit serve"
+    print(f"{name} {' '.join(serve_options) or '(defaults)'}: {report['cpus']} "
           f"CPUs, load average {report['load_average']} -> {report['load_average_after']}")
     print(f"{'connections':>11} {'200':>5} {'503':>5} {'reset':>6} {'refused':>8} "
           f"{'timeout':>8} {'other':>6} {'seconds':>8} {'slowest s':>10}")
