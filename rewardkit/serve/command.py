@@ -21,7 +21,8 @@ def add_serve(subparsers: Subcommands) -> None:
     p = subparsers.add_parser("serve", help="score over HTTP (OpenRLHF, slime, native JSON)")
     p.add_argument("config")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1: this machine only)")
+                   help="address to bind (default 127.0.0.1: this machine only; any other "
+                   "needs a token, or --no-auth)")
     p.add_argument("--port", type=int, default=8000, help="0: any free port (see --port-file)")
     p.add_argument("--workers", type=int, default=2, help="batches scored at once")
     p.add_argument("--queue", type=int, default=16,
