@@ -157,6 +157,12 @@ def _print_summary(summary: dict[str, Any], console: Console = out) -> None:
                   _num(t["max"]), "", "", f"null {t['null']}", "", "", "", "")
     console.print(table)
     _print_turns(summary, console)
+    for name, m in summary["components"].items():
+        if "fallback" in m:
+            f = m["fallback"]
+            console.print(f"{name}: fallback asked on {f['asked']} sample(s) "
+                          f"({f['asked_rate']:.1%}), flipped {f['flips']}, failed "
+                          f"{f['errors']}", markup=False)
     if any(not m["latency_per_sample"] for m in summary["components"].values()):
         console.print("[dim]p50/p95: '-' for inline rewards, which are timed per batch "
                       "(mean ms is per sample)[/dim]")

@@ -69,3 +69,16 @@ def test_rewardkit_score_sums_the_fallback_over_its_batches(tmp_path: Path) -> N
     fallback = summary["components"]["accuracy"]["fallback"]
     assert (fallback["asked"], fallback["flips"], fallback["errors"]) == (3, 2, 0)
     assert fallback["flip_rate"] == 0.5
+
+
+def test_rewardkit_scores_table_says_what_the_fallback_did(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(config(reward="math_answer")))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"completion": c, "reference": "42"}) + "\n"
+                            for c in ["<answer>42</answer>", "<answer>42.0</answer>"]))
+    run = subprocess.run([str(REWARDKIT), "score", str(path), str(rows), "--out",
+                          str(tmp_path / "scored.jsonl")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "accuracy: fallback asked on 1 sample(s) (50.0%), flipped 1, failed 0" in run.stdout
