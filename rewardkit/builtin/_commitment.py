@@ -490,7 +490,8 @@ _OTHER_BOXES = {"\\framebox": 0, "\\colorbox": 1, "\\fcolorbox": 2, "\\cfbox": 1
 _OPTIONAL_ARGS = re.compile(r"(?:\s*\[[^\]{}]{0,40}\])*\s*")
 _ARG = re.compile(r"\{[^{}]{0,60}\}\s*")
 #: a line that is only a bold answer: ``**17**``, ``- **Answer: 17**``, ``\textbf{17}.``
-_BOLD_LINE = re.compile(r"^[ \t]*(?:[-*+>][ \t]+)?(?:\*\*([^*\n]{1,80})\*\*|\\textbf\{([^{}\n]{1,80})\})"
+_BOLD_LINE = re.compile(r"^[ \t]*(?:[-*+>][ \t]+)?"
+                        r"(?:\*\*([^*\n]{1,80})\*\*|\\textbf\{([^{}\n]{1,80})\})"
                         r"[ \t]*\.?[ \t]*$", re.MULTILINE)
 
 

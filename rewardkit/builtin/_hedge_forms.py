@@ -39,7 +39,8 @@ _TWO_STORIES = re.compile(r"\\(?:stackrel|overset|underset|stackbin)\s*\{" + _AR
 #: commands that overlap their argument with what follows, or hide it (a colour that does
 #: not show on a page)
 _HIDING = r"\{\s*(?i:white|transparent|none)[^{}]{0,20}\}"
-_OVERLAID = re.compile(r"(?:\\(?:[rlc]lap|math[rlc]lap|smash|[hv]?phantom|makebox\s*\[\s*0[a-z]*\s*\]"
+_OVERLAID = re.compile(r"(?:\\(?:[rlc]lap|math[rlc]lap|smash|[hv]?phantom"
+                       r"|makebox\s*\[\s*0[a-z]*\s*\]"
                        r"(?:\s*\[[a-z]\])?)|\\(?:text|math)color\s*" + _HIDING + r")"
                        r"\s*(?:\[[a-z]{0,3}\])?\s*\{" + _ARG + r"\}"
                        r"|\{\s*\\color\s*" + _HIDING + _ARG + r"\}"
@@ -54,10 +55,12 @@ _NEGATIVE_SPACE = re.compile(r"\\(?:hspace\*?\s*\{\s*-[^{}]{0,20}\}|[m]?kern\s*-
 _COLOURED = re.compile(r"\\(?:textcolor|mathcolor|colorbox)\s*(?:\[[^\]{}]{0,20}\])?\s*"
                        r"\{[^{}]{0,40}\}\s*\{" + _ARG + r"\}"
                        r"|\{\s*\\color\s*\{[^{}]{0,40}\}" + _ARG + r"\}")
-_STACKING = re.compile(r"\\\\|(?<!\\)&|\\(?:atop|above|brack|brace|cr|newline|linebreak)(?![A-Za-z])"
+_STACKING = re.compile(r"\\\\|(?<!\\)&"
+                       r"|\\(?:atop|above|brack|brace|cr|newline|linebreak)(?![A-Za-z])"
                        r"|\\(?:substack|shortstack)(?![A-Za-z])")
 #: a bar, a tilde or ``\\sim`` between two values (``17|18``, ``17~18``, ``17\\sim 18``)
-_BAR = re.compile(r"(?:\\(?:left|right|middle|[bB]igg?[lrm]?)\s*)?(?:\\[lr]?vert(?![A-Za-z])|(?<!\\)\|)"
+_BAR = re.compile(r"(?:\\(?:left|right|middle|[bB]igg?[lrm]?)\s*)?"
+                  r"(?:\\[lr]?vert(?![A-Za-z])|(?<!\\)\|)"
                   r"|\\(?:[bB]igg?)?mid(?![A-Za-z])|\\(?:mathbin|mathrel|mathord|text|mbox)\s*"
                   r"\{\s*(?:\||\\mid|\\vert)\s*\}")
 _BETWEEN = re.compile(r"\\sim(?![A-Za-z])|～|(?<=[\d}])\s*~\s*(?=[\d\\])(?!\d{3}(?!\d))")

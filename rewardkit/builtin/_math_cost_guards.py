@@ -66,9 +66,8 @@ def _too_costly(text: str, max_chars: int, max_powers: int | None = _MAX_POWERS)
         return f"answer has a power tower ({UNBOUNDED})"
     if _big_factorial(text):
         return f"answer has a large factorial ({UNBOUNDED})"
-    if "frac" in text or "sqrt" in text:
-        if _fraction_depth(text) > _MAX_FRACTION_DEPTH:
-            return f"answer nests fractions or roots too deeply ({UNBOUNDED})"
+    if ("frac" in text or "sqrt" in text) and _fraction_depth(text) > _MAX_FRACTION_DEPTH:
+        return f"answer nests fractions or roots too deeply ({UNBOUNDED})"
     if powers and _large_expansion(text, together=max_powers is not None):
         return f"answer has a large power of a sum to expand ({UNBOUNDED})"
     if "binom" in text or "choose" in text or "Gamma" in text:
@@ -269,7 +268,8 @@ def _binomial_digits(n: int, k: int) -> float:
 
 
 #: a sum or product's upper bound: ``\\sum_{k=1}^{2019}``, ``\\prod_{k=1}^{100}``
-_SERIES = re.compile(r"\\(?:sum|prod)(?![A-Za-z])\s*(?:\\limits\s*)?(?:_\s*(?:\{[^{}]{0,60}\}|\S)\s*)?"
+_SERIES = re.compile(r"\\(?:sum|prod)(?![A-Za-z])\s*(?:\\limits\s*)?"
+                     r"(?:_\s*(?:\{[^{}]{0,60}\}|\S)\s*)?"
                      r"\^\s*(?:\{([^{}]{0,60})\}|(\d+))")
 _HARD_TERM = re.compile(r"!|\^|binom|choose")
 

@@ -28,16 +28,18 @@ component with the step it started at, its evidence and example samples:
     short: fewer visible characters outside markup tags than the reference has (capped
     at :data:`SHORT_CHARS`; without a reference: none at all), or as many that do not
     hold the reference (``<answer>9</answer>`` for the reference ``7``: as short as the
-    reference, and not it), so an honest ``7`` for the reference ``7`` is not short. Very long: past the per-sample flag's long cut
-    (the upper quartile plus three interquartile ranges), and at least
+    reference, and not it), so an honest ``7`` for the reference ``7`` is not short.
+    Very long: past the per-sample flag's long cut (the upper quartile plus three
+    interquartile ranges), and at least
     :data:`LONG_FACTOR` times the median, of the lengths of *honest* completions: those
     every audit pays its full value, in the window (else over the run so far); a
     policy that learns to write out its reasoning while the audit holds is long
     honestly, and its honest lengths grow with it. Without an audit (or before
     :data:`MIN_HONEST` honest completions) the lengths of every completion of the run
-    so far are the reference, and then a run that honestly grows longer can fire it. Repetitive: half or more
-    of its 3-grams repeat. Identical: the same visible text as another completion of
-    its group, with at least :data:`MIN_IDENTICAL` visible characters outside markup
+    so far are the reference, and then a run that honestly grows longer can fire it.
+    Repetitive: half or more of its 3-grams repeat. Identical: the same visible text as
+    another completion of its group, with at least :data:`MIN_IDENTICAL` visible
+    characters outside markup
     tags (short final answers rightly coincide).
 
 Which components train comes from the reward config (weight above 0 at the step); an

@@ -89,7 +89,8 @@ def crate_dir() -> Path:
     vendor = _source()
     if vendor is None and not _crates_io_answers():
         pytest.skip("no crate sources: neither Debian's librust-regex+default-dev, "
-                    "librust-md5+default-dev, librust-rand+default-dev (in /usr/share/cargo/registry) nor crates.io reachable")
+                    "librust-md5+default-dev, librust-rand+default-dev (in "
+                    "/usr/share/cargo/registry) nor crates.io reachable")
     spec = hashlib.sha256(json.dumps([CRATES, version, str(vendor)]).encode()).hexdigest()
     target = CACHE / f"rust-crates-{spec[:16]}"
     try:
