@@ -1038,3 +1038,41 @@ def test_an_idle_kept_alive_connection_is_closed_after_keep_alive_seconds(tmp_pa
         sock.close()
     finally:
         assert srv.stop() == 0
+
+
+def test_slimes_pooled_client_scores_a_burst_over_kept_alive_connections(tmp_path: Path):
+    """slime's remote_rm posts every sample through one shared aiohttp session (a pool of
+    at most 64 connections, kept alive): 256 samples at once are all answered 200 with
+    the reward a lone request gets, over at most 64 connections the server kept open."""
+    aiohttp = pytest.importorskip("aiohttp")
+    srv = start(tmp_path, CHEAP_CONFIG, "--queue", "256")
+    url = f"{srv.url}/slime"
+    sample = {"prompt": "q", "response": GOOD, "label": None}
+    opened: list[int] = []  # one entry per connection the client opened
+
+    async def burst() -> list[tuple[int, Any]]:
+        connector = aiohttp.TCPConnector(limit=64)
+        timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT * 2)
+        trace = aiohttp.TraceConfig()
+
+        async def created(*_: Any) -> None:
+            opened.append(1)
+
+        trace.on_connection_create_end.append(created)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                         trace_configs=[trace]) as session:
+
+            async def one() -> tuple[int, Any]:
+                async with session.post(url, json=sample) as resp:
+                    return resp.status, await resp.json(content_type=None)
+
+            return await asyncio.gather(*(one() for _ in range(256)))
+
+    try:
+        alone = request(url, sample)
+        answers = asyncio.run(burst())
+    finally:
+        assert srv.stop() == 0
+    assert alone[0] == 200
+    assert answers == [(200, json.loads(alone[2]))] * 256
+    assert 1 <= len(opened) <= 64, f"{len(opened)} connections for 256 requests"
