@@ -38,9 +38,11 @@ def add_serve(subparsers: Subcommands) -> None:
                    "and body, from the connection); then 408. At most 86400")
     p.add_argument("--max-connections", type=int, default=1024,
                    help="connections open at once; beyond, 503 at once")
-    p.add_argument("--keep-alive", type=float, default=5.0,
+    p.add_argument("--keep-alive", type=float, default=20.0,
                    help="seconds a kept-alive connection may wait for its next request; "
-                   "then it is closed. Above 0, at most 86400")
+                   "then it is closed (default 20: longer than aiohttp's 15, so the "
+                   "trainers' clients close idle connections first). Above 0, at most "
+                   "86400")
     p.add_argument("--null-reward", type=float, default=0.0,
                    help="what the OpenRLHF and slime endpoints answer for a null total "
                    "(the native /score answers null); a finite number")

@@ -158,7 +158,9 @@ class ServeOptions:
     token: str | None = None
     read_timeout: float = 30.0
     max_connections: int = 1024
-    keep_alive: float = 5.0
+    #: longer than aiohttp's 15 s (OpenRLHF's and slime's client): the client closes an
+    #: idle connection first, so no request is sent on one the server is closing
+    keep_alive: float = 20.0
     #: stripped from the end of each response on /openrlhf and /slime
     end_strings: tuple[str, ...] = DEFAULT_END_STRINGS
     #: serve only POST /score (a config that needs whole groups)
