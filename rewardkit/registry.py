@@ -75,6 +75,7 @@ FIRST_PARTY_REWARDS: dict[str, tuple[str, ...]] = {
                         "tool_efficiency", "non_stop_penalty"),
     "rewardkit-trainers": ("layout_progress",),
     "rewardkit-translation": ("translation_verdict", "translation_judge"),
+    "rewardkit-workspace": ("workspace_criteria",),
 }
 
 

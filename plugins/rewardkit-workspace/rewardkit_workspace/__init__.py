@@ -1,0 +1,2 @@
+"""rewardkit-workspace: rewards that check the workspace an agent left
+(docs/plugins/workspace.md)."""
