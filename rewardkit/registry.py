@@ -71,6 +71,7 @@ FIRST_PARTY_REWARDS: dict[str, tuple[str, ...]] = {
     "rewardkit-gym": ("gym_answer",),
     "rewardkit-ifeval": ("instruction_following",),
     "rewardkit-judge": ("reward_model", "llm_judge", "pairwise_judge"),
+    "rewardkit-repo": ("repo_tests",),
     "rewardkit-tools": ("tool_call_valid", "tool_call_match", "tool_errors",
                         "tool_efficiency", "non_stop_penalty"),
     "rewardkit-trainers": ("layout_progress",),

@@ -1,0 +1,202 @@
+"""The private copy a ``repo_tests`` run tests: the base commit, the model's patch, then
+every test file and test-configuration file put back to the base, then the test patch.
+
+What counts as test or configuration (:func:`is_protected`): ``conftest.py`` anywhere,
+``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``sitecustomize.py``, ``usercustomize.py``,
+``.pth`` files, test modules (``test_*.py``, ``*_test.py``), anything under a ``tests``,
+``test`` or ``testing`` folder (their ``__init__.py`` too), and ``pyproject.toml`` when the
+patch changed its ``[tool.pytest.ini_options]``. A protected file the patch changed is
+restored, one it added is removed, and so is every symbolic link the patch made.
+The copy has no ``.git``: the repository's history is read once, outside the sandbox.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import tomllib
+from pathlib import Path
+
+_PROTECTED_NAMES = frozenset({"conftest.py", "pytest.ini", "tox.ini", "setup.cfg",
+                              "sitecustomize.py", "usercustomize.py", ".pytest.ini"})
+_TEST_FOLDERS = frozenset({"tests", "test", "testing"})
+_FENCE = re.compile(r"```(?:diff|patch)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+class TaskError(ValueError):
+    """The row itself is wrong (repository, commit, test patch, test id): not the model's."""
+
+
+def is_protected(relative: str) -> bool:
+    """Whether ``relative`` (a path in the repository, ``/``-separated) is a test file or
+    a test-configuration file, which the model's patch may not change."""
+    parts = relative.split("/")
+    name = parts[-1]
+    return (
+        name in _PROTECTED_NAMES
+        or name.endswith(".pth")
+        or fnmatch.fnmatch(name, "test_*.py")
+        or fnmatch.fnmatch(name, "*_test.py")
+        or any(part in _TEST_FOLDERS for part in parts[:-1])
+    )
+
+
+def extract_patch(completion: str) -> str | None:
+    """The unified diff in ``completion``: the last fenced ```diff block, else the text
+    itself from its first ``diff --git`` / ``--- `` line; None when there is none."""
+    fenced = _FENCE.findall(completion)
+    text = fenced[-1] if fenced else completion
+    match = re.search(r"^(diff --git |--- )", text, re.MULTILINE)
+    if match is None:
+        return None
+    patch = text[match.start():]
+    if not re.search(r"^(@@ |rename from |deleted file mode |GIT binary patch)", patch,
+                     re.MULTILINE):
+        return None
+    return patch if patch.endswith("\n") else patch + "\n"
+
+
+def _git(args: list[str], cwd: str | None = None, stdin: str | None = None,
+         ) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+           "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
+           "GIT_CEILING_DIRECTORIES": "/"}
+    return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+
+
+_base_lock = threading.Lock()
+_bases: dict[tuple[str, str], str] = {}
+
+
+def base_tree(repo: str, commit: str) -> str:
+    """A folder holding ``commit``'s tree of ``repo``, made once per process."""
+    if not repo or not commit:
+        raise TaskError("the reference needs `repo` (a git repository path) and `base_commit`")
+    with _base_lock:
+        key = (os.path.realpath(repo), commit)
+        if key in _bases and os.path.isdir(_bases[key]):
+            return _bases[key]
+        if not os.path.isdir(repo):
+            raise TaskError(f"repository {repo!r} does not exist")
+        resolved = _git(["-C", repo, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"])
+        if resolved.returncode != 0:
+            raise TaskError(f"commit {commit!r} is not in repository {repo!r}")
+        folder = tempfile.mkdtemp(prefix="rewardkit-repo-base-")
+        archive = subprocess.run(["git", "-C", repo, "archive", "--format=tar",
+                                  resolved.stdout.strip()], capture_output=True, check=False)
+        if archive.returncode != 0:
+            raise TaskError(f"git archive of {commit!r} failed: {archive.stderr.decode()[:200]}")
+        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
+        _bases[key] = folder
+        return folder
+
+
+def _apply(patch: str, folder: str) -> str | None:
+    """Apply ``patch`` in ``folder`` (no repository there); git's complaint, or None."""
+    if re.search(r"^(---|\+\+\+) (a/|b/)?\.git/|^diff --git a/\.git/", patch, re.MULTILINE):
+        return "the patch touches .git"
+    done = _git(["apply", "--whitespace=nowarn", "-"], cwd=folder, stdin=patch)
+    return None if done.returncode == 0 else (done.stderr.strip() or "git apply failed")[:500]
+
+
+def _files(folder: str) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for root, dirs, names in os.walk(folder):
+        for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(root, d)))]:
+            path = Path(root, name)
+            found[path.relative_to(folder).as_posix()] = path
+    return found
+
+
+def _pytest_section(path: Path) -> object:
+    try:
+        return tomllib.loads(path.read_text()).get("tool", {}).get("pytest")
+    except (OSError, ValueError):
+        return "unreadable"
+
+
+class Workspace:
+    """The prepared copy: ``folder``, the files the candidate changed (``candidate_files``),
+    the protected ones (``test_files``), and what was put back (``discarded``)."""
+
+    def __init__(self, folder: str, candidate_files: list[str], test_files: list[str],
+                 discarded: list[str]) -> None:
+        self.folder = folder
+        self.candidate_files = candidate_files
+        self.test_files = test_files
+        self.discarded = discarded
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def prepare(repo: str, commit: str, patch: str, test_patch: str) -> Workspace | str:
+    """The workspace, or why the model's patch does not apply (a string).
+
+    Raises :class:`TaskError` for a missing repository or commit or a test patch that
+    does not apply to the base.
+    """
+    base = base_tree(repo, commit)
+    folder = tempfile.mkdtemp(prefix="rewardkit-repo-")
+    shutil.copytree(base, folder, symlinks=True, dirs_exist_ok=True)
+    try:
+        problem = _apply(patch, folder)
+        if problem is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+            return problem
+        discarded = _put_back(base, folder)
+        if test_patch.strip():
+            problem = _apply(test_patch, folder)
+            if problem is not None:
+                raise TaskError(f"the test patch does not apply to {commit!r}: {problem}")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    base_files = _files(base)
+    candidate, tests = [], []
+    for relative, path in _files(folder).items():
+        if is_protected(relative) or relative in _patched(test_patch):
+            tests.append(relative)
+        elif relative not in base_files or path.read_bytes() != base_files[relative].read_bytes():
+            candidate.append(relative)
+    return Workspace(folder, candidate, tests, discarded)
+
+
+def _patched(patch: str) -> set[str]:
+    return set(re.findall(r"^\+\+\+ b/(\S+)", patch, re.MULTILINE))
+
+
+def _put_back(base: str, folder: str) -> list[str]:
+    """Restore protected files and links to ``base``; the paths it touched."""
+    base_files = _files(base)
+    touched: list[str] = []
+    for relative, path in sorted(_files(folder).items()):
+        original = base_files.get(relative)
+        link = path.is_symlink() and (original is None or not original.is_symlink()
+                                      or os.readlink(original) != os.readlink(path))
+        protected = is_protected(relative)
+        if relative == "pyproject.toml" and original is not None:
+            protected = _pytest_section(path) != _pytest_section(original)
+        if not (link or protected):
+            continue
+        if original is None:
+            if path.is_symlink() or not path.is_dir():
+                path.unlink()
+                touched.append(relative)
+        elif link or path.read_bytes() != original.read_bytes():
+            path.unlink()
+            shutil.copy2(original, path, follow_symlinks=False)
+            touched.append(relative)
+    for relative in base_files:
+        target = Path(folder, relative)
+        if is_protected(relative) and not target.exists() and not target.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(base_files[relative], target, follow_symlinks=False)
+            touched.append(relative)
+    return touched
