@@ -72,6 +72,8 @@ FIRST_PARTY_REWARDS: dict[str, tuple[str, ...]] = {
     "rewardkit-ifeval": ("instruction_following",),
     "rewardkit-judge": ("reward_model", "llm_judge", "pairwise_judge"),
     "rewardkit-repo": ("repo_tests",),
+    "rewardkit-textmetrics": ("bleu", "chrf", "ter", "rouge", "fuzzy_match", "string_match",
+                              "corpus_bleu"),
     "rewardkit-tools": ("tool_call_valid", "tool_call_match", "tool_errors",
                         "tool_efficiency", "non_stop_penalty"),
     "rewardkit-trainers": ("layout_progress",),
