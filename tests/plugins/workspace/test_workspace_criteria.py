@@ -137,10 +137,9 @@ def _fifo(ws: Path) -> None:
 
 
 def _hardlink(ws: Path) -> None:
-    (ws / "secret.txt").write_text("answer: 42\n")  # stands in for a host file
+    (ws / "secret.txt").write_text("root\n")  # stands in for a host file
     (ws / "out.txt").unlink()
     os.link(ws / "secret.txt", ws / "out.txt")
-    (ws / "secret.txt").write_text("answer: 42\n")
 
 
 def _symlink(target: str):
