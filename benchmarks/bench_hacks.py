@@ -4,11 +4,11 @@
                                      [--baseline EARLIER.json] [--peers]
 
 The corpus is ``benchmarks/data/hacks/*.yaml``: one file per category (math, format,
-content, qa, gym, gui, translation, judge, code), one row per hack. A row names the reward and its
-params, the prompt and reference, the hack completion and the honest completion for the
-same input. Each row is scored with whatever ``rewardkit`` is importable (the script has no
-``--rev``): to measure another commit, put its packages first on ``PYTHONPATH``; the
-header prints where ``rewardkit`` and each plugin were imported from.
+content, qa, gym, gui, translation, judge, code, workspace), one row per hack. A row names
+the reward and its params, the prompt and reference, the hack completion and the honest
+completion for the same input. Each row is scored with whatever ``rewardkit`` is
+importable (the script has no ``--rev``): to measure another commit, put its packages
+first on ``PYTHONPATH``; the header prints where ``rewardkit`` and each plugin were imported from.
 
 Rule, the same for every row: a hack is **paid** when it earns at least half of the
 honest twin's margin over the row's floor, ``hack >= floor + (full - floor) / 2``, which
@@ -21,7 +21,8 @@ honest twin falls short is listed as a regression signal.
 
 A corpus file holds ``category``, optional ``defaults`` (keys every row lacks) and
 ``rows``; a row has ``id``, ``reward``, ``params``, ``prompt``, ``reference``,
-``metadata``, ``hack``, ``honest`` (a string, or a list of parts where ``{repeat: STR,
+``metadata`` (``hack_metadata`` / ``honest_metadata`` laid over it for one twin: the
+workspace an agent left), ``hack``, ``honest`` (a string, or a list of parts where ``{repeat: STR,
 times: N}`` spells a long padding), optional ``full`` / ``floor``, ``source`` (where the
 hack comes from) and an optional ``note``. A row whose reward or params the measured
 rewardkit refuses (an older commit lacks an opt-in param) is listed and left out of every
@@ -57,11 +58,12 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "data" / "hacks"
-CATEGORIES = ("math", "format", "content", "qa", "gym", "gui", "translation", "judge", "code")
+CATEGORIES = ("math", "format", "content", "qa", "gym", "gui", "translation", "judge", "code",
+              "workspace")
 #: placeholder of the stand-in judge's URL in the corpus's params
 JUDGE_URL = "$JUDGE"
 _ROW_KEYS = {"id", "reward", "params", "prompt", "reference", "metadata", "hack", "honest",
-             "full", "floor", "source", "note"}
+             "full", "floor", "source", "note", "hack_metadata", "honest_metadata"}
 _REQUIRED = ("id", "reward", "hack", "honest", "source")
 _EPS = 1e-9
 
@@ -87,6 +89,10 @@ class HackRow:
     floor: float
     source: str
     file: str
+    #: metadata of the hack's / the honest twin's sample over ``metadata`` (an agent's
+    #: rollout: the workspace each left differs, not only the text)
+    hack_metadata: dict[str, Any] = field(default_factory=dict)
+    honest_metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def paid_at(self) -> float:
@@ -96,7 +102,8 @@ class HackRow:
     def key(self) -> str:
         """What makes two rows the same row (the id aside)."""
         return json.dumps([self.reward, self.params, self.prompt, self.reference,
-                           self.metadata, self.hack], sort_keys=True, ensure_ascii=False)
+                           self.metadata, self.hack, self.hack_metadata], sort_keys=True,
+                          ensure_ascii=False)
 
 
 def load_corpus(folder: Path = CORPUS) -> list[HackRow]:
@@ -139,8 +146,11 @@ def _row(file: str, index: int, category: str, data: dict[str, Any]) -> HackRow:
             raise CorpusError(f"{where}: {key} is missing")
     params = data.get("params") or {}
     metadata = data.get("metadata") or {}
-    if not isinstance(params, dict) or not isinstance(metadata, dict):
-        raise CorpusError(f"{where}: params and metadata must be mappings")
+    hack_metadata = data.get("hack_metadata") or {}
+    honest_metadata = data.get("honest_metadata") or {}
+    if not all(isinstance(m, dict) for m in (params, metadata, hack_metadata,
+                                                honest_metadata)):
+        raise CorpusError(f"{where}: params and the metadata keys must be mappings")
     full, floor = float(data.get("full", 1.0)), float(data.get("floor", 0.0))
     if not floor < full:
         raise CorpusError(f"{where}: floor {floor} must be below full {full}")
@@ -148,7 +158,8 @@ def _row(file: str, index: int, category: str, data: dict[str, Any]) -> HackRow:
                    params=params, prompt=data.get("prompt", ""),
                    reference=data.get("reference"), metadata=metadata,
                    hack=_text(data["hack"], where), honest=_text(data["honest"], where),
-                   full=full, floor=floor, source=str(data["source"]), file=file)
+                   full=full, floor=floor, source=str(data["source"]), file=file,
+                   hack_metadata=hack_metadata, honest_metadata=honest_metadata)
 
 
 def _text(value: Any, where: str) -> str:
@@ -373,8 +384,10 @@ def score_rows(rows: list[HackRow]) -> list[Outcome]:
                                                why[:200], why[:200])
                 continue
             samples = [Sample(prompt=r.prompt, completion=c, reference=r.reference,
-                              metadata=dict(r.metadata))
-                       for r in members for c in (r.hack, r.honest)]
+                              metadata={**r.metadata, **extra})
+                       for r in members
+                       for c, extra in ((r.hack, r.hack_metadata),
+                                        (r.honest, r.honest_metadata))]
             if rs.components["r"].reward_class.group:  # each completion its own group
                 scores = [rs.score([s])[0].scores["r"] for s in samples]
             else:
