@@ -72,16 +72,37 @@ class Reporter:
         self._tainted: dict[str, str] = {}
         self._current: str | None = None
         self._sentinel_type = object
+        self._config: pytest.Config | None = None
+        self._plugins: set[int] = set()
 
     # -- the channel -----------------------------------------------------------------
 
     def _send(self, record: dict[str, object]) -> None:
         changed = [name for name, value in _snapshot().items()
-                   if self._baseline.get(name, value) != value]
+                   if self._baseline.get(name, value) != value] + self._foreign_plugins()
         if changed:
             record = {"kind": "tampered", "what": changed[:5]}
         record["token"] = self._token
         self._write(self._fd, (self._dumps(record) + "\n").encode())
+
+    def _foreign_plugins(self) -> list[str]:
+        """Plugins registered since the baseline that are neither pytest's own objects nor
+        the restored conftest files (project code registering a hook wrapper)."""
+        if self._config is None:
+            return []
+        foreign = []
+        for plugin in self._config.pluginmanager.get_plugins():
+            if id(plugin) in self._plugins:
+                continue
+            module = getattr(plugin, "__file__", None)
+            if module is not None and os.path.realpath(module) in self._test_files:
+                continue
+            owner = getattr(plugin, "__name__", None) if module else None
+            owner = owner or getattr(type(plugin), "__module__", "") or ""
+            if owner.split(".")[0] in ("_pytest", "pytest", "pluggy"):
+                continue
+            foreign.append(f"plugin {getattr(plugin, '__name__', owner)}")
+        return foreign
 
     # -- always-equal values ---------------------------------------------------------
 
@@ -111,9 +132,11 @@ class Reporter:
     # -- hooks -----------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_load_initial_conftests(self) -> None:
+    def pytest_load_initial_conftests(self, early_config: pytest.Config) -> None:
         # pytest has installed its assertion rewriter: no conftest is loaded yet
         self._baseline = _snapshot()
+        self._config = early_config
+        self._plugins = {id(plugin) for plugin in early_config.pluginmanager.get_plugins()}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:

@@ -42,12 +42,13 @@ FIX = "".join(line + "\n" for line in [
 ])
 
 
-def git(folder: Path | str, *args: str) -> str:
+def git(folder: Path | str, *args: str, raw: bool = False) -> str:
     env = {"PATH": os.environ["PATH"], "HOME": str(folder), "GIT_AUTHOR_NAME": "t",
            "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(["git", *args], cwd=folder, env=env, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(["git", *args], cwd=folder, env=env, check=True,
+                          capture_output=True, text=True).stdout
+    return out if raw else out.strip()
 
 
 def make_repo(folder: Path) -> dict[str, object]:
@@ -83,7 +84,7 @@ def diff_of(folder: Path, change: dict[str, str | None], links: dict[str, str] |
     for name, target in (links or {}).items():
         os.symlink(target, folder / name)
     git(folder, "add", "-A")
-    patch = git(folder, "diff", "--cached", "HEAD") + "\n"
+    patch = git(folder, "diff", "--cached", "HEAD", raw=True)
     git(folder, "reset", "-q", "--hard", "HEAD")
     git(folder, "clean", "-qfdx")
     return patch
