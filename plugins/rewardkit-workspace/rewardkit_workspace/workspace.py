@@ -136,7 +136,8 @@ class _Writer:
         if self.copy.entries > self.caps.entries:
             raise WorkspaceError(f"the workspace has more than {self.caps.entries} entries")
 
-    def write(self, rel: PurePosixPath, stream: IO[bytes]) -> None:
+    def write(self, rel: PurePosixPath, stream: IO[bytes], executable: bool = False) -> None:
+        """Copy ``stream`` to ``rel``; only the executable bit of the mode is kept."""
         self.entry()
         target = os.path.join(self.copy.root, *rel.parts)
         os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -152,6 +153,7 @@ class _Writer:
                     raise WorkspaceError(
                         f"the workspace is over the cap of {self.caps.total_bytes} bytes")
                 out.write(chunk)
+        os.chmod(target, 0o755 if executable else 0o644)
 
 
 def _from_mapping(files: Mapping[object, object], copy: PrivateCopy, caps: Caps) -> None:
@@ -217,7 +219,7 @@ def _from_directory(top: str, copy: PrivateCopy, caps: Caps) -> None:
                     raise WorkspaceError(
                         f"file {str(rel)!r} is over the cap of {caps.file_bytes} bytes")
                 with os.fdopen(fd, "rb") as stream:
-                    writer.write(rel, stream)
+                    writer.write(rel, stream, bool(info.st_mode & 0o100))
 
 
 def _from_tar(path: str, copy: PrivateCopy, caps: Caps) -> None:
@@ -236,7 +238,7 @@ def _from_tar(path: str, copy: PrivateCopy, caps: Caps) -> None:
                 else:
                     stream = archive.extractfile(member)
                     if stream is not None:
-                        writer.write(rel, stream)
+                        writer.write(rel, stream, bool(member.mode & 0o100))
     except (tarfile.TarError, EOFError, OSError) as error:
         raise WorkspaceError(f"archive {path!r} cannot be read: {error}") from None
 
@@ -259,6 +261,6 @@ def _from_zip(path: str, copy: PrivateCopy, caps: Caps) -> None:
                     copy.left_out.append(f"{info.filename} (a link or special file)")
                 else:
                     with archive.open(info) as stream:
-                        writer.write(rel, stream)
+                        writer.write(rel, stream, bool(mode & 0o100))
     except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError) as error:
         raise WorkspaceError(f"archive {path!r} cannot be read: {error}") from None

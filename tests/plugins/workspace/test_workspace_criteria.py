@@ -292,3 +292,10 @@ def test_bad_inline_paths_are_left_out(tmp_path: Path) -> None:
     score = _score(reward, {"../out.txt": "answer: 42", "/out.txt": "answer: 42"})
     assert score.value == 0.0 and len(score.details["left_out"]) == 2
     assert json.dumps(score.details)
+
+
+def test_a_workspace_script_keeps_its_executable_bit(tmp_path: Path) -> None:
+    ws = _honest(tmp_path / "ws")
+    _write("run.sh", "#!/bin/sh\ncat out.txt\n")(ws)
+    run = {"type": "command", "run": ["./run.sh"], "stdout_equals": "answer: 42"}
+    assert _score(_reward([run], tmp_path), str(ws)).value == 1.0
