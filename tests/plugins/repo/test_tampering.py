@@ -11,10 +11,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tamper_corpus import TAMPERING, patch_of  # noqa: E402
-from tiny_repo import FIX, make_repo  # noqa: E402
+from tamper_corpus import TAMPERING, patch_of
+from tiny_repo import FIX, make_repo
 
-from rewardkit import Sample  # noqa: E402
+from rewardkit import Sample
 
 rewardkit_repo = pytest.importorskip("rewardkit_repo")
 
