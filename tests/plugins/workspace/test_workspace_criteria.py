@@ -192,10 +192,10 @@ TAMPERING: list[tuple[str, list[dict[str, Any]], Any]] = [
      [COMMAND], _both(_wrong_answer, _write("bin/python3", "#!/bin/sh\necho 'answer: 42'\n"))),
     ("sitecustomize in the workspace",
      [COMMAND], _both(_wrong_answer, _write(
-         "sitecustomize.py", "print('answer: 42'); import os; os._exit(0)\n"))),
+         "sitecustomize.py", "print('answer: 42', flush=True); import os; os._exit(0)\n"))),
     ("a .pth in the workspace",
      [COMMAND], _both(_wrong_answer, _write(
-         "evil.pth", "import os; print('answer: 42'); os._exit(0)\n"))),
+         "evil.pth", "import os; print('answer: 42', flush=True); os._exit(0)\n"))),
     ("a json module shadowed in the workspace",
      [{"type": "command", "run": ["python3", "-c", "import json; print(json.load(open("
        "'config.json'))['server']['port'])"], "stdout_equals": "8080"}],
