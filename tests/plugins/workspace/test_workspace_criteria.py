@@ -299,3 +299,14 @@ def test_a_workspace_script_keeps_its_executable_bit(tmp_path: Path) -> None:
     _write("run.sh", "#!/bin/sh\ncat out.txt\n")(ws)
     run = {"type": "command", "run": ["./run.sh"], "stdout_equals": "answer: 42"}
     assert _score(_reward([run], tmp_path), str(ws)).value == 1.0
+
+
+def test_the_reporters_descriptors_and_memory_are_closed_to_the_command(tmp_path: Path) -> None:
+    """Its stdout (where the verdict goes) and its memory (the secret) cannot be reached:
+    the reporter is not dumpable (the sandbox child's uid switch makes it so already, and
+    the reporter sets PR_SET_DUMPABLE 0 itself in case a sandbox ever execs it)."""
+    ws = _honest(tmp_path / "ws")
+    for probe in ("ls /proc/$PPID/fd/", "head -c 1 /proc/$PPID/mem", "echo x > /proc/$PPID/fd/1"):
+        reach = {"type": "command", "run": ["sh", "-c", probe]}
+        score = _score(_reward([reach], tmp_path), str(ws))
+        assert score.value == 0.0, (probe, score)
