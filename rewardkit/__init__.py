@@ -55,3 +55,9 @@ __all__ = [
     "visible_length",
     "visible_text",
 ]
+
+# another distribution (PyPI's harbor-rewardkit) sharing our package or script: say so
+from rewardkit.install_clash import warn_at_import
+
+warn_at_import()
+del warn_at_import

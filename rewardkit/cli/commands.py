@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, err, out
@@ -277,9 +278,12 @@ def _print_reward(row: dict[str, Any], cls: Any) -> None:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    from rewardkit.install_clash import clashes
     from rewardkit.registry import registry
 
     plugins = registry.plugins()
+    for clash in clashes():  # on stderr, so --json stays the plugin list
+        err.print(f"[bold red]install clash:[/] {escape(clash.advice())}")
     if args.json:
         print(json.dumps([p.__dict__ for p in plugins], indent=2))
         return EXIT_OK
