@@ -99,10 +99,9 @@ def test_an_unknown_test_id_is_an_error_naming_it(test_id: str,
 
 def test_a_run_past_its_budget_times_out_and_leaves_no_process(
         task: tuple[Path, dict[str, object]]) -> None:
-    from rewardkit_sandbox.audit import processes_of_uids
-
     from rewardkit_code.sandboxes import shared_pool
     from rewardkit_repo.repo_tests import _PYTEST_PATH, _PYTHON
+    from rewardkit_sandbox.audit import processes_of_uids
 
     repo, reference = task
     spin = diff_of(repo, {"calc.py": "import os\nif os.fork() == 0:\n    while True:\n"
