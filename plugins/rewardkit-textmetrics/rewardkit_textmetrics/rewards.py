@@ -81,7 +81,8 @@ class BleuParams(GuardParams):
 
     tokenize: Tokenizer = Field("13a", description="sacrebleu tokeniser: 13a (default, "
                                 "Western languages), intl, zh (Chinese), char, none, ja-mecab "
-                                "/ ko-mecab (install sacrebleu[ja] / sacrebleu[ko]), flores101/200")
+                                "(installed with the plugin), ko-mecab (install sacrebleu[ko]), "
+                                "flores101, flores200")
     lowercase: bool = Field(False, description="case-insensitive BLEU (sacrebleu -lc)")
     smooth_method: Literal["exp", "floor", "add-k", "none"] = Field(
         "exp", description="sacrebleu's smoothing (its sentence-level default: exp)")

@@ -90,10 +90,19 @@ def test_the_zh_tokeniser_scores_chinese_by_character() -> None:
     assert score("bleu", hyp, ref).value != got.value
 
 
-@pytest.mark.skipif(importlib.util.find_spec("MeCab") is not None, reason="MeCab installed")
-def test_ja_mecab_without_mecab_is_an_error_that_says_what_to_install() -> None:
-    got = score("bleu", "猫が座った。", "猫が座った。", tokenize="ja-mecab")
-    assert got.status == "error" and "sacrebleu[ja]" in got.reason
+@pytest.mark.skipif(importlib.util.find_spec("MeCab") is None, reason="sacrebleu[ja] missing")
+def test_ja_mecab_is_sacrebleus_japanese_tokenisation() -> None:
+    ref, hyp = "猫はマットの上に座っていた。", "猫がマットの上に座った。"
+    got = score("bleu", hyp, ref, tokenize="ja-mecab", min_length_ratio=None)
+    want = sacrebleu.sentence_bleu(hyp, [ref], tokenize="ja-mecab").score
+    assert got.value == pytest.approx(want / 100)
+    assert "tok:ja-mecab" in got.details["signature"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mecab_ko") is not None, reason="mecab-ko installed")
+def test_a_mecab_tokeniser_not_installed_is_an_error_that_says_what_to_install() -> None:
+    got = score("bleu", "고양이가 앉았다.", "고양이가 앉았다.", tokenize="ko-mecab")
+    assert got.status == "error" and "sacrebleu[ko]" in got.reason
 
 
 def test_corpus_bleu_is_sacrebleus_corpus_score_of_the_group() -> None:
