@@ -41,7 +41,10 @@ class Clash:
     files: tuple[str, ...]
 
     def advice(self) -> str:
-        return (f"{self.distribution} {self.version} also installs {', '.join(self.files)}: "
+        shown = sorted({"the rewardkit script" if not f.endswith("__init__.py") else
+                        "the rewardkit package" for f in self.files}, reverse=True)
+        return (f"{self.distribution} {self.version} also installs {' and '.join(shown)} "
+                f"({', '.join(self.files)}): "
                 f"the two overwrite each other's files, and uninstalling one deletes the "
                 f"other's. Keep {self.distribution} in its own virtual environment: pip "
                 f"uninstall -y {self.distribution} {OURS}, then reinstall rewardkit")
