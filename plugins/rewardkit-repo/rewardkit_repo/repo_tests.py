@@ -1,6 +1,7 @@
 """``repo_tests``: the model's patch makes a repository's tests pass (SWE-bench fields).
 
-The reference carries ``repo`` (a local git repository), ``base_commit``, ``test_patch``,
+The reference carries ``repo`` (a local git repository, or a ``git bundle`` file named
+``*.bundle``), ``base_commit``, ``test_patch``,
 ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (pytest node ids, a list or a JSON list) and an
 optional ``test_command`` (extra pytest arguments, e.g. ``-x``; the test files and
 reporter are always ours). The completion carries the patch: a unified diff, in a

@@ -82,6 +82,8 @@ def base_tree(repo: str, commit: str) -> str:
         key = (os.path.realpath(repo), commit)
         if key in _bases and os.path.isdir(_bases[key]):
             return _bases[key]
+        if os.path.isfile(repo) and repo.endswith(".bundle"):
+            repo = _unbundled(repo)
         if not os.path.isdir(repo):
             raise TaskError(f"repository {repo!r} does not exist")
         resolved = _git(["-C", repo, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"])
@@ -95,6 +97,15 @@ def base_tree(repo: str, commit: str) -> str:
         subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
         _bases[key] = folder
         return folder
+
+
+def _unbundled(bundle: str) -> str:
+    """A clone of the ``git bundle`` file ``bundle`` (a repository shipped as one file)."""
+    folder = tempfile.mkdtemp(prefix="rewardkit-repo-bundle-")
+    done = _git(["clone", "-q", "--bare", os.path.abspath(bundle), folder])
+    if done.returncode != 0:
+        raise TaskError(f"{bundle!r} is not a git bundle: {done.stderr.strip()[:200]}")
+    return folder
 
 
 def _apply(patch: str, folder: str) -> str | None:
