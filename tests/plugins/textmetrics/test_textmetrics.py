@@ -36,9 +36,9 @@ def score(name: str, completion: str, reference: object = REFS, **params: object
 
 
 @pytest.mark.parametrize("name", ["bleu", "chrf", "ter", "rouge", "fuzzy_match"])
-def test_without_the_guards_the_hack_cases_are_paid(name: str, tmp_path: Path) -> None:
+def test_without_the_guards_the_hack_cases_fail(name: str, tmp_path: Path) -> None:
     """The hack cases are failing cases first: with every guard off, the metric alone pays
-    more than the bad honest translation for some of them."""
+    some of them (expected 0)."""
     data = yaml.safe_load((CASES / f"{name}.cases.yaml").read_text())
     data["params"] = {**data.get("params", {}), **GUARDS_OFF}
     path = tmp_path / f"{name}.cases.yaml"
@@ -46,6 +46,22 @@ def test_without_the_guards_the_hack_cases_are_paid(name: str, tmp_path: Path) -
     loaded = load_cases(path)
     failed = [case.name for i, case in enumerate(loaded.spec.cases) if loaded.run_case(i)[0]]
     assert any(n.startswith("hack:") for n in failed), failed
+
+
+@pytest.mark.parametrize("name", ["bleu", "chrf", "rouge", "fuzzy_match"])
+def test_without_the_guards_a_hack_beats_the_bad_honest_translation(name: str) -> None:
+    """The prompt echoed before the answer: the metric alone pays it more than a bad but
+    honest translation (TER does not, on this sentence: docs/plugins/textmetrics.md)."""
+    data = yaml.safe_load((CASES / f"{name}.cases.yaml").read_text())
+    reward = get_reward(name)({**data.get("params", {}), **GUARDS_OFF})
+    cases = {c["name"]: c for c in data["cases"]}
+
+    def value(case: str) -> float:
+        c = cases[case]
+        return reward.score(Sample(c["prompt"], c["completion"], c["reference"],
+                                   c["metadata"])).value
+
+    assert value("hack: the prompt echoed before the answer") > value("a bad honest translation")
 
 
 def test_bleu_is_sacrebleus_sentence_bleu_over_100_with_its_signature() -> None:
