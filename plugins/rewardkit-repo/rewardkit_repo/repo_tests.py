@@ -124,8 +124,7 @@ class RepoTests(Reward):
             "wanted": wanted,
             "test_files": workspace.test_files,
             "candidate_files": workspace.candidate_files,
-            "args": [*[arg for arg in extra if arg.startswith("-") and arg != "-p"],
-                     *sorted({test_id.split("::")[0] for test_id in wanted})],
+            "args": [*_options(extra), *sorted({test_id.split("::")[0] for test_id in wanted})],
         }
         driver = resources.files("rewardkit_repo").joinpath("_driver.py").read_text()
         limits = SandboxLimits(wall_time_s=params.time_budget_s, cpu_time_s=params.time_budget_s,
@@ -148,6 +147,33 @@ class RepoTests(Reward):
         except ValueError:
             return Score.error("the sandbox driver printed no verdict")
         return _verdict(run, wanted, workspace, params)
+
+
+#: pytest options whose value is the next argument
+_VALUED = frozenset({"-k", "-m", "--tb", "-W", "-o", "--deselect", "--maxfail", "-n"})
+
+
+def _options(command: list[str]) -> list[str]:
+    """The pytest options of a row's ``test_command`` (``pytest -rA --tb=short``): the
+    program named first is dropped, and so are ``-p NAME`` (plugins are ours to load) and
+    the folders or files it names (the ids' files are the ones run)."""
+    while command and not command[0].startswith("-"):
+        command = command[1:]
+        if command[:2] == ["-m", "pytest"]:
+            command = command[2:]
+    options: list[str] = []
+    skip = keep = False
+    for arg in command:
+        if skip or keep:
+            if keep:
+                options.append(arg)
+            skip = keep = False
+        elif arg == "-p":
+            skip = True
+        elif arg.startswith("-") and not arg.startswith("-p"):
+            options.append(arg)
+            keep = arg in _VALUED
+    return options
 
 
 def _others(workspace: Workspace) -> list[str]:

@@ -111,3 +111,16 @@ def test_a_run_past_its_budget_times_out_and_leaves_no_process(
     pool = shared_pool(None, (_PYTEST_PATH, os.path.dirname(_PYTHON)))
     if os.geteuid() == 0:  # without root the tasks run as this process's own uid
         assert processes_of_uids(pool.slot_uids) == []
+
+
+@pytest.mark.parametrize("command", ["pytest -rA --tb short -p no:warnings -m 'not slow' tests",
+                                     "python -m pytest -x", ""])
+def test_a_rows_test_command_adds_options_only(command: str,
+                                               task: tuple[Path, dict[str, object]]) -> None:
+    import shlex
+
+    from rewardkit_repo.repo_tests import _options
+
+    options = _options(shlex.split(command))
+    assert "-p" not in options and "tests" not in options
+    assert _score({**task[1], "test_command": command}, FIX).value == 1.0
