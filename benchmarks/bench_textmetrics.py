@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from importlib.metadata import version
 from pathlib import Path
 
 from rewardkit import Sample, get_reward
@@ -72,8 +73,16 @@ def main() -> int:
     assert len(source) == len(hyps) == len(refs[0]) == len(refs[1]), "misaligned files"
     rows = [Sample(prompt=f"Translate into Finnish: {s}", completion=h, reference=[a, b],
                    metadata={"source": s}) for s, h, a, b in zip(source, hyps, *refs, strict=True)]
+    import sacrebleu
+
+    here = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True, cwd=Path(__file__).parent).stdout.strip()
     results: dict[str, object] = {"data": {"repo": REPO, "commit": COMMIT, "system": SYSTEM,
-                                           "segments": len(rows)}}
+                                           "segments": len(rows)}, "rewardkit_commit": here,
+                                  "sacrebleu": sacrebleu.__version__,
+                                  "rouge_score": version("rouge-score")}
+    print(f"data: {REPO} @ {COMMIT}, {SYSTEM}, {len(rows)} segments, 2 references; "
+          f"rewardkit {here}, sacrebleu {sacrebleu.__version__}")
     with tempfile.TemporaryDirectory() as tmp:
         hyp_file, ref_files = Path(tmp, "hyp"), [Path(tmp, "refA"), Path(tmp, "refB")]
         hyp_file.write_text("\n".join(hyps) + "\n")
