@@ -161,7 +161,7 @@ def prepare(repo: str, commit: str, patch: str, test_patch: str) -> Workspace | 
         if problem is not None:
             shutil.rmtree(folder, ignore_errors=True)
             return problem
-        discarded = _put_back(base, folder)
+        discarded = _put_back(base, folder, _patched(test_patch))
         if test_patch.strip():
             problem = _apply(test_patch, folder)
             if problem is not None:
@@ -180,18 +180,20 @@ def prepare(repo: str, commit: str, patch: str, test_patch: str) -> Workspace | 
 
 
 def _patched(patch: str) -> set[str]:
-    return set(re.findall(r"^\+\+\+ b/(\S+)", patch, re.MULTILINE))
+    """The paths a patch writes or removes."""
+    return set(re.findall(r"^(?:\+\+\+ b|--- a)/(\S+)", patch, re.MULTILINE))
 
 
-def _put_back(base: str, folder: str) -> list[str]:
-    """Restore protected files and links to ``base``; the paths it touched."""
+def _put_back(base: str, folder: str, also: set[str]) -> list[str]:
+    """Restore protected files (and the paths in ``also``: the test patch's) and links to
+    ``base``; the paths it touched."""
     base_files = _files(base)
     touched: list[str] = []
     for relative, path in sorted(_files(folder).items()):
         original = base_files.get(relative)
         link = path.is_symlink() and (original is None or not original.is_symlink()
                                       or os.readlink(original) != os.readlink(path))
-        protected = is_protected(relative)
+        protected = is_protected(relative) or relative in also
         if relative == "pyproject.toml" and original is not None:
             protected = _pytest_section(path) != _pytest_section(original)
         if not (link or protected):
@@ -206,7 +208,8 @@ def _put_back(base: str, folder: str) -> list[str]:
             touched.append(relative)
     for relative in base_files:
         target = Path(folder, relative)
-        if is_protected(relative) and not target.exists() and not target.is_symlink():
+        if (is_protected(relative) or relative in also) and not target.exists() \
+                and not target.is_symlink():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(base_files[relative], target, follow_symlinks=False)
             touched.append(relative)

@@ -124,3 +124,19 @@ def test_a_rows_test_command_adds_options_only(command: str,
     options = _options(shlex.split(command))
     assert "-p" not in options and "tests" not in options
     assert _score({**task[1], "test_command": command}, FIX).value == 1.0
+
+
+def test_a_patch_cannot_preempt_the_test_patchs_files(task: tuple[Path, dict[str, object]]
+                                                      ) -> None:
+    # the model writes the file the test patch adds (a test module not named like one):
+    # it is removed before the test patch, which then applies
+    repo, reference = task
+    checks = "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 4) == 4\n"
+    test_patch = diff_of(repo, {"checks.py": checks})
+    preempt = diff_of(repo, {"checks.py": "def test_add_zero():\n    pass\n"})
+    row = {**reference, "test_patch": test_patch, "FAIL_TO_PASS": ["checks.py::test_add_zero"]}
+    score = _score(row, preempt)
+    assert (score.value, score.status) == (0.0, "ok"), score.reason
+    assert "checks.py" in score.details["discarded"]
+    fixed = _score(row, FIX + preempt[preempt.index("diff --git"):])
+    assert fixed.value == 1.0, fixed.reason
