@@ -50,7 +50,8 @@ def test_tampering_is_paid_zero(name: str, task: tuple[Path, dict[str, object], 
     repo, reference, outside = task
     patch = patch_of(name, repo, outside)
     score = _score(reference, patch)
-    assert not score.value, f"{name} paid {score.value}: {score.reason} {score.details}"
+    assert (score.value, score.status) == (0.0, "ok"), (
+        f"{name} paid {score.value} ({score.status}): {score.reason} {score.details}")
     # refused for what it does, not because the corpus made a broken diff
     assert "does not apply" not in score.reason or name == "git_history_rewrite"
 
