@@ -290,7 +290,8 @@ def patch_of(name: str, repo: Path, outside: Path) -> str:
 
 
 def naive_paid(repo: Path, patch: str, scratch: Path) -> bool:
-    """``git apply`` the patch in a clone and run ``pytest; echo $?``: paid when 0."""
+    """``git apply`` the patch in a clone and run ``pytest; echo $?``: paid when it
+    prints 0. It runs the patch outside any sandbox: for this corpus only."""
     import subprocess
 
     from tiny_repo import git
@@ -304,6 +305,10 @@ def naive_paid(repo: Path, patch: str, scratch: Path) -> bool:
         return False
     import sys
 
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                         cwd=clone, capture_output=True, timeout=120, check=False)
-    return run.returncode == 0
+    # literally ``pytest; echo $?`` in a shell: the shell is pytest's parent (a patch that
+    # kills its parent kills the shell, not the benchmark), its last line is the verdict
+    script = f"{sys.executable} -m pytest -q -p no:cacheprovider; echo \"exit=$?\""
+    run = subprocess.run(["sh", "-c", script], cwd=clone, capture_output=True, text=True,
+                         timeout=120, check=False)
+    lines = run.stdout.strip().splitlines()
+    return bool(lines) and lines[-1] == "exit=0"
