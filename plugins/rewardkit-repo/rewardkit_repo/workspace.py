@@ -12,6 +12,7 @@ The copy has no ``.git``: the repository's history is read once, outside the san
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
 import os
 import re
@@ -72,6 +73,18 @@ def _git(args: list[str], cwd: str | None = None, stdin: str | None = None,
 
 _base_lock = threading.Lock()
 _bases: dict[tuple[str, str], str] = {}
+#: folders this process made for base trees and unbundled repositories, removed at exit
+_made: list[str] = []
+
+
+@atexit.register
+def _remove_made() -> None:
+    if os.getpid() == _owner:
+        for folder in _made:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+_owner = os.getpid()
 
 
 def base_tree(repo: str, commit: str) -> str:
@@ -90,6 +103,7 @@ def base_tree(repo: str, commit: str) -> str:
         if resolved.returncode != 0:
             raise TaskError(f"commit {commit!r} is not in repository {repo!r}")
         folder = tempfile.mkdtemp(prefix="rewardkit-repo-base-")
+        _made.append(folder)
         archive = subprocess.run(["git", "-C", repo, "archive", "--format=tar",
                                   resolved.stdout.strip()], capture_output=True, check=False)
         if archive.returncode != 0:
@@ -102,6 +116,7 @@ def base_tree(repo: str, commit: str) -> str:
 def _unbundled(bundle: str) -> str:
     """A clone of the ``git bundle`` file ``bundle`` (a repository shipped as one file)."""
     folder = tempfile.mkdtemp(prefix="rewardkit-repo-bundle-")
+    _made.append(folder)
     done = _git(["clone", "-q", "--bare", os.path.abspath(bundle), folder])
     if done.returncode != 0:
         raise TaskError(f"{bundle!r} is not a git bundle: {done.stderr.strip()[:200]}")
