@@ -32,7 +32,7 @@ TOOLCHAINS := gcc g++ libc6-dev libssl-dev libboost-dev default-jdk-headless nod
   librust-rand+default-dev
 APT_GET ?= apt-get
 
-.PHONY: setup toolchains backends test demo demo-record lint bench clean
+.PHONY: setup toolchains backends test demo demo-record demo-seeds lint bench clean
 
 setup: $(STAMP) toolchains
 
@@ -80,6 +80,11 @@ demo: setup
 # load) and the figures block of docs/quickstart.md, from one run
 demo-record: setup
 	$(BIN)/python trainers/scripts/record_quickstart.py
+
+# the demo once per seed (0-4), one after the other, in a temporary folder:
+# docs/records/quickstart-seeds.{txt,json}, the range eval.expected quotes
+demo-seeds: setup
+	$(BIN)/python trainers/scripts/record_quickstart.py --seeds 0-4
 
 lint: setup
 	$(BIN)/ruff check .

@@ -47,6 +47,10 @@ SKIP: list[tuple[str, str]] = [
                              "commands) and rewrites docs/records; "
                              "tests/trainers/test_quickstart_record.py runs its script on a "
                              "short run"),
+    (r"^make demo-seeds\b", "runs the demo once per seed, five times over (about 12 minutes "
+                            "on 2 cores), and rewrites docs/records/quickstart-seeds.*; "
+                            "tests/trainers/test_quickstart_record.py checks its script's "
+                            "parts and that eval.expected holds the recorded seeds"),
     (r"^make demo\b", "(re)installs .venv, then runs `rewardkit train examples/quickstart.yaml` "
                       "and `rewardkit eval examples/quickstart.yaml`, which run here as their "
                       "own documented commands"),

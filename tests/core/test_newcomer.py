@@ -200,7 +200,7 @@ def test_a_mean_reward_says_what_it_is_out_of():
     from rewardkit import RewardSet
 
     quickstart = RewardSet.from_file(ROOT / "examples" / "quickstart.yaml")
-    assert evaluate.max_total(quickstart, 600) == 2.0  # 1.0 + 0.5 + 0.5
+    assert evaluate.max_total(quickstart, 600) == 2.0  # 1.5 + 0.25 + 0.25
     normalised = RewardSet.from_dict({"aggregate": "normalize_then_sum",
                                       "rewards": {"f": {"reward": "soft_format"}}})
     assert evaluate.max_total(normalised, 0) is None

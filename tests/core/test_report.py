@@ -287,9 +287,9 @@ def test_the_sample_log_keeps_whole_groups_per_step():
 #: the quickstart's rewards (examples/quickstart.yaml): a right digit, the strict layout and
 #: the dense share of the layout in place
 QUICKSTART_REWARDS = {"rewards": {
-    "correct": {"reward": "exact_answer", "weight": 1.0},
-    "format": {"reward": "strict_format", "weight": 0.5},
-    "partial_format": {"reward": "layout_progress", "weight": 0.5},
+    "correct": {"reward": "exact_answer", "weight": 1.5},
+    "format": {"reward": "strict_format", "weight": 0.25},
+    "partial_format": {"reward": "layout_progress", "weight": 0.25},
 }}
 
 

@@ -44,7 +44,7 @@ def test_the_quickstart_rewards_pay_the_copy_and_nothing_else():
     """The policy's view: the right digit in the strict layout is the only output paid in
     full; the layout with the wrong digit pays the format only; reordered, repeated,
     padded or unclosed layouts (what a random policy meets) lose at least the format's
-    0.5, and without a closed answer block there is no correctness to collect."""
+    0.25, and without a closed answer block there is no correctness to collect."""
     rs = RewardSet.from_file(ROOT / "examples" / "quickstart.yaml")
     prompt = [{"role": "user", "content": "copy 7"}]
     texts = {
@@ -59,11 +59,11 @@ def test_the_quickstart_rewards_pay_the_copy_and_nothing_else():
     result = rs.score([{"prompt": prompt, "completion": t, "reference": "7"}
                        for t in texts.values()])
     paid = dict(zip(texts, result.totals, strict=True))
-    assert paid["right"] == 2.0  # correct 1 + format 0.5 + partial_format 0.5
-    assert paid["wrong digit"] == 1.0  # the layout in full, the answer not
+    assert paid["right"] == 2.0  # correct 1.5 + format 0.25 + partial_format 0.25
+    assert paid["wrong digit"] == 0.5  # the layout in full, the answer not
     for name in ("reordered tags", "two answers", "padded", "no close", "bare digit"):
         assert result.values("format")[list(texts).index(name)] == 0.0, name
-        assert paid[name] <= paid["right"] - 0.5, name  # at least the format's 0.5 short
+        assert paid[name] <= paid["right"] - 0.25, name  # at least the format's 0.25 short
     for name in ("reordered tags", "no close", "bare digit"):  # no answer block: not right
         assert result.values("correct")[list(texts).index(name)] == 0.0, name
 
@@ -207,3 +207,34 @@ def test_the_eval_table_shows_correctness_and_format_apart():
     assert lines["correct in full"] == ["0.0%", "0.0%"]
     assert lines["format in full"] == ["0.0%", "100.0%"]
     assert lines["partial_format"] == ["0.000", "1.000"]
+
+
+def test_eval_says_whether_the_trained_model_is_in_the_expected_range():
+    """Issue 43: `eval.expected` (the quickstart's measured range) is printed beside the
+    trained figure, so a run that did not converge reads as one; a range in percents,
+    or upside down, is a config error."""
+    from pydantic import ValidationError
+    from rewardkit_trainers.config import Expected
+    from rewardkit_trainers.evaluate import expected_line, expected_verdict, print_report
+    from rich.console import Console
+
+    expected = Expected(accuracy=(0.9, 1.0), measured="5 seeds")
+    good = expected_verdict(expected, {"accuracy": 0.984375})
+    assert good == {"accuracy": [0.9, 1.0], "measured": "5 seeds",
+                    "trained_accuracy": 0.984375, "in_range": True}
+    assert expected_line(good) == ("trained accuracy 98.4%: in the expected range "
+                                   "90.0%-100.0% (5 seeds)")
+    bad = expected_verdict(expected, {"accuracy": 0.421875})
+    assert bad["in_range"] is False
+    console = Console(record=True, width=200)
+    print_report(console, {"rows": 64, "accuracy_component": "correct", "expected": bad,
+                           "models": {"trained": {"model": "final", "accuracy": 0.421875}}})
+    assert ("trained accuracy 42.2%: below the expected range 90.0%-100.0% (5 seeds): "
+            "this run did not learn what measured runs of this config learn"
+            in console.export_text())
+    assert expected_verdict(expected, None)["in_range"] is None  # no trained model
+    for wrong in ((90, 100), (1.0, 0.9)):
+        with pytest.raises(ValidationError, match="0 <= low <= high <= 1"):
+            Expected(accuracy=wrong)
+    quickstart = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    assert EvalConfig.model_validate(quickstart["eval"]).expected is not None

@@ -115,3 +115,41 @@ def test_the_quickstart_page_quotes_the_recorded_run():
     fig = json.loads((ROOT / "docs" / "records" / "quickstart-cpu.json").read_text())
     page = (ROOT / "docs" / "quickstart.md").read_text()
     assert module.page_block(fig, fig["recorded"]) in page
+
+
+def test_the_seed_record_trains_each_seed_apart_and_tables_the_range(tmp_path: Path):
+    """``--seeds 0-4`` (make demo-seeds): one config per seed, in its own folder, the
+    rest of the quickstart as is; the table gives each seed's figures and the range."""
+    import yaml
+
+    module = _script()
+    assert module.parse_seeds("0-4") == [0, 1, 2, 3, 4]
+    assert module.parse_seeds("0-1,7") == [0, 1, 7]
+    path = module.seed_config(3, tmp_path / "seed3", tmp_path)
+    config = yaml.safe_load(path.read_text())
+    original = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    assert config["train"]["seed"] == 3
+    assert config["train"]["output_dir"] == str(tmp_path / "seed3")
+    assert {k: v for k, v in config["train"].items() if k not in ("seed", "output_dir")} \
+        == {k: v for k, v in original["train"].items() if k not in ("seed", "output_dir")}
+    assert config["eval"] == original["eval"]
+    run = {"seed": 0, "correct": 0.984375, "format": 1.0, "mean_reward": 1.984,
+           "curve_correct": (0.001, 0.998), "steps": 1200, "train_seconds": 140,
+           "seconds": 180, "load": 2.1, "rows": 64}
+    table = module.seeds_table([run, {**run, "seed": 1, "correct": 0.921875,
+                                      "mean_reward": 1.9}])
+    assert "lowest 92.2%, highest 98.4%; mean reward 1.900-1.984 of 2.0" in table
+    assert table.splitlines()[1].split()[:3] == ["0", "98.4%", "100.0%"]
+
+
+def test_the_expected_range_of_the_quickstart_is_the_seed_records():
+    """eval.expected of examples/quickstart.yaml holds every recorded seed (make
+    demo-seeds): the range `rewardkit eval` prints is measured, not guessed."""
+    import yaml
+
+    seeds = json.loads((ROOT / "docs" / "records" / "quickstart-seeds.json").read_text())
+    config = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    low, high = config["eval"]["expected"]["accuracy"]
+    assert len(seeds["runs"]) >= 5
+    assert all(low <= run["correct"] <= high for run in seeds["runs"])
+    assert all(run["steps"] == config["train"]["max_steps"] for run in seeds["runs"])

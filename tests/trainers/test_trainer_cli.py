@@ -79,8 +79,9 @@ def test_dry_run_trl_shows_grpo_config(tmp_path: Path, capsys):
     assert run("train", [str(config), "--dry-run", "--json", "--output-dir", str(out)]) == 0
     described = json.loads(capsys.readouterr().out)
     assert described["reward_funcs"] == ["correct", "format", "partial_format"]
-    assert described["grpo_config"]["reward_weights"] == [1.0, 0.5, 0.5]
-    assert described["grpo_config"]["per_device_train_batch_size"] == 128
+    assert described["grpo_config"]["reward_weights"] == [1.5, 0.25, 0.25]
+    assert described["grpo_config"]["per_device_train_batch_size"] == 256  # 8 x 32
+    assert described["grpo_config"]["scale_rewards"] == "batch"  # backend_args.trl
     assert (out / "data" / "train.jsonl").exists()  # generated data, nothing trained
     assert not (out / "final").exists()
 

@@ -241,6 +241,25 @@ class BatchSplit:
         return self.completions // (self.processes * self.accumulation)
 
 
+class Expected(_Model):
+    """What measured runs of this config reached: ``rewardkit eval`` prints the range
+    beside the trained model's figure and says whether it is in it, so a run that did
+    not converge reads as one (``rewardkit eval --json``: ``expected``)."""
+
+    accuracy: tuple[float, float] = Field(
+        description="[low, high]: the accuracy (a share, 0-1) that measured runs reached")
+    measured: str | None = Field(None, description="how and where the range was measured "
+                                 "(printed with it)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Expected:
+        low, high = self.accuracy
+        if not 0 <= low <= high <= 1:
+            raise ValueError(f"accuracy [{low}, {high}]: want [low, high] with 0 <= low "
+                             "<= high <= 1 (shares, not percents)")
+        return self
+
+
 class EvalConfig(_Model):
     """The ``eval:`` section: what ``rewardkit eval CONFIG`` measures."""
 
@@ -260,6 +279,9 @@ class EvalConfig(_Model):
                          "set temperature > 0); above 1 the report adds pass@k and maj@k "
                          "per component for k = 1, 2, 4, ... up to it")
     use_vllm: bool | Literal["auto"] = "auto"
+    expected: Expected | None = Field(
+        None, description="the range measured runs of this config reached: the report "
+        "says whether the trained model is in it")
 
 
 def parse_train(data: Any, source: str = "<config>") -> TrainConfig:

@@ -22,6 +22,7 @@ from rewardkit.config import load_config
 
 from rewardkit_trainers.config import (
     EvalConfig,
+    Expected,
     GeneratedData,
     TrainConfig,
     parse_eval,
@@ -86,10 +87,23 @@ def evaluate_config(config: str | Path, model: str | None = None,
                                                        acc_name, step, train,
                                                        per_prompt=ev.samples)}
     report["seconds"] = round(time.monotonic() - started, 1)
+    if ev.expected is not None:
+        report["expected"] = expected_verdict(ev.expected, report["models"].get("trained"))
     from rewardkit_trainers.quickstart import is_built
 
     report["ran_on"] = _ran_on(tiny=all(is_built(name) for _, name in models))
     return report
+
+
+def expected_verdict(expected: Expected, trained: dict[str, Any] | None) -> dict[str, Any]:
+    """``eval.expected`` against the trained model's accuracy: the range, where it was
+    measured, and ``in_range`` (None when there is no trained figure)."""
+    low, high = expected.accuracy
+    accuracy = (trained or {}).get("accuracy")
+    known = accuracy is not None and not math.isnan(accuracy)
+    return {"accuracy": [low, high], "measured": expected.measured,
+            "trained_accuracy": accuracy if known else None,
+            "in_range": (low <= round(accuracy, 4) <= high) if known else None}
 
 
 def _ran_on(tiny: bool) -> str:
@@ -332,6 +346,27 @@ def print_report(console: Any, report: dict[str, Any]) -> None:
     for label, info in models.items():
         if "error" in info:
             console.print(f"[yellow]{label}: {info['model']}: {info['error']}[/]")
+    if "expected" in report:
+        console.print(expected_line(report["expected"]))
+
+
+def expected_line(verdict: dict[str, Any]) -> str:
+    """One line: the expected accuracy range of the config (``eval.expected``) and
+    whether the trained model is in it; outside it, in yellow, what that means."""
+    from rich.markup import escape
+
+    low, high = verdict["accuracy"]
+    span = f"{_pct(low)}-{_pct(high)}" if low < high else _pct(low)
+    where = f" ({escape(verdict['measured'])})" if verdict.get("measured") else ""
+    got = verdict.get("trained_accuracy")
+    if got is None:
+        return f"expected accuracy of a trained model: {span}{where}"
+    if verdict["in_range"]:
+        return f"trained accuracy {_pct(got)}: in the expected range {span}{where}"
+    side = "below" if got < low else "above"
+    return (f"[yellow]trained accuracy {_pct(got)}: {side} the expected range {span}"
+            f"{where}" + (": this run did not learn what measured runs of this config "
+                          "learn" if side == "below" else "") + "[/]")
 
 
 def _pass_at_k_rows(table: Any, models: dict[str, Any], names: list[str]) -> None:

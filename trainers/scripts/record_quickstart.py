@@ -15,6 +15,14 @@ Runs what ``make demo`` runs (``rewardkit train`` then ``rewardkit eval`` on
 ``--output-dir`` trains elsewhere than the config's ``runs/quickstart`` (a check that
 should leave the user's run alone), ``--records`` writes the records elsewhere,
 ``--max-steps`` shortens the run, ``--no-docs`` leaves the page alone.
+
+``--seeds 0-4`` (``make demo-seeds``) runs the same train and eval once per
+``train.seed`` instead, one after the other, each in its own folder under
+``--output-dir`` (default: a temporary one; ``runs/quickstart`` is left alone), and
+writes ``docs/records/quickstart-seeds.txt`` and ``.json``: per seed the eval's
+correctness, format and mean reward, the curve's last ten steps, the time and the load,
+under a header naming the machine's CPU model: the range a run of the demo should land
+in (``eval.expected`` of the config quotes it).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -140,13 +149,118 @@ def rewrite_page(block: str, page: Path = PAGE) -> None:
     page.write_text(parts[0] + block + parts[2], encoding="utf-8")
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``0-4`` or ``0,3,7`` (or both: ``0-2,9``) as a list of seeds."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        seeds += range(int(first), int(last or first) + 1)
+    if not seeds:
+        raise SystemExit(f"--seeds {text!r}: no seed")
+    return seeds
+
+
+def seed_config(seed: int, output_dir: Path, folder: Path,
+                max_steps: int | None = None) -> Path:
+    """The quickstart config with ``train.seed: seed`` and ``train.output_dir:
+    output_dir`` (and ``max_steps``), written into ``folder``; everything else as is."""
+    import yaml
+
+    config = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
+    config["train"].update(seed=seed, output_dir=str(output_dir))
+    if max_steps:
+        config["train"]["max_steps"] = max_steps
+    path = folder / f"quickstart-seed{seed}.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def seeds_table(runs: list[dict[str, Any]]) -> str:
+    """The per-seed figures as a table, with the lowest and highest of each column."""
+    def pct(v: float) -> str:
+        return f"{100 * v:5.1f}%"
+
+    lines = ["seed  correct  format  mean reward  curve correct (last 10 steps)  "
+             "train s  load"]
+    for r in runs:
+        lines.append(f"{r['seed']:>4}  {pct(r['correct']):>7}  {pct(r['format']):>6}  "
+                     f"{r['mean_reward']:>11.3f}  {r['curve_correct'][1]:>29.3f}  "
+                     f"{r['train_seconds']:>7}  {r['load']:.1f}")
+    low = min(r["correct"] for r in runs)
+    high = max(r["correct"] for r in runs)
+    lines.append(f"correct (eval, {runs[0]['rows']} held-out prompts): lowest "
+                 f"{100 * low:.1f}%, highest {100 * high:.1f}%; mean reward "
+                 f"{min(r['mean_reward'] for r in runs):.3f}-"
+                 f"{max(r['mean_reward'] for r in runs):.3f} of 2.0")
+    return "\n".join(lines) + "\n"
+
+
+def record_seeds(seeds: list[int], output_dir: Path, records: Path,
+                 max_steps: int | None = None) -> list[dict[str, Any]]:
+    """Train and evaluate the quickstart once per seed, one after the other; write
+    ``quickstart-seeds.txt`` and ``.json`` into ``records``."""
+    started = dt.datetime.now(dt.UTC)
+    load_before = os.getloadavg()
+    runs: list[dict[str, Any]] = []
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for seed in seeds:
+        out = output_dir / f"seed{seed}"
+        config = seed_config(seed, out, output_dir, max_steps)
+        print(f"--- seed {seed}", flush=True)
+        train_out = _run([*_rewardkit(), "train", str(config)])
+        eval_argv = [*_rewardkit(), "eval", str(config), "--json"]
+        report = json.loads(subprocess.run(eval_argv, cwd=ROOT, capture_output=True,
+                                           text=True, check=True).stdout)
+        fig = figures(train_out, report, out / "reward_curves.csv")
+        trained = {k: fig[k]["trained"] for k in ("correct", "format", "mean_reward")}
+        runs.append({"seed": seed, **trained, "curve_correct": fig["curve_correct"],
+                     "steps": fig["steps"], "train_seconds": fig["train_seconds"],
+                     "seconds": fig["seconds"], "load": fig["load"], "rows": fig["rows"]})
+        print(f"seed {seed}: correct {100 * trained['correct']:.1f}%, mean reward "
+              f"{trained['mean_reward']:.3f}", flush=True)
+    load_after = os.getloadavg()
+    when = f"{started:%Y-%m-%d %H:%M} UTC on commit {_commit()}"
+    header = (
+        f"# make demo-seeds: rewardkit train + eval examples/quickstart.yaml once per "
+        f"train.seed ({', '.join(map(str, seeds))}), one after the other, {when}\n"
+        f"# machine: {os.cpu_count()} CPU cores ({_cpu_model()}), {platform.python_version()}"
+        f", {_versions()}\n"
+        f"# load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in load_before)}"
+        f"; after: {', '.join(f'{x:.2f}' for x in load_after)}\n"
+        f"# {runs[0]['steps']} steps each; correct, format, mean reward: rewardkit eval of "
+        f"the trained model; train s: trainer.train alone; load: the 1-minute load "
+        f"average as training started\n")
+    records.mkdir(parents=True, exist_ok=True)
+    (records / "quickstart-seeds.txt").write_text(header + "\n" + seeds_table(runs),
+                                                  encoding="utf-8")
+    (records / "quickstart-seeds.json").write_text(json.dumps(
+        {"recorded": when, "machine": f"{os.cpu_count()} CPU cores ({_cpu_model()})",
+         "versions": _versions(), "load_before": [round(x, 2) for x in load_before],
+         "load_after": [round(x, 2) for x in load_after], "runs": runs}, indent=2) + "\n",
+        encoding="utf-8")
+    print(seeds_table(runs), end="")
+    print(f"recorded: {records / 'quickstart-seeds.txt'}, {records / 'quickstart-seeds.json'}")
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--output-dir", help="train here instead of the config's output_dir")
     ap.add_argument("--records", default=str(RECORDS), help="folder of the records")
     ap.add_argument("--no-docs", action="store_true", help="leave docs/quickstart.md alone")
     ap.add_argument("--max-steps", type=int, help="override train.max_steps (a short check)")
+    ap.add_argument("--seeds", help="e.g. 0-4: one run per train.seed, recorded in "
+                    "quickstart-seeds.txt/.json (not the page's record)")
     args = ap.parse_args(argv)
+    if args.seeds:
+        if args.output_dir:
+            record_seeds(parse_seeds(args.seeds), Path(args.output_dir), Path(args.records),
+                         args.max_steps)
+        else:
+            with tempfile.TemporaryDirectory(prefix="quickstart-seeds-") as tmp:
+                record_seeds(parse_seeds(args.seeds), Path(tmp), Path(args.records),
+                             args.max_steps)
+        return 0
     started = dt.datetime.now(dt.UTC)
     load_before = os.getloadavg()
     extra = ["--output-dir", args.output_dir] if args.output_dir else []
