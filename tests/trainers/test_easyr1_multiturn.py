@@ -107,3 +107,75 @@ def test_planning_runs_only_the_components_that_may_read_the_rollout(tmp_path: P
         registry.unregister("planning_spy")
     assert "non_stop" in needs and "spy" not in needs
     assert calls == []
+
+
+def test_export_refuses_a_config_needing_a_trajectory(tmp_path: Path, capsys):
+    """Before: `rewardkit export easyr1 examples/tool-use.yaml` wrote the file and exited 0
+    with no warning, and EasyR1's reward manager then failed every component on every row.
+    Export refuses as `rewardkit train --backend easyr1` does, probing the config's own
+    first training row, and writes nothing."""
+    from rewardkit_trainers.cli import run as cli_run
+
+    out = tmp_path / "reward.py"
+    code = cli_run("export", ["easyr1", str(ROOT / "examples/tool-use.yaml"), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    for name in ("answer", "right_calls", "valid_calls", "tool_errors", "efficiency",
+                 "non_stop", "valid_per_turn"):
+        assert f"rewards.{name}: needs a multi-turn trajectory" in err
+    assert "EasyR1 rolls out text only" in err
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_what_export_refuses_fails_every_row_through_easyr1s_loader(tmp_path: Path):
+    """The refusal is not a guess: the same config, exported anyway (the file writer is
+    not the CLI), fails each refused component on the example's own rows as EasyR1's
+    manager calls it (text response, packed ground truth)."""
+    import json
+
+    import yaml
+
+    data = yaml.safe_load((ROOT / "examples/tool-use.yaml").read_text(encoding="utf-8"))
+    config = parse_config({k: v for k, v in data.items() if k != "train"})
+    file = export_reward_file(config, None, tmp_path / "reward.py")
+    rows = [json.loads(line) for line in
+            (ROOT / "examples/data/tool-use.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    batch = []
+    for i, row in enumerate(rows):
+        final = row["completion"][-1]["content"] or ""
+        meta = {k: row[k] for k in ("tools", "reference_calls") if k in row}
+        batch.append({"response": final, "response_length": len(final.split()),
+                      "ground_truth": pack_answer(row["reference"], i, meta)})
+    scored = load_like_easyr1(file)(batch)
+    for name in config.rewards:
+        assert all(r[f"{name}_failed"] == 1.0 for r in scored), name
+    assert all(r["overall"] == 0.0 for r in scored)
+
+
+def test_export_without_a_dataset_probes_a_made_up_row(tmp_path: Path, capsys):
+    """A reward config with no train section: the probe row is made up (prompt ``q``,
+    reference ``7``); a penalty that needs the finish reason is still refused."""
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = tmp_path / "penalty.yaml"
+    config.write_text("on_error: ignore\nrewards:\n  answer: {reward: math_answer}\n"
+                      "  non_stop: {reward: non_stop_penalty, weight: 0.5}\n")
+    out = tmp_path / "reward.py"
+    assert cli_run("export", ["easyr1", str(config), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "rewards.non_stop: needs a multi-turn trajectory" in err
+    assert "rewards.answer" not in err and not out.exists()
+
+
+def test_export_still_writes_a_config_that_needs_no_trajectory(tmp_path: Path):
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = tmp_path / "answer.yaml"
+    config.write_text("on_error: ignore\nrewards:\n  answer: {reward: math_answer}\n"
+                      "train:\n  model: m\n  dataset: {train: "
+                      + str(ROOT / "examples/data/tool-use.jsonl") + "}\n")
+    out = tmp_path / "reward.py"
+    assert cli_run("export", ["easyr1", str(config), "-o", str(out)]) == 0
+    assert "def compute_score" in out.read_text(encoding="utf-8")

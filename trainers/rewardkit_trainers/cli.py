@@ -144,8 +144,17 @@ def _export(args: argparse.Namespace) -> int:
         console.print(" ".join(info.arguments()), markup=False, soft_wrap=True)
         return EXIT_OK
     if args.target == "easyr1":
+        from rewardkit_trainers.launch.easyr1 import (
+            export_probe_row,
+            refuse_needs,
+            rollout_needs_of,
+        )
         from rewardkit_trainers.rewards.easyr1 import export_reward_file
 
+        # refused as `rewardkit train --backend easyr1` refuses it: a component that
+        # needs a trajectory or the finish reason would fail on every row
+        row, reference_column = export_probe_row(reward_config, config_path)
+        refuse_needs(str(config_path), rollout_needs_of(reward_config, row, reference_column))
         out = Path(args.output or "rewardkit_easyr1_reward.py")
         export_reward_file(reward_config, config_path, out, step=args.step or 0,
                            fallback=args.fallback)

@@ -15,14 +15,15 @@ rewards need a trajectory or how the generation ended is refused
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 from rewardkit import RewardSet, Sample, Status, registry
-from rewardkit.config import ConfigError
+from rewardkit.config import ConfigError, RewardConfig, read_config_file
 
-from rewardkit_trainers.config import TrainConfig
+from rewardkit_trainers.config import TrainConfig, parse_train
 from rewardkit_trainers.launch.data import (
     easyr1_template,
     materialise,
@@ -121,23 +122,30 @@ def _trainer_section(t: TrainConfig, max_steps: int | None, checkpoints: Path,
 
 def rollout_needs(plan: RunPlan, row: dict[str, Any]) -> list[str]:
     """The components that fail on a text response but grade once the same answer comes
+    as a finished one-turn trajectory (:func:`rollout_needs_of` with the plan's reference
+    column), probed on ``row`` (the dataset's first); shared with the verl planner, whose
+    single-turn rollout is text-only too."""
+    return rollout_needs_of(plan.reward_config, row, plan.train.dataset.reference_column)
+
+
+def rollout_needs_of(reward_config: RewardConfig, row: dict[str, Any],
+                     reference_column: str = "reference") -> list[str]:
+    """The components that fail on a text response but grade once the same answer comes
     as a finished one-turn trajectory: they need a trajectory (tool calls, turns) or the
     rollout's ``finish_reason`` / ``truncated``, which a text-only rollout never gives.
-    Probed on the dataset's first row, its reference as the response, running only the
-    components that may read the rollout (shared with the verl planner, whose
-    single-turn rollout is text-only too)."""
-    candidates = {name: c for name, c in plan.reward_config.rewards.items()
+    Probed on ``row``, its reference as the response, running only the components that
+    may read the rollout."""
+    candidates = {name: c for name, c in reward_config.rewards.items()
                   if _may_read_rollout(c.reward, c.on_truncated)}
     if not candidates:
         return []  # nothing to probe: no reward is run at planning time
     # only those are run: a judge (an API call) or a sandboxed program must not run while
     # a run is planned
-    config = plan.reward_config.model_copy(update={"rewards": candidates})
-    spec = plan.train.dataset
-    reference = row.get(spec.reference_column)
+    config = reward_config.model_copy(update={"rewards": candidates})
+    reference = row.get(reference_column)
     text = reference if isinstance(reference, str) else str(reference or "")
     metadata = {k: v for k, v in row.items()
-                if k not in ("prompt", "completion", spec.reference_column, *ROLLOUT_COLUMNS)}
+                if k not in ("prompt", "completion", reference_column, *ROLLOUT_COLUMNS)}
     as_text = Sample(row.get("prompt", ""), text, reference, metadata=metadata)
     as_rollout = Sample(row.get("prompt", ""), [{"role": "assistant", "content": text}],
                         reference, metadata={**metadata, "finish_reason": "stop",
@@ -147,6 +155,24 @@ def rollout_needs(plan: RunPlan, row: dict[str, Any]) -> list[str]:
     return [name for name in candidates
             if scored.scores(name)[0].status in failed
             and scored.scores(name)[1].status not in failed]
+
+
+#: the row ``rewardkit export easyr1`` probes when the config names no training data
+MADE_UP_ROW: dict[str, Any] = {"prompt": "q", "reference": "7"}
+
+
+def export_probe_row(reward_config: RewardConfig, config_file: Path | None,
+                     ) -> tuple[dict[str, Any], str]:
+    """The row (and its reference column) ``rewardkit export easyr1`` probes with
+    :func:`rollout_needs_of`: the first row of the config's ``train.dataset.train`` when
+    it has one (generated data is made in a temporary folder), else :data:`MADE_UP_ROW`."""
+    if config_file is None or reward_config.section("train") is None:
+        return dict(MADE_UP_ROW), "reference"
+    train = parse_train(read_config_file(config_file).get("train"), str(config_file))
+    with tempfile.TemporaryDirectory(prefix="rewardkit-export-") as tmp:
+        train_path, _ = materialise(train, config_file, Path(tmp))
+        rows = normalise_rows(read_rows(train_path, str(config_file)), train.dataset)
+    return (rows[0] if rows else dict(MADE_UP_ROW)), train.dataset.reference_column
 
 
 def _may_read_rollout(reward: str, on_truncated: str) -> bool:
@@ -166,9 +192,13 @@ def _may_read_rollout(reward: str, on_truncated: str) -> bool:
 def refuse_rollout_needs(plan: RunPlan, row: dict[str, Any]) -> None:
     """EasyR1 has no multi-turn or tool rollout and passes no finish reason: a
     :class:`ConfigError` naming each component of :func:`rollout_needs`."""
-    needs = rollout_needs(plan, row)
+    refuse_needs(str(plan.config_file), rollout_needs(plan, row))
+
+
+def refuse_needs(source: str, needs: list[str]) -> None:
+    """The :class:`ConfigError` of :func:`refuse_rollout_needs` for ``needs`` (none: no error)."""
     if needs:
-        raise ConfigError(str(plan.config_file), [
+        raise ConfigError(source, [
             (f"rewards.{name}", "needs a multi-turn trajectory or the rollout's finish "
              "reason, and EasyR1 rolls out text only (no agent or tool loop): it would fail "
              "on every row; use backend verl (rewardkit's tool agent loop), trl or swift")
