@@ -116,13 +116,25 @@ def _allowed(source: str, roots: list[str]) -> str:
         raise WorkspaceError("no allowed_roots configured: a workspace path cannot be read")
     resolved = os.path.realpath(source)
     for root in roots:
-        base = os.path.realpath(root)
+        base = os.path.realpath(expand_root(root))
         if os.path.commonpath([base, resolved]) == base:
             if not os.path.exists(resolved):
                 raise WorkspaceError(f"workspace {source!r} does not exist")
             return resolved
     raise WorkspaceError(
         f"workspace {source!r} is outside the allowed roots {roots} (resolved: {resolved})")
+
+
+def expand_root(root: str) -> str:
+    """``root`` with ``$VAR`` / ``${VAR}`` and ``~`` expanded (``$REWARDKIT_WORKSPACES``:
+    the folder a trainer's environments make their workspaces in); a WorkspaceError
+    when it names a variable that is not set."""
+    expanded = os.path.expanduser(os.path.expandvars(root))
+    if "$" in expanded:
+        raise WorkspaceError(
+            f"allowed root {root!r} names an environment variable that is not set "
+            "(rewardkit train sets REWARDKIT_WORKSPACES for a run with an environment)")
+    return expanded
 
 
 class _Writer:

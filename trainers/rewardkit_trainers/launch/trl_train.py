@@ -19,6 +19,7 @@ from rewardkit.report.monitor import HackMonitor
 
 from rewardkit_trainers.config import GeneratedData, TinyModel, TrainConfig
 from rewardkit_trainers.curves import RewardCurves
+from rewardkit_trainers.environments import FACTORY_KEY, load_environment_factory
 from rewardkit_trainers.evaluate import max_total
 from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows
 from rewardkit_trainers.launch.hardware import CpuPlan, apply_cpu_plan, cpu_plan, passive_waits
@@ -27,7 +28,7 @@ from rewardkit_trainers.run_report import ScoredSampleLog, write_run_report
 #: seconds between plain progress lines when the output is not a terminal (a log, CI)
 PROGRESS_LINE_SECONDS = float(os.environ.get("REWARDKIT_PROGRESS_SECONDS", "10"))
 #: ``train.extra_args`` keys that are GRPOTrainer arguments, not GRPOConfig fields
-TRAINER_ARGS = ("tools",)
+TRAINER_ARGS = ("tools", "environment_factory")
 
 
 @dataclass
@@ -165,7 +166,9 @@ def prepare(reward_config: RewardConfig, train: TrainConfig, config_file: Path |
         processes = int(os.environ.get("WORLD_SIZE", "1"))
     kwargs, dropped = grpo_kwargs(train, output_dir, rewards.grpo_kwargs(), gpu, processes)
     return {"rows": rows, "rewards": rewards, "kwargs": kwargs, "dropped": dropped,
-            "train_file": train_file, "gpu": gpu, "tools": load_tools(train, config_file)}
+            "train_file": train_file, "gpu": gpu, "tools": load_tools(train, config_file),
+            "environment": load_environment_factory(train.extra_args.get(FACTORY_KEY),
+                                                    config_file)}
 
 
 def load_tools(train: TrainConfig, config_file: Path | None) -> list[Any]:
@@ -232,14 +235,20 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
     if not prep["gpu"]:
         plan = cpu_plan(tiny=isinstance(train.model, TinyModel))
         apply_cpu_plan(plan)
-    model, tokenizer = _model_and_tokenizer(train, rows, output_dir)
+    if prep["environment"] is not None:  # the folders the workspace reward may read
+        from rewardkit_trainers.environments import WORKSPACES_ENV
+
+        os.environ.setdefault(WORKSPACES_ENV, str(output_dir / "workspaces"))
+    model, tokenizer = _model_and_tokenizer(train, rows, output_dir, prep)
     rows = _fitting_rows(rows, tokenizer, train, config_file, console)
     dataset = Dataset.from_list(arrow_columns(
         rows, {"prompt", train.dataset.reference_column}, console))
     args = GRPOConfig(**kwargs)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
                           train_dataset=dataset, processing_class=tokenizer,
-                          peft_config=peft_config(train), tools=prep["tools"] or None)
+                          peft_config=peft_config(train), tools=prep["tools"] or None,
+                          **({"environment_factory": prep["environment"]}
+                             if prep["environment"] is not None else {}))
     rewards.attach(trainer)  # always: it also reads the tools and EOS ids for the rewards
     curves = RewardCurves(rewards.names)
     samples = ScoredSampleLog(num_generations=train.num_generations)
@@ -270,9 +279,19 @@ def run(reward_config: RewardConfig, train: TrainConfig, config_file: Path | Non
 
 
 def _model_and_tokenizer(train: TrainConfig, rows: list[dict[str, Any]],
-                         output_dir: Path) -> tuple[Any, Any]:
+                         output_dir: Path, prep: dict[str, Any] | None = None
+                         ) -> tuple[Any, Any]:
     """The policy (a tiny model built for ``rows``, or ``train.model``'s name for TRL to
-    load) and its tokenizer, with a pad token."""
+    load) and its tokenizer, with a pad token. A tiny model of a run with tools or an
+    environment gets a chat template that renders tool calls."""
+    if isinstance(train.model, TinyModel) and prep and (prep.get("tools") or
+                                                         prep.get("environment")):
+        from rewardkit_trainers.environments import build_tiny_for_tools, environment_tools
+
+        tools = list(prep.get("tools") or [])
+        if prep.get("environment") is not None:
+            tools += environment_tools(prep["environment"])
+        return build_tiny_for_tools(train.model, rows, tools, output_dir / "base-model")
     if isinstance(train.model, TinyModel):
         from rewardkit_trainers.quickstart import build_tiny
 
@@ -502,6 +521,7 @@ def describe(prep: dict[str, Any], train: TrainConfig) -> dict[str, Any]:
         # not a GRPOConfig field in TRL 1.x: longer prompts are left out of the rows
         "max_prompt_length": train.max_prompt_length,
         "peft": train.lora.model_dump() if train.lora else None,
+        "environment_factory": train.extra_args.get(FACTORY_KEY),
         **_describe_tools(prep),
     }
 

@@ -7,9 +7,14 @@ onto ``multi_objective_aggregation`` (``weighted_sum`` -> ``sum_then_normalize``
 ``trainer_state.global_step`` inside the callables; weight schedules move
 ``trainer.reward_weights`` at the start of every step through a callback
 (:meth:`TRLRewards.attach`). A reward function cannot reach the trainer (TRL passes it
-only ``trainer_state``), so a scheduled config whose callables are called before
-``attach`` raises :class:`ScheduleNotAttached` on the first call rather than train on
-the step-0 weights while the logged weight moves. Failed gradings are ``None`` (TRL
+only ``trainer_state``, the calling trainer's ``TrainerState``), so the attach callback
+records the live ``TrainerState`` of each trainer it was added to (at attach, at
+``on_train_begin``, which comes after ``train()`` makes a new state or loads a
+checkpoint's, and at every ``on_step_begin``), and a callable of a scheduled config
+called with any other ``TrainerState`` (a trainer ``attach`` never saw, such as a second
+GRPOTrainer built with the same callables) raises :class:`ScheduleNotAttached` on that
+first call rather than train on the step-0 weights while the logged weight moves. A
+call without a ``TrainerState`` (a direct call) needs ``attach`` on some trainer. Failed gradings are ``None`` (TRL
 turns them into NaN and leaves them out of the sums and means); status rates, latency
 and the current weight of each component go through TRL's ``log_metric``.
 
@@ -39,6 +44,8 @@ No TRL import happens at module import time.
 from __future__ import annotations
 
 import ast
+import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -49,6 +56,7 @@ from rewardkit import Sample
 from rewardkit.config import RewardConfig
 from rewardkit.text.lengths import COMPLETION_IDS
 
+from rewardkit_trainers.environments import apply_environments
 from rewardkit_trainers.rewards.scoring import (
     TRAINER_KWARGS,
     SharedScorer,
@@ -65,6 +73,14 @@ AGGREGATION = {"weighted_sum": "sum_then_normalize", "normalize_then_sum": "norm
 class ScheduleNotAttached(RuntimeError):
     """A scheduled weight was about to train frozen at its step-0 value: the callables
     were called by a trainer that :meth:`TRLRewards.attach` never saw."""
+
+
+def _is_trainer_state(value: Any) -> bool:
+    """Whether ``value`` is a ``transformers.TrainerState`` (what a Trainer passes; no
+    transformers import when none was made)."""
+    module = sys.modules.get("transformers.trainer_callback")
+    cls = getattr(module, "TrainerState", None)
+    return cls is not None and isinstance(value, cls)
 
 
 #: metadata a TRL generation sets (:class:`TRLRollout`); a dataset column of that name
@@ -269,7 +285,11 @@ class ComponentReward:
         self.__name__ = name
         self.reference_column = reference_column
         #: set by :meth:`TRLRewards.attach`; checked on every call of a scheduled config
+        #: that comes without a TrainerState
         self.attached = False
+        #: the live TrainerState of each trainer attach added its callback to (weak: a
+        #: finished trainer is not kept alive); checked on every call of a scheduled config
+        self._states: list[weakref.ref[Any]] = []
         self.scheduled = any(scorer.reward_set.is_scheduled(n) for n in scorer.names)
         #: what the trainer generated with, set by :meth:`TRLRewards.attach`
         self.rollout: TRLRollout | None = None
@@ -279,18 +299,23 @@ class ComponentReward:
                  log_metric: Callable[[str, float], None] | None = None,
                  environments: Sequence[Any] | None = None,
                  **columns: Any) -> list[float | None]:
-        if self.scheduled and not self.attached:
+        if self.scheduled and not self.attached_to(trainer_state):
+            which = ("a GRPOTrainer that rewards.attach never saw (attach moves the "
+                     "weights of the trainers it was given, not of every trainer using "
+                     "these callables)" if self.attached else "no attached trainer")
             raise ScheduleNotAttached(
-                f"reward {self.name!r}: this config has a weight that changes with the "
-                "step, and GRPOTrainer applies trainer.reward_weights, which a reward "
-                "function cannot set; without rewards.attach(trainer) it would train on "
-                "the step-0 weights. Call rewards.attach(trainer) (REWARDS.attach(trainer) "
-                "with an exported module) after building GRPOTrainer and before "
-                "trainer.train(), or use `rewardkit train`.")
+                f"reward {self.name!r}: called by {which}. This config has a weight that "
+                "changes with the step, and GRPOTrainer applies trainer.reward_weights, "
+                "which a reward function cannot set; without rewards.attach(trainer) it "
+                "would train on the step-0 weights. Call rewards.attach(trainer) "
+                "(REWARDS.attach(trainer) with an exported module) for every GRPOTrainer "
+                "built with these rewards, after building it and before trainer.train(), "
+                "or use `rewardkit train`.")
         step = global_step(trainer_state)
         local = build_samples(prompts, completions, columns, self.reference_column,
                               completion_ids)
         apply_rollout(local, self.rollout, completion_ids, environments)
+        apply_environments(local, environments)  # each rollout's workspace, in-process
         samples, start = gather_across_ranks(local)  # whole groups for per-group rewards
         result = self.scorer.score(samples, step)
         values = list(result.values(self.name))
@@ -301,6 +326,24 @@ class ComponentReward:
             for key, value in component_metrics(result, self.name).items():
                 log_metric(key, value)
         return values
+
+    def attached_to(self, trainer_state: Any) -> bool:
+        """Whether the trainer whose ``trainer_state`` this is was attached: a
+        ``TrainerState`` must be one recorded by :meth:`bind_state`; anything else (a
+        direct call) needs :meth:`TRLRewards.attach` on some trainer."""
+        if _is_trainer_state(trainer_state):
+            return any(ref() is trainer_state for ref in self._states)
+        return self.attached
+
+    def bind_state(self, state: Any) -> None:
+        """Record ``state`` as the live ``TrainerState`` of an attached trainer."""
+        self._states = [ref for ref in self._states if ref() is not None]
+        if not any(ref() is state for ref in self._states):
+            self._states.append(weakref.ref(state))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # weak references do not pickle; a copy in another process is checked anew
+        return {**self.__dict__, "_states": []}
 
     def __repr__(self) -> str:
         return f"ComponentReward({self.name!r})"
@@ -361,7 +404,14 @@ class TRLRewards:
         callback.apply(trainer.state.global_step)
         for func in self.funcs:
             func.attached = True
+        self.bind_state(trainer.state)
         return callback
+
+    def bind_state(self, state: Any) -> None:
+        """Record ``state`` as an attached trainer's live ``TrainerState`` in every
+        callable (the callback calls this whenever its trainer's state may be new)."""
+        for func in self.funcs:
+            func.bind_state(state)
 
 
 def trl_rewards(config: str | Path | Mapping[str, Any] | RewardConfig,
@@ -382,11 +432,18 @@ def make_weight_callback(trainer: Any, rewards: TRLRewards) -> Any:
 
         def apply(self, step: int) -> None:
             """Set the trainer's weights to those at ``step``."""
-            weights = torch.tensor(rewards.weights(step), dtype=torch.float32)
             current = trainer.reward_weights
+            # an environment's get_reward is TRL's own column after ours: its weight stays
+            weights = torch.cat([torch.tensor(rewards.weights(step), dtype=torch.float32),
+                                 current[len(rewards.names):].detach().cpu().float()])
             trainer.reward_weights = weights.to(current.device)
 
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            # train() made a new TrainerState (or loaded a checkpoint's) before this
+            rewards.bind_state(state)
+
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            rewards.bind_state(state)
             self.apply(state.global_step)
 
     return RewardWeightSchedule()
