@@ -23,6 +23,7 @@ from rich.table import Table
 from rewardkit.cli import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, err, out
 from rewardkit.cli.calibrate import add_calibrate
 from rewardkit.cli.diff import add_diff
+from rewardkit.cli.importers import add_import
 from rewardkit.cli.score import cmd_score
 from rewardkit.hookspecs import Subcommands, hookimpl
 from rewardkit.serve.command import add_serve
@@ -46,6 +47,7 @@ def register_commands(subparsers: Subcommands) -> None:
     _add_report(subparsers)
     add_calibrate(subparsers)
     add_diff(subparsers)
+    add_import(subparsers)
     _add_new_plugin(subparsers)
 
 

@@ -48,6 +48,10 @@ class GuardParams(Params):
         "repeated); null turns it off. Texts without spaces (Chinese, Japanese) are one word")
     max_chars: int = Field(20_000, ge=1, description="longer answers or references are "
                            "refused with status error, not scored")
+    reference_column: str | None = Field(
+        None, description="read the reference(s) from this metadata column (a dotted path "
+        "into nested values: answer.text) instead of the row's reference; e.g. an OpenAI "
+        "grader's {{item.reference_answer}} (docs/migrate-from-openai-graders.md)")
 
 
 def prompt_text(prompt: object) -> str:

@@ -1,5 +1,6 @@
 """rewardkit plugin entry point of ``rewardkit-textmetrics``: registers ``bleu``, ``chrf``,
-``ter``, ``rouge``, ``fuzzy_match``, ``string_match`` and the group reward ``corpus_bleu``."""
+``ter``, ``rouge``, ``gleu``, ``fuzzy_match``, ``string_match`` and the group reward
+``corpus_bleu``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rewardkit_textmetrics.rewards import (
     Chrf,
     CorpusBleu,
     FuzzyMatch,
+    Gleu,
     Rouge,
     StringMatch,
     Ter,
@@ -20,5 +22,5 @@ from rewardkit_textmetrics.rewards import (
 
 @hookimpl
 def register_rewards(register: Callable[[type[Any]], Any]) -> None:
-    for cls in (Bleu, Chrf, Ter, Rouge, FuzzyMatch, StringMatch, CorpusBleu):
+    for cls in (Bleu, Chrf, Ter, Rouge, Gleu, FuzzyMatch, StringMatch, CorpusBleu):
         register(cls)

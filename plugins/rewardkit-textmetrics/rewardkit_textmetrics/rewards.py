@@ -19,11 +19,11 @@ padding that buys BLEU's brevity penalty back).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import regex
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score
 from rewardkit_textmetrics.guards import GuardParams, refused
@@ -33,9 +33,24 @@ Tokenizer = Literal["13a", "intl", "zh", "char", "none", "ja-mecab", "ko-mecab",
                     "flores101", "flores200"]
 
 
-def references(sample: Sample) -> list[str] | Score:
-    """The row's references: a text, or a non-empty list of texts; else an error Score."""
+def column_value(sample: Sample, column: str) -> tuple[bool, Any]:
+    """(found, value) of the metadata ``column``, a dotted path into nested mappings."""
+    value: Any = sample.metadata
+    for key in column.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return False, None
+        value = value[key]
+    return True, value
+
+
+def references(sample: Sample, column: str | None = None) -> list[str] | Score:
+    """The row's references (or those of the metadata ``column``): a text, or a non-empty
+    list of texts; else an error Score."""
     ref = sample.reference
+    if column is not None:
+        found, ref = column_value(sample, column)
+        if not found:
+            return Score.error(f"the row has no {column!r} column (reference_column)")
     if isinstance(ref, str):
         return [ref]
     if isinstance(ref, Sequence) and ref and all(isinstance(r, str) for r in ref):
@@ -51,7 +66,7 @@ class _Metric(Reward):
 
     def score(self, sample: Sample) -> Score:
         params: GuardParams = self.params  # type: ignore[assignment]
-        refs = references(sample)
+        refs = references(sample, params.reference_column)
         if isinstance(refs, Score):
             return refs
         text = sample.text
@@ -177,15 +192,17 @@ class Ter(_Metric):
 class RougeParams(GuardParams):
     """Parameters of rouge (rouge-score)."""
 
-    variant: Literal["rouge1", "rouge2", "rougeL", "rougeLsum"] = Field(
-        "rougeL", description="ROUGE-1, ROUGE-2, ROUGE-L (sentence LCS) or ROUGE-Lsum")
+    variant: Literal["rouge1", "rouge2", "rouge3", "rouge4", "rouge5", "rougeL",
+                     "rougeLsum"] = Field(
+        "rougeL", description="ROUGE-1 .. ROUGE-5 (n-grams), ROUGE-L (sentence LCS) or "
+        "ROUGE-Lsum")
     measure: Literal["fmeasure", "precision", "recall"] = Field(
         "fmeasure", description="which of rouge-score's three numbers is the value")
     use_stemmer: bool = Field(False, description="Porter stemming (English)")
 
 
 class Rouge(_Metric):
-    """rouge-score's ROUGE-1/2/L(sum) of the best reference. Its tokeniser keeps a-z and 0-9
+    """rouge-score's ROUGE-1..5/L(sum) of the best reference. Its tokeniser keeps a-z and 0-9
     only: for English; other scripts score 0.
 
     Details: ``precision``, ``recall``, ``fmeasure``."""
@@ -233,12 +250,58 @@ class FuzzyMatch(_Metric):
         return Score.ok(ratios[best] / 100, ratio=ratios[best], closest=best)
 
 
+class GleuParams(GuardParams):
+    """Parameters of gleu (nltk's sentence GLEU)."""
+
+    min_len: int = Field(1, ge=1, le=9, description="shortest n-gram counted")
+    max_len: int = Field(4, ge=1, le=9, description="longest n-gram counted")
+    lowercase: bool = Field(False, description="case-insensitive")
+
+    @model_validator(mode="after")
+    def _orders(self) -> GleuParams:
+        if self.max_len < self.min_len:
+            raise ValueError(f"max_len ({self.max_len}) is below min_len ({self.min_len})")
+        return self
+
+
+class Gleu(_Metric):
+    """nltk's sentence GLEU (Google BLEU, Wu et al. 2016): the smaller of n-gram precision
+    and recall (n from min_len to max_len), on sacrebleu's 13a tokens; several references
+    as nltk's sentence_gleu combines them. Already in [0, 1]. Details: ``tokens``."""
+
+    name: ClassVar[str] = "gleu"
+    Params: ClassVar[type[Params]] = GleuParams
+
+    def setup(self) -> None:
+        from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+        self.tokenizer = Tokenizer13a()
+
+    def tokens(self, text: str) -> list[str]:
+        p: GleuParams = self.params  # type: ignore[assignment]
+        return self.tokenizer(text.lower() if p.lowercase else text).split()
+
+    def measure(self, text: str, refs: list[str]) -> Score:
+        from nltk.translate.gleu_score import sentence_gleu
+
+        p: GleuParams = self.params  # type: ignore[assignment]
+        value = sentence_gleu([self.tokens(r) for r in refs], self.tokens(text),
+                              min_len=p.min_len, max_len=p.max_len)
+        return Score.ok(float(value), tokens="13a")
+
+
 class StringParams(Params):
     """Parameters of string_match."""
 
-    mode: Literal["exact", "regex"] = Field(
+    mode: Literal["exact", "regex", "contains"] = Field(
         "exact", description="exact: the answer equals a reference; regex: a reference is a "
-        "pattern (Python `regex` syntax) the whole answer must match")
+        "pattern (Python `regex` syntax) the whole answer must match; contains: a reference "
+        "occurs in the answer (pays any answer that lists it among others)")
+    negate: bool = Field(False, description="pay 1 when no reference matches, 0 when one "
+                         "does (an OpenAI string_check's ne); pays every other answer")
+    reference_column: str | None = Field(
+        None, description="read the reference(s) from this metadata column (a dotted path) "
+        "instead of the row's reference")
     case_sensitive: bool = Field(True, description="false: compare case-folded")
     strip: bool = Field(True, description="ignore leading and trailing whitespace")
     timeout: float = Field(1.0, gt=0, le=30, description="seconds a pattern may run; over "
@@ -246,34 +309,38 @@ class StringParams(Params):
 
 
 class StringMatch(Reward):
-    """1 when the answer equals a reference (``exact``) or fully matches a reference
-    pattern (``regex``), else 0. Details: ``matched`` (index of the reference)."""
+    """1 when the answer equals a reference (``exact``), fully matches a reference
+    pattern (``regex``) or contains a reference (``contains``), else 0; ``negate`` swaps
+    the two. Details: ``matched`` (index of the reference)."""
 
     name: ClassVar[str] = "string_match"
     Params: ClassVar[type[Params]] = StringParams
 
     def score(self, sample: Sample) -> Score:
         p: StringParams = self.params  # type: ignore[assignment]
-        refs = references(sample)
+        refs = references(sample, p.reference_column)
         if isinstance(refs, Score):
             return refs
+        hit, miss = (0.0, 1.0) if p.negate else (1.0, 0.0)
         text = sample.text.strip() if p.strip else sample.text
         for i, ref in enumerate(refs):
-            if p.mode == "exact":
+            if p.mode in ("exact", "contains"):
                 want = ref.strip() if p.strip else ref
-                same = text == want if p.case_sensitive else text.casefold() == want.casefold()
-                if same:
-                    return Score.ok(1.0, matched=i)
+                got = text
+                if not p.case_sensitive:
+                    got, want = got.casefold(), want.casefold()
+                if got == want or (p.mode == "contains" and want in got):
+                    return Score.ok(hit, matched=i)
                 continue
             try:
                 flags = 0 if p.case_sensitive else regex.IGNORECASE
                 if regex.fullmatch(ref, text, flags=flags, timeout=p.timeout):
-                    return Score.ok(1.0, matched=i)
+                    return Score.ok(hit, matched=i)
             except regex.error as exc:
                 return Score.error(f"reference {i} is not a valid pattern: {exc}")
             except TimeoutError:
                 return Score.error(f"pattern {i} ran over {p.timeout} s")
-        return Score.ok(0.0)
+        return Score.ok(miss)
 
 
 class CorpusBleu(Reward):

@@ -1,0 +1,1 @@
+"""Importers: reward definitions of other frameworks as rewardkit configs."""
