@@ -1,0 +1,262 @@
+"""The environment reaches the reward: examples/agent-workspace.yaml trained on TRL.
+
+``rewardkit train`` runs one real GRPOTrainer step (CPU) of the example config: TRL's
+``environment_factory`` is the example's ``NotesEnv`` (one instance per rollout, a private
+folder seeded from the row), its methods are the tools TRL renders, parses and runs, and
+``workspace_criteria`` reads the folder each rollout left, handed over in-process. What is
+scripted is the policy only (as in test_trl_multiturn.py: a random tiny model calls no
+tool): transformers' ``generate`` gets a logits processor forcing the text of each turn,
+chosen by the question the policy read from the workspace. Rows: an honest agent writes
+the right answer (paid 1), one only says the answer (no file: 0), one writes a wrong
+answer (0), one writes outside its folder (the tool refuses: 0). The reward reads the
+state, so only the honest rollouts are paid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("rewardkit_workspace")
+
+from rewardkit_trainers.environments import (
+    WORKSPACES_ENV,
+    WorkspaceEnvironment,
+    apply_environments,
+    hoist_workspace,
+    load_environment_factory,
+    refuse_environment_factory,
+)
+
+from rewardkit import ConfigError, Sample
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "agent-workspace.yaml"
+
+
+def call(name: str, **arguments: Any) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + \
+        "\n</tool_call>"
+
+
+READ = call("read_file", path="question.txt")
+#: the question a rollout read -> its later turns
+SCRIPTS: dict[str, list[str]] = {
+    "What is 6 times 7?": [call("write_file", path="answer.txt", content="42"), "Done."],
+    "What is 9 plus 8?": ["The answer is 17, written to answer.txt."],
+    "What is 20 minus 5?": [call("write_file", path="answer.txt", content="16"), "Done."],
+    "What is 3 times 4?": [call("write_file", path="../answer.txt", content="12"),
+                           "Done."],
+}
+
+
+def scripted(model: Any, tokenizer: Any) -> Any:
+    """``model`` whose ``generate`` forces each turn's text: the first turn reads
+    question.txt, the later ones follow :data:`SCRIPTS` for the question read."""
+    import torch
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    eos = tokenizer.eos_token_id
+    start, assistant = tokenizer.convert_tokens_to_ids(["<|im_start|>", "assistant"])
+
+    def ids(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    questions = {tuple(ids(q)): [ids(t) + [eos] for t in turns]
+                 for q, turns in SCRIPTS.items()}
+    first = ids(READ) + [eos]
+
+    def holds(row: list[int], part: tuple[int, ...]) -> bool:
+        return any(tuple(row[i:i + len(part)]) == part for i in range(len(row)))
+
+    class Script(LogitsProcessor):
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            forced = torch.full_like(scores, -float("inf"))
+            for r, row in enumerate(input_ids.tolist()):
+                headers = [i for i in range(len(row) - 1)
+                           if row[i] == start and row[i + 1] == assistant]
+                turns = [first] + next((t for q, t in questions.items() if holds(row, q)),
+                                       [])
+                text = turns[min(len(headers), len(turns)) - 1]
+                done = len(row) - headers[-1] - 3  # after "<|im_start|>assistant\n"
+                forced[r, text[done] if done < len(text) else eos] = 0.0
+            return forced
+
+    generate = model.generate
+
+    def forced_generate(*args: Any, **kwargs: Any) -> Any:
+        kwargs["logits_processor"] = LogitsProcessorList([Script()])
+        return generate(*args, **kwargs)
+
+    model.generate = forced_generate
+    return model
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`rewardkit train` of the example config (its output folder moved, 4 prompts in the
+    one step), the policy scripted; the scored samples it wrote."""
+    import yaml
+    from rewardkit_trainers.cli import run as cli_run
+    from rewardkit_trainers.environments import build_tiny_for_tools
+    from rewardkit_trainers.launch import trl_train
+
+    tmp = tmp_path_factory.mktemp("agent-workspace")
+    shutil.copytree(EXAMPLE.parent, tmp / "examples")
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["train"].update(output_dir=str(tmp / "out"), batch_size=4,
+                           max_completion_length=160)
+    path = tmp / "examples" / "agent-workspace.yaml"
+    path.write_text(yaml.safe_dump(config))
+
+    def build(spec: Any, rows: list[dict[str, Any]], tools: list[Any], save_to: Path
+              ) -> tuple[Any, Any]:
+        # the vocabulary also covers the questions and the scripted turns
+        texts = [{"prompt": [{"role": "user", "content": " ".join(
+            [q, READ, *turns])}]} for q, turns in SCRIPTS.items()]
+        model, tokenizer = build_tiny_for_tools(spec, rows + texts, tools, save_to)
+        return scripted(model, tokenizer), tokenizer
+
+    saved = os.environ.pop(WORKSPACES_ENV, None)
+    patch = pytest.MonkeyPatch()
+    patch.setattr("rewardkit_trainers.environments.build_tiny_for_tools", build)
+    try:
+        assert cli_run("train", [str(path)]) == 0
+    finally:
+        patch.undo()
+        given = os.environ.pop(WORKSPACES_ENV, None)
+        if saved is not None:
+            os.environ[WORKSPACES_ENV] = saved
+    assert trl_train  # the adapter under test
+    scored = [json.loads(line) for line in
+              (tmp / "out" / "scored_samples.jsonl").read_text().splitlines()]
+    return {"scored": scored, "out": tmp / "out", "root": given}
+
+
+def question(row: dict[str, Any]) -> str:
+    files = row["files"]
+    return (json.loads(files) if isinstance(files, str) else files)["question.txt"]
+
+
+def test_the_reward_pays_for_the_file_the_environment_tool_wrote(run):
+    by_question: dict[str, list[dict[str, Any]]] = {}
+    for row in run["scored"]:
+        by_question.setdefault(question(row), []).append(row)
+    assert sorted(by_question) == sorted(SCRIPTS) and len(run["scored"]) == 8
+    for q, rows in by_question.items():
+        for row in rows:
+            score = row["components"]["task_done"]
+            assert score["status"] == "ok", (q, score)
+            # the tools ran: the question's text came back from read_file
+            tool_results = [m["content"] for m in row["completion"] if m["role"] == "tool"]
+            assert tool_results[0] == q
+            assert score["value"] == (1.0 if q == "What is 6 times 7?" else 0.0), (q, score)
+    # the one that only said the answer: no file in its folder
+    said = by_question["What is 9 plus 8?"][0]["components"]["task_done"]
+    assert "answer.txt" in said["reason"]
+    # the write outside the folder was refused as a failed call
+    escape = by_question["What is 3 times 4?"][0]["completion"]
+    assert "error" in [m for m in escape if m["role"] == "tool"][1]["content"]
+
+
+def test_the_reward_read_each_rollouts_own_folder_under_the_runs_root(run):
+    root = run["out"] / "workspaces"
+    assert run["root"] == str(root)  # rewardkit train set $REWARDKIT_WORKSPACES
+    folders = {row["workspace"] for row in run["scored"]}
+    assert len(folders) == 8  # one instance (folder) per rollout of the batch
+    assert all(Path(f).parent == root for f in folders)
+    assert not (root / "answer.txt").exists()  # ../answer.txt was not written
+    assert list(root.iterdir()) == []  # the folders went with their environments
+
+
+# -- the hand-over parts, without a trainer ----------------------------------------------
+class Notes(WorkspaceEnvironment):
+    def write(self, path: str, text: str) -> str:
+        """Write a file.
+
+        Args:
+            path: where
+            text: what
+        """
+        self._path(path).write_text(text)
+        return "ok"
+
+
+def test_apply_environments_hands_each_sample_its_own_workspace(tmp_path, monkeypatch):
+    monkeypatch.setenv(WORKSPACES_ENV, str(tmp_path))
+    envs = [Notes(), Notes()]
+    for env, files in zip(envs, ({"a.txt": "1"}, json.dumps({"a.txt": "2", "b": None})),
+                          strict=True):
+        env.reset(prompt="p", files=files)
+    samples = [Sample("p", "c", metadata={"workspace": "/stale"}) for _ in envs]
+    apply_environments(samples, envs)
+    assert [s.metadata["workspace"] for s in samples] == [e.workspace for e in envs]
+    assert (Path(envs[1].workspace) / "a.txt").read_text() == "2"
+    assert not (Path(envs[1].workspace) / "b").exists()
+    with pytest.raises(ValueError, match="not a path inside"):
+        envs[0].write("../x", "1")
+    with pytest.raises(ValueError, match="not a path inside"):
+        envs[0].write("/etc/x", "1")
+    (Path(envs[0].workspace) / "out").symlink_to(tmp_path)
+    with pytest.raises(ValueError, match="leads out"):
+        envs[0].write("out/x", "1")
+    envs[0].reset()  # emptied, links included
+    assert list(Path(envs[0].workspace).iterdir()) == []
+
+
+def test_swift_and_verl_state_is_hoisted_to_the_workspace_column():
+    meta = {"rollout_infos": {"num_turns": 2, "workspace": "/w/1"}}
+    hoist_workspace(meta, "rollout_infos")
+    assert meta["workspace"] == "/w/1"
+    meta = {"rollout_infos": {"num_turns": 2}}
+    hoist_workspace(meta, "rollout_infos")
+    assert "workspace" not in meta
+
+
+def test_verl_agent_loop_extra_fields_reach_workspace_criteria(tmp_path, monkeypatch):
+    """verl's reward managers merge the agent loop's ``extra_fields`` into ``extra_info``;
+    compute_score reads a ``workspace`` there like any column."""
+    from rewardkit_trainers.rewards.verl import compute_score
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "answer.txt").write_text("42\n")
+    config = tmp_path / "r.yaml"
+    config.write_text(json.dumps({"on_error": "ignore", "rewards": {"done": {
+        "reward": "workspace_criteria", "params": {"allowed_roots": ["$WS_ROOT"], "criteria": [
+            {"type": "file_matches", "path": "answer.txt", "pattern": "\\A42\\s*\\Z"}]}}}}))
+    monkeypatch.setenv("WS_ROOT", str(tmp_path))
+    info = {"workspace": str(tmp_path / "ws"), "turn_scores": [], "tool_rewards": []}
+    assert compute_score("agent", "Done.", None, info, config=str(config))["done"] == 1.0
+    (tmp_path / "ws" / "answer.txt").unlink()
+    assert compute_score("agent", "Done.", None, info, config=str(config))["done"] == 0.0
+    monkeypatch.delenv("WS_ROOT")
+    out = compute_score("agent", "Done.", None, info, config=str(config))
+    assert out["done_failed"] == 1.0
+
+
+def test_environment_factory_is_loaded_or_refused_with_the_entry_named(tmp_path):
+    (tmp_path / "envs.py").write_text("class Good:\n    def reset(self, **row): pass\n"
+                                      "class NoReset:\n    pass\n")
+    config = tmp_path / "c.yaml"
+    assert load_environment_factory("envs:Good", config).__name__ == "Good"
+    assert set(load_environment_factory({"a": "envs:Good"}, config)) == {"a"}
+    for spec, problem in (("envs:Missing", "envs:Missing: AttributeError"),
+                          ("envs:NoReset", "has no reset method"),
+                          ("nowhere:Env", "nowhere:Env: ModuleNotFoundError"),
+                          (["envs:Good"], "a 'module:Class' import path")):
+        with pytest.raises(ConfigError) as caught:
+            load_environment_factory(spec, config)
+        assert problem in caught.value.render()
+    refuse_environment_factory("trl", {"environment_factory": "envs:Good"}, "c.yaml")
+    for backend, how in (("swift", "rollout_infos"), ("verl", "extra_fields"),
+                         ("easyr1", "workspace column")):
+        with pytest.raises(ConfigError) as caught:
+            refuse_environment_factory(backend, {"environment_factory": "envs:Good"},
+                                       "c.yaml")
+        assert how in caught.value.render() and backend in caught.value.render()
