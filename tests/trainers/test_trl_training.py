@@ -275,3 +275,60 @@ def test_user_script_cannot_train_a_schedule_frozen(tmp_path: Path, capsys, atta
     assert seen["logged"] == [0.0, 0.5, 1.0]  # linear 0 -> 1 over 2 steps
     # funcs order: format 0.5, tags (scheduled)
     assert [w[1] for w in seen["trained"]] == seen["logged"]
+
+
+def test_every_trainer_scoring_a_schedule_must_be_attached(tmp_path: Path):
+    """Before: attach marked the reward callables, not the trainer, so a second
+    GRPOTrainer built with the same callables and never attached trained with its
+    weights frozen at step 0 while the logged weight moved. Now a trainer that attach
+    never saw refuses on its first reward call, and one attached trains on the schedule."""
+    import torch
+    from datasets import Dataset
+    from rewardkit_trainers.rewards.trl import ScheduleNotAttached
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(2)
+    rows = generate_rows(8, seed=11)
+    model, tokenizer = build_tiny(TinyModel(hidden_size=32, intermediate_size=64), rows,
+                                  tmp_path / "base")
+    rewards = trl_rewards(CONFIG)
+
+    class Applied(TrainerCallback):
+        """The weights a trainer multiplied the rewards by, after each of its steps."""
+
+        def __init__(self) -> None:
+            self.seen: list[list[float]] = []
+            self.trainer = None
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.seen.append(self.trainer.reward_weights.tolist())
+
+    def trainer(name: str) -> tuple[GRPOTrainer, Applied]:
+        applied = Applied()
+        args = GRPOConfig(output_dir=str(tmp_path / name), per_device_train_batch_size=4,
+                          num_generations=4, max_completion_length=4, max_steps=3,
+                          logging_steps=1, report_to="none", use_cpu=True,
+                          save_strategy="no", disable_tqdm=True, shuffle_dataset=False,
+                          **rewards.grpo_kwargs())
+        built = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
+                            train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                            callbacks=[applied])
+        applied.trainer = built
+        return built, applied
+
+    first, first_applied = trainer("first")
+    rewards.attach(first)
+    first.train()
+    second, second_applied = trainer("second")  # same callables, never attached
+    with pytest.raises(ScheduleNotAttached, match=r"rewards\.attach\(trainer\)"):
+        second.train()
+    assert second_applied.seen == []  # refused before its first step ended
+    third, third_applied = trainer("third")
+    rewards.attach(third)
+    third.train()
+    # funcs order: format 0.5, tags linear 0 -> 1 over 2 steps, graded 1.0
+    schedule = [[0.5, 0.0, 1.0], [0.5, 0.5, 1.0], [0.5, 1.0, 1.0]]
+    assert first_applied.seen == schedule and third_applied.seen == schedule
+    logs = [e for e in third.state.log_history if "reward" in e]
+    assert [e["rewards/tags/weight"] for e in logs] == [0.0, 0.5, 1.0]

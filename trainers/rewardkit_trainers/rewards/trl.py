@@ -14,9 +14,10 @@ checkpoint's, and at every ``on_step_begin``), and a callable of a scheduled con
 called with any other ``TrainerState`` (a trainer ``attach`` never saw, such as a second
 GRPOTrainer built with the same callables) raises :class:`ScheduleNotAttached` on that
 first call rather than train on the step-0 weights while the logged weight moves. A
-call without a ``TrainerState`` (a direct call) needs ``attach`` on some trainer. Failed gradings are ``None`` (TRL
-turns them into NaN and leaves them out of the sums and means); status rates, latency
-and the current weight of each component go through TRL's ``log_metric``.
+call without a ``TrainerState`` (a direct call) needs ``attach`` on some trainer. Failed
+gradings are ``None`` (TRL turns them into NaN and leaves them out of the sums and
+means); status rates, latency and the current weight of each component go through TRL's
+``log_metric``.
 
 Tool and environment rollouts (``GRPOTrainer(tools=...)`` / ``environment_factory=``)
 reach the rewards as trajectories: TRL's completion messages (assistant ``tool_calls``,
