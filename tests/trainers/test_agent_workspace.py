@@ -68,9 +68,9 @@ def scripted(model: Any, tokenizer: Any) -> Any:
     def ids(text: str) -> list[int]:
         return tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    questions = {tuple(ids(q)): [ids(t) + [eos] for t in turns]
+    questions = {tuple(ids(q)): [[*ids(t), eos] for t in turns]
                  for q, turns in SCRIPTS.items()}
-    first = ids(READ) + [eos]
+    first = [*ids(READ), eos]
 
     def holds(row: list[int], part: tuple[int, ...]) -> bool:
         return any(tuple(row[i:i + len(part)]) == part for i in range(len(row)))
@@ -81,8 +81,7 @@ def scripted(model: Any, tokenizer: Any) -> Any:
             for r, row in enumerate(input_ids.tolist()):
                 headers = [i for i in range(len(row) - 1)
                            if row[i] == start and row[i + 1] == assistant]
-                turns = [first] + next((t for q, t in questions.items() if holds(row, q)),
-                                       [])
+                turns = [first, *next((t for q, t in questions.items() if holds(row, q)), [])]
                 text = turns[min(len(headers), len(turns)) - 1]
                 done = len(row) - headers[-1] - 3  # after "<|im_start|>assistant\n"
                 forced[r, text[done] if done < len(text) else eos] = 0.0
@@ -260,3 +259,42 @@ def test_environment_factory_is_loaded_or_refused_with_the_entry_named(tmp_path)
             refuse_environment_factory(backend, {"environment_factory": "envs:Good"},
                                        "c.yaml")
         assert how in caught.value.render() and backend in caught.value.render()
+
+
+@pytest.mark.parametrize("backend", ["swift", "verl", "easyr1"])
+def test_other_backends_refuse_the_environment_factory(tmp_path, capsys, backend):
+    """`rewardkit train --backend X` of the example (on a hub model: the tiny one is TRL's
+    only) stops before planning, naming the key and each backend's own way."""
+    import yaml
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["train"].update(model="Qwen/Qwen2.5-0.5B-Instruct",
+                           output_dir=str(tmp_path / "out"),
+                           dataset={"train": str(EXAMPLE.parent / "data" /
+                                                 "agent-workspace.jsonl")})
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert cli_run("train", [str(path), "--backend", backend, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "train.extra_args.environment_factory" in err and f"backend {backend}" in err
+    assert "Traceback" not in err
+
+
+def test_a_swift_schedulers_rollout_infos_workspace_reaches_workspace_criteria(tmp_path):
+    """ms-swift passes each row's ``rollout_infos`` (what its multi-turn scheduler's
+    ``step`` / ``on_turn_end`` returned) to the ORMs; a ``workspace`` there becomes the
+    sample's workspace column, which workspace_criteria reads."""
+    from rewardkit_trainers.rewards.swift import swift_samples
+    from rewardkit_workspace.reward import WorkspaceCriteria
+
+    done, empty = tmp_path / "done", tmp_path / "empty"
+    done.mkdir()
+    empty.mkdir()
+    (done / "answer.txt").write_text("42")
+    samples = swift_samples(["Done.", "Done."], {"rollout_infos": [
+        {"num_turns": 2, "workspace": str(done)}, {"num_turns": 2, "workspace": str(empty)}]})
+    assert [s.metadata["workspace"] for s in samples] == [str(done), str(empty)]
+    reward = WorkspaceCriteria({"allowed_roots": [str(tmp_path)], "criteria": [
+        {"type": "file_contains", "path": "answer.txt", "text": "42"}]})
+    assert [reward.grade(s).value for s in samples] == [1.0, 0.0]

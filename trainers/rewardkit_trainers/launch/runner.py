@@ -214,6 +214,9 @@ def load_run(config: str | Path, backend: str | None = None, output_dir: str | N
         if max_steps:
             raw["max_steps"] = max_steps
     train = parse_train(raw, str(path))
+    from rewardkit_trainers.environments import refuse_environment_factory
+
+    refuse_environment_factory(train.backend, train.extra_args, str(path))  # TRL's only
     try:
         hardware = hardware or detect_hardware()
         placement = placement or placement_from_env()

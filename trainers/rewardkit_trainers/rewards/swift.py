@@ -65,6 +65,7 @@ from rewardkit.text.lengths import COMPLETION_IDS
 from rewardkit.trajectory import ROLLOUT_PROBLEM
 from rewardkit.types import group_key
 
+from rewardkit_trainers.environments import hoist_workspace
 from rewardkit_trainers.rewards.scoring import (
     SharedScorer,
     component_metrics,
@@ -338,6 +339,7 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
                         metadata={k: v[i] for k, v in meta_cols.items()})
         if problem is not None and isinstance(completion, str):
             sample.metadata[ROLLOUT_PROBLEM] = problem
+        hoist_workspace(sample.metadata, "rollout_infos")  # the scheduler's environment
         if isinstance(kwargs.get("finish_reason"), list | tuple):
             # the rollout's own finish reason decides; a dataset column of that name
             # describes some earlier rollout
