@@ -298,3 +298,61 @@ def test_a_swift_schedulers_rollout_infos_workspace_reaches_workspace_criteria(t
     reward = WorkspaceCriteria({"allowed_roots": [str(tmp_path)], "criteria": [
         {"type": "file_contains", "path": "answer.txt", "text": "42"}]})
     assert [reward.grade(s).value for s in samples] == [1.0, 0.0]
+
+
+def test_an_environments_get_reward_keeps_weight_1_beside_scheduled_components(tmp_path,
+                                                                             monkeypatch):
+    """An environment with ``get_reward`` is TRL's own reward column (weight 1) after
+    rewardkit's; the weight schedule callback moves rewardkit's weights only and keeps
+    that one (a weight vector one short would broadcast and scale it instead)."""
+    import sys
+
+    import torch
+    from datasets import Dataset
+    from rewardkit_trainers.environments import build_tiny_for_tools, environment_tools
+    from rewardkit_trainers.quickstart import TinyModel
+    from rewardkit_trainers.rewards.trl import trl_rewards
+    from trl import GRPOConfig, GRPOTrainer
+
+    monkeypatch.setenv(WORKSPACES_ENV, str(tmp_path / "ws"))
+    sys.path.insert(0, str(EXAMPLE.parent))
+    try:
+        from agent_workspace_env import NotesEnv
+    finally:
+        sys.path.remove(str(EXAMPLE.parent))
+
+    class ScoredNotes(NotesEnv):
+        def get_reward(self) -> float:
+            return 0.25 if (Path(self.workspace) / "question.txt").is_file() else 0.0
+
+    rows = [json.loads(line) for line in
+            (EXAMPLE.parent / "data" / "agent-workspace.jsonl").read_text().splitlines()][:2]
+    model, tokenizer = build_tiny_for_tools(TinyModel(hidden_size=16, num_layers=1,
+                                                      num_heads=2, intermediate_size=32),
+                                            rows, environment_tools(ScoredNotes),
+                                            tmp_path / "base")
+    rewards = trl_rewards({"rewards": {"done": {
+        "reward": "workspace_criteria", "params": {"allowed_roots": ["$" + WORKSPACES_ENV]},
+        "weight": {"schedule": "piecewise", "boundaries": [1], "values": [0.5, 2.0]}}}})
+    torch.set_num_threads(2)
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4,
+                      num_generations=2, max_completion_length=8, max_steps=2,
+                      report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True,
+                      logging_steps=1, **rewards.grpo_kwargs())
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards.funcs, args=args,
+                          train_dataset=Dataset.from_list(arrow_safe(rows)),
+                          processing_class=tokenizer, environment_factory=ScoredNotes)
+    rewards.attach(trainer)
+    assert trainer.reward_weights.tolist() == [0.5, 1.0]
+    trainer.train()
+    assert trainer.reward_weights.tolist() == [2.0, 1.0]
+    logged = [h for h in trainer.state.log_history if "rewards/ScoredNotes/mean" in h]
+    assert [h["rewards/ScoredNotes/mean"] for h in logged] == [0.25, 0.25]
+    assert [h["rewards/done/mean"] for h in logged] == [0.0, 0.0]  # no answer.txt
+    result = rewards.scorer._last[1]
+    done = result.outcomes["done"]
+    assert {done.score(i).status.value for i in range(len(result.samples))} == {"ok"}
+
+
+def arrow_safe(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**row, "files": json.dumps(row["files"])} for row in rows]

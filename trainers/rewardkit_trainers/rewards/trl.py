@@ -358,8 +358,14 @@ class TRLRewards:
     scorer: SharedScorer
 
     @property
+    def components(self) -> list[ComponentReward]:
+        """The component callables of ``funcs``: a trainer may append its own to the list
+        it was given (TRL adds an environment's ``get_reward`` to ``reward_funcs``)."""
+        return [f for f in self.funcs if isinstance(f, ComponentReward)]
+
+    @property
     def names(self) -> list[str]:
-        return [f.name for f in self.funcs]
+        return [f.name for f in self.components]
 
     def weights(self, step: int = 0) -> list[float]:
         """``reward_weights`` at ``step``, in ``funcs`` order."""
@@ -396,14 +402,14 @@ class TRLRewards:
         and ``finish_reason`` / ``truncated`` / the trainer's ``tools`` are unknown.
         """
         rollout = TRLRollout.of(trainer)
-        for func in self.funcs:
+        for func in self.components:
             func.rollout = rollout
         if not self.scheduled:
             return None
         callback = make_weight_callback(trainer, self)
         trainer.add_callback(callback)
         callback.apply(trainer.state.global_step)
-        for func in self.funcs:
+        for func in self.components:
             func.attached = True
         self.bind_state(trainer.state)
         return callback
@@ -411,7 +417,7 @@ class TRLRewards:
     def bind_state(self, state: Any) -> None:
         """Record ``state`` as an attached trainer's live ``TrainerState`` in every
         callable (the callback calls this whenever its trainer's state may be new)."""
-        for func in self.funcs:
+        for func in self.components:
             func.bind_state(state)
 
 
