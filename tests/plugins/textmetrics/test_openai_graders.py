@@ -403,3 +403,33 @@ def test_a_fine_tuning_jobs_method_holds_the_grader(tmp_path: Path) -> None:
     done = rewardkit("import", "openai-graders", str(path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "reward: string_match" in done.stdout
+
+
+# -- the exploit probes bite on imported graders ----------------------------------------------
+
+@pytest.mark.parametrize("op,paid", [("ilike", {"echo_prompt", "hedged"}), ("eq", set())])
+def test_the_exploit_probes_find_what_a_like_check_pays(op: str, paid: set[str],
+                                                        tmp_path: Path) -> None:
+    """`rewardkit test`'s exploit probes, derived from two golden cases, on the component an
+    imported string_check becomes: `ilike` pays the prompt echoed and a hedged answer as
+    much as the honest one; `eq` pays neither."""
+    import yaml
+
+    from rewardkit.testing.cases import load_cases
+    from rewardkit.testing.exploits import run_exploits
+
+    config, _ = import_graders(string_check(op, reference="{{item.answer}}"),
+                               reference_field="answer")
+    component = config["rewards"]["check"]
+    prompt = "Which city is the capital of Australia: Sydney, Canberra or Melbourne?"
+    cases = {"reward": component["reward"], "params": component["params"], "cases": [
+        {"name": "honest", "prompt": prompt, "reference": "Canberra",
+         "completion": "Canberra", "expect": 1.0},
+        {"name": "wrong", "prompt": prompt, "reference": "Canberra",
+         "completion": "Sydney", "expect": 0.0}]}
+    path = tmp_path / "city.cases.yaml"
+    path.write_text(yaml.safe_dump(cases))
+    report = run_exploits(load_cases(path))
+    assert {r.name for r in report.failed} == paid
+    tried = {r.name for r in report.results if r.inputs}
+    assert {"echo_prompt", "hedged"} <= tried  # tried on eq too: passed, not skipped
