@@ -18,6 +18,16 @@ answer) and counts what each connection got:
 It then sends 64 requests over one kept-alive connection (``http.client`` reuses it when
 the server speaks HTTP/1.1 keep-alive) and reports how many sockets they took.
 
+``--goal N`` measures the micro-batching goal instead (issue 39 #2) on N distinct
+GSM8K-style rows (``gsm8k_style.py``): ``rewardkit score`` on the rows in one file (its
+wall-clock time, start-up included, and its own scoring seconds), then against one server
+(the options after ``--``, defaults otherwise): N connections at once each posting one row
+(``/slime``); 16 clients at once each posting 64 rows in one request (``/openrlhf``); and
+16 clients each posting 64 rows one a request over a kept-alive connection (``/slime``).
+Every answer is checked against the total ``rewardkit score`` wrote for its row; each
+phase reports the status counts, wall seconds, rows/s and p50/p99 request latency, and
+the server's ``rewardkit_serve_batch_rows`` (rows per scoring call) when it has one.
+
 Timings on a shared machine are labelled with its load average; the counts are what the
 benchmark is for. Bounded: every socket operation has a 60 s timeout.
 """
@@ -38,9 +48,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gsm8k_style import solutions
+
 RK = [sys.executable, "-m", "rewardkit.cli"]
 CONFIG = {"rewards": {"correct": {"reward": "math_answer", "params": {"symbolic": False},
                                   "mode": "inline"}}}
+#: the configs of --goal: the cheap one above, and process mode (the worker pool)
+GOAL_CONFIGS = {"cheap": CONFIG, "process": {"rewards": {
+    "correct": {"reward": "math_answer", "params": {"symbolic": False}, "mode": "process"},
+    "steps": {"reward": "reasoning_steps", "mode": "process", "weight": 0.1}}}}
 SAMPLE = {"prompt": "What is 2+3?", "response": "2+3 = 5. The answer is \\boxed{5}",
           "label": "5"}
 TIMEOUT = 60.0
@@ -152,6 +170,193 @@ def keep_alive(port: int, expected: float, requests: int = 64) -> dict[str, Any]
     return {"requests": requests, "ok": ok, "connections_used": len(sockets)}
 
 
+def goal_rows(n: int) -> list[dict[str, Any]]:
+    """``n`` distinct rows (about 60% right), eight to a prompt as a GRPO group."""
+    return [{"prompt": f"Question {i // 8}: ", "completion": s.text, "reference": s.gold}
+            for i, s in enumerate(solutions(n, seed=39))]
+
+
+def cli_score(config: Path, rows: list[dict[str, Any]], folder: Path
+              ) -> tuple[list[float | None], float, float]:
+    """``rewardkit score`` on ``rows`` in one file: the totals, its wall-clock seconds
+    (start-up included) and its own scoring seconds."""
+    rows_file, out = folder / "rows.jsonl", folder / "out.jsonl"
+    rows_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    started = time.perf_counter()
+    proc = subprocess.run([*RK, "score", str(config), str(rows_file), "--out", str(out),
+                           "--json"], capture_output=True, text=True, timeout=600, check=True)
+    wall = time.perf_counter() - started
+    totals = [json.loads(line)["reward"] for line in out.read_text().splitlines()]
+    return totals, wall, float(json.loads(proc.stdout)["seconds"])
+
+
+def _post(conn: http.client.HTTPConnection, path: str, body: Any) -> tuple[int, Any]:
+    conn.request("POST", path, body=json.dumps(body),
+                 headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    return resp.status, (json.loads(data) if resp.status == 200 else data)
+
+
+def _slime_body(row: dict[str, Any]) -> dict[str, Any]:
+    return {"prompt": row["prompt"], "response": row["completion"], "label": row["reference"]}
+
+
+def _openrlhf_body(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"query": [r["prompt"] + r["completion"] for r in rows],
+            "prompts": [r["prompt"] for r in rows], "labels": [r["reference"] for r in rows]}
+
+
+def _phase(name: str, jobs: list[list[int]], rows: list[dict[str, Any]], port: int,
+           per_request: bool) -> dict[str, Any]:
+    """Each job (a client) at once behind a barrier: its row indices posted one a request
+    over one kept-alive connection (``per_request``, /slime), else all in one /openrlhf
+    request. Answers by row index, latencies, statuses."""
+    answers: dict[int, float] = {}
+    latencies: list[float] = []
+    outcomes: Counter[str] = Counter()
+    answered = [0]
+    lock = threading.Lock()
+    gate = threading.Barrier(len(jobs))
+
+    def client(idx: list[int]) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+        gate.wait()
+        try:
+            requests = [[i] for i in idx] if per_request else [idx]
+            for req in requests:
+                started = time.perf_counter()
+                try:
+                    if per_request:
+                        code, got = _post(conn, "/slime", _slime_body(rows[req[0]]))
+                        got = [got] if code == 200 else got
+                    else:
+                        code, got = _post(conn, "/openrlhf",
+                                          _openrlhf_body([rows[i] for i in req]))
+                        got = got["rewards"] if code == 200 else got
+                    outcome = str(code)
+                except ConnectionResetError:
+                    outcome, code = "reset", 0
+                except (OSError, http.client.HTTPException) as exc:
+                    outcome, code = f"other: {type(exc).__name__}", 0
+                    conn.close()
+                elapsed = time.perf_counter() - started
+                with lock:
+                    outcomes[outcome] += 1
+                    latencies.append(elapsed)
+                    if code == 200:
+                        answers.update(zip(req, got, strict=True))
+                        answered[0] += len(req)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+    started = time.perf_counter()  # about when the barrier opens
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    latencies.sort()
+
+    def pct(q: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000, 1)
+
+    return {"phase": name, "requests": len(latencies), "outcomes": dict(outcomes),
+            "rows": answered[0], "seconds": round(wall, 3),
+            "rows_per_s": round(answered[0] / wall, 1), "p50_ms": pct(0.50),
+            "p99_ms": pct(0.99), "answers": answers}
+
+
+def _batch_metric(port: int) -> dict[str, float]:
+    """The server's rows-per-scoring-call summary (``rewardkit_serve_batch_rows``), if any."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    found = {}
+    for line in text.splitlines():
+        for key in ("sum", "count"):
+            if line.startswith(f"rewardkit_serve_batch_rows_{key} "):
+                found[key] = float(line.split()[1])
+    return found
+
+
+def goal(n: int, serve_options: list[str], config: str = "cheap") -> dict[str, Any]:
+    """The micro-batching goal: see the module's docstring."""
+    rows = goal_rows(n)
+    report: dict[str, Any] = {"goal_rows": n, "config": config,
+                              "serve_options": serve_options,
+                              "cpus": os.cpu_count(),
+                              "load_average": [round(x, 2) for x in os.getloadavg()]}
+    with tempfile.TemporaryDirectory(prefix="bench-burst-") as tmp:
+        folder = Path(tmp)
+        cfg = folder / "config.json"
+        cfg.write_text(json.dumps(GOAL_CONFIGS[config]))
+        totals, wall, own = cli_score(cfg, rows, folder)
+        report["score"] = {"rows": n, "wall_s": round(wall, 3), "scoring_s": own}
+        proc, port = start_server(cfg, folder, serve_options)
+        phases = []
+        try:
+            # 16 clients of 64 rows: rows 0..1023 (wrapped around fewer rows)
+            sixteen = [[(c * 64 + j) % n for j in range(64)] for c in range(16)]
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+            _post(conn, "/slime", SAMPLE)  # warm-up: the first call's set-up
+            conn.close()
+            for name, jobs, per_request in (
+                    (f"{n} connections at once, 1 row each (/slime)",
+                     [[i] for i in range(n)], True),
+                    ("16 clients at once, 64 rows in one request each (/openrlhf)",
+                     sixteen, False),
+                    ("16 clients at once, 64 rows one a request each, kept alive (/slime)",
+                     sixteen, True)):
+                before = _batch_metric(port)
+                phase = _phase(name, jobs, rows, port, per_request)
+                after = _batch_metric(port)
+                if after:
+                    calls = after["count"] - before.get("count", 0)
+                    phase["scoring_calls"] = int(calls)
+                    phase["mean_batch_rows"] = round(
+                        (after["sum"] - before.get("sum", 0)) / calls, 1) if calls else None
+                answers = phase.pop("answers")
+                phase["wrong"] = sum(abs(v - (totals[i] or 0.0)) > 1e-9
+                                     for i, v in answers.items())
+                phases.append(phase)
+                time.sleep(1.0)
+        finally:
+            report["exit_code"] = stop_server(proc)
+    report["phases"] = phases
+    report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    first = phases[0]
+    report["ratio_to_score_wall"] = round(first["seconds"] / wall, 2)
+    report["ratio_to_score_scoring"] = round(first["seconds"] / own, 2)
+    return report
+
+
+def show_goal(r: dict[str, Any]) -> None:
+    s = r["score"]
+    print(f"{r['config']} config; rewardkit serve "
+          f"{' '.join(r['serve_options']) or '(defaults)'}: {r['cpus']} "
+          f"CPUs, load average {r['load_average']} -> {r['load_average_after']}; server "
+          f"exit {r['exit_code']}")
+    print(f"rewardkit score, {s['rows']} rows in one file: {s['wall_s']} s wall-clock "
+          f"(start-up included), {s['scoring_s']} s scoring")
+    for p in r["phases"]:
+        batches = (f"; {p['scoring_calls']} scoring calls, {p['mean_batch_rows']} rows "
+                   "each on average" if "scoring_calls" in p else "")
+        print(f"{p['phase']}: {p['outcomes']}, {p['rows']} rows answered, {p['wrong']} "
+              f"differ from rewardkit score; {p['seconds']} s, {p['rows_per_s']} rows/s, "
+              f"p50 {p['p50_ms']} ms, p99 {p['p99_ms']} ms{batches}")
+    first = r["phases"][0]
+    met = (first["outcomes"] == {"200": r["goal_rows"]} and first["wrong"] == 0
+           and r["ratio_to_score_wall"] <= 3)
+    print(f"goal ({r['goal_rows']} at once all 200, equal to rewardkit score, within 3x "
+          f"its time): {'met' if met else 'missed'}: {r['ratio_to_score_wall']}x its "
+          f"wall-clock time, {r['ratio_to_score_scoring']}x its scoring time")
+
+
 def main() -> None:
     argv = sys.argv[1:]
     serve_options = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -162,7 +367,17 @@ def main() -> None:
     parser.add_argument("--stack", choices=["rewardkit", "asgi"], default="rewardkit",
                         help="asgi: the same scoring behind uvicorn + Starlette "
                         "(serve_asgi_baseline.py), for comparison")
+    parser.add_argument("--goal", type=int, default=None, metavar="N",
+                        help="measure the micro-batching goal on N rows instead")
+    parser.add_argument("--goal-config", choices=sorted(GOAL_CONFIGS), default="cheap",
+                        help="the config of --goal (process: process-mode rewards)")
     args = parser.parse_args(argv)
+    if args.goal:
+        goal_report = goal(args.goal, serve_options, args.goal_config)
+        show_goal(goal_report)
+        if args.json:
+            Path(args.json).write_text(json.dumps(goal_report, indent=2) + "\n")
+        return
     report: dict[str, Any] = {"stack": args.stack, "serve_options": serve_options,
                               "cpus": os.cpu_count(),
                               "load_average": [round(x, 2) for x in os.getloadavg()],

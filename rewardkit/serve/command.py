@@ -13,6 +13,8 @@ from rewardkit.hookspecs import Subcommands
 
 #: the longest --read-timeout, seconds (a day; beyond, the socket's timer cannot hold it)
 MAX_READ_TIMEOUT = 86_400.0
+#: the longest --batch-wait-ms (a minute: a latency bound, not a schedule)
+MAX_BATCH_WAIT_MS = 60_000.0
 #: the largest --null-reward in magnitude (the fault model's bound on a reward's value)
 MAX_NULL_REWARD = 1e12
 
@@ -26,7 +28,16 @@ def add_serve(subparsers: Subcommands) -> None:
     p.add_argument("--port", type=int, default=8000, help="0: any free port (see --port-file)")
     p.add_argument("--workers", type=int, default=2, help="batches scored at once")
     p.add_argument("--queue", type=int, default=16,
-                   help="requests that may wait for a worker; beyond, 503 with Retry-After")
+                   help="batches (of up to --max-batch-rows rows) that may wait for a "
+                   "worker; a request beyond, 503 with Retry-After")
+    p.add_argument("--batch-wait-ms", type=float, default=10.0,
+                   help="micro-batching: the longest a request waits for other requests' "
+                   "rows to join its batch before a free worker scores it (default 10; "
+                   "0: no wait). At most 60000")
+    p.add_argument("--max-batch-rows", type=int, default=256,
+                   help="micro-batching: a batch this large is scored without waiting; "
+                   "requests join a batch while it stays within this (1: every request "
+                   "scored alone)")
     p.add_argument("--max-body-bytes", type=int, default=16 << 20,
                    help="larger request bodies get 413 (default 16 MiB)")
     p.add_argument("--max-rows", type=int, default=4096,
@@ -36,7 +47,7 @@ def add_serve(subparsers: Subcommands) -> None:
     p.add_argument("--read-timeout", type=float, default=30.0,
                    help="seconds a client may take to send its whole request (headers "
                    "and body, from the connection); then 408. At most 86400")
-    p.add_argument("--max-connections", type=int, default=1024,
+    p.add_argument("--max-connections", type=int, default=4096,
                    help="connections open at once; beyond, 503 at once")
     p.add_argument("--keep-alive", type=float, default=20.0,
                    help="seconds a kept-alive connection may wait for its next request; "
@@ -75,7 +86,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rewardkit.serve.server import ServeOptions, build_server, read_token, run_server
     from rewardkit.serve.shapes import whole_group_needs_of, whole_group_note
 
-    for flag in ("workers", "max_body_bytes", "max_rows", "retry_after", "max_connections"):
+    for flag in ("workers", "max_body_bytes", "max_rows", "retry_after", "max_connections",
+                 "max_batch_rows"):
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
     if args.queue < 0 or not 0 <= args.port <= 65535:
@@ -83,6 +95,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 < args.read_timeout <= MAX_READ_TIMEOUT:  # nan, inf and 1e300 fail here
         raise UsageError(f"--read-timeout must be above 0 and at most {MAX_READ_TIMEOUT:g} "
                          f"seconds, got {args.read_timeout:g}")
+    if not 0 <= args.batch_wait_ms <= MAX_BATCH_WAIT_MS:  # nan fails here
+        raise UsageError(f"--batch-wait-ms must be from 0 to {MAX_BATCH_WAIT_MS:g}, got "
+                         f"{args.batch_wait_ms:g}")
     if not 0 < args.keep_alive <= MAX_READ_TIMEOUT:
         raise UsageError(f"--keep-alive must be above 0 and at most {MAX_READ_TIMEOUT:g} "
                          f"seconds, got {args.keep_alive:g}")
@@ -115,7 +130,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            read_timeout=args.read_timeout,
                            max_connections=args.max_connections,
                            keep_alive=args.keep_alive, end_strings=end_strings,
-                           native_only=args.native_only)
+                           native_only=args.native_only,
+                           batch_wait=args.batch_wait_ms / 1000.0,
+                           max_batch_rows=args.max_batch_rows)
     run_server(build_server(rs, options), args.port_file)
     return EXIT_OK
 

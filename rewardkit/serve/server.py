@@ -1,10 +1,12 @@
 """The HTTP server of ``rewardkit serve``: stdlib :class:`ThreadingHTTPServer`.
 
-One thread per connection reads and checks the request; at most ``workers`` of them score
-at once (each a whole batch, through :meth:`RewardSet.score`: the fault model and the
-executors are the ones ``rewardkit score`` uses), up to ``queue`` more wait for a worker,
-and any request beyond that is refused at once with 503 and ``Retry-After`` (a trainer's
-client retries; nothing piles up in memory). What a request may be:
+One thread per connection reads and checks the request and hands its rows to the
+micro-batcher (:mod:`rewardkit.serve.batching`): the rows of requests that arrive together
+are scored in one :meth:`RewardSet.score` call (the fault model and the executors are the
+ones ``rewardkit score`` uses), at most ``workers`` calls at once, each request answered
+with its own rows' scores; up to ``queue`` batches' worth of rows wait for a worker, and a
+request beyond that is refused at once with 503 and ``Retry-After`` (a trainer's client
+retries; nothing piles up in memory). What a request may be:
 
 - a body over ``max_body_bytes`` gets 413 before it is read; a body with more than
   ``max_rows`` rows, 413 too; no ``Content-Length``, 411; a request (line, headers and
@@ -25,6 +27,7 @@ the batches in progress finish and are answered, then the process exits 0. It bi
 
 from __future__ import annotations
 
+import _thread
 import base64
 import contextlib
 import hmac
@@ -43,6 +46,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from rewardkit.reward_set import RewardSet
 from rewardkit.scoring.rows import render
+from rewardkit.serve.batching import MicroBatcher, ScoringFailed
 from rewardkit.serve.endings import DEFAULT_END_STRINGS
 from rewardkit.serve.metrics import ServeMetrics
 from rewardkit.serve.shapes import (
@@ -114,7 +118,7 @@ class _RequestReader(io.RawIOBase):
             n = self.sock.recv_into(buffer)
         except TimeoutError:
             raise self._expired() from None
-        if n == 0 and self.server.admission.draining:
+        if n == 0 and self.server.batcher.draining:
             raise _ReadStopped(503, "shutting down; retry later")
         return n
 
@@ -157,7 +161,7 @@ class ServeOptions:
     null_reward: float = 0.0
     token: str | None = None
     read_timeout: float = 30.0
-    max_connections: int = 1024
+    max_connections: int = 4096
     #: longer than aiohttp's 15 s (OpenRLHF's and slime's client): the client closes an
     #: idle connection first, so no request is sent on one the server is closing
     keep_alive: float = 20.0
@@ -165,37 +169,10 @@ class ServeOptions:
     end_strings: tuple[str, ...] = DEFAULT_END_STRINGS
     #: serve only POST /score (a config that needs whole groups)
     native_only: bool = False
-
-
-class Admission:
-    """The bounded queue: ``workers`` batches scoring, ``queue`` more waiting, and a
-    refusal beyond; refusals too once draining."""
-
-    def __init__(self, workers: int, queue: int, metrics: ServeMetrics) -> None:
-        self.workers = workers
-        self.queue = queue
-        self.metrics = metrics
-        self.draining = False
-        self._cond = threading.Condition()
-
-    def enter(self) -> bool:
-        """Wait for a worker; False (refuse the request) when the queue is full or the
-        service is draining."""
-        m = self.metrics
-        with self._cond:
-            if self.draining or m.in_flight + m.queued >= self.workers + self.queue:
-                return False
-            m.queued += 1
-            while m.in_flight >= self.workers:
-                self._cond.wait()
-            m.queued -= 1
-            m.in_flight += 1
-            return True
-
-    def leave(self) -> None:
-        with self._cond:
-            self.metrics.in_flight -= 1
-            self._cond.notify()
+    #: micro-batching: the longest a request waits for others to join its batch
+    #: (seconds), and the rows at which a batch goes without waiting
+    batch_wait: float = 0.010
+    max_batch_rows: int = 256
 
 
 def listen_backlog() -> int:
@@ -206,6 +183,29 @@ def listen_backlog() -> int:
         return max(int(Path(SOMAXCONN).read_text().strip()), 128)
     except (OSError, ValueError):
         return 4096
+
+
+def raise_open_files(connections: int) -> str | None:
+    """Raise this process's soft limit of open files (within the hard limit) so that
+    ``connections`` sockets, and the files scoring opens, fit; a warning when the hard
+    limit is lower (a connection beyond it fails at accept instead of a 503)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    wanted = connections + 256
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return None
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    if soft >= wanted:
+        return None
+    return (f"open files are limited to {soft} (ulimit -n), under --max-connections "
+            f"{connections} plus room for scoring: lower --max-connections or raise the "
+            "limit")
 
 
 def _linger_close(sock: socket.socket, seconds: float) -> None:
@@ -225,24 +225,25 @@ def _linger_close(sock: socket.socket, seconds: float) -> None:
 
 
 class RewardServer(ThreadingHTTPServer):
-    """The server: its RewardSet, options, metrics and admission, for the handlers.
-    Request threads are not daemons, so closing the server waits for them (the drain)."""
-
-    daemon_threads = False
-    block_on_close = True
+    """The server: its RewardSet, options, metrics and micro-batcher, for the handlers.
+    Closing the server waits for every connection's thread (the drain)."""
 
     def __init__(self, rs: RewardSet, options: ServeOptions) -> None:
         self.request_queue_size = listen_backlog()
         self.rs = rs
         self.options = options
         self.metrics = ServeMetrics()
-        self.admission = Admission(options.workers, options.queue, self.metrics)
         #: components routed by metadata (``when``), and the keys each reads
         self.routed = routed_components(rs)
         #: why the config needs whole groups (empty: it does not)
         self.whole_groups = whole_group_needs_of(rs)
+        self.batcher = MicroBatcher(rs, self.metrics, workers=options.workers,
+                                    queue=options.queue, max_wait=options.batch_wait,
+                                    max_batch_rows=options.max_batch_rows,
+                                    whole_groups=bool(self.whole_groups))
         self._open = 0
         self._open_lock = threading.Lock()
+        self._all_closed = threading.Condition(self._open_lock)
         #: connections still reading their request (a drain stops them)
         self._reading: set[socket.socket] = set()
         self._reads_closed = False
@@ -260,7 +261,17 @@ class RewardServer(ThreadingHTTPServer):
             threading.Thread(target=self._refuse, args=(request,), daemon=True,
                              name="rewardkit-serve-refuse").start()
             return
-        super().process_request(request, client_address)
+        # a bare thread: threading.Thread.start waits until the new thread runs, and the
+        # stdlib's mixin scans every live thread at each accept (both measured, 2,000
+        # connections at once); the drain waits for the count of open connections instead
+        _thread.start_new_thread(self.process_request_thread, (request, client_address))
+
+    def server_close(self) -> None:
+        """Stop listening, then wait until every connection's thread is done (the drain)."""
+        super().server_close()
+        with self._all_closed:
+            while self._open:
+                self._all_closed.wait()
 
     def _refuse(self, request: socket.socket) -> None:
         try:
@@ -285,6 +296,8 @@ class RewardServer(ThreadingHTTPServer):
             with self._open_lock:
                 self._open -= 1
                 self._reading.discard(request)
+                if not self._open:
+                    self._all_closed.notify_all()
 
     def reading(self, sock: socket.socket, still: bool) -> None:
         """Note that ``sock`` is (``still``) or is no longer reading its request."""
@@ -308,7 +321,7 @@ class RewardServer(ThreadingHTTPServer):
     def drain(self) -> None:
         """Refuse new work, and stop accepting once the loop sees it (from any thread
         but the one running :meth:`serve_forever`)."""
-        self.admission.draining = True
+        self.batcher.drain()
         threading.Thread(target=self._stop, name="rewardkit-serve-drain").start()
 
     def _stop(self) -> None:
@@ -326,6 +339,10 @@ class RewardServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: RewardServer
     server_version = "rewardkit-serve"
+    # the headers and the body go out in two writes: without TCP_NODELAY the body waits
+    # for the client's delayed ACK of the headers (40 ms a request on a kept-alive
+    # connection, measured)
+    disable_nagle_algorithm = True
     # keep-alive: a drain closes the idle connections (their reads are shut), see _stop
     protocol_version = "HTTP/1.1"
 
@@ -367,7 +384,7 @@ class _Handler(BaseHTTPRequestHandler):
         data = body if isinstance(body, bytes) else render(body)
         self.server.reading(self.connection, False)
         self.connection.settimeout(self.server.options.read_timeout)  # a client not reading
-        if self.server.admission.draining:
+        if self.server.batcher.draining:
             self.close_connection = True
         self.send_response(code)
         self.send_header("Content-Type", content_type)
@@ -392,7 +409,7 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.perf_counter()
         path = urlsplit(self.path).path
         if path == "/health":
-            draining = self.server.admission.draining
+            draining = self.server.batcher.draining
             m = self.server.metrics
             code = 503 if draining else 200
             self._send(code, {"status": "draining" if draining else "ok",
@@ -470,21 +487,16 @@ class _Handler(BaseHTTPRequestHandler):
         if batch.size > opts.max_rows:
             return self._error(413, f"{batch.size} rows is over the limit of "
                                f"{opts.max_rows} (--max-rows); send smaller batches")
-        admission = self.server.admission
-        if not admission.enter():
-            why = "shutting down" if admission.draining else "busy: the queue is full"
+        entry = self.server.batcher.submit(batch.rows, batch.step) if batch.rows else None
+        if batch.rows and entry is None:
+            why = "shutting down" if self.server.batcher.draining else \
+                "busy: the queue is full"
             return self._error(503, f"{why}; retry later",
                                {"Retry-After": str(opts.retry_after)})
         try:
-            result = self.server.rs.score(batch.rows, step=batch.step) if batch.rows \
-                else None
-        except (Exception, KeyboardInterrupt) as exc:  # a bug, not a reward fault: say so,
-            # stay up (no Ctrl-C reaches a request thread: a KeyboardInterrupt is a raise)
-            print(f"rewardkit serve: scoring failed: {type(exc).__name__}: {exc}",
-                  file=sys.stderr, flush=True)
-            return self._error(500, f"scoring failed: {type(exc).__name__}: {exc}")
-        finally:
-            admission.leave()
+            result = entry.wait() if entry is not None else None
+        except ScoringFailed as exc:
+            return self._error(500, f"scoring failed: {exc}")
         self.server.metrics.scored(result.metrics if result is not None else None,
                                    unmatched=len(batch.unmatched))
         self._send(200, answer(batch, result, opts.null_reward))
@@ -554,14 +566,19 @@ def run_server(server: RewardServer, port_file: str | None = None) -> None:
         server.drain()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    files_note = raise_open_files(server.options.max_connections)
+    if files_note:
+        print(f"rewardkit serve: warning: {files_note}", file=sys.stderr, flush=True)
     host, port = server.server_address[:2]
     if port_file:
         tmp = Path(f"{port_file}.tmp")
         tmp.write_text(f"{port}\n", encoding="utf-8")
         tmp.replace(port_file)
+    opts = server.options
     print(f"rewardkit serve: http://{host!s}:{port} (POST /score /openrlhf /slime, "
-          f"GET /health /metrics; {server.options.workers} worker(s), queue "
-          f"{server.options.queue})", file=sys.stderr, flush=True)
+          f"GET /health /metrics; {opts.workers} worker(s), queue {opts.queue}; batches "
+          f"of up to {opts.max_batch_rows} rows, waiting at most "
+          f"{opts.batch_wait * 1000:g} ms)", file=sys.stderr, flush=True)
     print(f"rewardkit serve: stripped from the end of responses on /openrlhf and /slime: "
           f"{' '.join(server.options.end_strings) or 'nothing (--no-strip)'}",
           file=sys.stderr, flush=True)
@@ -572,7 +589,7 @@ def run_server(server: RewardServer, port_file: str | None = None) -> None:
     try:
         server.serve_forever(poll_interval=0.1)
     finally:
-        server.server_close()  # joins the request threads: the drain
+        server.server_close()  # waits for the connections' threads: the drain
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print("rewardkit serve: stopped", file=sys.stderr, flush=True)

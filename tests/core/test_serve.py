@@ -285,8 +285,10 @@ def _wait_for(url: str, key: str, value: int) -> None:
 
 
 def test_back_pressure_503_with_retry_after_when_the_queue_is_full(tmp_path: Path):
+    # --max-batch-rows 1: each request a batch of its own (else the third request's row
+    # would join the second's batch); the queue then holds one waiting request
     srv = start(tmp_path, SLOW_CONFIG, "--workers", "1", "--queue", "1",
-                "--retry-after", "3")
+                "--retry-after", "3", "--max-batch-rows", "1")
     try:
         slow = {"samples": [{"completion": "slow"}]}
         first, first_answer = _in_background(f"{srv.url}/score", slow)
@@ -1076,3 +1078,177 @@ def test_slimes_pooled_client_scores_a_burst_over_kept_alive_connections(tmp_pat
     assert alone[0] == 200
     assert answers == [(200, json.loads(alone[2]))] * 256
     assert 1 <= len(opened) <= 64, f"{len(opened)} connections for 256 requests"
+
+
+# --- issue 39 #2: micro-batching across requests ---
+
+LENGTH_CONFIG = "rewards:\n  length: {reward: good}\n"
+
+
+def _metrics(url: str) -> dict[str, float]:
+    code, _, body = request(f"{url}/metrics")
+    assert code == 200
+    found = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            found[name] = float(value)
+    return found
+
+
+def _all_at_once(calls: list[tuple[str, Any]]) -> list[tuple[int, Any]]:
+    """Each (url, body) posted from its own thread, all released together; the answers
+    in the order of ``calls``."""
+    answers: list[tuple[int, Any]] = [(0, None)] * len(calls)
+    gate = threading.Barrier(len(calls))
+
+    def post(i: int) -> None:
+        gate.wait()
+        code, _, body = request(*calls[i])
+        answers[i] = (code, json.loads(body))
+
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=REQUEST_TIMEOUT * 2)
+    return answers
+
+
+def test_rows_of_concurrent_requests_are_scored_in_one_call_each_answered_its_own(
+        tmp_path: Path):
+    """Six one-sample slime requests and two native requests of three rows, posted at
+    once, are scored in one RewardSet.score call (the batch-size histogram shows one call
+    of 12 rows: --max-batch-rows 12 sends the batch the moment the 12th row arrives, the
+    long --batch-wait-ms never passes), and each answer holds exactly its own rows' scores
+    in its own order (the reward is the completion's length, so a row answered to the
+    wrong request or out of order shows)."""
+    srv = start(tmp_path, LENGTH_CONFIG, "--max-batch-rows", "12", "--batch-wait-ms",
+                "60000")
+    try:
+        slime = [(f"{srv.url}/slime", {"prompt": "q", "response": "x" * n})
+                 for n in (1, 2, 3, 4, 5, 6)]
+        native = [(f"{srv.url}/score", {"samples": [{"completion": "y" * n}
+                                                    for n in lengths]})
+                  for lengths in ((9, 7, 8), (10, 1, 3))]
+        answers = _all_at_once(slime + native)
+        assert [code for code, _ in answers] == [200] * 8, answers
+        assert [body for _, body in answers[:6]] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        assert answers[6][1]["rewards"] == [9.0, 7.0, 8.0]
+        assert answers[7][1]["rewards"] == [10.0, 1.0, 3.0]
+        assert [r["components"]["length"]["status"] for r in answers[7][1]["rows"]] == \
+            ["ok"] * 3
+        metrics = _metrics(srv.url)
+        assert metrics["rewardkit_serve_batch_rows_count"] == 1
+        assert metrics["rewardkit_serve_batch_rows_sum"] == 12
+        assert metrics["rewardkit_serve_batch_requests_total"] == 8
+        assert metrics['rewardkit_serve_batch_rows_bucket{le="8"}'] == 0
+        assert metrics['rewardkit_serve_batch_rows_bucket{le="16"}'] == 1
+        assert metrics["rewardkit_serve_rows_total"] == 12
+    finally:
+        assert srv.stop() == 0
+
+
+def test_a_lone_request_waits_at_most_the_batch_wait(tmp_path: Path):
+    """Nothing else arrives: the request's batch goes to a worker once --batch-wait-ms
+    has passed (1.5 s here), not when --max-batch-rows would fill; it is answered then."""
+    srv = start(tmp_path, LENGTH_CONFIG, "--batch-wait-ms", "1500")
+    try:
+        started = time.monotonic()
+        code, _, body = request(f"{srv.url}/slime", {"prompt": "q", "response": "abc"})
+        elapsed = time.monotonic() - started
+        assert code == 200 and json.loads(body) == 3.0
+        assert 1.4 <= elapsed < 1.5 + 15, elapsed  # the bound, with room for a slow box
+        assert _metrics(srv.url)["rewardkit_serve_batch_rows_count"] == 1
+    finally:
+        assert srv.stop() == 0
+
+
+DYING_CONFIG = """
+on_error: "null"
+rewards:
+  dies: {reward: dies}
+"""
+
+INTERRUPT_CONFIG = "rewards:\n  interrupt: {reward: raises_interrupt}\n"
+
+
+def test_a_failing_row_of_one_request_costs_another_request_nothing(tmp_path: Path):
+    """Twenty rows that kill their worker trip the executor's breaker, which gives up the
+    rest of its call; scored in one batch with them, another request's rows would be
+    given up too. The batch's first request is the dying one (sent first, the other
+    after /health shows it waiting); the other request is answered with its own rows
+    scored, and the dying rows get their own statuses."""
+    srv = start(tmp_path, DYING_CONFIG, "--max-batch-rows", "23", "--batch-wait-ms",
+                "60000")
+    try:
+        dying, answers = _in_background(
+            f"{srv.url}/score", {"samples": [{"completion": "die"}] * 20})
+        _wait_for(srv.url, "queued", 1)
+        code, _, body = request(f"{srv.url}/score",
+                                {"samples": [{"completion": f"fine {i}"} for i in range(3)]})
+        assert code == 200, body
+        fine = json.loads(body)
+        assert fine["rewards"] == [1.0, 1.0, 1.0], fine
+        assert {r["components"]["dies"]["status"] for r in fine["rows"]} == {"ok"}
+        dying.join(timeout=REQUEST_TIMEOUT * 2)
+        (code, _, body), = answers
+        assert code == 200, body
+        got = json.loads(body)
+        assert got["rewards"] == [None] * 20
+        assert {r["components"]["dies"]["status"] for r in got["rows"]} == {"error"}
+    finally:
+        assert srv.stop() == 0
+
+
+def test_a_request_whose_scoring_fails_does_not_fail_its_batch_mates(tmp_path: Path):
+    """A reward raising KeyboardInterrupt fails the whole RewardSet.score call (a 500: the
+    fault model leaves it to the caller). In a batch with another request, the batch is
+    scored again request by request: the failing one gets its 500, the other its 200."""
+    srv = start(tmp_path, INTERRUPT_CONFIG, "--max-batch-rows", "2", "--batch-wait-ms",
+                "60000")
+    try:
+        answers = _all_at_once([
+            (f"{srv.url}/slime", {"prompt": "q", "response": "interrupt"}),
+            (f"{srv.url}/slime", {"prompt": "q", "response": "fine"})])
+        assert answers[0][0] == 500 and "KeyboardInterrupt" in answers[0][1]["error"]
+        assert answers[1] == (200, 1.0)
+        assert _metrics(srv.url)["rewardkit_serve_batch_rows_count"] == 3  # 1 + 2 alone
+    finally:
+        assert srv.stop() == 0
+
+
+def test_a_group_sent_over_several_requests_is_scored_whole_when_it_carries_its_id(
+        tmp_path: Path):
+    """Under normalize_then_sum (served --native-only) a row is standardised within its
+    group. Two one-row requests carrying the same group id, posted together, are
+    gathered into one group: the better row is paid above the worse. Two one-row
+    requests of the same prompt without ids are two groups, as when each was scored
+    alone (a group of one: 0.0 each), and are not merged."""
+    srv = start(tmp_path, GROUP_CONFIG, "--native-only", "--max-batch-rows", "2",
+                "--batch-wait-ms", "3000")
+    try:
+        with_ids = [(f"{srv.url}/score", {"samples": [{"prompt": "q", "completion": c,
+                                                       "group": "g1"}]})
+                    for c in (GOOD, "no layout")]
+        (code_a, high), (code_b, low) = _all_at_once(with_ids)
+        assert (code_a, code_b) == (200, 200)
+        assert high["rewards"][0] > 0 > low["rewards"][0]
+        assert _metrics(srv.url)["rewardkit_serve_batch_rows_count"] == 1
+        without = [(f"{srv.url}/score", {"samples": [{"prompt": "q", "completion": c}]})
+                   for c in (GOOD, "no layout")]
+        answers = _all_at_once(without)
+        assert [(code, body["rewards"]) for code, body in answers] == \
+            [(200, [0.0]), (200, [0.0])]
+        metrics = _metrics(srv.url)
+        assert metrics["rewardkit_serve_batch_rows_count"] == 3
+        assert metrics["rewardkit_serve_batch_rows_sum"] == 4
+    finally:
+        assert srv.stop() == 0
+
+
+def test_micro_batching_options_are_bounded(tmp_path: Path):
+    for args in (("--batch-wait-ms", "-1"), ("--batch-wait-ms", "nan"),
+                 ("--batch-wait-ms", "60001"), ("--max-batch-rows", "0")):
+        err = _serve_refused(tmp_path, *args)
+        assert args[0] in err, err

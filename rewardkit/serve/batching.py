@@ -1,0 +1,245 @@
+"""Micro-batching across requests for ``rewardkit serve``.
+
+A trainer that posts one sample per request (OpenRLHF >= 0.10.2, slime) sends hundreds
+of requests at the same moment. Scored one :meth:`RewardSet.score` call each, every row
+pays the call's own cost (the worker pool's round trip in process mode) and each request
+holds a place in the bounded queue, so a burst was refused with 503 long before the
+machine was busy. Here a request's rows join the rows still waiting, and a free worker
+scores all of them in one call:
+
+- a batch is handed to a worker once it holds ``max_batch_rows`` rows, or once its
+  oldest request has waited ``max_wait`` seconds (the latency bound of a lone request),
+  whichever comes first; while every worker is busy, the rows that arrive meanwhile
+  gather into the next batch. A request with more rows than ``max_batch_rows`` is a batch
+  of its own (never split);
+- rows join only rows of the same step;
+- under a config that needs whole groups (``normalize_then_sum``, group rewards), a
+  request's rows join another request's rows of the same group only when both carry that
+  group's id (``group``): two requests of the same prompt without ids are two groups, as
+  they were when each was scored alone; rows that carry a group's id are scored with the
+  other rows of that id waiting then (the group is gathered from separate requests);
+- each request gets its own rows' scores, in order (the batch's result cut back into
+  the requests' parts);
+- one request cannot cost another its scores: when a batch of several requests ends with
+  rows given up by the executor's breaker (a call stops trying a reward whose workers
+  keep dying: those rows may be another request's) or with a failure of the call itself
+  (a bug: 500), each request it touched is scored again on its own, as it would have been
+  without batching.
+
+Admission: at most ``queue`` batches' worth of rows (``queue * max_batch_rows``) wait for
+a worker; a request beyond that (unless nothing waits) or during a drain is refused (the
+caller answers 503 with ``Retry-After``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from rewardkit.execution.executor import Outcome
+from rewardkit.reward_set import RewardSet, ScoreResult
+from rewardkit.serve.metrics import ServeMetrics
+from rewardkit.types import Sample, group_key
+
+#: how the breaker's Score of a row it did not try begins (:meth:`Breaker.given_up`)
+GIVEN_UP = "not run: the reward failed on"
+
+
+class ScoringFailed(Exception):
+    """The :meth:`RewardSet.score` call of a request's rows raised (a bug, not a reward's
+    fault: those are statuses); ``cause`` is what it raised."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+
+
+class Entry:
+    """One request's rows, waiting to be scored, then its part of the batch's result."""
+
+    __slots__ = ("arrived", "done", "error", "groups", "result", "rows", "step")
+
+    def __init__(self, rows: list[dict[str, Any]], step: int,
+                 groups: dict[Hashable, bool] | None) -> None:
+        self.rows = rows
+        self.step = step
+        #: under a config needing whole groups: each group key of the rows, and whether
+        #: the client named it (a ``group`` id) rather than it coming from the prompt
+        self.groups = groups
+        self.arrived = time.monotonic()
+        self.done = threading.Event()
+        self.result: ScoreResult | None = None
+        self.error: ScoringFailed | None = None
+
+    def wait(self) -> ScoreResult:
+        """Block until scored: this request's result, or :class:`ScoringFailed`."""
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+def part_of(result: ScoreResult, start: int, end: int) -> ScoreResult:
+    """Rows ``start:end`` of ``result``, as if they had been scored alone (totals,
+    components, statuses; the metrics are computed from these rows; the call's latencies
+    are kept whole)."""
+    outcomes = {}
+    for name, out in result.outcomes.items():
+        part = Outcome(end - start)
+        part.values = out.values[start:end]
+        part.scores = {i - start: s for i, s in out.scores.items() if start <= i < end}
+        part.latencies = out.latencies
+        part.latency_per_sample = out.latency_per_sample
+        part.sample_seconds = {i - start: v for i, v in out.sample_seconds.items()
+                               if start <= i < end}
+        outcomes[name] = part
+    normalized = {name: result.normalized(name)[start:end] for name in result.outcomes}
+    return ScoreResult(result.step, result.samples[start:end], result.totals[start:end],
+                       outcomes, result.weights, result.aggregate, normalized,
+                       turn_metrics=result.turn_metrics, per_turn=result.per_turn,
+                       fallbacks=result.fallbacks)
+
+
+def _given_up_rows(result: ScoreResult, start: int, end: int) -> bool:
+    """Whether a row in ``start:end`` was given up by the executor's breaker."""
+    return any(start <= i < end and score.reason.startswith(GIVEN_UP)
+               for out in result.outcomes.values() for i, score in out.scores.items())
+
+
+class MicroBatcher:
+    """Gathers the rows of concurrent requests into batches and scores each batch in one
+    :meth:`RewardSet.score` call on one of ``workers`` threads (see the module)."""
+
+    def __init__(self, rs: RewardSet, metrics: ServeMetrics, *, workers: int, queue: int,
+                 max_wait: float, max_batch_rows: int, whole_groups: bool) -> None:
+        self.rs = rs
+        self.metrics = metrics
+        self.workers = workers
+        self.max_wait = max_wait
+        self.max_batch_rows = max_batch_rows
+        #: rows that may wait for a worker (beyond, unless nothing waits: refused)
+        self.capacity = queue * max_batch_rows
+        self.whole_groups = whole_groups
+        self.draining = False
+        self._cond = threading.Condition()
+        self._pending: list[Entry] = []
+        self._pending_rows = 0
+        self._idle = workers
+        threading.Thread(target=self._dispatch, daemon=True,
+                         name="rewardkit-serve-batcher").start()
+
+    def submit(self, rows: list[dict[str, Any]], step: int) -> Entry | None:
+        """Queue a request's rows; None: refused (the queue is full, or draining)."""
+        groups: dict[Hashable, bool] | None = None
+        if self.whole_groups:
+            groups = {}
+            for row in rows:
+                key = group_key(Sample.from_dict(row))
+                groups[key] = groups.get(key, True) and row.get("group") is not None
+        entry = Entry(rows, step, groups)
+        with self._cond:
+            if self.draining or (self._pending and
+                                 self._pending_rows + len(rows) > self.capacity):
+                return None
+            self._pending.append(entry)
+            self._pending_rows += len(rows)
+            self.metrics.queued += 1
+            self._cond.notify_all()
+        return entry
+
+    def drain(self) -> None:
+        """Refuse new requests; what waits is scored without waiting for more."""
+        with self._cond:
+            self.draining = True
+            self._cond.notify_all()
+
+    # the dispatcher: one thread forms the batches, a thread per batch scores it
+
+    def _dispatch(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._pending and self._idle):
+                    self._cond.wait()
+                while not self.draining:
+                    first = self._pending[0]
+                    left = first.arrived + self.max_wait - time.monotonic()
+                    if left <= 0 or self._pending_rows >= self.max_batch_rows:
+                        break
+                    self._cond.wait(left)
+                batch = self._take()
+                self._idle -= 1
+                taken = len(batch)
+                self._pending_rows -= sum(len(e.rows) for e in batch)
+                self.metrics.queued -= taken
+                self.metrics.in_flight += taken
+            threading.Thread(target=self._score, args=(batch,), daemon=True,
+                             name="rewardkit-serve-batch").start()
+
+    def _take(self) -> list[Entry]:
+        """The next batch (taken out of the pending requests): the oldest request, then
+        the others of its step in arrival order while the rows fit, and the requests
+        holding a group id the batch holds (a group is not cut)."""
+        first = self._pending[0]
+        batch, rest = [first], []
+        rows = len(first.rows)
+        keys: dict[Hashable, bool] = dict(first.groups or {})
+        for entry in self._pending[1:]:
+            fits = entry.step == first.step and rows + len(entry.rows) <= self.max_batch_rows
+            if entry.groups is not None and entry.step == first.step:
+                shared = [k for k in entry.groups if k in keys]
+                if any(not (keys[k] and entry.groups[k]) for k in shared):
+                    fits = False  # the same prompt without ids: another group
+                elif shared:
+                    fits = True  # the rest of a group the batch holds
+            if fits:
+                batch.append(entry)
+                rows += len(entry.rows)
+                keys.update(entry.groups or {})
+            else:
+                rest.append(entry)
+        self._pending = rest
+        return batch
+
+    def _score(self, batch: list[Entry]) -> None:
+        try:
+            self._score_batch(batch)
+        finally:
+            with self._cond:
+                self._idle += 1
+                self.metrics.in_flight -= len(batch)
+                self._cond.notify_all()
+            for entry in batch:
+                entry.done.set()
+
+    def _score_batch(self, batch: list[Entry]) -> None:
+        step = batch[0].step
+        rows = [row for entry in batch for row in entry.rows]
+        result, error = self._call(rows, step)
+        self.metrics.batch(len(rows), len(batch))
+        start = 0
+        for entry in batch:
+            end = start + len(entry.rows)
+            alone = len(batch) > 1 and (result is None or _given_up_rows(result, start, end))
+            if alone:  # another request's rows may have cost it: score it on its own
+                own, own_error = self._call(entry.rows, step)
+                self.metrics.batch(len(entry.rows), 1)
+                entry.result, entry.error = own, own_error
+            elif result is not None:
+                entry.result = part_of(result, start, end)
+            else:
+                entry.error = error
+            start = end
+
+    def _call(self, rows: Sequence[dict[str, Any]], step: int
+              ) -> tuple[ScoreResult | None, ScoringFailed | None]:
+        try:
+            return self.rs.score(rows, step=step), None
+        except (Exception, KeyboardInterrupt) as exc:  # a bug, not a reward fault: say so,
+            # stay up (no Ctrl-C reaches this thread: a KeyboardInterrupt is a raise)
+            print(f"rewardkit serve: scoring failed: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+            return None, ScoringFailed(exc)
