@@ -6,10 +6,13 @@ counterpart is refused by name (exit 2, nothing written)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from rewardkit.cli import EXIT_OK, err, out
+import yaml
+
+from rewardkit.cli import EXIT_OK, err
 from rewardkit.hookspecs import Subcommands
 
 
@@ -42,8 +45,6 @@ def _need_format(parser: argparse.ArgumentParser) -> int:
 
 
 def cmd_import_openai_graders(args: argparse.Namespace) -> int:
-    import yaml
-
     from rewardkit.config import parse_config
     from rewardkit.importers.openai_graders import READ_FROM, import_graders, read_grader_file
 
@@ -56,16 +57,29 @@ def cmd_import_openai_graders(args: argparse.Namespace) -> int:
               f"# (grader fields as in {READ_FROM});",
               "# see docs/migrate-from-openai-graders.md"]
     header += [f"# note: {n}" for n in notes]
-    text = "\n".join(header) + "\n" + yaml.safe_dump(config, sort_keys=False,
-                                                     allow_unicode=True, width=88)
+    text = "\n".join(header) + "\n" + yaml.dump(config, Dumper=_BlockDumper, sort_keys=False,
+                                                 allow_unicode=True, width=88)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         err.print(f"wrote {args.out}: {_summary(config)}", markup=False)
     else:
-        out.print(text, end="", markup=False, soft_wrap=True)
+        sys.stdout.write(text)
     for note in notes:
         err.print(f"note: {note}", markup=False)
     return EXIT_OK
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Safe YAML with multi-line strings (a python grader's source, a judge's template) as
+    literal blocks, readable and editable."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _text)
 
 
 def _summary(config: dict[str, Any]) -> str:
