@@ -35,7 +35,7 @@ def score(name: str, completion: str, reference: object = REFS, **params: object
                                reference=reference, metadata={"source": SRC}))
 
 
-@pytest.mark.parametrize("name", ["bleu", "chrf", "ter", "rouge", "fuzzy_match"])
+@pytest.mark.parametrize("name", ["bleu", "chrf", "ter", "rouge", "gleu", "fuzzy_match"])
 def test_without_the_guards_the_hack_cases_fail(name: str, tmp_path: Path) -> None:
     """The hack cases are failing cases first: with every guard off, the metric alone pays
     some of them (expected 0)."""
@@ -48,7 +48,7 @@ def test_without_the_guards_the_hack_cases_fail(name: str, tmp_path: Path) -> No
     assert any(n.startswith("hack:") for n in failed), failed
 
 
-@pytest.mark.parametrize("name", ["bleu", "chrf", "rouge", "fuzzy_match"])
+@pytest.mark.parametrize("name", ["bleu", "chrf", "rouge", "gleu", "fuzzy_match"])
 def test_without_the_guards_a_hack_beats_the_bad_honest_translation(name: str) -> None:
     """The prompt echoed before the answer: the metric alone pays it more than a bad but
     honest translation (TER does not, on this sentence: docs/plugins/textmetrics.md)."""
