@@ -356,3 +356,30 @@ def test_an_environments_get_reward_keeps_weight_1_beside_scheduled_components(t
 
 def arrow_safe(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**row, "files": json.dumps(row["files"])} for row in rows]
+
+
+def test_dry_run_shows_the_environments_tools(tmp_path, capsys):
+    from rewardkit_trainers.cli import run as cli_run
+
+    assert cli_run("train", [str(EXAMPLE), "--dry-run", "--json",
+                             "--output-dir", str(tmp_path / "out")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["environment_factory"] == "agent_workspace_env:NotesEnv"
+    assert [t["name"] for t in shown["environment_tools"]] == ["read_file", "write_file"]
+    assert shown["environment_tools"][1]["parameters"]["required"] == ["path", "content"]
+    assert "environment_factory" not in shown["grpo_config"]
+
+
+def test_an_allowed_root_naming_an_unset_variable_is_an_error_naming_it(tmp_path,
+                                                                       monkeypatch):
+    from rewardkit_workspace.reward import WorkspaceCriteria
+
+    monkeypatch.delenv(WORKSPACES_ENV, raising=False)
+    (tmp_path / "a.txt").write_text("1")
+    reward = WorkspaceCriteria({"allowed_roots": ["$" + WORKSPACES_ENV], "criteria": [
+        {"type": "file_exists", "path": "a.txt"}]})
+    score = reward.grade(Sample("", "", metadata={"workspace": str(tmp_path)}))
+    assert score.status.value == "error" and "not set" in score.reason
+    assert WORKSPACES_ENV in score.reason
+    monkeypatch.setenv(WORKSPACES_ENV, str(tmp_path.parent))
+    assert reward.grade(Sample("", "", metadata={"workspace": str(tmp_path)})).value == 1.0

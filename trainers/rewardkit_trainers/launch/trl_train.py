@@ -532,7 +532,13 @@ def _describe_tools(prep: dict[str, Any]) -> dict[str, Any]:
     from rewardkit_trainers.rewards.trl import tool_schemas
 
     out: dict[str, Any] = {"tools": [s.get("function", s) for s in tool_schemas(prep["tools"])]}
-    if not prep["tools"] and any("tools" in row for row in prep["rows"]):
+    if prep.get("environment") is not None:  # each rollout's environment: its methods
+        from rewardkit_trainers.environments import environment_tools
+
+        out["environment_tools"] = [s.get("function", s) for s in tool_schemas(
+            environment_tools(prep["environment"]))]
+    if not prep["tools"] and prep.get("environment") is None and \
+            any("tools" in row for row in prep["rows"]):
         out["tools_note"] = (
             "the dataset has a tools column, which reaches the rewards, but GRPOTrainer "
             "gets no tools: TRL renders none into the prompt and runs no call; name the "
