@@ -10,8 +10,11 @@ score``. The modules, one concern each:
 - :mod:`~rewardkit.serve.endings`: the end-of-sequence and pad strings stripped from the
   trainers' responses;
 - :mod:`~rewardkit.serve.metrics`: the counters ``GET /metrics`` prints (Prometheus text);
-- :mod:`~rewardkit.serve.server`: the HTTP server: admission (bounded queue, 503 with
-  ``Retry-After``), request size (413), the token, keep-alive, graceful shutdown on SIGTERM.
+- :mod:`~rewardkit.serve.batching`: micro-batching: the rows of requests that arrive
+  together scored in one call, each request answered its own; the bounded queue (503
+  with ``Retry-After`` beyond it);
+- :mod:`~rewardkit.serve.server`: the HTTP server: request size (413), the token,
+  keep-alive, graceful shutdown on SIGTERM.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ class ScoringFailed(Exception):
 class Entry:
     """One request's rows, waiting to be scored, then its part of the batch's result."""
 
-    __slots__ = ("arrived", "done", "error", "groups", "result", "rows", "step")
+    __slots__ = ("arrived", "done", "error", "groups", "lead", "result", "rows", "step")
 
     def __init__(self, rows: list[dict[str, Any]], step: int,
                  groups: dict[Hashable, bool] | None) -> None:
@@ -73,10 +73,11 @@ class Entry:
         self.done = threading.Event()
         self.result: ScoreResult | None = None
         self.error: ScoringFailed | None = None
+        #: this request's thread is to lead the next batch (its ``done`` is set to wake it)
+        self.lead = False
 
     def wait(self) -> ScoreResult:
-        """Block until scored: this request's result, or :class:`ScoringFailed`."""
-        self.done.wait()
+        """This request's result once scored, or :class:`ScoringFailed`."""
         if self.error is not None:
             raise self.error
         assert self.result is not None
@@ -112,7 +113,15 @@ def _given_up_rows(result: ScoreResult, start: int, end: int) -> bool:
 
 class MicroBatcher:
     """Gathers the rows of concurrent requests into batches and scores each batch in one
-    :meth:`RewardSet.score` call on one of ``workers`` threads (see the module)."""
+    :meth:`RewardSet.score` call, at most ``workers`` calls at once (see the module).
+
+    No thread of its own: the request threads take turns. A request that arrives while a
+    worker is free and no batch is gathering leads the next batch: it waits out the
+    window (``max_wait`` from the oldest request, or until ``max_batch_rows`` rows
+    wait), takes the batch, scores it in its own thread and hands each other request its
+    part. The others wait for their part; when a worker frees up with requests still
+    waiting, the oldest of them is woken to lead. So a request's rows change hands once
+    (to the thread that scores them), not through a dispatcher and a pool."""
 
     def __init__(self, rs: RewardSet, metrics: ServeMetrics, *, workers: int, queue: int,
                  max_wait: float, max_batch_rows: int, whole_groups: bool) -> None:
@@ -125,15 +134,18 @@ class MicroBatcher:
         self.capacity = queue * max_batch_rows
         self.whole_groups = whole_groups
         self.draining = False
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        #: the leader gathering a batch waits on this (woken early by a full batch)
+        self._gathering = threading.Condition(self._lock)
         self._pending: list[Entry] = []
         self._pending_rows = 0
         self._idle = workers
-        threading.Thread(target=self._dispatch, daemon=True,
-                         name="rewardkit-serve-batcher").start()
+        #: a request leads (or has been woken to lead) the batch now gathering
+        self._leading = False
 
     def submit(self, rows: list[dict[str, Any]], step: int) -> Entry | None:
-        """Queue a request's rows; None: refused (the queue is full, or draining)."""
+        """Queue a request's rows; None: refused (the queue is full, or draining). Then
+        :meth:`result` (in the same thread) scores them, or waits for them to be."""
         groups: dict[Hashable, bool] | None = None
         if self.whole_groups:
             groups = {}
@@ -141,43 +153,73 @@ class MicroBatcher:
                 key = group_key(Sample.from_dict(row))
                 groups[key] = groups.get(key, True) and row.get("group") is not None
         entry = Entry(rows, step, groups)
-        with self._cond:
+        with self._lock:
             if self.draining or (self._pending and
                                  self._pending_rows + len(rows) > self.capacity):
                 return None
             self._pending.append(entry)
             self._pending_rows += len(rows)
             self.metrics.queued += 1
-            self._cond.notify_all()
+            if not self._leading and self._idle:
+                self._leading = True  # the queue was empty: this request leads
+                entry.lead = True
+            elif self._pending_rows >= self.max_batch_rows:
+                self._gathering.notify()
         return entry
+
+    def result(self, entry: Entry) -> ScoreResult:
+        """This request's result: its rows scored (by this thread when it leads a batch,
+        else by the leader of theirs); :class:`ScoringFailed` when the call failed."""
+        while True:
+            if entry.lead:
+                entry.lead = False
+                self._lead()
+            entry.done.wait()
+            if entry.lead and entry.result is None and entry.error is None:
+                entry.done.clear()
+                continue
+            return entry.wait()
 
     def drain(self) -> None:
         """Refuse new requests; what waits is scored without waiting for more."""
-        with self._cond:
+        with self._lock:
             self.draining = True
-            self._cond.notify_all()
+            self._gathering.notify_all()
 
-    # the dispatcher: one thread forms the batches, a thread per batch scores it
+    def _lead(self) -> None:
+        """Gather a batch (this thread's request is the oldest waiting), score it, hand
+        out the parts, and wake the next leader if requests still wait."""
+        with self._lock:
+            while not self.draining:
+                left = self._pending[0].arrived + self.max_wait - time.monotonic()
+                if left <= 0 or self._pending_rows >= self.max_batch_rows:
+                    break
+                self._gathering.wait(left)
+            batch = self._take()
+            self._idle -= 1
+            self._pending_rows -= sum(len(e.rows) for e in batch)
+            self.metrics.queued -= len(batch)
+            self.metrics.in_flight += len(batch)
+            self._leading = False
+            self._next_leader()
+        try:
+            self._score_batch(batch)
+        finally:
+            with self._lock:
+                self._idle += 1
+                self.metrics.in_flight -= len(batch)
+                self._next_leader()
+            for entry in batch:
+                entry.done.set()
 
-    def _dispatch(self) -> None:
-        while True:
-            with self._cond:
-                while not (self._pending and self._idle):
-                    self._cond.wait()
-                while not self.draining:
-                    first = self._pending[0]
-                    left = first.arrived + self.max_wait - time.monotonic()
-                    if left <= 0 or self._pending_rows >= self.max_batch_rows:
-                        break
-                    self._cond.wait(left)
-                batch = self._take()
-                self._idle -= 1
-                taken = len(batch)
-                self._pending_rows -= sum(len(e.rows) for e in batch)
-                self.metrics.queued -= taken
-                self.metrics.in_flight += taken
-            threading.Thread(target=self._score, args=(batch,), daemon=True,
-                             name="rewardkit-serve-batch").start()
+    def _next_leader(self) -> None:
+        """With the lock held: wake the oldest waiting request to lead the next batch,
+        if requests wait, a worker is free and no batch is gathering."""
+        if self._pending and self._idle and not self._leading:
+            self._leading = True
+            first = self._pending[0]
+            first.lead = True
+            first.done.set()
 
     def _take(self) -> list[Entry]:
         """The next batch (taken out of the pending requests): the oldest request, then
@@ -203,17 +245,6 @@ class MicroBatcher:
                 rest.append(entry)
         self._pending = rest
         return batch
-
-    def _score(self, batch: list[Entry]) -> None:
-        try:
-            self._score_batch(batch)
-        finally:
-            with self._cond:
-                self._idle += 1
-                self.metrics.in_flight -= len(batch)
-                self._cond.notify_all()
-            for entry in batch:
-                entry.done.set()
 
     def _score_batch(self, batch: list[Entry]) -> None:
         step = batch[0].step

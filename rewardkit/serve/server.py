@@ -494,7 +494,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(503, f"{why}; retry later",
                                {"Retry-After": str(opts.retry_after)})
         try:
-            result = entry.wait() if entry is not None else None
+            result = self.server.batcher.result(entry) if entry is not None else None
         except ScoringFailed as exc:
             return self._error(500, f"scoring failed: {exc}")
         self.server.metrics.scored(result.metrics if result is not None else None,
