@@ -5,8 +5,9 @@ sympy can run for minutes or eat memory on inputs a policy will produce (``10^{1
 ``\\binom{10000000}{5000000}`` or ``\\sum_{k=1}^{2019} k!``); these linear checks refuse the
 known ways before math-verify parses anything. Such an answer is wrong, with the reason:
 its grading cost has no bound, so a grader that waited for it would mask it (status
-timeout) instead of paying it nothing. The worker timeout remains the guard for
-everything else, and a timeout on an ordinary answer stays a timeout. Apart from the
+timeout) instead of paying it nothing. math_answer's ``symbolic_timeout``
+(:mod:`~rewardkit.builtin._math_deadline`) bounds everything else, and the worker's hard
+timeout remains the last guard (for one long call into C, which the deadline cannot cut). Apart from the
 reward because its references, its exact fast path and its symbolic path all refuse with
 them.
 """

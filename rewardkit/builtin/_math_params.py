@@ -74,5 +74,15 @@ class MathParams(Params):
         1000, gt=0, description="longer extracted answers are not parsed symbolically (they "
         "are wrong)",
     )
+    symbolic_timeout: float = Field(
+        7.0, gt=0, le=3600,
+        description="seconds the symbolic grading of one sample may take all together "
+        "(math-verify's parses and comparisons, sympy's simplification), inline or in a "
+        "worker; past it the sample is `wrong`, not shown equal (as math-verify's own 5 s "
+        "timeout counts it), with the reason 'symbolic grading ran past symbolic_timeout', "
+        "instead of a timeout that masks it; keep it below the component's timeout (10 s "
+        "by default: the other 3 s are for reading the output and a worker's first import "
+        "of sympy)",
+    )
     score: float = Field(1.0, description="value of a correct answer")
     wrong: float = Field(0.0, description="value of a wrong or missing answer")

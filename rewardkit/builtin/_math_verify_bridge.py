@@ -1,7 +1,8 @@
 """math_answer's bridge to math-verify: importing it, parsing, and where it misreads.
 
 math-verify is imported on first use (``pip install 'rewardkit[math]'``; None when
-missing) with its signal timeouts off (the worker timeout is the guard). Answers are
+missing) with its signal timeouts off (math_answer bounds its symbolic steps with
+:mod:`~rewardkit.builtin._math_deadline`, in any thread). Answers are
 rewritten into the LaTeX it reads where it misreads a form (``√2``, ``∞``, MATLAB
 matrices, trailing phrases, units in a list), bare answers are parsed as one formula,
 and two exact numbers it calls equal after rounding are checked exactly
@@ -28,7 +29,7 @@ def _parse_output(mv: Any, text: str) -> list[Any]:
 
 
 def _parse(mv: Any, text: str, fallback: bool) -> list[Any]:
-    """math-verify's parse of a bare answer, signals off (the engine's worker timeout is
+    """math-verify's parse of a bare answer, signals off (math_answer's symbolic_timeout is
     the guard): as written when it carries its own math delimiters, else as LaTeX math,
     then with decoration removed, then as free text."""
     mode = "first_match" if fallback else "no_fallback"

@@ -14,7 +14,11 @@
 
 Why ``math_answer`` is declared ``mode="process"``: sympy can hang or eat memory on
 inputs a policy will produce (``10^{10^{10^{10}}}``, ``1000000!``, deep ``\\frac``
-nests), and only a worker process can be stopped from outside without signals. The
+nests), and only a worker process can be stopped from outside without signals. Its
+symbolic grading is bounded in any mode all the same: each sample's parses and
+comparisons share one deadline, ``symbolic_timeout``
+(:mod:`~rewardkit.builtin._math_deadline`), past which the answer is wrong (not shown
+equal) rather than a timeout, and each verdict is remembered per (reference, output). The
 pool costs about 20 µs per sample in IPC, far below one math-verify call (~0.5 ms), so
 the fast path stays fast. A purely numeric setup (``symbolic: false``) does bounded work
 on any input and may run inline: ``mode: inline`` on the config component.
@@ -29,7 +33,11 @@ never this module).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -51,6 +59,7 @@ from rewardkit.builtin._commitment import (
 )
 from rewardkit.builtin._hedge_forms import one_value, several_values
 from rewardkit.builtin._math_cost_guards import _too_costly
+from rewardkit.builtin._math_deadline import SymbolicTimeout, bounded
 from rewardkit.builtin._math_fast import fast_verdict
 from rewardkit.builtin._math_params import MathParams
 from rewardkit.builtin._math_references import (
@@ -276,6 +285,86 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     quick = _quick_verdict(sample, params)
     if quick is not None:
         return quick
+    key = _graded_key(sample, params)
+    known = _GRADED.get(key) if key is not None else None
+    if known is not None:  # this (reference, output) was graded: a group pays once
+        return known
+    if params.symbolic:
+        _warm_math_verify()  # imports and first-use set-up are never cut short
+    try:
+        score = bounded(params.symbolic_timeout, _symbolic_verdict, sample, params)
+    except SymbolicTimeout:
+        score = Score.ok(params.wrong, f"symbolic grading ran past symbolic_timeout "
+                         f"({params.symbolic_timeout:g} s): not shown equal",
+                         timed_out=params.symbolic_timeout)
+    if key is not None:
+        _GRADED[key] = score
+        if len(_GRADED) > _MAX_GRADED:
+            with contextlib.suppress(KeyError):  # (another thread evicted it)
+                _GRADED.popitem(last=False)
+    return score
+
+
+_warmed = False
+
+
+def _warm_math_verify() -> None:
+    """Import math-verify and sympy and run one comparison, once per process, before the
+    first sample's deadline starts: an import interrupted halfway would leave a broken
+    module behind, and no sample's symbolic_timeout is spent loading them (a worker's
+    first symbolic sample pays for them within its hard timeout, as it always did)."""
+    global _warmed
+    mv = _math_verify()
+    if mv is None or _warmed:
+        return
+    _warmed = True
+    with contextlib.suppress(Exception):  # a warm-up: graded calls report their own errors
+        mv.verify(_parse(mv, "x+1", False), _parse(mv, "1+x", False), timeout_seconds=None)
+
+
+#: the verdicts math_answer reached past its quick checks, by :func:`_graded_key`, in this
+#: process, oldest first (evicted first): the completions of a group that repeat an output
+#: (a slow pair, timed out or not, included) are graded once
+_GRADED: OrderedDict[bytes, Score] = OrderedDict()
+_MAX_GRADED = 16384
+
+
+def _graded_key(sample: Sample, params: MathParams) -> bytes | None:
+    """What math_answer's verdict past the quick checks depends on: the reference, the
+    output, the prompt (the commitment rules read it) and the parameters, as a digest (the
+    cache holds 16 bytes per sample, not its text). None for a reference that is not JSON
+    (such a verdict is not remembered)."""
+    reference = sample.reference
+    if type(reference) is not str:
+        try:
+            reference = json.dumps(reference, sort_keys=True)
+        except (TypeError, ValueError):
+            return None
+    prompt = sample.prompt if type(sample.prompt) is str else repr(sample.prompt)
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (reference, sample.text, prompt, _params_key(params)):
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.digest()
+
+
+def _params_key(params: MathParams) -> str:
+    """The parameters as a string, computed once per parameters object."""
+    held = _PARAMS_KEYS.get(id(params))
+    if held is None or held[0] is not params:
+        if len(_PARAMS_KEYS) > 64:
+            _PARAMS_KEYS.clear()
+        held = _PARAMS_KEYS[id(params)] = (params, params.model_dump_json())
+    return held[1]
+
+
+_PARAMS_KEYS: dict[int, tuple[MathParams, str]] = {}
+
+
+def _symbolic_verdict(sample: Sample, params: MathParams) -> Score:
+    """math_answer past its quick checks: the exact fast path, else math-verify; run
+    under :func:`~rewardkit.builtin._math_deadline.bounded`."""
     fast = fast_verdict(sample, params)  # exact answers, each distinct one graded once
     if fast is not None:
         return fast

@@ -1,0 +1,146 @@
+"""A time bound on math_answer's symbolic steps that holds in any thread, inline or in a worker.
+
+sympy can run for minutes on an ordinary-looking pair (``\\binom{n+m-1}{m}^{2}`` against
+``\\binom{n+m-1}{m}^{7}`` spends seconds expanding gamma functions; other pairs sit in
+``sympy.logcombine``). math-verify's own timeout is ``signal.alarm``, which works only in
+the main thread and replaces the process's SIGALRM handler, so math_answer calls it with
+timeouts off, and before this module the worker's hard timeout was the only guard: the
+worker was killed, the sample masked (status timeout), and an inline component hung.
+
+:func:`bounded` runs one step (a parse, a comparison) with a deadline. One daemon thread
+watches the deadlines of every thread that is inside a bounded step; when one passes it
+raises :class:`SymbolicTimeout` in that thread (CPython's ``PyThreadState_SetAsyncExc``),
+which unwinds sympy at its next bytecode, and again every :data:`_REFIRE` seconds while
+the step has not ended (in case sympy swallowed it in a bare ``except:``).
+:class:`SymbolicTimeout` derives from BaseException, so sympy's and math-verify's
+``except Exception`` clauses do not catch it. What it cannot interrupt is one long call
+into C (a single huge integer product): the cost guards refuse the inputs known to cause
+those, and the worker's hard timeout stays the last guard in process mode. Where the
+interpreter has no such call (not CPython), steps run unbounded, as before.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: seconds between repeated interruptions of a step that outlived its deadline
+_REFIRE = 0.25
+#: the deadline of the step each thread is inside, for nesting
+_OUTER: dict[int, float] = {}
+
+
+class SymbolicTimeout(BaseException):
+    """A symbolic step ran past its deadline (raised inside the step's thread)."""
+
+
+def _set_async_exc() -> Callable[[int, Any], int] | None:
+    try:
+        fn = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    except (AttributeError, ValueError):
+        return None
+    fn.argtypes = (ctypes.c_ulong, ctypes.c_void_p)  # the exception's address; NULL clears
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_SET_ASYNC_EXC = _set_async_exc()
+
+
+class _Watchdog:
+    """The deadlines of the threads inside a bounded step, and the thread that enforces them."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        #: thread id -> [deadline] of its innermost step, [deadline, 1.0] once interrupted
+        self._armed: dict[int, list[float]] = {}
+        self._thread: threading.Thread | None = None
+
+    def arm(self, tid: int, deadline: float) -> None:
+        with self._cond:
+            self._armed[tid] = [deadline]
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name="rewardkit-sympy-deadline",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def disarm(self, tid: int) -> None:
+        """End the step of thread ``tid`` (the caller) and drop an interruption it has not
+        received yet: after this returns, none is raised in it."""
+        with self._cond:
+            entry = self._armed.pop(tid, None)
+            if entry is not None and len(entry) > 1 and _SET_ASYNC_EXC is not None:
+                _SET_ASYNC_EXC(tid, None)  # NULL: drops a pending, undelivered interruption
+
+    def _watch(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                wait = None
+                for tid, entry in self._armed.items():
+                    if entry[0] <= now:
+                        if _SET_ASYNC_EXC is not None:
+                            _SET_ASYNC_EXC(tid, id(SymbolicTimeout))
+                        entry[0] = now + _REFIRE
+                        if len(entry) == 1:
+                            entry.append(1.0)  # fired: disarm clears what is pending
+                    left = entry[0] - now
+                    wait = left if wait is None else min(wait, left)
+                self._cond.wait(wait)
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _after_fork_in_child() -> None:
+    """A forked worker starts with no watchdog thread and a lock the parent's may have
+    held at the fork: it gets a fresh watchdog and no steps."""
+    global _WATCHDOG
+    _WATCHDOG = _Watchdog()
+    _OUTER.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def bounded(seconds: float | None, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, interrupted with :class:`SymbolicTimeout` once ``seconds`` have
+    passed (None or where the interpreter cannot interrupt a thread: unbounded). Steps
+    nest: an inner step keeps the outer deadline when that is sooner."""
+    if seconds is None or _SET_ASYNC_EXC is None:
+        return fn(*args)
+    tid = threading.get_ident()
+    outer = _OUTER.get(tid)
+    deadline = time.monotonic() + max(seconds, 0.0)
+    if outer is not None:
+        deadline = min(deadline, outer)
+    _OUTER[tid] = deadline
+    try:
+        _WATCHDOG.arm(tid, deadline)
+        return fn(*args)
+    finally:
+        while True:  # an interruption arriving here is dropped, never left pending
+            try:
+                _WATCHDOG.disarm(tid)
+                if outer is None:
+                    _OUTER.pop(tid, None)
+                else:
+                    _OUTER[tid] = outer
+                    _WATCHDOG.arm(tid, outer)
+                break
+            except SymbolicTimeout:
+                continue
+
+
+def deadline_left(default: float | None = None) -> float | None:
+    """Seconds left to the calling thread's current bounded step (``default`` outside one)."""
+    outer = _OUTER.get(threading.get_ident())
+    return default if outer is None else max(outer - time.monotonic(), 0.0)

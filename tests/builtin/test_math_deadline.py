@@ -1,0 +1,116 @@
+"""math_answer's symbolic grading is bounded by ``symbolic_timeout``, inline or in a worker.
+
+On real Omni-MATH golds about 1% of an 8-answer batch ran past the 10 s hard timeout
+(math-verify called with its signal timeouts off, sympy running until the worker was
+killed) and was masked; the same pair timed out again for each completion of its group,
+and a ``mode: inline`` component hung. The pair below is one of them: math-verify
+expands the gamma functions of ``\\binom{n+m-1}{m}^{7}`` for 5-12 s. Here it must come
+back graded (status ok, value ``wrong``) well inside the hard timeout, in a worker, inline
+and off the main thread; and a group of identical slow completions is graded once.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from rewardkit import RewardSet, Sample, Status, get_reward
+from rewardkit.builtin import math as math_module
+from rewardkit.builtin._math_deadline import SymbolicTimeout, bounded, deadline_left
+
+GOLD = "\\binom{n+m-1}{m}^{2}"
+SLOW = "The final answer is $\\boxed{\\binom{n+m-1}{m}^{7}}$"
+#: the component's hard timeout: sympy alone runs past it on this pair
+HARD = 3.0
+
+
+def _slow_sample(prompt: str = "How many?") -> Sample:
+    return Sample(prompt=prompt, completion=SLOW, reference=GOLD)
+
+
+def _graded_wrong(score: Any) -> None:
+    assert score.status is Status.OK, score
+    assert score.value == 0.0
+    assert "symbolic_timeout" in score.reason
+
+
+def test_the_slow_pair_is_wrong_in_a_worker_not_a_timeout() -> None:
+    rs = RewardSet.from_dict({"rewards": {"math": {
+        "reward": "math_answer", "timeout": HARD, "params": {"symbolic_timeout": 1.0}}},
+        "workers": 1})
+    # the worker has loaded math-verify (a first symbolic sample pays for the import
+    # within its hard timeout, not within symbolic_timeout)
+    rs.score([Sample(completion="$\\boxed{x+1}$", reference="1+x")] * 4)
+    result = rs.score([_slow_sample(), Sample(completion="$\\boxed{x+1}$", reference="1+x")])
+    _graded_wrong(result[0].scores["math"])
+    assert result[1].scores["math"].value == 1.0  # the worker goes on grading
+
+
+def test_the_slow_pair_is_bounded_inline() -> None:
+    rs = RewardSet.from_dict({"rewards": {"math": {
+        "reward": "math_answer", "mode": "inline", "params": {"symbolic_timeout": 1.0}}}})
+    _graded_wrong(rs.score([_slow_sample("inline")])[0].scores["math"])
+
+
+def test_the_slow_pair_is_bounded_off_the_main_thread() -> None:
+    reward = get_reward("math_answer")({"symbolic_timeout": 1.0})
+    got: list[Any] = []
+    worker = threading.Thread(target=lambda: got.append(reward.score(_slow_sample("thread"))))
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive()
+    _graded_wrong(got[0])
+
+
+def test_a_group_of_identical_slow_completions_is_graded_once(monkeypatch) -> None:
+    calls: list[int] = []
+    real = math_module._symbolic_verdict
+
+    def counted(sample: Sample, params: Any) -> Any:
+        calls.append(1)
+        return real(sample, params)
+
+    monkeypatch.setattr(math_module, "_symbolic_verdict", counted)
+    rs = RewardSet.from_dict({"rewards": {"math": {
+        "reward": "math_answer", "mode": "inline", "params": {"symbolic_timeout": 1.0}}}})
+    result = rs.score([_slow_sample("group of eight")] * 8)
+    for row in result:
+        _graded_wrong(row.scores["math"])
+    assert len(calls) == 1
+
+
+def test_an_ordinary_pair_keeps_its_verdict_under_the_bound() -> None:
+    reward = get_reward("math_answer")({"symbolic_timeout": 1.0})
+    right = reward.score(Sample(completion="$\\boxed{\\sin^2 x + \\cos^2 x}$", reference="1"))
+    assert right.status is Status.OK and right.value == 1.0, right
+
+
+def test_bounded_interrupts_python_and_leaves_nothing_pending() -> None:
+    def spin() -> None:
+        while True:
+            pass
+
+    for _ in range(3):
+        with pytest.raises(SymbolicTimeout):
+            bounded(0.2, spin)
+        total = sum(range(2_000_000))  # no interruption left to arrive later
+        assert total > 0
+    assert bounded(5.0, lambda: 42) == 42
+    assert deadline_left() is None
+
+
+def test_an_inner_step_keeps_the_sooner_outer_deadline() -> None:
+    def inner() -> float | None:
+        return bounded(60.0, deadline_left)
+
+    left = bounded(1.0, inner)
+    assert left is not None and left <= 1.0
+
+
+@pytest.mark.parametrize("seconds", [0, -1, 3601])
+def test_symbolic_timeout_is_validated(seconds: float) -> None:
+    with pytest.raises(Exception, match="symbolic_timeout"):
+        RewardSet.from_dict({"rewards": {"math": {
+            "reward": "math_answer", "params": {"symbolic_timeout": seconds}}}})
