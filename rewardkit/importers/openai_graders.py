@@ -138,10 +138,14 @@ class _Importer:
             raise GraderImportError(f"{where} ({kind}): unknown field(s) {', '.join(unknown)} "
                                     f"(the fields of {READ_FROM.split(' (')[0]} are: "
                                     f"{', '.join(sorted(required | optional))})")
-        for key in ("name", "input", "reference", "source", "model", "calculate_output"):
-            if key in grader and key in required and key != "input" and \
-                    not isinstance(grader[key], str):
-                raise GraderImportError(f"{where} ({kind}): {key} must be a string")
+        texts = ["name", "reference", "source", "model", "calculate_output", "operation",
+                 "evaluation_metric", "image_tag"]
+        if kind in ("string_check", "text_similarity"):
+            texts.append("input")
+        for key in texts:
+            if key in grader and grader[key] is not None and not isinstance(grader[key], str):
+                raise GraderImportError(f"{where} ({kind}): {key} must be a string, got "
+                                        f"{type(grader[key]).__name__}")
         return str(kind)
 
     # -- templates ------------------------------------------------------------------------

@@ -355,6 +355,12 @@ def test_a_label_model_pays_one_for_a_passing_labels_code(endpoint: Endpoint) ->
       "graders": {"a": {"type": "multi", "name": "inner", "graders": {},
                         "calculate_output": "0"}}}, "multi grader inside a multi"),
     ({"type": "endpoint_check", "name": "x"}, "grader type 'endpoint_check'"),
+    ({**string_check("eq"), "input": ["{{sample.output_text}}"]}, "input must be a string"),
+    ({**string_check("eq"), "operation": ["eq"]}, "operation must be a string"),
+    ({**similarity("bleu"), "evaluation_metric": {"name": "bleu"}},
+     "evaluation_metric must be a string"),
+    ({**SCORE_MODEL, "range": [1, 0]}, "range must be two increasing numbers"),
+    ({**SCORE_MODEL, "input": "{{sample.output_text}}"}, "non-empty list of messages"),
 ])
 def test_unsupported_pieces_are_refused_by_name(grader: dict[str, Any], named: str) -> None:
     with pytest.raises(GraderImportError) as caught:
