@@ -47,7 +47,7 @@ from rewardkit.builtin._hedge_forms import one_value, several_values
 from rewardkit.builtin._math_cost_guards import _too_costly
 from rewardkit.builtin._math_params import MathParams
 from rewardkit.builtin._math_references import _plain_reference, _Symbolic, _symbolic_reference
-from rewardkit.builtin._math_sample import _find, _graded_text, _prompt_text, _verdict
+from rewardkit.builtin._math_sample import _find, _verdict
 from rewardkit.builtin._math_verify_bridge import (
     _cas_form,
     _delimited,
@@ -55,6 +55,8 @@ from rewardkit.builtin._math_verify_bridge import (
     _math_verify,
     _parse_output,
 )
+from rewardkit.text.graded import graded_text
+from rewardkit.text.prompt import prompt_text
 from rewardkit.types import Sample, Score
 
 
@@ -118,17 +120,17 @@ def fast_verdict(sample: Sample, params: MathParams) -> Score | None:
     gold = _plain_reference(sample.reference, params)
     if type(gold) is not _Symbolic:
         return None
-    text = _graded_text(sample.text, params)
+    text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return None
-    found, refusal = _find(text, params, _prompt_text(sample))
+    found, refusal = _find(text, params, prompt_text(sample.prompt))
     if found is None or refusal or found.how not in _WHOLE_ANSWER or not found.answer:
         return None
     if found.how == "boxed" and text.count("\\boxed") + text.count("\\fbox") != 1:
         return None
     if hedged(found.answer) or _too_costly(found.answer, params.max_symbolic_chars):
         return None
-    if one_value(gold_text) and several_values(found.answer, found.how, _prompt_text(sample)):
+    if one_value(gold_text) and several_values(found.answer, found.how, prompt_text(sample.prompt)):
         return None
     if found.how in STATEMENTS and competing_statements(
             found, params.extract, params.answer_tag, first=params.occurrence == "first"):

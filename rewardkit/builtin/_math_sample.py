@@ -1,10 +1,11 @@
 """What math_answer reads from a sample, and the Score of a verdict.
 
-The graded text (what follows the reasoning), the prompt as text, the answer the
-extraction strategies find with the reason the output does not stand by it, and one
-cached Score per distinct verdict. Shared by the reward's plain-number and symbolic paths
-(:mod:`rewardkit.builtin.math`) and its exact fast path
-(:mod:`~rewardkit.builtin._math_fast`), so that all three read a sample the same way.
+The answer the extraction strategies find with the reason the output does not stand by
+it, and one cached Score per distinct verdict. Shared by the reward's plain-number and
+symbolic paths (:mod:`rewardkit.builtin.math`) and its exact fast path
+(:mod:`~rewardkit.builtin._math_fast`), so that all three read a sample the same way; the
+text they read is :func:`rewardkit.graded_text`'s and the prompt
+:func:`rewardkit.prompt_text`'s, as every reward reads them.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from rewardkit.builtin._commitment import (
     context_refusal,
 )
 from rewardkit.builtin._math_params import MathParams
-from rewardkit.builtin._tag_blocks import after_reasoning
-from rewardkit.types import Sample, Score, Status, completion_text
+from rewardkit.types import Score, Status
 
 
 def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None, str]:
@@ -41,27 +41,6 @@ def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None
             return found, refusal
         order = order[order.index(found.how) + 1 :]
     return None, ""
-
-
-def _prompt_text(sample: Sample) -> str:
-    """The prompt as text (chat messages joined), for spotting answers copied from it."""
-    prompt = sample.prompt
-    if isinstance(prompt, list | tuple):  # every turn, not only the assistant's
-        return "\n".join(completion_text(message) for message in prompt)
-    return completion_text(prompt)
-
-
-def _graded_text(text: str, params: MathParams) -> str | None:
-    """The part of the output that is graded: what follows the reasoning (None when it
-    never closes). With no ``reasoning_tag``, a ``<think>`` block is reasoning all the
-    same: an answer only inside it is not one."""
-    if params.reasoning_tag:
-        return after_reasoning(text, params.reasoning_tag)
-    if "think>" not in text:  # one plain search in the common case
-        return text
-    if "</think>" in text:
-        return after_reasoning(text, "think")
-    return None if "<think>" in text else text
 
 
 def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:

@@ -1,10 +1,9 @@
 """XML-style tag blocks in a completion: ``<answer>...</answer>`` and reasoning blocks.
 
-The block a reward reads (the last complete one, or the first), every block of a tag, and
-what follows a closed reasoning block. Apart from answer extraction because the format and
-content rewards read tag blocks too, without extracting an answer. Linear in the text.
-:func:`after_reasoning` is public (``rewardkit.after_reasoning``); the rest is private
-to :mod:`rewardkit.builtin`.
+The block a reward reads (the last complete one, or the first) and every block of a tag
+(what follows a closed reasoning block is :mod:`rewardkit.text.graded`'s). Apart from
+answer extraction because the format and content rewards read tag blocks too, without
+extracting an answer. Linear in the text. Private to :mod:`rewardkit.builtin`.
 """
 
 from __future__ import annotations
@@ -65,36 +64,3 @@ def _tag_span(text: str, tag: str, first: bool = False) -> tuple[int, int] | Non
     if start < 0:
         return None
     return start, close + len(closer)
-
-
-def after_reasoning(text: str, tag: str) -> str | None:
-    """What follows the last closing ``</tag>`` of a reasoning block (the part of a
-    reasoning model's output that is its answer), or None when the reasoning never closes.
-
-    Public as ``rewardkit.after_reasoning``: the built-in rewards' ``reasoning_tag`` and
-    the plugins' read the answer of a reasoning model this one way.  None is a verdict,
-    not a missing value: an output whose reasoning never closes has given no answer (a
-    reward scores it wrong), and reading the whole text instead would pay a guess written
-    inside the reasoning.  Nothing is stripped: a reward that wants the answer's first
-    line drops the newline after the tag itself.
-
-    >>> after_reasoning("<think>maybe 3</think> It is 4.", "think")
-    ' It is 4.'
-    >>> after_reasoning("<think>3? <think>no, 4</think>\\n4", "think")
-    '\\n4'
-    >>> after_reasoning("<think>it is 4, so", "think") is None
-    True
-
-    A reasoning block opened after the last closing tag is one that never closes too (an
-    empty ``<think></think>`` first, then the real reasoning left open, would otherwise
-    have the answer read from inside it):
-
-    >>> after_reasoning("<think></think><think>it is 4, so 4", "think") is None
-    True
-    """
-    closer = f"</{tag}>"
-    end = text.rfind(closer)
-    if end < 0:
-        return None
-    rest = text[end + len(closer) :]
-    return None if f"<{tag}>" in rest else rest

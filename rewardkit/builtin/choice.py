@@ -26,9 +26,11 @@ from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import boxed, extract, reference_text
 from rewardkit.builtin._commitment import hedged, retracted_after
 from rewardkit.builtin._plain_numbers import read_number
-from rewardkit.builtin._tag_blocks import after_reasoning, tag_blocks
+from rewardkit.builtin._tag_blocks import tag_blocks
 from rewardkit.hookspecs import hookimpl
-from rewardkit.types import Sample, Score, completion_text
+from rewardkit.text.graded import graded_text
+from rewardkit.text.prompt import prompt_text
+from rewardkit.types import Sample, Score
 
 #: the option letters a gold may name (MMLU-Pro has ten options)
 LETTERS = "ABCDEFGHIJ"
@@ -96,7 +98,7 @@ def multiple_choice(sample: Sample, params: ChoiceParams) -> Score:
             return Score.error("sample has no reference answer")
         return Score.error(f"reference {text[:80]!r} is not an option letter A-J"
                            + ("" if options else " and the sample lists no options"))
-    text = _graded_text(sample.text, params.reasoning_tag)
+    text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
     return choice_score(text, gold, options if params.match_value else {},
@@ -144,12 +146,7 @@ def sample_options(sample: Sample, column: str | None = None) -> dict[str, str]:
         value = sample.metadata.get(name)
         if value is not None:
             return _options_from(value)
-    prompt = sample.prompt
-    if isinstance(prompt, list | tuple):
-        prompt = "\n".join(completion_text(message) for message in prompt)
-    else:
-        prompt = completion_text(prompt)
-    return prompt_options(prompt)
+    return prompt_options(prompt_text(sample.prompt))
 
 
 def _options_from(value: Any) -> dict[str, str]:
@@ -414,14 +411,6 @@ def _comparable(text: str) -> str:
     s = _plain(text).replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     s = s.replace("\\left", "").replace("\\right", "").replace("\\,", "").replace("\\ ", "")
     return "".join(s.casefold().split()).rstrip(".")
-
-
-def _graded_text(text: str, reasoning_tag: str | None) -> str | None:
-    if reasoning_tag:
-        return after_reasoning(text, reasoning_tag)
-    if "</think>" in text:
-        return after_reasoning(text, "think")
-    return None if "<think>" in text else text
 
 
 @hookimpl

@@ -71,7 +71,7 @@ from rewardkit.builtin._math_references import (
     _WordAnswer,
     _words,
 )
-from rewardkit.builtin._math_sample import _find, _graded_text, _ok_score, _prompt_text, _verdict
+from rewardkit.builtin._math_sample import _find, _ok_score, _verdict
 from rewardkit.builtin._math_verify_bridge import (
     _MAX_REGION,
     _bare_formula,
@@ -83,9 +83,11 @@ from rewardkit.builtin._math_verify_bridge import (
     _parse_output,
 )
 from rewardkit.builtin._plain_numbers import PlainNumber, numbers_match
-from rewardkit.builtin._tag_blocks import after_reasoning, tag_block, tag_blocks
+from rewardkit.builtin._tag_blocks import tag_block, tag_blocks
 from rewardkit.builtin.choice import GOLD_LETTER, choice_score, sample_options
 from rewardkit.hookspecs import hookimpl
+from rewardkit.text.graded import graded_text
+from rewardkit.text.prompt import prompt_text
 from rewardkit.types import Sample, Score
 
 
@@ -100,7 +102,7 @@ class ExactParams(Params):
         None,
         description="name of the reasoning tag of a reasoning model (e.g. 'think'): read the "
         "answer block only after the last closing </tag>, and pay `wrong` when the "
-        "reasoning never closes; None reads the whole output",
+        "reasoning never closes; None reads the whole output, less a <think> block",
     )
 
 
@@ -117,12 +119,9 @@ def exact_answer(sample: Sample, params: ExactParams) -> Score:
     gold = reference_text(sample.reference)
     if gold is None:
         return Score.error("sample has no reference answer")
-    text = sample.text
-    if params.reasoning_tag:
-        after = after_reasoning(text, params.reasoning_tag)
-        if after is None:
-            return Score.ok(params.wrong, "the reasoning never closes")
-        text = after
+    text = graded_text(sample.text, params.reasoning_tag)
+    if text is None:
+        return Score.ok(params.wrong, "the reasoning never closes")
     found = tag_block(text, params.answer_tag)
     if found is None:
         return Score.ok(params.wrong, "no answer block")
@@ -151,16 +150,16 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     if type(gold) is _Symbolic:
         letter = GOLD_LETTER.fullmatch(gold.text) if params.choice else None
         if letter:  # an option letter: graded as multiple_choice grades it
-            text = _graded_text(sample.text, params)
+            text = graded_text(sample.text, params.reasoning_tag)
             if text is None:
                 return Score.ok(params.wrong, "the reasoning never closes")
             return choice_score(text, letter.group(1), sample_options(sample),
                                 params.answer_tag, params.score, params.wrong)
         return None  # math-verify must first say whether the reference is an answer at all
-    text = _graded_text(sample.text, params)
+    text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
-    prompt = _prompt_text(sample)
+    prompt = prompt_text(sample.prompt)
     found, refusal = _find(text, params, prompt)
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
@@ -370,7 +369,7 @@ def _symbolic_verdict(sample: Sample, params: MathParams) -> Score:
         return fast
     gold = _plain_reference(sample.reference, params)
     if isinstance(gold, PlainNumber):  # refuse what sympy must not see before importing it
-        early, _ = _find(_graded_text(sample.text, params) or "", params)
+        early, _ = _find(graded_text(sample.text, params.reasoning_tag) or "", params)
         refusal = _too_costly(early.answer, params.max_symbolic_chars) if early else ""
         if refusal and early:
             return Score.ok(params.wrong, refusal, via=early.how)
@@ -386,17 +385,17 @@ def _symbolic_verdict(sample: Sample, params: MathParams) -> Score:
         if isinstance(parsed, Score):
             return parsed
         gold_parsed = parsed
-    text = _graded_text(sample.text, params)
+    text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
-    found, refusal = _find(text, params, _prompt_text(sample))
+    found, refusal = _find(text, params, prompt_text(sample.prompt))
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
     single = one_value(reference_text(sample.reference) or "")
     if found and hedged(found.answer) and single:
         return Score.ok(params.wrong, "the answer hedges between values", via=found.how,
                         extracted=found.answer[:200])
-    several = several_values(found.answer, found.how, _prompt_text(sample)) \
+    several = several_values(found.answer, found.how, prompt_text(sample.prompt)) \
         if found and single else ""
     if several and found:
         return Score.ok(params.wrong, several, via=found.how, extracted=found.answer[:200])

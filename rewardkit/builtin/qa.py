@@ -31,8 +31,9 @@ from pydantic import Field
 from rewardkit.authoring import Params, Reward, reward
 from rewardkit.builtin._answers import closing_answer
 from rewardkit.builtin._commitment import retracted_after
-from rewardkit.builtin._tag_blocks import after_reasoning, tag_blocks
+from rewardkit.builtin._tag_blocks import tag_blocks
 from rewardkit.hookspecs import hookimpl
+from rewardkit.text.graded import graded_text
 from rewardkit.types import Sample, Score
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -173,7 +174,7 @@ def qa_match(sample: Sample, params: QAParams) -> Score:
         return Score.error("sample has no acceptable answer (a string, a list of strings "
                            "or a mapping with 'text')" + ("" if params.unanswerable else
                            "; unanswerable: true reads an empty list as 'no answer'"))
-    text = _read_text(sample.text, params.reasoning_tag)
+    text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
     blocks = [b.strip() for b in tag_blocks(text, params.answer_tag)]
@@ -291,15 +292,6 @@ def acceptable_answers(reference: Any) -> list[str]:
     if isinstance(reference, Sequence):
         return [a for item in reference for a in acceptable_answers(item)]
     return []
-
-
-def _read_text(text: str, reasoning_tag: str | None) -> str | None:
-    """What follows the reasoning (the named tag's, else a ``<think>`` block's); None when
-    the reasoning never closes."""
-    tag = reasoning_tag or "think"
-    if f"</{tag}>" in text:
-        return after_reasoning(text, tag)
-    return None if reasoning_tag or f"<{tag}>" in text else text
 
 
 def _offers_alternatives(text: str) -> bool:

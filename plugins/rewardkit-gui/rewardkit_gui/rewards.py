@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from rewardkit import Params, Sample, Score, reward, visible_length
+from rewardkit import Params, Sample, Score, graded_text, reward, visible_length
 from rewardkit_gui.actions import (
     ACTIONS,
     find_action_lists,
@@ -78,11 +78,12 @@ class NavigationParams(Params):
         description="read the action list from the last <answer_tag> block; empty string = "
         "from the whole completion",
     )
-    reasoning_tag: str = Field(
-        "think",
-        description="without an answer block, only the text after the last closing "
-        "</reasoning_tag> is searched: a list inside the reasoning is not the answer, and "
-        "a reasoning block that never closes pays 0",
+    reasoning_tag: str | None = Field(
+        None,
+        description="name of the reasoning tag of a reasoning model: only what follows the "
+        "last closing </tag> is read (answer blocks and lists inside the reasoning are not "
+        "the answer), and a reasoning block that never closes pays 0; None reads the whole "
+        "output, less a <think> block (rewardkit.graded_text)",
     )
     require_answer_tag: bool = Field(
         False,
@@ -100,8 +101,9 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
     :func:`rewardkit_gui.actions.parse_actions`); an unreadable reference is an error,
     not a 0. Case is ignored. An empty or missing prediction, one with an action the
     remote does not have, or several different lists (a hedge: in one answer, across
-    answer blocks, or under both an ``action`` and an ``actions`` key) pays 0; without
-    an answer block, a list inside the reasoning is not read.
+    answer blocks, or under both an ``action`` and an ``actions`` key) pays 0. Only what
+    follows the reasoning is read (:func:`rewardkit.graded_text`): neither a list nor an
+    answer block inside it is the answer.
 
     Both lists are replayed from where the episode starts, (0, 0). Progress mode pays
     ``(d_start - d_end) / d_start``, at least 0, where ``d_start`` is the target's
@@ -119,7 +121,9 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
     if not gold:
         return Score.error("reference action list is empty")
 
-    text = sample.text
+    text = graded_text(sample.text, params.reasoning_tag)
+    if text is None:
+        return Score.ok(0.0, "the reasoning never closes: no answer given")
     blocks = answer_blocks(text, params.answer_tag) if params.answer_tag else []
     if not blocks and params.answer_tag and params.require_answer_tag:
         return Score.ok(0.0, f"no <{params.answer_tag}> block")
@@ -130,10 +134,6 @@ def gui_navigation(sample: Sample, params: NavigationParams) -> Score:
                             "different action lists: a hedge is no answer")
         lists = find_action_lists(blocks[-1])
     else:
-        if params.reasoning_tag:
-            text = text.rpartition(f"</{params.reasoning_tag}>")[2]
-            if f"<{params.reasoning_tag}>" in text:  # a reasoning block that never closes
-                return Score.ok(0.0, f"<{params.reasoning_tag}> never closes: no answer given")
         lists = find_action_lists(text)
     if not lists:
         return Score.ok(0.0, "no action list found")

@@ -39,7 +39,16 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score, after_reasoning, visible_length
+from rewardkit import (
+    ExecutionMode,
+    Params,
+    Reward,
+    Sample,
+    Score,
+    graded_text,
+    prompt_text,
+    visible_length,
+)
 
 #: a question this long found whole in an answer is a copy, not a coincidence
 ECHO_MIN_WORDS = 8
@@ -109,7 +118,8 @@ class GymParams(Params):
         "final non-empty line is the answer")
     reasoning_tag: str | None = Field(
         None, description="name of the reasoning tag (e.g. 'think'): read only what follows "
-        "the last closing </tag>, and pay 0 when it never closes")
+        "the last closing </tag>, and pay 0 when it never closes; None reads the whole "
+        "output, less a <think> block (rewardkit.graded_text)")
     credit: Literal["full", "scorer"] = Field(
         "full", description="full: 1 when the dataset's scorer gives full marks, else 0; "
         "scorer: the scorer's own value (partial credit, including the 0.01-0.05 some "
@@ -147,18 +157,15 @@ class GymAnswer(Reward):
         except ValueError:
             return Score.error(f"unknown reasoning-gym dataset {name!r}")
         metadata = entry_metadata(name, metadata)
-        text = sample.text
-        if params.reasoning_tag is not None:
-            after = after_reasoning(text, params.reasoning_tag)
-            if after is None:
-                return Score.ok(0.0, "the reasoning never closes", dataset=name)
-            text = after
+        text = graded_text(sample.text, params.reasoning_tag)
+        if text is None:
+            return Score.ok(0.0, "the reasoning never closes", dataset=name)
         if text.count(f"</{params.answer_tag}>") > 1:
             return Score.ok(0.0, "several answer blocks", dataset=name)
         answer = read_answer(text, params.answer_tag)
         if not _visible(answer):
             return Score.ok(0.0, "no answer", dataset=name)
-        question = sample.prompt if isinstance(sample.prompt, str) else str(sample.prompt)
+        question = prompt_text(sample.prompt, turns="last_user")
         if _echoes(answer, question):
             return Score.ok(0.0, "the question copied into the answer", dataset=name)
         check = ROW_CHECKS.get(name)

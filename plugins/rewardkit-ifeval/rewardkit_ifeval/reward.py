@@ -25,7 +25,16 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score, after_reasoning, visible_length
+from rewardkit import (
+    ExecutionMode,
+    Params,
+    Reward,
+    Sample,
+    Score,
+    graded_text,
+    prompt_text,
+    visible_length,
+)
 from rewardkit.text.visible import folded
 from rewardkit_ifeval.checkers import MissingData, UnknownInstruction, evaluate
 
@@ -68,7 +77,8 @@ class InstructionParams(Params):
         "(a list, or its JSON text)")
     reasoning_tag: str | None = Field(
         None, description="name of the reasoning tag of a reasoning model (e.g. 'think'): "
-        "check only what follows the last closing </tag>, and pay 0 when it never closes")
+        "check only what follows the last closing </tag>, and pay 0 when it never closes; "
+        "None checks the whole output, less a <think> block (rewardkit.graded_text)")
     min_words: int = Field(
         5, ge=0, description="fewest visible words an answer needs once any copy of the "
         "prompt is taken out; an instruction that allows a shorter answer lowers it (a "
@@ -104,10 +114,10 @@ class InstructionFollowing(Reward):
         if isinstance(row, Score):
             return row
         ids, kwargs = row
-        text = _checked_text(sample.text, params.reasoning_tag)
+        text = graded_text(sample.text, params.reasoning_tag)
         if text is None:
             return Score.ok(0.0, "the reasoning never closes")
-        prompt = prompt_text(sample.prompt)
+        prompt = prompt_text(sample.prompt, turns="last_user")
         refused = _off_task(text, prompt, ids, kwargs, params.min_words, params.refuse_echo)
         if refused:
             return Score.ok(0.0, refused)
@@ -126,18 +136,6 @@ class InstructionFollowing(Reward):
             done == len(verdicts))
         return Score.ok(value, followed=[[v.instruction_id, v.followed] for v in verdicts],
                         followed_count=done)
-
-
-def prompt_text(prompt: Any) -> str:
-    """The prompt's text: the string, or the last user turn of a chat prompt."""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list):
-        users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
-        if users:
-            content = users[-1].get("content", "")
-            return content if isinstance(content, str) else str(content)
-    return "" if prompt is None else str(prompt)
 
 
 def _row_instructions(sample: Sample, params: InstructionParams
@@ -164,16 +162,6 @@ def _as_list(value: Any) -> list[Any] | None:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return list(value)
     return None
-
-
-def _checked_text(text: str, reasoning_tag: str | None) -> str | None:
-    """The response the instructions are checked on: what follows the reasoning, less
-    the line breaks after its tag (so "the first line" / "starts with" see the answer's
-    own first line); None when the reasoning never closes."""
-    if reasoning_tag is None:
-        return text
-    after = after_reasoning(text, reasoning_tag)
-    return None if after is None else after.lstrip("\n")
 
 
 def _off_task(text: str, prompt: str, ids: Sequence[str],

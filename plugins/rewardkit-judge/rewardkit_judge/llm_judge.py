@@ -50,8 +50,8 @@ from rewardkit import (
     Reward,
     Sample,
     Score,
-    completion_text,
     node_budget,
+    prompt_text,
 )
 from rewardkit_judge.checklist import (
     ChecklistError,
@@ -296,15 +296,6 @@ class JudgeParams(EndpointParams):
 
 class EndpointError(Exception):
     """The endpoint failed for good (after retries) or answered something unusable."""
-
-
-def _prompt_text(prompt: Any) -> str:
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list | tuple):
-        return "\n".join(f"{m.get('role', '')}: {completion_text([m])}"
-                         for m in prompt if isinstance(m, Mapping))
-    return "" if prompt is None else str(prompt)
 
 
 def _reference_text(reference: Any) -> str:
@@ -603,7 +594,7 @@ class EndpointJudge(Reward):
         """Values of the template's placeholders for ``sample``: the prompt, the
         completion and the reference as data blocks tagged with one nonce (the
         completion cut to ``max_completion_chars``)."""
-        prompt, completion = _prompt_text(sample.prompt), sample.text
+        prompt, completion = prompt_text(sample.prompt, roles=True), sample.text
         reference = _reference_text(sample.reference)
         nonce = block_nonce(prompt, completion, reference)
         markers = self._markers

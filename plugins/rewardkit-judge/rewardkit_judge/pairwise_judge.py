@@ -26,13 +26,12 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from rewardkit import Sample, Score
+from rewardkit import Sample, Score, prompt_text
 from rewardkit_judge.data_block import block_nonce, data_block
 from rewardkit_judge.llm_judge import (
     EndpointError,
     EndpointJudge,
     EndpointParams,
-    _prompt_text,
     _reference_text,
 )
 
@@ -95,7 +94,7 @@ class PairwiseJudge(EndpointJudge):
     def pair_messages(self, first: Sample, second: Sample) -> list[dict[str, str]]:
         """The chat messages that ask which of ``first`` and ``second`` is better."""
         p = self.params
-        prompt, reference = _prompt_text(first.prompt), _reference_text(first.reference)
+        prompt, reference = prompt_text(first.prompt, roles=True), _reference_text(first.reference)
         nonce = block_nonce(prompt, first.text, second.text, reference)
         markers = self._markers
         budget = p.max_completion_chars

@@ -9,12 +9,10 @@ what each costs honest translations.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pydantic import Field
 from rapidfuzz import fuzz
 
-from rewardkit import Params, Sample, visible_length
+from rewardkit import Params, Sample, prompt_text, visible_length
 from rewardkit.text.visible import folded
 
 #: the repetition guard looks at answers of this many words or more
@@ -54,18 +52,6 @@ class GuardParams(Params):
         "grader's {{item.reference_answer}} (docs/migrate-from-openai-graders.md)")
 
 
-def prompt_text(prompt: object) -> str:
-    """The prompt's text: the string, or the last user turn of a chat prompt."""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list):
-        users = [m for m in prompt if isinstance(m, Mapping) and m.get("role") == "user"]
-        if users:
-            content = users[-1].get("content", "")
-            return content if isinstance(content, str) else ""
-    return ""
-
-
 def _copied(answer: str, original: str, refs: list[str], similarity: float) -> bool:
     """``answer`` is a copy of ``original`` (folded texts): close to it as a whole, and
     closer than to any reference; or containing it whole when no reference contains it."""
@@ -86,7 +72,8 @@ def refused(text: str, refs: list[str], sample: Sample, params: GuardParams) -> 
     folded_refs = [" ".join(folded(r).split()) for r in refs]
     if params.refuse_copy:
         source = sample.metadata.get(params.source_column)
-        for what, original in (("the source", source), ("the prompt", prompt_text(sample.prompt))):
+        prompt = prompt_text(sample.prompt, turns="last_user")
+        for what, original in (("the source", source), ("the prompt", prompt)):
             if isinstance(original, str) and _copied(
                     answer, " ".join(folded(original).split()), folded_refs,
                     params.copy_similarity):

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 from rewardkit_judge.llm_judge import EndpointError, EndpointJudge, EndpointParams
 
-from rewardkit import Sample, Score
+from rewardkit import Sample, Score, graded_text
 from rewardkit_translation.ratings import extract_ratings, needs_review
 
 CRITERIA = (
@@ -47,7 +47,6 @@ DEFAULT_TEMPLATE = (
     "Think, then end your reply with one line: my ratings is [r1, ..., r{count}]"
 )
 
-_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
 #: the verdict line: the rating statement, nothing else but the "</think>," before it
 _VERDICT_LINE = re.compile(r"[\s,.:;*_-]*(?:my\s+)?ratings?\s*(?:is|are|:|=)\s*:?\s*"
                            r"\[[^\[\]]*\][\s.*_]*", re.IGNORECASE)
@@ -101,7 +100,7 @@ class TranslationJudge(EndpointJudge):
         if not found.ok or found.ratings is None:
             raise EndpointError(f"judge ratings {found.status}: {found.detail}; "
                                 f"answer {answer[:120]!r}")
-        tail = _THINK_CLOSE.split(answer)[-1]
+        tail = graded_text(answer) or ""
         lines = [line for line in tail.splitlines() if line.strip()]
         if not lines or not _VERDICT_LINE.fullmatch(lines[-1]):
             raise EndpointError("the last line is not a rating statement (the judge's answer "

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from rewardkit import graded_text
+
 
 class RatingsStatus(StrEnum):
     """Why a rating list could or could not be read."""
@@ -42,7 +44,6 @@ class RatingsResult:
         return self.status is RatingsStatus.OK
 
 
-_THINK_CLOSE = re.compile(r"</think\s*>", re.IGNORECASE)
 # "my ratings is [..]", "Ratings are: [..]", "rating = [..]"; the list may be unclosed
 _STATEMENT = re.compile(
     r"\bratings?\b\s*(?:is|are|:|=)\s*:?\s*(\[[^\[\]]*\]?)?", re.IGNORECASE
@@ -55,17 +56,15 @@ def extract_ratings(
 ) -> RatingsResult:
     """The rating list the judge stated in ``text``.
 
-    Only the text after the last ``</think>`` is searched (the reasoning may quote
-    other lists), and the last ``ratings is [...]`` statement there wins. Spacing and
-    case do not matter. Each score must be an integer in ``[0, max_score]``; with
-    ``expected``, the list must have exactly that many.
+    Only the text after the reasoning is searched (:func:`rewardkit.graded_text`: the
+    reasoning may quote other lists, and one that never closes states no ratings), and
+    the last ``ratings is [...]`` statement there wins. Spacing and case do not matter.
+    Each score must be an integer in ``[0, max_score]``; with ``expected``, the list must
+    have exactly that many.
     """
-    tail = text
-    last_close = None
-    for match in _THINK_CLOSE.finditer(text):
-        last_close = match
-    if last_close is not None:
-        tail = text[last_close.end() :]
+    tail = graded_text(text)
+    if tail is None:
+        return RatingsResult(None, RatingsStatus.MISSING, "the reasoning never closes")
     statement = None
     for match in _STATEMENT.finditer(tail):
         statement = match

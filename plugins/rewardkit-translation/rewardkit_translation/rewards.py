@@ -20,9 +20,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from rewardkit import Params, Sample, Score, reward, visible_length
+from rewardkit import Params, Sample, Score, graded_text, reward, visible_length
 from rewardkit_translation.ratings import (
-    _THINK_CLOSE,
     extract_ratings,
     needs_review,
     parse_rating_list,
@@ -40,14 +39,13 @@ _ALTERNATIVE = re.compile(r"\d\s*(?:\bor\b|/|\|)\s*[+-]?\d", re.IGNORECASE)
 
 
 def _hedged(text: str, length: int) -> int:
-    """How many different lists of ``length`` scores the answer (the text after the last
-    ``</think>``) states; more than one is a hedge between verdicts. A list is any
-    bracketed run of numbers, however written (``[5 5 5]``, ``(5, 5, 5)``, ``["5",
-    "5", "5"]``, ``[5.0, 5, 5]``, full-width ``［5，5，5］``), so a second list quoted "as
-    an example" or offered under a condition counts whatever its notation; two lists
-    with the same values are one."""
-    closes = list(_THINK_CLOSE.finditer(text))
-    tail = unicodedata.normalize("NFKC", text[closes[-1].end() :] if closes else text)
+    """How many different lists of ``length`` scores the answer (the text after the
+    reasoning, :func:`rewardkit.graded_text`) states; more than one is a hedge between
+    verdicts. A list is any bracketed run of numbers, however written (``[5 5 5]``,
+    ``(5, 5, 5)``, ``["5", "5", "5"]``, ``[5.0, 5, 5]``, full-width ``［5，5，5］``), so a
+    second list quoted "as an example" or offered under a condition counts whatever its
+    notation; two lists with the same values are one."""
+    tail = unicodedata.normalize("NFKC", graded_text(text) or "")
     lists: set[tuple[object, ...]] = set()
     for found in _BRACKETED.finditer(tail):
         items = [item for item in _SCORE_GAP.split(found.group(1)) if item]

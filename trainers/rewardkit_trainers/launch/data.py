@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rewardkit import ConfigError
+from rewardkit import ConfigError, prompt_text
 
 from rewardkit_trainers.config import DatasetSpec, GeneratedData, TrainConfig, resolve
 
@@ -81,16 +81,6 @@ def normalise_rows(rows: Iterable[dict[str, Any]], spec: DatasetSpec) -> list[di
     return out
 
 
-def prompt_text(prompt: Any) -> str:
-    """The user text of a prompt (the last user turn of chat messages)."""
-    if isinstance(prompt, str):
-        return prompt
-    users = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
-    chosen = users[-1] if users else (prompt[-1] if prompt else {"content": ""})
-    content = chosen.get("content", "")
-    return content if isinstance(content, str) else json.dumps(content)
-
-
 def system_text(prompt: Any) -> str | None:
     if isinstance(prompt, list):
         for m in prompt:
@@ -127,7 +117,7 @@ def to_easyr1_parquet(rows: Iterable[dict[str, Any]], spec: DatasetSpec, path: P
 
     problems, answers = [], []
     for i, row in enumerate(rows):
-        problems.append(prompt_text(row.get("prompt", "")))
+        problems.append(prompt_text(row.get("prompt", ""), turns="last_user"))
         others = {k: v for k, v in row.items() if k not in ("prompt", spec.reference_column)}
         answers.append(pack_answer(row.get(spec.reference_column), i, others))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,11 +154,12 @@ def to_verl_parquet(rows: Iterable[dict[str, Any]], spec: DatasetSpec, path: Pat
         others = {k: v for k, v in row.items() if k not in ("prompt", spec.reference_column)}
         out["data_source"].append(str(row.get("data_source", "rewardkit")))
         out["prompt"].append([{"role": str(m.get("role", "user")),
-                               "content": str(m.get("content", ""))} for m in messages])
+                               "content": prompt_text([m])} for m in messages])
         out["ability"].append(str(row.get("task", "rewardkit")))
         out["reward_model"].append({"style": "rule", "ground_truth":
                                     ref if isinstance(ref, str) else json.dumps(ref)})
-        out["extra_info"].append({"split": split, "index": i, "prompt": prompt_text(prompt),
+        out["extra_info"].append({"split": split, "index": i,
+                                  "prompt": prompt_text(prompt, turns="last_user"),
                                   "metadata": json.dumps(others, default=str)})
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table(out), path)
