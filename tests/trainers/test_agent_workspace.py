@@ -383,3 +383,31 @@ def test_an_allowed_root_naming_an_unset_variable_is_an_error_naming_it(tmp_path
     assert WORKSPACES_ENV in score.reason
     monkeypatch.setenv(WORKSPACES_ENV, str(tmp_path.parent))
     assert reward.grade(Sample("", "", metadata={"workspace": str(tmp_path)})).value == 1.0
+
+
+def test_ms_swift_scheduler_workspace_through_swifts_own_rollout_and_orms(tmp_path):
+    """ms-swift's run_multi_turn with a scheduler that works in a folder per trajectory and
+    reports it in ``rollout_infos``; ms-swift's compute_rewards_per_func calls the ORM
+    exported for workspace_criteria: the rollout that wrote the answer is paid 1, the one
+    that only said it, the wrong one and the one writing outside its folder 0."""
+    import yaml
+    from backend_venvs import run_in_venv, venv_python
+    from rewardkit_trainers.rewards.swift import export_plugin, func_name
+
+    from rewardkit import parse_config
+
+    venv_python("swift")  # skips, saying how to build it, when .venv-swift is absent
+    config = {"on_error": "ignore", "rewards": {"done": {
+        "reward": "workspace_criteria", "params": {
+            "allowed_roots": [str(tmp_path / "workspaces")],
+            "criteria": [{"type": "file_matches", "path": "answer.txt",
+                          "pattern": "\\A42\\s*\\Z"}]}}}}
+    info = export_plugin(parse_config(yaml.safe_load(yaml.safe_dump(config))), None,
+                         tmp_path / "plugin.py")
+    result = run_in_venv("swift", "swift_workspace_check.py", str(info.plugin),
+                         str(tmp_path), func_name("done"), timeout=600)
+    got = dict(zip(result["rollouts"], result["rewards"], strict=True))
+    assert got == {"writes": [1.0], "says": [0.0], "wrong": [0.0], "escapes": [0.0]}
+    infos = dict(zip(result["rollouts"], result["rollout_infos"], strict=True))
+    assert infos["writes"]["workspace"] == str(tmp_path / "workspaces" / "writes")
+    assert not result["outside"]
