@@ -126,7 +126,7 @@ class _Importer:
     # -- the grader's shape --------------------------------------------------------------
     def check_fields(self, grader: Mapping[str, Any], where: str) -> str:
         kind = grader.get("type")
-        if kind not in FIELDS:
+        if not isinstance(kind, str) or kind not in FIELDS:
             raise GraderImportError(f"{where}: grader type {kind!r} is not one of "
                                     f"{', '.join(GRADER_TYPES)}")
         required, optional = FIELDS[kind]
@@ -143,7 +143,8 @@ class _Importer:
         if kind in ("string_check", "text_similarity"):
             texts.append("input")
         for key in texts:
-            if key in grader and grader[key] is not None and not isinstance(grader[key], str):
+            optional_none = key in optional and grader[key] is None if key in grader else True
+            if key in grader and not optional_none and not isinstance(grader[key], str):
                 raise GraderImportError(f"{where} ({kind}): {key} must be a string, got "
                                         f"{type(grader[key]).__name__}")
         return str(kind)
@@ -341,7 +342,8 @@ class _Importer:
                 and len(set(labels)) == len(labels)):
             raise GraderImportError(f"{where}: labels must be a non-empty list of distinct "
                                     "strings")
-        if not isinstance(passing, list) or not passing or not set(passing) <= set(labels):
+        if not isinstance(passing, list) or not passing or \
+                not all(isinstance(x, str) for x in passing) or not set(passing) <= set(labels):
             raise GraderImportError(f"{where}: passing_labels must be a non-empty subset of "
                                     f"labels {labels!r}, got {passing!r}")
         system, body = self.judge_messages(g, where)

@@ -439,3 +439,53 @@ def test_the_exploit_probes_find_what_a_like_check_pays(op: str, paid: set[str],
     assert {r.name for r in report.failed} == paid
     tried = {r.name for r in report.results if r.inputs}
     assert {"echo_prompt", "hedged"} <= tried  # tried on eq too: passed, not skipped
+
+
+def test_a_malformed_grader_is_always_refused_by_name_never_a_crash() -> None:
+    """Seeded mutations of valid graders (fields deleted, replaced by other JSON types,
+    unknown fields, broken templates and formulas): each imports or is refused with
+    GraderImportError; no other exception (a traceback at the command line)."""
+    import copy
+    import random
+
+    valid = [string_check("eq"), similarity("bleu"), SCORE_MODEL,
+             {"type": "label_model", "name": "d", "model": "m", "labels": ["a", "b"],
+              "passing_labels": ["a"], "input": [{"role": "user", "content": OUTPUT}]},
+             {"type": "python", "name": "e", "source": GRADE_SOURCE}]
+    valid.append({"type": "multi", "name": "m", "calculate_output": "a + b - 2 * c + e / 3",
+                  "graders": dict(zip("abce", [valid[0], valid[1], valid[2], valid[4]],
+                                      strict=True))})
+    values: list[Any] = [None, 1, 1.5, True, "x", [], {}, [1], {"a": 1}, "{{item.}}", "{{}}",
+                         "{{sample}}", "{{ item.a.b }}", "{{sample.output_json.a}}",
+                         "{{item.prompt}}", "a ** b", "max(a, b)", "a / 0", "1e999 * a"]
+    rng = random.Random(7)
+
+    def mutate(node: Any) -> None:
+        if isinstance(node, dict) and node:
+            key, roll = rng.choice(list(node)), rng.random()
+            if roll < 0.3:
+                node[key] = rng.choice(values)
+            elif roll < 0.4:
+                del node[key]
+            elif roll < 0.5:
+                node[rng.choice(["extra", "type", "name"])] = rng.choice(values)
+            else:
+                mutate(node[key])
+        elif isinstance(node, list) and node:
+            i = rng.randrange(len(node))
+            if rng.random() < 0.4:
+                node[i] = rng.choice(values)
+            else:
+                mutate(node[i])
+
+    outcomes = {"imported": 0, "refused": 0}
+    for _ in range(3000):
+        grader = copy.deepcopy(rng.choice(valid))
+        for _ in range(rng.randint(1, 3)):
+            mutate(grader)
+        try:
+            import_graders(grader, reference_field="reference_answer")
+            outcomes["imported"] += 1
+        except GraderImportError:
+            outcomes["refused"] += 1
+    assert min(outcomes.values()) > 100, outcomes  # both paths were exercised
