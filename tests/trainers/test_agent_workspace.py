@@ -411,3 +411,30 @@ def test_ms_swift_scheduler_workspace_through_swifts_own_rollout_and_orms(tmp_pa
     infos = dict(zip(result["rollouts"], result["rollout_infos"], strict=True))
     assert infos["writes"]["workspace"] == str(tmp_path / "workspaces" / "writes")
     assert not result["outside"]
+
+
+def test_verl_tool_workspace_through_verls_own_agent_loop_and_reward_loop(tmp_path):
+    """verl's AgentLoopWorker runs rewardkit's tool agent loop with a stateful tool that
+    writes into a folder per trajectory and records it in ``agent_data.extra_fields``;
+    the reward loop hands it to compute_score in ``extra_info``: wrote the answer 1, wrong
+    answer 0, wrote outside its folder 0; the rollout that called no tool left no folder,
+    so its reward failed (0, flagged failed), not passed."""
+    from backend_venvs import run_in_venv, venv_python
+
+    venv_python("verl")  # skips, saying how to build it, when .venv-verl is absent
+    config = tmp_path / "rewards.yaml"
+    config.write_text(json.dumps({"on_error": "ignore", "rewards": {"done": {
+        "reward": "workspace_criteria", "params": {
+            "allowed_roots": [str(tmp_path / "workspaces")],
+            "criteria": [{"type": "file_matches", "path": "answer.txt",
+                          "pattern": "\\A42\\s*\\Z"}]}}}}))
+    result = run_in_venv("verl", "verl_workspace_check.py", str(tmp_path),
+                         env={"REWARDKIT_CONFIG": str(config)}, timeout=600)
+    score = dict(zip(result["cases"], result["score"], strict=True))
+    failed = dict(zip(result["cases"], result["extra"]["done_failed"], strict=True))
+    assert score == {"writes": 1.0, "says": 0.0, "wrong": 0.0, "escapes": 0.0}
+    assert failed == {"writes": 0.0, "says": 1.0, "wrong": 0.0, "escapes": 0.0}
+    assert not result["outside"]
+    folders = dict(zip(result["cases"], result["workspaces"], strict=True))
+    assert folders["says"] is None  # no call, no folder
+    assert Path(folders["writes"]).parent == (tmp_path / "workspaces").resolve()
