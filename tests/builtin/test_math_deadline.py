@@ -81,6 +81,23 @@ def test_a_group_of_identical_slow_completions_is_graded_once(monkeypatch) -> No
     assert len(calls) == 1
 
 
+def test_a_root_of_huge_powers_is_decided_not_cut_short() -> None:
+    # an Omni-MATH gold and the same with one digit changed: math-verify calls them equal
+    # after rounding, and the exact check used to evaluate the root of their huge
+    # rationals, which has sympy factor ~5,600-bit numbers in C calls no deadline can cut
+    # (32 s inline, past the hard timeout in a worker)
+    reward = get_reward("math_answer")({"symbolic_timeout": 3.0})
+    score = reward.score(Sample(
+        completion="The final answer is $\\boxed{\\sqrt{\\frac{7^{2009}-1}{3 \\cdot 2^{2008}-1}}}$",
+        reference="\\sqrt{\\frac{2^{2009}-1}{3 \\cdot 2^{2008}-1}}"))
+    assert score.status is Status.OK and score.value == 0.0, score
+    assert "symbolic_timeout" not in score.reason
+    same = reward.score(Sample(
+        completion="The final answer is $\\boxed{\\sqrt{\\frac{2^{2009}-1}{3 \\cdot 2^{2008}-1}}}$",
+        reference="\\sqrt{\\frac{2^{2009}-1}{3 \\cdot 2^{2008}-1}}"))
+    assert same.value == 1.0, same
+
+
 def test_an_ordinary_pair_keeps_its_verdict_under_the_bound() -> None:
     reward = get_reward("math_answer")({"symbolic_timeout": 1.0})
     right = reward.score(Sample(completion="$\\boxed{\\sin^2 x + \\cos^2 x}$", reference="1"))
