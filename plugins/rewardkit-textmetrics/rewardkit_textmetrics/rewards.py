@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 import regex
 from pydantic import Field, model_validator
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, graded_text
 from rewardkit_textmetrics.guards import GuardParams, refused
 
 #: sacrebleu's tokenisers by the names its CLI takes (``-tok``)
@@ -69,7 +69,9 @@ class _Metric(Reward):
         refs = references(sample, params.reference_column)
         if isinstance(refs, Score):
             return refs
-        text = sample.text
+        text = graded_text(sample.text)
+        if text is None:
+            return Score.ok(0.0, "the reasoning never closes")
         if len(text) > params.max_chars or any(len(r) > params.max_chars for r in refs):
             return Score.error(f"a text over max_chars ({params.max_chars}) is not scored")
         why = refused(text, refs, sample, params)
@@ -322,7 +324,10 @@ class StringMatch(Reward):
         if isinstance(refs, Score):
             return refs
         hit, miss = (0.0, 1.0) if p.negate else (1.0, 0.0)
-        text = sample.text.strip() if p.strip else sample.text
+        answer = graded_text(sample.text)
+        if answer is None:  # no answer given: negated or not, nothing to pay
+            return Score.ok(0.0, "the reasoning never closes")
+        text = answer.strip() if p.strip else answer
         for i, ref in enumerate(refs):
             if p.mode in ("exact", "contains"):
                 want = ref.strip() if p.strip else ref
@@ -371,7 +376,8 @@ class CorpusBleu(Reward):
         width = max(len(r) for r in refs)
         # sacrebleu takes one stream per reference; a row with fewer pads with None
         streams = [[r[k] if k < len(r) else None for r in refs] for k in range(width)]
-        result = self.metric.corpus_score([s.text for s in samples], streams)
+        result = self.metric.corpus_score([graded_text(s.text) or "" for s in samples],
+                                          streams)
         signature = self.metric.get_signature().format()
         return [Score.ok(min(1.0, result.score / 100), bleu=result.score, signature=signature)
                 for _ in samples]
