@@ -438,3 +438,27 @@ def test_verl_tool_workspace_through_verls_own_agent_loop_and_reward_loop(tmp_pa
     folders = dict(zip(result["cases"], result["workspaces"], strict=True))
     assert folders["says"] is None  # no call, no folder
     assert Path(folders["writes"]).parent == (tmp_path / "workspaces").resolve()
+
+
+def test_easyr1_refuses_a_workspace_reward_without_a_workspace_column(tmp_path, capsys):
+    """EasyR1 rolls out text only: a workspace_criteria component whose column the rows
+    lack is refused at planning (naming the component and the count), and planned when
+    every row names its workspace."""
+    import yaml
+    from rewardkit_trainers.cli import run as cli_run
+
+    rows = [json.loads(line) for line in
+            (EXAMPLE.parent / "data" / "agent-workspace.jsonl").read_text().splitlines()]
+    config = yaml.safe_load(EXAMPLE.read_text())
+    config["train"].update(model="Qwen/Qwen2.5-0.5B-Instruct", extra_args={},
+                           output_dir=str(tmp_path / "out"),
+                           dataset={"train": str(tmp_path / "rows.jsonl")})
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli_run("train", [str(path), "--backend", "easyr1", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "rewards.task_done" in err and "4 of 4 rows lack" in err and "EasyR1" in err
+    (tmp_path / "rows.jsonl").write_text("".join(
+        json.dumps({**r, "workspace": str(tmp_path)}) + "\n" for r in rows))
+    assert cli_run("train", [str(path), "--backend", "easyr1", "--dry-run"]) == 0

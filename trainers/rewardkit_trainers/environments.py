@@ -247,3 +247,25 @@ def build_tiny_for_tools(spec: Any, rows: list[dict[str, Any]], tools: list[Any]
     tokenizer.save_pretrained(save_to)
     model.save_pretrained(save_to)
     return model, tokenizer
+
+
+def refuse_missing_workspace(reward_config: Any, rows: Sequence[Mapping[str, Any]],
+                             backend: str, source: str) -> None:
+    """A ConfigError for a backend whose rollout leaves no state (EasyR1: text only) when a
+    ``workspace_criteria`` component's column is missing from a row: nothing would fill
+    it, and the component would fail every such row."""
+    problems = []
+    for name, component in reward_config.rewards.items():
+        if component.reward != "workspace_criteria":
+            continue
+        column = (component.params or {}).get("column", WORKSPACE)
+        missing = sum(1 for row in rows if row.get(column) is None)
+        if missing:
+            problems.append((f"rewards.{name}", (
+                f"reads the workspace column {column!r}, which {missing} of {len(rows)} "
+                f"rows lack, and {backend} rolls out text only: no environment leaves a "
+                "workspace to hand over; give every row a workspace (a directory or "
+                "archive), or use backend trl (environment_factory), swift (the "
+                "scheduler's rollout_infos) or verl (the agent loop's extra_fields)")))
+    if problems:
+        raise ConfigError(source, problems)

@@ -214,6 +214,9 @@ def build_jobs(plan: RunPlan) -> list[Job]:
     rows = normalise_rows(read_rows(train_path, source), t.dataset)
     if rows:
         refuse_rollout_needs(plan, rows[0])
+    from rewardkit_trainers.environments import refuse_missing_workspace
+
+    refuse_missing_workspace(plan.reward_config, rows, "EasyR1", source)
     train_file = to_easyr1_parquet(rows, t.dataset, out / "data" / "train.parquet")
     val_file = train_file
     if test_path is not None:
