@@ -40,6 +40,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from pydantic import Field
@@ -381,10 +382,11 @@ def _symbolic_verdict(sample: Sample, params: MathParams) -> Score:
         gold_parsed = _parse(mv, str(value.numerator) if value.denominator == 1 else
                              f"\\frac{{{value.numerator}}}{{{value.denominator}}}", False)
     else:
-        parsed = _symbolic_reference(mv, sample.reference)
+        parsed = _gold_once(sample.reference) if type(sample.reference) is str \
+            else _symbolic_reference(mv, sample.reference)
         if isinstance(parsed, Score):
             return parsed
-        gold_parsed = parsed
+        gold_parsed = list(parsed)
     text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
@@ -404,6 +406,14 @@ def _symbolic_verdict(sample: Sample, params: MathParams) -> Score:
         return Score.ok(params.wrong, "several different final answers", via=found.how,
                         extracted=found.answer[:200])
     return _symbolic(gold_parsed, text, found, params, only_answer=isinstance(gold, PlainNumber))
+
+
+@lru_cache(maxsize=4096)
+def _gold_once(reference: str) -> tuple[Any, ...] | Score:
+    """math-verify's parse of a symbolic reference, once per distinct reference in this
+    process (a parse cut short by the deadline is not kept)."""
+    parsed = _symbolic_reference(_math_verify(), reference)
+    return parsed if isinstance(parsed, Score) else tuple(parsed)
 
 
 #: the most other final statements math-verify compares with the answer

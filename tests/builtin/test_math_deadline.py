@@ -131,3 +131,16 @@ def test_symbolic_timeout_is_validated(seconds: float) -> None:
     with pytest.raises(Exception, match="symbolic_timeout"):
         RewardSet.from_dict({"rewards": {"math": {
             "reward": "math_answer", "params": {"symbolic_timeout": seconds}}}})
+
+
+def test_a_symbolic_reference_is_parsed_once_for_its_group() -> None:
+    math_module._gold_once.cache_clear()
+    reward = get_reward("math_answer")()
+    gold = "2\\sin x + \\frac{1}{3}"
+    # two boxes each: the symbolic path (math-verify), not the exact fast path
+    group = [Sample(completion=f"First $\\boxed{{{k}}}$, then $\\boxed{{{gold}}}$.", reference=gold)
+             for k in range(8)]
+    scores = [reward.score(sample) for sample in group]
+    assert all(score.status is Status.OK for score in scores), scores
+    info = math_module._gold_once.cache_info()
+    assert (info.misses, info.hits) == (1, 7)
