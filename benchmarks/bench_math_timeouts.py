@@ -155,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0, help="score the first N rows only")
     parser.add_argument("--out", type=Path, help="write each row's value and status here")
+    parser.add_argument("--math-verify", action="store_true",
+                        help="then time math-verify's parse + verify (its own 5 s timeouts "
+                        "on) on the same rows in this one process; with --mode inline the "
+                        "two use one process each")
     args = parser.parse_args(argv)
 
     import logging
@@ -173,10 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     rs = RewardSet.from_dict({"rewards": {"math": component}, "workers": args.workers})
     samples = [Sample(prompt=r["prompt"], completion=r["completion"], reference=r["reference"])
                for r in rows]
+    # workers started, math-verify and sympy imported (in them, or here inline): a
+    # training run past its first step
+    rs.score([Sample(completion=f"$\\boxed{{{a}}}$", reference=g)
+              for g, a in (("1+x", "x+1"), ("\\frac{1}{2}", "0.5"), ("(1,2)", "(1, 2)"))] * 4)
     load = os.getloadavg()
-    wall0 = time.perf_counter()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     result = rs.score(samples)
-    wall = time.perf_counter() - wall0
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     scores = result.scores("math")
     timeouts = [i for i, s in enumerate(scores) if str(s.status) == "timeout"]
     bounded = [i for i, s in enumerate(scores) if "symbolic_timeout" in (s.reason or "")]
@@ -186,12 +194,25 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.answers}), "
           f"mode {args.mode}, "
           f"{args.workers} workers, load average before {load[0]:.2f} {load[1]:.2f}")
-    print(f"wall {wall:.1f} s; timeouts {len(timeouts)} "
+    print(f"wall {wall:.1f} s, CPU of this process {cpu:.1f} s; timeouts {len(timeouts)} "
           f"({100 * len(timeouts) / max(len(rows), 1):.2f}%), past symbolic_timeout "
           f"{len(bounded)}, errors {len(errors)}")
     for i in timeouts + bounded:
         print(f"  row {i} idx {rows[i]['idx']}: gold {rows[i]['reference'][:60]!r} "
               f"answer {rows[i]['completion'][:80]!r}: {scores[i].status} {scores[i].reason[:60]}")
+    if args.math_verify:
+        from math_verify import parse, verify
+
+        start, cpu0 = time.perf_counter(), time.process_time()
+        agree = 0
+        for row, score in zip(rows, scores, strict=True):
+            gold = parse(f"${row['reference']}$")
+            same = bool(gold) and verify(gold, parse(row["completion"]))
+            agree += (1.0 if same else 0.0) == score.value
+        mv_wall, mv_cpu = time.perf_counter() - start, time.process_time() - cpu0
+        print(f"math-verify parse + verify, one process: wall {mv_wall:.1f} s, CPU "
+              f"{mv_cpu:.1f} s; math_answer {mv_wall / wall:.2f}x faster (wall); same "
+              f"verdict on {agree} of {len(rows)} rows")
     if args.out:
         args.out.write_text(json.dumps([{"value": s.value, "status": str(s.status),
                                          "reason": s.reason} for s in scores]))
