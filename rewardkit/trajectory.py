@@ -210,6 +210,38 @@ def sample_truncated(sample: Sample) -> bool | None:
     return reason in TRUNCATED_REASONS
 
 
+def rollout_end(messages: Any, cut: bool, tools_run: bool = True) -> dict[str, Any]:
+    """How a multi-turn rollout ended, by the one rule every trainer adapter applies to
+    its backend's own signal: ``{"finish_reason": ..., "truncated": ...}``.
+
+    ``cut`` is the backend's word that its token budget stopped the rollout (the last
+    generation hit the length limit, or a tool result was dropped or left unanswered for
+    want of room); ``tools_run`` whether the rollout had tools to run the calls it made
+    (False: a call nothing would answer is the policy's last word).
+
+    - ``length``, truncated: ``cut``;
+    - ``tool_calls``, truncated: the last message is an assistant turn whose calls were
+      never run (a turn or tool-round limit stopped the rollout), or a tool result the
+      policy never answered: the rollout was cut before its answer (``tools_run`` False:
+      a call nothing would answer, not truncated);
+    - ``stop``, not truncated: the last message is an assistant turn that ended on its
+      own and asks for nothing.
+
+    >>> call = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f"}}]}
+    >>> rollout_end([call, {"role": "tool", "content": "4"}, call], cut=False)
+    {'finish_reason': 'tool_calls', 'truncated': True}
+    """
+    items = list(messages) if isinstance(messages, list | tuple) else []
+    last = items[-1] if items and isinstance(items[-1], Mapping) else {}
+    if cut:
+        return {"finish_reason": "length", "truncated": True}
+    if last.get("role") in ("tool", "function"):
+        return {"finish_reason": "tool_calls", "truncated": True}
+    if last.get("role") == "assistant" and last.get("tool_calls"):
+        return {"finish_reason": "tool_calls", "truncated": tools_run}
+    return {"finish_reason": "stop", "truncated": False}
+
+
 def _finish_reason(sample: Sample) -> str | None:
     reason = sample.metadata.get("finish_reason")
     return reason.strip().lower() if isinstance(reason, str) and reason.strip() else None

@@ -6,8 +6,23 @@ from __future__ import annotations
 
 import pytest
 
-from rewardkit import RewardSet, Sample, Score, Status, completion_text, registry, reward
-from rewardkit.trajectory import Trajectory, reduce_turns, sample_truncated, turn_score
+from rewardkit import (
+    RewardSet,
+    Sample,
+    Score,
+    Status,
+    completion_text,
+    parse_config,
+    registry,
+    reward,
+)
+from rewardkit.trajectory import (
+    Trajectory,
+    reduce_turns,
+    rollout_end,
+    sample_truncated,
+    turn_score,
+)
 
 
 def call(name: str, arguments: object, call_id: str = "c1") -> dict:
@@ -259,3 +274,35 @@ def test_per_turn_values_that_break_the_contract_are_the_rewards_error(
     score = result.scores("t")[0]
     assert score.status is Status.ERROR and needle in score.reason
     assert result.totals == [None]
+
+
+# -- rollout_end: how a rollout ended, one rule on every backend ---------------------------
+_CALL = {"role": "assistant", "content": "12 km is 7.46 mi.",
+         "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+_RESULT = {"role": "tool", "content": "7.456"}
+_ANSWER = {"role": "assistant", "content": "12 km is 7.46 mi."}
+
+
+@pytest.mark.parametrize(("messages", "cut", "tools_run", "expected"), [
+    ([_CALL, _RESULT, _ANSWER], False, True, ("stop", False)),   # finished
+    ([_ANSWER], True, True, ("length", True)),                    # cut mid-answer
+    ([_CALL, _RESULT, _CALL], False, True, ("tool_calls", True)),  # cut after an unrun call
+    ([_CALL, _RESULT], False, True, ("tool_calls", True)),        # cut after a tool result
+    ([_CALL, _RESULT], True, True, ("length", True)),             # ... by the budget
+    ([_CALL], True, True, ("length", True)),                      # a result dropped
+    ([_CALL], False, False, ("tool_calls", False)),               # no tools to run it
+    ([], False, True, ("stop", False)),
+])
+def test_rollout_end_is_one_rule(messages, cut, tools_run, expected):
+    got = rollout_end(messages, cut, tools_run=tools_run)
+    assert (got["finish_reason"], got["truncated"]) == expected
+
+
+def test_an_answer_beside_an_unrun_call_is_not_paid_under_on_truncated_zero():
+    """The same rollout, read by the rule, is zeroed and penalised: the answer beside a
+    call the turn limit never ran is not an answer."""
+    rs = RewardSet(parse_config({"on_error": "ignore", "rewards": {
+        "answer": {"reward": "math_answer", "on_truncated": "zero"}}}))
+    messages = [_CALL, _RESULT, _CALL]
+    sample = Sample("q", messages, "7.46", metadata=rollout_end(messages, False))
+    assert rs.score([sample]).values("answer") == [0.0]

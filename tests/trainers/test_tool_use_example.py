@@ -114,7 +114,7 @@ def test_trl_gets_the_tools_and_no_other_backends_arguments(tmp_path: Path):
                               (tool_use_tools.convert_units, tool_use_tools.calculate)]
     assert "tools_note" not in shown and shown["warnings"] == [] and shown["rows"] == 9
     config = shown["grpo_config"]
-    assert config["max_tool_calling_iterations"] == 3 and "tools" not in config
+    assert config["max_tool_calling_iterations"] == 2 and "tools" not in config
     assert not {"external_plugins", "multi_turn_scheduler", "max_turns"} & set(config)
     assert not [k for k in config if k.startswith("actor_rollout_ref")]
 
@@ -236,3 +236,18 @@ def test_one_trl_step_of_the_example_with_its_tools(tmp_path: Path):
         assert [t["function"]["name"] for t in row["tools"]] == ["convert_units", "calculate"]
         for name in ("answer", "right_calls", "valid_calls", "non_stop"):
             assert row["components"][name]["status"] == "ok", (name, row["components"][name])
+
+
+def test_every_backend_gets_the_same_turn_limit():
+    """Three assistant turns on every backend: TRL counts tool rounds (each round adds an
+    assistant turn after the first), ms-swift and verl assistant turns; before, TRL's 3
+    rounds gave it a fourth turn. The efficiency reward's limit is the same."""
+    import yaml
+
+    example = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
+    args = example["train"]["backend_args"]
+    turns = {"trl": args["trl"]["max_tool_calling_iterations"] + 1,
+             "swift": args["swift"]["max_turns"],
+             "verl": args["verl"]["actor_rollout_ref.rollout.multi_turn.max_assistant_turns"],
+             "efficiency": example["rewards"]["efficiency"]["params"]["max_turns"]}
+    assert set(turns.values()) == {3}, turns

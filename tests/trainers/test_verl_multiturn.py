@@ -68,7 +68,8 @@ def test_streamed_and_batched_paths_pay_the_examples_golden_totals(result: dict)
     for case, total in GOLDEN.items():
         assert streamed[case] == pytest.approx(total, abs=1e-6), case
         assert batched[case] == pytest.approx(total, abs=1e-6), case
-    assert result["num_turns"] == [4, 4, 4, 4, 2]  # verl's __num_turns__: user+assistant+tool
+    # verl's __num_turns__: user+assistant+tool (cut_call: three assistant turns, two results)
+    assert result["num_turns"] == [4, 4, 4, 4, 2, 6, 2]
 
 
 def test_the_trajectory_is_rebuilt_from_the_response_mask_and_verls_parser(result: dict):
@@ -124,7 +125,7 @@ def test_grpo_sums_token_rewards_so_per_turn_placement_changes_nothing(result: d
     compute_grpo_outcome_advantage identical advantages, the same at every token: GRPO
     sums the token rewards, so ``turns: sum`` is what per-turn values would train."""
     grpo = result["grpo"]
-    assert grpo["turn_ends"] == [2, 2, 2, 2, 1]
+    assert grpo["turn_ends"] == [2, 2, 2, 2, 1, 3, 1]
     assert grpo["advantage_per_turn"] == pytest.approx(grpo["advantage"], abs=1e-6)
     assert grpo["constant_over_tokens"]
     assert grpo["advantage"][0] > 0 > grpo["advantage"][3]  # honest above, truncated below

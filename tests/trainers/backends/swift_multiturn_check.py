@@ -77,6 +77,11 @@ SCRIPTS: dict[str, list[Any]] = {
     # ReAct text: hermes' parser falls back to it, the engine reports the call, it runs
     "react": ['Action: convert_units\nAction Input: {"value": 12, "from_unit": "km", '
               '"to_unit": "mi"}\n', ANSWER],
+    # max_turns (3) ends the rollout on a call never run: ms-swift's finish reason says
+    # "stop" (the turn ended on its end of sequence), the answer beside the call unpaid
+    "cut_call": [CALL, CALL, ANSWER + "\n" + CALL],
+    # no call, cut at the length budget in the answer
+    "rambles": [(ANSWER + " and so on and so on", "length")],
 }
 TOOLS = [
     {"type": "function", "function": {

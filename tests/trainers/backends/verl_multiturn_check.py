@@ -63,6 +63,10 @@ SCRIPTS = {
     "truncated": [CALL % "mi" + END, ANSWER + " and further" * 200 + END],
     # no call: the answer from memory
     "no_call": [ANSWER + END],
+    # max_assistant_turns (3) ends the rollout on a call never run, the answer beside it
+    "cut_call": [CALL % "mi" + END, CALL % "mi" + END, ANSWER + "\n" + CALL % "mi" + END],
+    # no call, cut at the response length in the answer
+    "rambles": [ANSWER + " and so on" * 200 + END],
 }
 SCHEMA = {"type": "function", "function": {
     "name": "convert_units", "description": "Convert a value between units.",
@@ -70,7 +74,7 @@ SCHEMA = {"type": "function", "function": {
                    "properties": {"value": {"type": "number"},
                                   "from_unit": {"type": "string", "enum": ["km", "mi"]},
                                   "to_unit": {"type": "string", "enum": ["km", "mi"]}}}}}
-RESPONSE_LENGTH = 160
+RESPONSE_LENGTH = 320  # room for three turns of calls; the cut cases run past it
 
 
 def convert_units(value: float, from_unit: str, to_unit: str) -> str:
@@ -139,7 +143,7 @@ def main() -> None:
             "top_p": 1.0, "top_k": -1, "calculate_log_probs": False, "full_determinism": False,
             "val_kwargs": {"top_p": 1.0, "top_k": -1, "temperature": 0},
             "agent": {"default_agent_loop": "rewardkit_tool_agent"},
-            "multi_turn": {"max_user_turns": 4, "max_assistant_turns": 4,
+            "multi_turn": {"max_user_turns": 3, "max_assistant_turns": 3,
                            "max_parallel_calls": 2, "max_tool_response_length": 256,
                            "tool_response_truncate_side": "middle", "format": "hermes"}}},
         "data": {},

@@ -62,7 +62,7 @@ from typing import Any
 from rewardkit import Sample
 from rewardkit.config import RewardConfig
 from rewardkit.text.lengths import COMPLETION_IDS
-from rewardkit.trajectory import ROLLOUT_PROBLEM
+from rewardkit.trajectory import ROLLOUT_PROBLEM, TRUNCATED_REASONS, rollout_end
 from rewardkit.types import group_key
 
 from rewardkit_trainers.environments import hoist_workspace
@@ -340,10 +340,17 @@ def swift_samples(completions: Sequence[Any], kwargs: Mapping[str, Any],
         if problem is not None and isinstance(completion, str):
             sample.metadata[ROLLOUT_PROBLEM] = problem
         hoist_workspace(sample.metadata, "rollout_infos")  # the scheduler's environment
-        if isinstance(kwargs.get("finish_reason"), list | tuple):
+        reasons = kwargs.get("finish_reason")
+        if isinstance(reasons, list | tuple):
             # the rollout's own finish reason decides; a dataset column of that name
             # describes some earlier rollout
             sample.metadata.pop("truncated", None)
+            reason = reasons[i] if len(reasons) == n else None
+            if isinstance(completion, list) and isinstance(reason, str):
+                # the one rule of every backend: ms-swift's finish reason is the last
+                # turn's ("stop" when max_turns ended the rollout on a call it never ran)
+                sample.metadata.update(rollout_end(
+                    completion, reason.strip().lower() in TRUNCATED_REASONS))
         if isinstance(prompt_ids, list | tuple) and i < len(prompt_ids):
             sample.group = prompt_ids[i]
         if isinstance(token_ids, list | tuple) and len(token_ids) == n:

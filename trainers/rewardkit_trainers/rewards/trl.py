@@ -56,6 +56,7 @@ from typing import Any
 from rewardkit import Sample
 from rewardkit.config import RewardConfig
 from rewardkit.text.lengths import COMPLETION_IDS
+from rewardkit.trajectory import rollout_end
 
 from rewardkit_trainers.environments import apply_environments
 from rewardkit_trainers.rewards.scoring import (
@@ -102,8 +103,10 @@ class TRLRollout:
     at the length budget: ``stop`` when the last id is an EOS id and the last message
     asks for no tool; ``length`` when the last id is not an EOS id, or when TRL's tool
     loop dropped a tool result that would overrun ``max_completion_length`` (the last
-    assistant message's calls stay unanswered); ``tool_calls`` when the loop stopped at
-    ``max_tool_calling_iterations`` with calls unanswered. ``truncated`` is true for
+    assistant message's calls stay unanswered) or truncated the generation after a tool
+    result to nothing (the completion ends on the result); ``tool_calls`` when the loop
+    stopped at ``max_tool_calling_iterations`` with calls unanswered (the rule of
+    :func:`rewardkit.trajectory.rollout_end`, every backend's). ``truncated`` is true for
     ``length``, and for ``tool_calls`` when the trainer has tools (the rollout was cut
     before its answer). With a ``rollout_func``, its own ``finish_reason`` / ``truncated``
     fields win."""
@@ -155,20 +158,21 @@ class TRLRollout:
             return {}
         messages = completion if isinstance(completion, list) else []
         last = messages[-1] if messages and isinstance(messages[-1], Mapping) else {}
-        if ids[-1] not in self.eos_token_ids:
-            reason = "length"
-        elif last.get("role") == "assistant" and last.get("tool_calls") and self.has_tools:
+        # TRL's own signals of a budget cut: the last id is no EOS id; the tool loop
+        # dropped a result that would overrun max_completion_length (the last calls stay
+        # unanswered below the iteration limit); or it truncated the generation after a
+        # result to nothing (the completion ends on the result)
+        cut = ids[-1] not in self.eos_token_ids or last.get("role") == "tool"
+        if not cut and last.get("role") == "assistant" and last.get("tool_calls") \
+                and self.has_tools:
             rounds = sum(1 for m, n in pairwise(messages)
                          if isinstance(m, Mapping) and m.get("tool_calls")
                          and isinstance(n, Mapping) and n.get("role") == "tool")
             limit = self.max_tool_calling_iterations
-            reason = "tool_calls" if limit is not None and rounds >= limit else "length"
-        elif last.get("role") == "assistant" and last.get("tool_calls"):
-            reason = "tool_calls"  # no tools in the trainer: a call nothing answers
-        else:
-            reason = "stop"
-        cut = reason == "length" or (reason == "tool_calls" and self.has_tools)
-        return {"finish_reason": reason, "truncated": cut}
+            cut = limit is None or rounds < limit
+        # the one rule of every backend (rewardkit.trajectory.rollout_end); no tools in
+        # the trainer: a call nothing answers, not a cut
+        return rollout_end(messages, cut, tools_run=self.has_tools)
 
     @property
     def has_tools(self) -> bool:

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from rewardkit.trajectory import rollout_end
 from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, ToolAgentLoop
 from verl.experimental.agent_loop.tool_parser import ToolParser
 from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
@@ -154,11 +155,10 @@ async def rebuild_trajectory(rollout: Mapping[str, Any], response_ids: list[int]
     cut = isinstance(limit, int) and len(response_ids) >= limit
     if runs and runs[-1][0] == 1 and response_ids and response_ids[-1] not in stops:
         cut = True  # the last turn never reached its end of sequence
-    last = messages[-1] if messages else {}
-    reason = "length" if cut else (
-        "tool_calls" if last.get("role") == "tool" or last.get("tool_calls") else "stop")
-    return {"messages": messages, "tools": schemas, "finish_reason": reason,
-            "truncated": cut}
+    # the one rule of every backend (rewardkit.trajectory.rollout_end): a last turn whose
+    # calls never ran (max_assistant_turns / max_user_turns, or a result dropped for
+    # want of room) was cut before its answer
+    return {"messages": messages, "tools": schemas, **rollout_end(messages, cut)}
 
 
 class RewardkitRewardManager(NaiveRewardManager):
