@@ -21,6 +21,7 @@ pytest.importorskip("rewardkit_gym")
 pytest.importorskip("rewardkit_gui")
 pytest.importorskip("rewardkit_translation")
 pytest.importorskip("rewardkit_textmetrics")
+pytest.importorskip("rewardkit_code")
 
 #: reasoning whose commas break "no commas" if it were checked as the answer
 REASONING = "first, think; then, answer"
@@ -67,6 +68,12 @@ READERS = [
            {"reference": {"action": ["UP", "UP", "LEFT"]}}, {"mode": "strict"}),
     Reader("translation_verdict", "my ratings is [5, 5, 5, 5, 1, 5]",
            "my ratings is [5, 5, 5, 5, 5, 5]", {"reference": [5, 5, 5, 5, 2, 5]}),
+    Reader("chrf", "Die Katze sitzt auf der Matte.", "Quo vadis Domine, pax vobis.",
+           {"reference": "Die Katze sitzt auf der Matte."}),
+    Reader("string_match", "Paris", "Lyon", {"reference": "Paris"}),
+    Reader("code_execution", "\n```python\ndef square(x):\n    return x * x\n```\n",
+           "\n```python\ndef square(x):\n    return x + x\n```\n",
+           {"reference": ["assert square(3) == 9"]}),
 ]
 IDS = [r.reward for r in READERS]
 
@@ -84,7 +91,7 @@ def test_the_reported_drift_reasoning_with_commas_is_not_the_answer():
 @pytest.mark.parametrize("reader", READERS, ids=IDS)
 def test_each_reader_pays_the_honest_answer_alone_and_not_the_wrong_one(reader: Reader):
     assert reader.score(reader.right).value == 1.0
-    assert reader.score(reader.wrong).value == 0.0
+    assert reader.score(reader.wrong).value < 0.5  # 0, or a metric's partial credit
 
 
 @pytest.mark.parametrize("reader", READERS, ids=IDS)

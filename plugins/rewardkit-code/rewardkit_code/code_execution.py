@@ -43,7 +43,7 @@ from rewardkit_sandbox import (
 from rewardkit_sandbox.languages import COMPILE_LIMITS
 from rewardkit_sandbox.remote.factory import build_remote_runner, check_remote_settings
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, graded_text
 from rewardkit_code.extraction import ExtractMode, extract_code
 from rewardkit_code.references import IOCase, ReferenceFormatError, TestSuite, parse_reference
 from rewardkit_code.sandboxes import (
@@ -98,7 +98,8 @@ class CodeExecutionParams(Params):
     extract: ExtractMode = Field(
         "fenced",
         description="fenced: the last block tagged with the language (else the last "
-        "untagged one); last_block: the last fenced block; whole: the whole completion",
+        "untagged one); last_block: the last fenced block; whole: the whole completion; "
+        "all read after the reasoning (rewardkit.graded_text)",
     )
     mode: Literal["binary", "pass_fraction", "partial"] = Field(
         "pass_fraction",
@@ -268,7 +269,10 @@ class CodeExecution(Reward):
             suite = parse_reference(sample.reference)
         except ReferenceFormatError as error:
             return Score.error(str(error))
-        code = extract_code(sample.text, params.extract, params.language)
+        answer = graded_text(sample.text)  # a program inside the reasoning is not the answer
+        if answer is None:
+            return Score.ok(0.0, "the reasoning never closes", passed=0, total=len(suite))
+        code = extract_code(answer, params.extract, params.language)
         if code is None:
             return Score.ok(
                 0.0,
