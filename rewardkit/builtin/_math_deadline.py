@@ -61,6 +61,9 @@ class _Watchdog:
         #: thread id -> [deadline] of its innermost step, [deadline, 1.0] once interrupted
         self._armed: dict[int, list[float]] = {}
         self._thread: threading.Thread | None = None
+        #: when the watchdog wakes next (monotonic): an arm with a later deadline need not
+        #: wake it (the common case: one short step after another costs no thread switch)
+        self._wake = float("inf")
 
     def arm(self, tid: int, deadline: float) -> None:
         with self._cond:
@@ -68,8 +71,10 @@ class _Watchdog:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._watch, name="rewardkit-sympy-deadline",
                                                 daemon=True)
+                self._wake = float("inf")
                 self._thread.start()
-            self._cond.notify()
+            if deadline < self._wake:
+                self._cond.notify()
 
     def disarm(self, tid: int) -> None:
         """End the step of thread ``tid`` (the caller) and drop an interruption it has not
@@ -93,6 +98,7 @@ class _Watchdog:
                             entry.append(1.0)  # fired: disarm clears what is pending
                     left = entry[0] - now
                     wait = left if wait is None else min(wait, left)
+                self._wake = float("inf") if wait is None else now + wait
                 self._cond.wait(wait)
 
 
