@@ -10,7 +10,6 @@ reporter are always ours). The completion carries the patch: a unified diff, in 
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shlex
@@ -112,9 +111,7 @@ class RepoTests(Reward):
         for relative in [*workspace.candidate_files, *workspace.test_files, *_others(workspace)]:
             full = os.path.join(workspace.folder, relative)
             if os.path.isfile(full) and not os.path.islink(full):
-                with open(full, "rb") as handle:
-                    files[relative] = [os.stat(full).st_mode & 0o755,
-                                       base64.b64encode(handle.read()).decode()]
+                files[relative] = workspace.payload(relative)
         extra = shlex.split(str(reference.get("test_command") or ""))
         header = {
             "files": files,
