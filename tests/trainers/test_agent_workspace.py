@@ -374,7 +374,8 @@ def test_an_allowed_root_naming_an_unset_variable_is_an_error_naming_it(tmp_path
                                                                        monkeypatch):
     from rewardkit_workspace.reward import WorkspaceCriteria
 
-    monkeypatch.delenv(WORKSPACES_ENV, raising=False)
+    monkeypatch.setenv(WORKSPACES_ENV, "")  # recorded, so undone after the test
+    monkeypatch.delenv(WORKSPACES_ENV)
     (tmp_path / "a.txt").write_text("1")
     reward = WorkspaceCriteria({"allowed_roots": ["$" + WORKSPACES_ENV], "criteria": [
         {"type": "file_exists", "path": "a.txt"}]})
@@ -462,3 +463,21 @@ def test_easyr1_refuses_a_workspace_reward_without_a_workspace_column(tmp_path, 
     (tmp_path / "rows.jsonl").write_text("".join(
         json.dumps({**r, "workspace": str(tmp_path)}) + "\n" for r in rows))
     assert cli_run("train", [str(path), "--backend", "easyr1", "--dry-run"]) == 0
+
+
+def test_a_script_of_ones_own_gets_a_root_the_reward_reads(monkeypatch):
+    """Without `rewardkit train` (no $REWARDKIT_WORKSPACES), the first environment picks
+    the default root and sets the variable, so ``allowed_roots: [$REWARDKIT_WORKSPACES]``
+    reads its folders."""
+    from rewardkit_workspace.reward import WorkspaceCriteria
+
+    monkeypatch.setenv(WORKSPACES_ENV, "")  # recorded, so undone after the test
+    monkeypatch.delenv(WORKSPACES_ENV)
+    env = Notes()
+    env.reset(files={"a.txt": "1"})
+    assert Path(env.workspace).parent == Path(os.environ[WORKSPACES_ENV])
+    sample = Sample("", "")
+    apply_environments([sample], [env])
+    reward = WorkspaceCriteria({"allowed_roots": ["$" + WORKSPACES_ENV], "criteria": [
+        {"type": "file_exists", "path": "a.txt"}]})
+    assert reward.grade(sample).value == 1.0

@@ -45,9 +45,12 @@ FACTORY_KEY = "environment_factory"
 
 def workspace_root() -> Path:
     """Where :class:`WorkspaceEnvironment` makes its folders: ``$REWARDKIT_WORKSPACES``,
-    else ``<tmp>/rewardkit-workspaces`` (made when missing)."""
-    root = Path(os.environ.get(WORKSPACES_ENV) or
-                Path(tempfile.gettempdir()) / "rewardkit-workspaces")
+    else ``<tmp>/rewardkit-workspaces``, which then becomes ``$REWARDKIT_WORKSPACES`` of
+    this process (so a reward naming it as its allowed root reads these folders in a
+    training script of one's own too). Made when missing."""
+    if not os.environ.get(WORKSPACES_ENV):
+        os.environ[WORKSPACES_ENV] = str(Path(tempfile.gettempdir()) / "rewardkit-workspaces")
+    root = Path(os.environ[WORKSPACES_ENV])
     root.mkdir(parents=True, exist_ok=True)
     return root
 
