@@ -358,8 +358,10 @@ def arrow_safe(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**row, "files": json.dumps(row["files"])} for row in rows]
 
 
-def test_dry_run_shows_the_environments_tools(tmp_path, capsys):
+def test_dry_run_shows_the_environments_tools(tmp_path, capsys, monkeypatch):
     from rewardkit_trainers.cli import run as cli_run
+
+    monkeypatch.setenv(WORKSPACES_ENV, str(tmp_path / "ws"))  # the probe instance's folder
 
     assert cli_run("train", [str(EXAMPLE), "--dry-run", "--json",
                              "--output-dir", str(tmp_path / "out")]) == 0
