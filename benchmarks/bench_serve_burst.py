@@ -339,6 +339,15 @@ def _batch_metric(port: int) -> dict[str, float]:
     return found
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) ``pid`` has used so far (Linux), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def goal(n: int, serve_options: list[str], config: str = "cheap") -> dict[str, Any]:
     """The micro-batching goal: see the module's docstring."""
     rows = goal_rows(n)
@@ -368,9 +377,13 @@ def goal(n: int, serve_options: list[str], config: str = "cheap") -> dict[str, A
                     ("16 clients at once, 64 rows one a request each, kept alive (/slime)",
                      sixteen, True)):
                 before = _batch_metric(port)
+                cpu_before = _cpu_seconds(proc.pid)
                 phase = _burst_async(name, [job[0] for job in jobs], rows, port) \
                     if len(jobs) == n and n > 16 else \
                     _phase(name, jobs, rows, port, per_request)
+                cpu_after = _cpu_seconds(proc.pid)
+                if cpu_before is not None and cpu_after is not None:
+                    phase["server_cpu_s"] = round(cpu_after - cpu_before, 2)
                 after = _batch_metric(port)
                 if after:
                     calls = after["count"] - before.get("count", 0)
@@ -403,9 +416,10 @@ def show_goal(r: dict[str, Any]) -> None:
     for p in r["phases"]:
         batches = (f"; {p['scoring_calls']} scoring calls, {p['mean_batch_rows']} rows "
                    "each on average" if "scoring_calls" in p else "")
+        cpu = f"; server CPU {p['server_cpu_s']} s" if "server_cpu_s" in p else ""
         print(f"{p['phase']}: {p['outcomes']}, {p['rows']} rows answered, {p['wrong']} "
               f"differ from rewardkit score; {p['seconds']} s, {p['rows_per_s']} rows/s, "
-              f"p50 {p['p50_ms']} ms, p99 {p['p99_ms']} ms{batches}")
+              f"p50 {p['p50_ms']} ms, p99 {p['p99_ms']} ms{batches}{cpu}")
     first = r["phases"][0]
     met = (first["outcomes"] == {"200": r["goal_rows"]} and first["wrong"] == 0
            and r["ratio_to_score_wall"] <= 3)
