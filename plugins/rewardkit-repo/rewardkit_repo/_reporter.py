@@ -11,6 +11,11 @@ the import machinery, the trace and profile functions. A replacement marks the r
 class was written by the candidate and that equals a fresh ``object()`` (an
 always-equal object) fails its test as ``tampered``.
 
+A ``unittest.TestCase`` test does not raise out of pytest's call phase: unittest catches
+the failure and hands it to pytest's result object, which keeps it for the report. The
+reporter wraps that hand-over (``TestCaseFunction._addexcinfo``, watched like the rest)
+and counts such a test failed, or skipped, from what was handed over.
+
 Standard library and pytest only: it is sent to the sandbox as source.
 """
 
@@ -25,6 +30,7 @@ import threading
 import _pytest.python
 import _pytest.reports
 import _pytest.runner
+import _pytest.unittest
 import pluggy
 import pytest
 
@@ -38,10 +44,26 @@ _WATCHED = (
     (pluggy.HookCaller if hasattr(pluggy, "HookCaller") else pluggy._hooks._HookCaller,
      ("__call__",)),
     (pluggy.PluginManager, ("_hookexec",)),
+    (_pytest.unittest.TestCaseFunction, ("_addexcinfo", "runtest", "addError", "addFailure",
+                                         "addSkip", "addExpectedFailure",
+                                         "addUnexpectedSuccess")),
     (sys, ("exit", "settrace", "setprofile", "meta_path", "path_hooks")),
     (os, ("_exit", "write", "fork")),
     (threading, ("settrace", "setprofile")),
 )
+
+
+def _hand_over_to(handed: dict[str, list[object]]) -> None:
+    """Record, per test id, the exception type of each failure, error or skip unittest
+    hands to pytest's ``TestCaseFunction`` (then let pytest keep it as before)."""
+    original = vars(_pytest.unittest.TestCaseFunction)["_addexcinfo"]
+
+    def _addexcinfo(item: _pytest.unittest.TestCaseFunction, rawexcinfo: object) -> None:
+        kind = rawexcinfo[0] if isinstance(rawexcinfo, tuple) and rawexcinfo else Exception
+        handed.setdefault(item.nodeid, []).append(kind)
+        return original(item, rawexcinfo)
+
+    _pytest.unittest.TestCaseFunction._addexcinfo = _addexcinfo  # type: ignore[method-assign,assignment]
 
 
 def _snapshot() -> dict[str, int]:
@@ -74,6 +96,9 @@ class Reporter:
         self._sentinel_type = object
         self._config: pytest.Config | None = None
         self._plugins: set[int] = set()
+        self._handed: dict[str, list[object]] = {}
+        _hand_over_to(self._handed)
+        self._baseline = _snapshot()
 
     # -- the channel -----------------------------------------------------------------
 
@@ -184,8 +209,14 @@ class Reporter:
                 self._tainted[item.nodeid] = "the profile function was removed"
             sys.setprofile(None)
         excinfo = result.excinfo
-        if excinfo is None:
+        handed = self._handed.pop(item.nodeid, []) if when == "call" else []
+        if excinfo is None and not handed:
             state = "ok"
+        elif excinfo is None:
+            # a unittest test: what unittest handed to pytest instead of raising
+            skips = [isinstance(kind, type) and issubclass(kind, pytest.skip.Exception)
+                     for kind in handed]
+            state = "skipped" if all(skips) else "error"
         elif issubclass(excinfo[0], pytest.skip.Exception):
             state = "skipped"
         else:
