@@ -99,11 +99,11 @@ def expected_verdict(expected: Expected, trained: dict[str, Any] | None) -> dict
     """``eval.expected`` against the trained model's accuracy: the range, where it was
     measured, and ``in_range`` (None when there is no trained figure)."""
     low, high = expected.accuracy
-    accuracy = (trained or {}).get("accuracy")
-    known = accuracy is not None and not math.isnan(accuracy)
+    value = (trained or {}).get("accuracy")
+    accuracy = None if value is None or math.isnan(value) else float(value)
     return {"accuracy": [low, high], "measured": expected.measured,
-            "trained_accuracy": accuracy if known else None,
-            "in_range": (low <= round(accuracy, 4) <= high) if known else None}
+            "trained_accuracy": accuracy,
+            "in_range": None if accuracy is None else low <= round(accuracy, 4) <= high}
 
 
 def _ran_on(tiny: bool) -> str:
