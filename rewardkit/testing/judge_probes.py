@@ -35,7 +35,8 @@ from rich.table import Table
 from rewardkit.measure.stats import wilson
 from rewardkit.reward_set import RewardSet
 from rewardkit.testing.hacks import Check, Honest, exploits
-from rewardkit.types import ExecutionMode, Sample, Score, Status, completion_text
+from rewardkit.text.prompt import prompt_text
+from rewardkit.types import ExecutionMode, Sample, Score, Status
 
 #: one-line answers that published measurements find LLM judges pay
 MASTER_KEYS: dict[str, str] = {
@@ -192,8 +193,8 @@ def probes() -> list[Probe]:
         def build(row: ProbeRow, make: Callable[[Honest], list[str] | str] = exploit.build
                   ) -> list[str] | str:
             honest = row.completion if row.completion else _text(row.reference)
-            prompt = row.prompt if isinstance(row.prompt, str) else completion_text(row.prompt)
-            return make(Honest(0, honest, 1.0, prompt or "", row.reference))
+            prompt = prompt_text(row.prompt, turns="user")  # as the exploit probes read it
+            return make(Honest(0, honest, 1.0, prompt, row.reference))
 
         found.append(Probe(exploit.name, "exploit", build))
     return found

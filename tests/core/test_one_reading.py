@@ -219,3 +219,16 @@ def test_the_trainer_data_carry_the_prompt_text_in_every_shape(shape: str, tmp_p
     assert easyr1[0]["problem"] == QUESTION
     assert verl[0]["extra_info"]["prompt"] == QUESTION
     assert verl[0]["prompt"][-1] == {"role": "user", "content": QUESTION}
+
+
+def test_the_probes_echo_the_user_turns_of_a_chat_prompt():
+    """The judge probes and the exploit probes build the echoed-prompt hack from the same
+    text: the user turns, content parts read as text (not the last assistant turn)."""
+    from rewardkit.testing.judge_probes import ProbeRow, probes
+
+    chat = [{"role": "system", "content": "S"},
+            {"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]},
+            {"role": "assistant", "content": "A"}, {"role": "user", "content": "Sure?"}]
+    echo = next(p for p in probes() if p.name == "echo_prompt")
+    built = echo.build(ProbeRow(1, chat, "4", None, {}))
+    assert isinstance(built, list) and built[0] == "What is 2+2?\nSure?"

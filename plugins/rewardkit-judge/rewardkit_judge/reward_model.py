@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from rewardkit import ExecutionMode, Params, Reward, Sample, Score, completion_text
+from rewardkit import ExecutionMode, Params, Reward, Sample, Score, completion_text, prompt_text
 from rewardkit_judge.micro_batch import MicroBatcher
 
 
@@ -175,17 +175,13 @@ class RewardModel(Reward):
             text: str = tokenizer.apply_chat_template(
                 conversation(sample.prompt, sample.completion), tokenize=False)
             return text
-        prompt = sample.prompt if isinstance(sample.prompt, str) else \
-            completion_text(sample.prompt)
-        return prompt + sample.text
+        return prompt_text(sample.prompt) + sample.text
 
     def _segments(self, sample: Sample) -> list[tuple[bool, str]]:
         """The rendered input as (is completion text, text) pieces, in order."""
         tokenizer = self._loaded.tokenizer
         if not (self.params.chat_template and getattr(tokenizer, "chat_template", None)):
-            prompt = sample.prompt if isinstance(sample.prompt, str) else \
-                completion_text(sample.prompt)
-            return [(False, prompt), (True, sample.text)]
+            return [(False, prompt_text(sample.prompt)), (True, sample.text)]
         messages = conversation(sample.prompt, sample.completion)
         first = len(conversation(sample.prompt, [])) if isinstance(
             sample.completion, list | tuple) else len(messages) - 1

@@ -46,6 +46,16 @@ def test_the_chat_template_renders_prompt_and_completion(model_dir: Path) -> Non
         "what colour is the sky" + GOOD
 
 
+def test_without_a_chat_template_a_chat_prompt_is_read_whole(model_dir: Path) -> None:
+    """Every turn of the prompt, content parts as text (rewardkit.prompt_text), not only
+    its last assistant turn."""
+    plain = get_reward("reward_model")({"model": str(model_dir), "chat_template": False})
+    chat = [{"role": "user", "content": [{"type": "text", "text": "what colour is the sky"}]},
+            {"role": "assistant", "content": "blue"}, {"role": "user", "content": "sure"}]
+    assert plain.render(Sample(prompt=chat, completion=GOOD)) == \
+        "what colour is the sky\nblue\nsure" + GOOD
+
+
 def test_batched_scores_equal_one_at_a_time_scores(model_dir: Path) -> None:
     completions = [GOOD, BAD, "blue", "blue blue blue", "no", GOOD + " " + BAD]
     samples = [{"prompt": PROMPT, "completion": c} for c in completions]
