@@ -16,7 +16,7 @@ import shlex
 import sys
 from collections.abc import Mapping
 from importlib import resources
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pytest
 from pydantic import Field
@@ -24,7 +24,8 @@ from rewardkit_code.sandboxes import local_budget, shared_pool
 from rewardkit_sandbox import SandboxLimits, SandboxUnavailableError, Status
 
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score
-from rewardkit_repo.workspace import TaskError, Workspace, extract_patch, prepare
+from rewardkit_repo import go_runner
+from rewardkit_repo.workspace import TaskError, Workspace, extract_patch, is_protected, prepare
 
 #: the folder pytest (and pluggy, iniconfig, packaging) is imported from in the sandbox
 _PYTEST_PATH = os.path.dirname(os.path.dirname(os.path.abspath(pytest.__file__)))
@@ -40,6 +41,9 @@ class RepoTestsParams(Params):
     memory_mb: int = Field(1024, ge=128, description="memory of the test run, MiB")
     concurrency: int | None = Field(None, ge=1, le=128,
                                     description="sandbox slots (default: the CPU count)")
+    runner: Literal["pytest", "go"] = Field(
+        "pytest", description="the test runner: pytest node ids, or go (Go test names, "
+                              "TestX or pkg/path.TestX, standard library only)")
 
 
 def _ids(reference: Mapping[str, Any], key: str) -> list[str]:
@@ -91,10 +95,14 @@ class RepoTests(Reward):
                 return Score.ok(0.0, "the completion holds no unified diff")
             prepared = prepare(str(reference.get("repo") or ""),
                                str(reference.get("base_commit") or ""), patch,
-                               str(reference.get("test_patch") or ""))
+                               str(reference.get("test_patch") or ""),
+                               go_runner.is_protected if params.runner == "go"
+                               else is_protected)
             if isinstance(prepared, str):
                 return Score.ok(0.0, f"the patch does not apply: {prepared}")
             try:
+                if params.runner == "go":
+                    return go_runner.run(prepared, wanted, params)
                 return self._run(prepared, wanted, reference, params)
             finally:
                 prepared.close()
@@ -112,6 +120,13 @@ class RepoTests(Reward):
             full = os.path.join(workspace.folder, relative)
             if os.path.isfile(full) and not os.path.islink(full):
                 files[relative] = workspace.payload(relative)
+            elif os.path.islink(full):
+                # a link of the base tree (the patch's own were removed) to a file of the
+                # tree goes over as that file's bytes; one that leads out is dropped
+                target = os.path.realpath(full)
+                inside = os.path.relpath(target, os.path.realpath(workspace.folder))
+                if not inside.startswith("..") and os.path.isfile(target):
+                    files[relative] = workspace.payload(inside)
         extra = shlex.split(str(reference.get("test_command") or ""))
         header = {
             "files": files,
