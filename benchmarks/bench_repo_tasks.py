@@ -14,9 +14,11 @@ Speed: per task one GRPO group of ``--group`` rows (the three patches in turn). 
 is scored by ``repo_tests`` (private copy from the cached base, patch, tests put back,
 sandboxed pytest, verdict from the reporter's pipe) and, right after it, the floor: the
 same test ids run bare with ``python -m pytest`` in a tree already patched, no sandbox,
-no copy. Both run one at a time in this process, interleaved row by row, so the machine's
-load falls on both alike; the load average is printed beside the figures. The ratio is
-repo_tests seconds / floor seconds over all rows (goal: at most 1.5).
+no copy; and the same again started the way the sandbox starts pytest (``python -I -S``,
+no site start-up: the stricter floor). All run one at a time in this process,
+interleaved row by row, so the machine's load falls on each alike; the load average is
+printed beside the figures. The ratio is repo_tests seconds / floor seconds over all rows
+(goal: at most 1.5).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_repo_tasks import DEFAULT_OUT, apply, build_all, extract
 from rewardkit_repo import RepoTests
 from rewardkit_repo import workspace as repo_workspace
+from rewardkit_repo.repo_tests import _PYTEST_PATH as PYTEST_PATH
 
 from rewardkit import Sample
 
@@ -64,15 +67,22 @@ def patches(task: dict[str, Any]) -> dict[str, str]:
     return {"honest": task["patch"], "base": NOOP, "wrong": task["wrong_patch"]}
 
 
-def floor_run(tree: Path, task: dict[str, Any]) -> float:
+def floor_run(tree: Path, task: dict[str, Any], isolated: bool = False) -> float:
     """Seconds of bare pytest on the wanted tests in ``tree`` (already patched): the same
-    ids ``repo_tests`` keeps after collecting their files."""
+    ids ``repo_tests`` keeps after collecting their files. ``isolated``: started the way
+    the sandbox starts it (``python -I -S``, pytest's folder on the path, no site), which
+    takes the interpreter's site start-up out of the comparison."""
     ids = [*task["FAIL_TO_PASS"], *task["PASS_TO_PASS"]]
+    options = ["-q", "-p", "no:cacheprovider", *shlex.split(task["test_command"]), *ids]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    if isolated:
+        boot = (f"import sys; sys.path[:0] = [{str(tree)!r}, {PYTEST_PATH!r}]; import pytest; "
+                f"sys.exit(pytest.main({options!r}))")
+        command = [os.path.realpath(sys.executable), "-I", "-S", "-c", boot]
+    else:
+        command = [sys.executable, "-m", "pytest", *options]
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    *shlex.split(task["test_command"]), *ids], cwd=tree, env=env,
-                   capture_output=True, check=False, timeout=600)
+    subprocess.run(command, cwd=tree, env=env, capture_output=True, check=False, timeout=600)
     return time.perf_counter() - started
 
 
@@ -114,20 +124,23 @@ def main() -> int:
                 assert apply(tree, patch) and apply(tree, task["test_patch"])
                 trees[name] = tree
             order = [list(kinds)[index % len(kinds)] for index in range(args.group)]
-            rk = fl = 0.0
+            rk = fl = iso = 0.0
             for name in order:
                 started = time.perf_counter()
                 reward.score(Sample(prompt="fix the bug", completion=kinds[name], reference=ref))
                 rk += time.perf_counter() - started
                 fl += floor_run(trees[name], task)
+                iso += floor_run(trees[name], task, isolated=True)
             speed.append({"task": task["instance_id"], "rows": args.group,
                           "repo_tests_s": round(rk, 2), "floor_s": round(fl, 2),
-                          "ratio": round(rk / fl, 2)})
+                          "floor_isolated_s": round(iso, 2), "ratio": round(rk / fl, 2),
+                          "ratio_isolated": round(rk / iso, 2)})
             print(f"{task['instance_id']:<48} repo_tests {rk:6.2f} s  bare pytest {fl:6.2f} s"
-                  f"  ratio {rk / fl:.2f}", file=sys.stderr)
+                  f"  -I -S {iso:6.2f} s  ratio {rk / fl:.2f} / {rk / iso:.2f}", file=sys.stderr)
     load_after = os.getloadavg()
     rk_total = sum(item["repo_tests_s"] for item in speed)
     fl_total = sum(item["floor_s"] for item in speed)
+    iso_total = sum(item["floor_isolated_s"] for item in speed)
     rows = args.group * len(tasks)
     cache = {key: repo_workspace.stats[key] - before[key] for key in before}
     summary = {
@@ -138,7 +151,9 @@ def main() -> int:
         "rows_timed": rows,
         "repo_tests_rows_per_s": round(rows / rk_total, 2),
         "floor_rows_per_s": round(rows / fl_total, 2),
+        "floor_isolated_rows_per_s": round(rows / iso_total, 2),
         "ratio": round(rk_total / fl_total, 2),
+        "ratio_isolated": round(rk_total / iso_total, 2),
         "goal_ratio": 1.5,
         "cache": cache,
         "loadavg_before": [round(x, 2) for x in load_before],
@@ -153,10 +168,12 @@ def main() -> int:
         print(f"{row['task']:<48} {row['F2P']:>3} {row['P2P']:>3} {row['honest']!s:>6} "
               f"{row['base']!s:>5} {row['wrong']!s:>5}  {row['wrong_kind'][:60]}")
     print()
-    print(f"{'task':<48} {'rows':>4} {'repo_tests s':>12} {'bare pytest s':>13} {'ratio':>5}")
+    print(f"{'task':<48} {'rows':>4} {'repo_tests s':>12} {'bare pytest s':>13} "
+          f"{'-I -S s':>7} {'ratio':>5} {'ratio -I -S':>11}")
     for item in speed:
         print(f"{item['task']:<48} {item['rows']:>4} {item['repo_tests_s']:>12} "
-              f"{item['floor_s']:>13} {item['ratio']:>5}")
+              f"{item['floor_s']:>13} {item['floor_isolated_s']:>7} {item['ratio']:>5} "
+              f"{item['ratio_isolated']:>11}")
     print(json.dumps(summary))
     return 0
 
