@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import threading
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +198,10 @@ class Workspace:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def prepare(repo: str, commit: str, patch: str, test_patch: str) -> Workspace | str:
-    """The workspace, or why the model's patch does not apply (a string).
+def prepare(repo: str, commit: str, patch: str, test_patch: str,
+            protected: Callable[[str], bool] = is_protected) -> Workspace | str:
+    """The workspace, or why the model's patch does not apply (a string). ``protected``
+    says which paths are tests or test configuration (the Go runner has its own).
 
     Raises :class:`TaskError` for a missing repository or commit or a test patch that
     does not apply to the base.
@@ -212,7 +215,7 @@ def prepare(repo: str, commit: str, patch: str, test_patch: str) -> Workspace | 
         if problem is not None:
             shutil.rmtree(folder, ignore_errors=True)
             return problem
-        discarded = _put_back(base, folder, _patched(test_patch))
+        discarded = _put_back(base, folder, _patched(test_patch), protected)
         if test_patch.strip():
             problem = _apply(test_patch, folder)
             if problem is not None:
@@ -223,7 +226,7 @@ def prepare(repo: str, commit: str, patch: str, test_patch: str) -> Workspace | 
     base_files = _files(base)
     candidate, tests = [], []
     for relative, path in _files(folder).items():
-        if is_protected(relative) or relative in _patched(test_patch):
+        if protected(relative) or relative in _patched(test_patch):
             tests.append(relative)
         elif relative not in base_files or not _same(path, base_files[relative]):
             candidate.append(relative)
@@ -255,7 +258,8 @@ def _patched(patch: str) -> set[str]:
     return set(re.findall(r"^(?:\+\+\+ b|--- a)/(\S+)", patch, re.MULTILINE))
 
 
-def _put_back(base: str, folder: str, also: set[str]) -> list[str]:
+def _put_back(base: str, folder: str, also: set[str],
+              is_protected: Callable[[str], bool] = is_protected) -> list[str]:
     """Restore protected files (and the paths in ``also``: the test patch's) and links to
     ``base``; the paths it touched."""
     base_files = _files(base)

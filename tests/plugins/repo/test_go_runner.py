@@ -1,0 +1,97 @@
+"""repo_tests with ``runner: go`` on a tiny real Go module (real git, the real go
+toolchain, the real sandbox): what it pays, how it treats bad rows, and its tampering
+corpus (go_tamper_corpus.py): each patch paid 0 while the honest fix is paid 1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from go_tamper_corpus import GO_TAMPERING, go_patch_of
+from tiny_go_repo import CALC, CALC_TEST, FIX, make_go_repo
+from tiny_repo import diff_of
+
+from rewardkit import Sample
+
+rewardkit_repo = pytest.importorskip("rewardkit_repo")
+go_runner = pytest.importorskip("rewardkit_repo.go_runner")
+
+pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(go_runner.goroot(), "bin", "go"))
+                                or shutil.which("git") is None, reason="needs go and git")
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object], Path]:
+    root = tmp_path_factory.mktemp("gorepo")
+    outside = root / "outside"
+    outside.mkdir()
+    (outside / "x_test.go").write_text("package calc\n")
+    return root / "repo", make_go_repo(root / "repo"), outside
+
+
+def _score(reference: dict[str, object], completion: str, **params: object) -> object:
+    return rewardkit_repo.RepoTests({"runner": "go", **params}).score(
+        Sample(prompt="fix Add", completion=completion, reference=reference))
+
+
+def test_the_honest_fix_is_paid_one(task: tuple[Path, dict[str, object], Path]) -> None:
+    score = _score(task[1], f"The fix:\n```diff\n{FIX}```\n")
+    assert (score.value, score.status) == (1.0, "ok"), (score.reason, score.details)
+    assert score.details["tests"] == {"TestAdd": "passed", "TestMul": "passed",
+                                      "strs.TestShout": "passed"}
+
+
+def test_the_base_tree_is_paid_zero_and_partial_pays_the_share(
+        task: tuple[Path, dict[str, object], Path]) -> None:
+    unchanged = FIX.replace("+\treturn a + b", "+\treturn a - b + 0")
+    score = _score(task[1], unchanged)
+    assert score.value == 0.0
+    assert score.details["tests"]["TestAdd"] == "failed"
+    assert _score(task[1], unchanged, partial=True).value == pytest.approx(2 / 3)
+
+
+def test_bad_rows_get_a_clear_status(task: tuple[Path, dict[str, object], Path]) -> None:
+    reference = task[1]
+    assert _score(reference, "no diff here").reason == "the completion holds no unified diff"
+    unknown = _score({**reference, "PASS_TO_PASS": ["TestNope"]}, FIX)
+    assert unknown.status == "error" and "'TestNope'" in unknown.reason
+    wrong_package = _score({**reference, "PASS_TO_PASS": ["nope.TestMul"]}, FIX)
+    assert wrong_package.status == "error" and "nope.TestMul" in wrong_package.reason
+    not_go = _score({**reference, "PASS_TO_PASS": ["tests/test_x.py::test_y"]}, FIX)
+    assert not_go.status == "error" and "not a Go test name" in not_go.reason
+
+
+def test_a_run_past_its_budget_is_a_timeout(task: tuple[Path, dict[str, object], Path]
+                                            ) -> None:
+    hang = diff_of(task[0], {"calc.go": CALC.replace("\treturn a - b", "\tfor {\n\t}")})
+    score = _score(task[1], hang, time_budget_s=20)
+    assert score.status == "timeout", (score.reason, score.details)
+
+
+def test_edits_to_tests_are_put_back_and_the_fix_still_pays(
+        task: tuple[Path, dict[str, object], Path]) -> None:
+    repo = task[0]
+    edited = diff_of(repo, {"calc_test.go": CALC_TEST.replace("!= 5", "!= -1"),
+                            "strs/testdata/want.txt": "nope\n"})
+    score = _score(task[1], FIX + edited[edited.index("diff --git"):])
+    assert score.value == 1.0, (score.reason, score.details)
+    assert {"calc_test.go", "strs/testdata/want.txt"} <= set(score.details["discarded"])
+
+
+@pytest.mark.parametrize("name", sorted(GO_TAMPERING))
+def test_tampering_is_paid_zero(name: str, task: tuple[Path, dict[str, object], Path]) -> None:
+    repo, reference, outside = task
+    score = _score(reference, go_patch_of(name, repo, outside))
+    assert (score.value, score.status) == (0.0, "ok"), (
+        f"{name} paid {score.value} ({score.status}): {score.reason} {score.details}")
+    assert "does not apply" not in score.reason
+
+
+def test_the_corpus_is_large_enough() -> None:
+    assert len(GO_TAMPERING) >= 15
