@@ -77,7 +77,10 @@ def _run_one(image: bytes, index: int, cwd: str, env: dict[str, str], wrapper: s
             timed_out = True
             break
         if select.select([ours], [], [], 0.05)[0]:
-            chunk = ours.recv(65536)
+            try:
+                chunk = ours.recv(65536)
+            except OSError:  # reset: the process ended with the nonce unread
+                chunk = b""
             if not chunk:
                 break
             chunks.append(chunk)

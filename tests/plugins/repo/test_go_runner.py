@@ -95,3 +95,43 @@ def test_tampering_is_paid_zero(name: str, task: tuple[Path, dict[str, object], 
 
 def test_the_corpus_is_large_enough() -> None:
     assert len(GO_TAMPERING) >= 15
+
+
+def _driver_run(task: tuple[Path, dict[str, object], Path], name: str, driver: str) -> object:
+    import json
+    from types import SimpleNamespace
+
+    from rewardkit_code.sandboxes import shared_pool
+    from rewardkit_repo.workspace import prepare
+    from rewardkit_sandbox import SandboxLimits
+
+    repo, reference, outside = task
+    workspace = prepare(str(reference["repo"]), str(reference["base_commit"]),
+                        go_patch_of(name, repo, outside), "", go_runner.is_protected)
+    try:
+        header = go_runner.build_header(workspace, ["TestAdd"], 60)
+    finally:
+        workspace.close()
+    pool = shared_pool(None, (go_runner.goroot(),))
+    result = pool.run(driver + "\nmain()\n", stdin=json.dumps(header),
+                      limits=SandboxLimits(wall_time_s=65, cpu_time_s=240,
+                                           memory_bytes=2048 << 20, file_size_bytes=256 << 20,
+                                           open_files=512, disk_bytes=1 << 30, processes=256))
+    assert str(result.status) == "ok", result.stderr
+    return go_runner._verdict(json.loads(result.stdout), header["tests"], {},
+                              SimpleNamespace(partial=False, time_budget_s=60))
+
+
+def test_the_execute_only_binary_is_what_closes_proc_self_mem(
+        task: tuple[Path, dict[str, object], Path]) -> None:
+    # proc_self_mem_open exits 0 from init when it could open its own memory: with a
+    # readable test binary (a weakened driver) it can, with ours it cannot
+    from importlib import resources
+
+    driver = resources.files("rewardkit_repo").joinpath("_go_driver.py").read_text()
+    assert "os.chmod(binary, 0o111)" in driver
+    weakened = driver.replace("os.chmod(binary, 0o111)", "os.chmod(binary, 0o755)")
+    assert _driver_run(task, "proc_self_mem_open", weakened).details["tests"] == {
+        "TestAdd": "no record (exit 0)"}
+    assert _driver_run(task, "proc_self_mem_open", driver).details["tests"] == {
+        "TestAdd": "failed"}
