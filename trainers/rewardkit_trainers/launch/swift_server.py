@@ -7,7 +7,7 @@ worker is ready, and to which the trainer syncs its weights. It takes
 ``vllm_tensor_parallel_size x vllm_data_parallel_size`` GPUs; the trainer connects with
 ``--vllm_mode server --vllm_server_host H --vllm_server_port P`` and trains on the others.
 
-``rewardkit train`` (:func:`rewardkit_trainers.rewards.swift.build_jobs`) and the SageMaker
+``rewardkit train`` (:func:`rewardkit_trainers.launch.swift.build_jobs`) and the SageMaker
 entrypoint (:func:`server_for_command`, for a custom ``swift rlhf`` command) start the
 server in the background on the node's last GPUs, wait until ``/health/`` answers
 (:func:`rewardkit_trainers.launch.runner.wait_ready`), run training on the remaining GPUs, and
