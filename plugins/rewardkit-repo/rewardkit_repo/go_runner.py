@@ -47,11 +47,8 @@ GOROOT = os.environ.get("REWARDKIT_GOROOT") or "/usr/lib/go"
 _PROTECTED_NAMES = frozenset({"go.mod", "go.sum", "go.work", "go.work.sum"})
 _NATIVE = (".s", ".S", ".sx", ".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx",
            ".m", ".f", ".F", ".for", ".f90", ".syso", ".swig", ".swigcxx")
-_FORBIDDEN_IMPORTS = ("unsafe", "syscall", "os/exec", "plugin", "runtime/cgo", "C",
-                      "internal/", "golang.org/x/sys/")
-_FORBIDDEN_TEXT = (re.compile(r"//\s*go:(linkname|cgo_)"), re.compile(r"\bNewFile\b"),
-                   re.compile(r"\bStartProcess\b"))
-_IMPORT = re.compile(r'^\s*(?:import\s+)?(?:[A-Za-z_.][\w]*\s+)?"([^"]+)"', re.MULTILINE)
+_FORBIDDEN_IMPORTS = frozenset({"unsafe", "syscall", "os/exec", "plugin", "runtime/cgo", "C"})
+_FORBIDDEN_NAMES = frozenset({"NewFile", "StartProcess"})
 _TEST_ID = re.compile(r"^(?:([\w.\-/]+)\.)?(Test\w*)$")
 
 
@@ -65,6 +62,78 @@ def is_protected(relative: str) -> bool:
     parts = relative.split("/")
     return (parts[-1].endswith("_test.go") or parts[-1] in _PROTECTED_NAMES
             or "testdata" in parts[:-1] or "vendor" in parts[:-1])
+
+
+def _tokens(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """Go source as (kind, text) tokens (``ident``, ``string``, ``punct``) and its comments;
+    strings are unquoted (imports may use either quote)."""
+    tokens: list[tuple[str, str]] = []
+    comments: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            comments.append(text[i:end])
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            comments.append(text[i:end])
+            i = end
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            tokens.append(("string" if c == '"' else "rune", text[i + 1:j]))
+            i = j + 1
+        elif c == "`":
+            end = text.find("`", i + 1)
+            end = n if end < 0 else end
+            tokens.append(("string", text[i + 1:end]))
+            i = end + 1
+        elif c.isalnum() or c == "_" or ord(c) > 127:
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "_" or ord(text[j]) > 127):
+                j += 1
+            tokens.append(("ident", text[i:j]))
+            i = j
+        elif c.isspace():
+            i += 1
+        else:
+            tokens.append(("punct", c))
+            i += 1
+    return tokens, comments
+
+
+def _imports(tokens: list[tuple[str, str]]) -> list[str]:
+    """The import paths of a tokenized Go file (every form: grouped, named, dot, blank,
+    several on one line)."""
+    found: list[str] = []
+    i = 0
+    while i < len(tokens):
+        if tokens[i] == ("ident", "import"):
+            depth = 0
+            j = i + 1
+            while j < len(tokens):
+                kind, value = tokens[j]
+                if (kind, value) == ("punct", "("):
+                    depth += 1
+                elif (kind, value) == ("punct", ")"):
+                    depth -= 1
+                elif kind == "string":
+                    found.append(value)
+                    if depth == 0:
+                        break
+                elif kind == "ident" and value in {"func", "var", "const", "type"}:
+                    break
+                if depth <= 0 and (kind, value) == ("punct", ")"):
+                    break
+                j += 1
+            i = j
+        i += 1
+    return found
 
 
 def forbidden(workspace: Workspace) -> list[str]:
@@ -82,13 +151,17 @@ def forbidden(workspace: Workspace) -> list[str]:
                 text = handle.read()
         except OSError:
             continue
-        for imported in _IMPORT.findall(text):
-            if imported in _FORBIDDEN_IMPORTS or imported.startswith(_FORBIDDEN_IMPORTS[-2:]):
+        tokens, comments = _tokens(text)
+        for imported in _imports(tokens):
+            if imported in _FORBIDDEN_IMPORTS or imported.startswith(("internal/",
+                                                                      "golang.org/x/sys")):
                 found.append(f"{relative}: imports {imported!r}")
-        for pattern in _FORBIDDEN_TEXT:
-            match = pattern.search(text)
-            if match:
-                found.append(f"{relative}: uses {match.group(0)!r}")
+        for comment in comments:
+            if re.search(r"go:(linkname|cgo_)", comment):
+                found.append(f"{relative}: a {comment.strip()[:40]!r} directive")
+        for kind, value in tokens:
+            if kind == "ident" and value in _FORBIDDEN_NAMES:
+                found.append(f"{relative}: uses {value}")
     return found
 
 
