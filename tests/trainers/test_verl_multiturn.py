@@ -184,3 +184,39 @@ def test_a_record_that_does_not_fit_its_tokens_is_an_error_not_a_guess(
     out = verl.compute_score("s", "<think>a</think><answer>1</answer>", "1", info,
                              config=str(config))
     assert (out["valid_failed"], out["fmt"]) == (1.0, 1.0)
+
+
+def test_export_selects_rewardkits_tool_agent_loop(tmp_path: Path):
+    """Before: `rewardkit export verl examples/tool-use.yaml` printed the reward overrides
+    only, so verl rolled out with its single-turn loop and every trajectory reward failed
+    on every row. Now the overrides select RewardkitToolAgentLoop and the config's verl
+    tools and turn limit, loaded here as verl's AgentLoopWorker loads them."""
+    from rewardkit_trainers.cli import run as cli_run
+
+    args = tmp_path / "verl.args"
+    assert cli_run("export", ["verl", str(ROOT / "examples/tool-use.yaml"),
+                              "-o", str(args)]) == 0
+    composed = run_in_venv("verl", "verl_export_check.py", str(args))
+    assert composed["multi_turn_enable"] is True
+    assert composed["default_agent_loop"] == "rewardkit_tool_agent"
+    assert composed["loop_target"] == \
+        "rewardkit_trainers.rewards.verl_manager.RewardkitToolAgentLoop"
+    assert composed["is_tool_agent_loop"]
+    assert composed["tools"] == ["calculate", "convert_units"]
+    assert composed["max_assistant_turns"] == 3  # the same limit as train --backend verl
+    assert composed["reward_manager"] == "RewardkitRewardManager"
+
+
+def test_export_refuses_trajectory_rewards_without_verl_tools(tmp_path: Path, capsys):
+    """As `rewardkit train --backend verl` refuses it: exit 2, each component named, the
+    two tool keys said, no file written."""
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = tool_use_config(tmp_path, tools=False)
+    out = tmp_path / "verl.args"
+    assert cli_run("export", ["verl", str(config), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    for name in ("answer", "right_calls", "valid_calls", "tool_errors", "non_stop"):
+        assert f"rewards.{name}: needs a multi-turn trajectory" in err
+    assert "function_tool_path" in err and "tool_config_path" in err
+    assert not out.exists()

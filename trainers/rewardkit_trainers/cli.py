@@ -164,14 +164,24 @@ def _export(args: argparse.Namespace) -> int:
                       markup=False, soft_wrap=True)
         return EXIT_OK
     if args.target == "verl":
+        from rewardkit_trainers.launch.verl import export_rollout_args, hydra_value
         from rewardkit_trainers.rewards.verl import overrides
 
+        # rewards that need a trajectory grade only under rewardkit's tool agent loop:
+        # selected (its registry written beside the overrides) when the config names
+        # verl's tools, else refused as `rewardkit train --backend verl` refuses it
+        target = Path(args.output) if args.output else None
+        registry = (target.parent if target else Path.cwd()) / "rewardkit_verl_agent_loop.yaml"
+        rollout = export_rollout_args(reward_config, config_path, registry)
         lines = overrides(config_path, step=args.step, fallback=args.fallback)
-        if args.output:
-            out = Path(args.output)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            console.print(f"wrote {out}")
+        lines += [f"{k}={hydra_value(v)}" for k, v in rollout.items()]
+        if rollout:
+            print(f"rewardkit export: wrote {registry} (the agent loop the overrides name)",
+                  file=sys.stderr)
+        if target:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            console.print(f"wrote {target}")
             return EXIT_OK
         for line in lines:
             console.print(line, markup=False, soft_wrap=True)

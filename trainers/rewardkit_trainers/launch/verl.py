@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from rewardkit.config import ConfigError
+from rewardkit.config import ConfigError, RewardConfig, read_config_file
 
-from rewardkit_trainers.config import TrainConfig, resolve
+from rewardkit_trainers.config import TrainConfig, parse_train, resolve
 from rewardkit_trainers.launch.data import materialise, normalise_rows, read_rows, to_verl_parquet
-from rewardkit_trainers.launch.easyr1 import rollout_needs
+from rewardkit_trainers.launch.easyr1 import export_probe_row, rollout_needs, rollout_needs_of
 from rewardkit_trainers.launch.plan import Job, RunPlan
 from rewardkit_trainers.rewards.verl import MANAGER_OVERRIDES, REWARD_PATH
 
@@ -32,6 +32,8 @@ TOOL_KEYS = ("actor_rollout_ref.rollout.multi_turn.tool_config_path",
 #: the agent loop name rewardkit's jobs register (``agent.agent_loop_config_path``)
 AGENT_LOOP = "rewardkit_tool_agent"
 AGENT_LOOP_TARGET = "rewardkit_trainers.rewards.verl_manager.RewardkitToolAgentLoop"
+#: the prefix of verl's multi-turn rollout keys (tools, turn limits, format)
+MULTI_TURN = "actor_rollout_ref.rollout.multi_turn."
 
 
 def agent_loop_args(plan: RunPlan, rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
@@ -39,21 +41,59 @@ def agent_loop_args(plan: RunPlan, rows: list[dict[str, Any]], out: Path) -> dic
     written to ``out/agent_loop.yaml``) when ``train.extra_args`` names tools; none
     without tools, and a :class:`ConfigError` when the rewards need a trajectory then."""
     if not any(plan.train.extra_args.get(key) for key in TOOL_KEYS):
-        needs = rollout_needs(plan, rows[0]) if rows else []
-        if needs:
-            raise ConfigError(str(plan.config_file), [
-                (f"rewards.{name}", "needs a multi-turn trajectory or the rollout's finish "
-                 "reason, which verl passes only from rewardkit's tool agent loop: name "
-                 f"your tools in train.extra_args ({TOOL_KEYS[1]}: tools.py, or "
-                 f"{TOOL_KEYS[0]}: tools.yaml)") for name in needs])
+        refuse_without_tools(str(plan.config_file),
+                             rollout_needs(plan, rows[0]) if rows else [])
         return {}
-    registry = out / "agent_loop.yaml"
+    return _select_agent_loop(out / "agent_loop.yaml")
+
+
+def refuse_without_tools(source: str, needs: list[str]) -> None:
+    """A :class:`ConfigError` naming each of ``needs`` (the components that need a
+    trajectory or the finish reason) and the keys that name verl's tools; none without."""
+    if needs:
+        raise ConfigError(source, [
+            (f"rewards.{name}", "needs a multi-turn trajectory or the rollout's finish "
+             "reason, which verl passes only from rewardkit's tool agent loop: name "
+             f"your tools in train.extra_args ({TOOL_KEYS[1]}: tools.py, or "
+             f"{TOOL_KEYS[0]}: tools.yaml)") for name in needs])
+
+
+def _select_agent_loop(registry: Path) -> dict[str, Any]:
+    """Write ``registry`` (verl's agent loop config list: RewardkitToolAgentLoop under
+    :data:`AGENT_LOOP`) and return the overrides that roll out with it."""
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_text(yaml.safe_dump([{"name": AGENT_LOOP, "_target_": AGENT_LOOP_TARGET}]),
                         encoding="utf-8")
     return {"actor_rollout_ref.rollout.multi_turn.enable": True,
             "actor_rollout_ref.rollout.agent.default_agent_loop": AGENT_LOOP,
-            "actor_rollout_ref.rollout.agent.agent_loop_config_path": str(registry)}
+            "actor_rollout_ref.rollout.agent.agent_loop_config_path": str(registry.resolve())}
+
+
+def export_rollout_args(reward_config: RewardConfig, config_file: Path,
+                        registry: Path) -> dict[str, Any]:
+    """The rollout overrides ``rewardkit export verl`` adds to the reward's: when the
+    config's ``train:`` section, read for backend verl, names verl's tools
+    (:data:`TOOL_KEYS`), those that select RewardkitToolAgentLoop (registered in
+    ``registry``, written here) plus its ``multi_turn.*`` keys (the tools' files resolved
+    next to the config, the turn limits), as ``rewardkit train --backend verl`` runs it;
+    none otherwise, and a :class:`ConfigError` naming the components when the rewards
+    need a trajectory then (verl's single-turn rollout is text only)."""
+    extra: dict[str, Any] = {}
+    raw = read_config_file(config_file).get("train")
+    if isinstance(raw, Mapping):
+        train = parse_train(raw, str(config_file))  # as the config means it
+        extra = {**train.extra_args, **train.backend_args.get("verl", {})}
+    if not any(extra.get(key) for key in TOOL_KEYS):
+        row, reference_column = export_probe_row(reward_config, config_file)
+        refuse_without_tools(str(config_file),
+                             rollout_needs_of(reward_config, row, reference_column))
+        return {}
+    args = _select_agent_loop(registry)
+    args.update({k: v for k, v in extra.items() if k.startswith(MULTI_TURN)})
+    for key in TOOL_KEYS:
+        if isinstance(args.get(key), str):
+            args[key] = str(resolve(args[key], config_file))
+    return args
 
 
 def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
@@ -125,7 +165,7 @@ def verl_overrides(plan: RunPlan, train_file: Path, val_file: Path, start: int,
         path = args.get(key)
         if isinstance(path, str):
             args[key] = str(resolve(path, plan.config_file))
-    return [f"{k}={_hydra_value(v)}" for k, v in args.items()]
+    return [f"{k}={hydra_value(v)}" for k, v in args.items()]
 
 
 def _segment_args(start: int, end: int | None, checkpoints: Path) -> dict[str, Any]:
@@ -150,7 +190,7 @@ def _lora_args(t: TrainConfig) -> dict[str, Any]:
                 targets if isinstance(targets, str) else "[" + ",".join(targets) + "]"}
 
 
-def _hydra_value(value: Any) -> str:
+def hydra_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
