@@ -39,7 +39,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any, cast
 
@@ -57,6 +56,7 @@ from rewardkit.execution.protocol import (
     PLAIN,
     SLOTS,
     STOP,
+    Chunk,
     encode_items,
     slot_offsets,
     to_score,
@@ -74,22 +74,6 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
-
-
-@dataclass
-class Chunk:
-    """Items of one call sent to a worker in one message: their positions in the call."""
-
-    seq: int
-    positions: list[int]
-    slot: int
-    #: when its worker could start it: sent, or the chunk before it finished, or the
-    #: reward finished loading
-    ready_at: float
-    #: answers sent in messages: item number -> wire form
-    answers: dict[int, Any] = field(default_factory=dict)
-    #: its end message arrived
-    finished: bool = False
 
 
 _call_ids = itertools.count(1)

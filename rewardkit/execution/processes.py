@@ -28,12 +28,9 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, cast
 
-from rewardkit.execution.protocol import AREA_BYTES, HEADER, MAIN_PATH_ENV
-
-if TYPE_CHECKING:  # typing only: the pool imports this module
-    from rewardkit.execution.pool import Chunk
+from rewardkit.execution.protocol import AREA_BYTES, HEADER, MAIN_PATH_ENV, Chunk
 
 _REAPER = """
 import os, signal, sys

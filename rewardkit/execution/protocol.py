@@ -23,6 +23,7 @@ from __future__ import annotations
 import pickle
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from rewardkit.types import Sample, Score, Status
@@ -55,6 +56,22 @@ def slot_offsets(slot: int) -> tuple[int, int, int]:
     """Byte offsets of a slot's values (float64), seconds (float64) and codes (uint8)."""
     base = HEADER_BYTES + slot * 17 * MAX_CHUNK
     return base, base + 8 * MAX_CHUNK, base + 16 * MAX_CHUNK
+
+
+@dataclass
+class Chunk:
+    """Items of one call sent to a worker in one message: their positions in the call."""
+
+    seq: int
+    positions: list[int]
+    slot: int
+    #: when its worker could start it: sent, or the chunk before it finished, or the
+    #: reward finished loading
+    ready_at: float
+    #: answers sent in messages: item number -> wire form
+    answers: dict[int, Any] = field(default_factory=dict)
+    #: its end message arrived
+    finished: bool = False
 
 
 #: the message that stops a worker

@@ -36,7 +36,7 @@ from rewardkit.schedules import Weight, is_constant
 from rewardkit_trainers.launch.segments import reward_boundaries
 
 if TYPE_CHECKING:
-    from rewardkit_trainers.launch.runner import RunPlan
+    from rewardkit_trainers.launch.plan import RunPlan
 
 #: the first TRL whose GRPOTrainer leaves a row whose rewards are all None out of the
 #: group statistics (nanmean/nanstd), so that it gets no advantage
