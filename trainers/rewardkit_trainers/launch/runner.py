@@ -55,6 +55,36 @@ def jobs(plan: RunPlan) -> list[Job]:
     return build_jobs(plan)
 
 
+#: what each backend's trainer takes as a completion's reward, which is why per-turn values
+#: reach it as one number (docs/agents.md, "Per-turn values on each backend")
+PER_TURN_DELIVERY = {
+    "trl": "TRL 1.x's GRPOTrainer takes one reward per completion from each reward "
+           "function (_calculate_rewards: a completions x functions matrix)",
+    "swift": "ms-swift's GRPO trainer takes one reward per completion from each reward "
+             "function (_compute_rewards_per_func); its multi-turn schedulers pass no "
+             "per-turn reward to the loss (the gym scheduler's step_rewards are summed "
+             "into one total_reward)",
+    "easyr1": "EasyR1's reward function returns one score per response, and it rolls out "
+              "text only (a config whose rewards need a trajectory is refused)",
+    "verl": "verl 0.9.1's reward loop takes one float per response (reward_score) and "
+            "puts it at the last valid token, in the agent loop worker's streaming path "
+            "and in assemble_rm_scores, which is handed the floats only; GRPO sums a "
+            "response's token rewards, so placing values at each turn's last token would "
+            "train the same",
+}
+
+
+def per_turn_note(plan: RunPlan) -> str:
+    """How per-turn values reach the plan's backend: reduced to one number per completion
+    by each component's ``turns`` (naming the components that set one), and why."""
+    named = [f"{name} (turns: {c.turns})" for name, c in plan.reward_config.rewards.items()
+             if c.turns != "last" or (c.params or {}).get("per_turn")]
+    which = f" ({', '.join(named)})" if named else ""
+    return (f"per-turn values reach {plan.train.backend} as one number per completion, "
+            f"each component's turns reduction{which}: "
+            f"{PER_TURN_DELIVERY[plan.train.backend]}")
+
+
 def dry_run(plan: RunPlan) -> dict[str, Any]:
     """Write the files and describe the run without running it."""
     plan.output_dir.mkdir(parents=True, exist_ok=True)
@@ -66,13 +96,14 @@ def dry_run(plan: RunPlan) -> dict[str, Any]:
         prep = prepare(plan.reward_config, plan.train, plan.config_file, plan.output_dir,
                        gpu=plan.hardware.gpus > 0, processes=plan.processes())
         described = {**describe(prep, plan.train), "output_dir": str(plan.output_dir),
-                     "hardware": hardware, "warnings": plan.warnings}
+                     "hardware": hardware, "warnings": plan.warnings,
+                     "per_turn": per_turn_note(plan)}
         if plan.launched:
             described["commands"] = [j.describe() for j in jobs(plan)]
         return described
     return {"backend": plan.train.backend, "output_dir": str(plan.output_dir),
             "hardware": hardware, "commands": [j.describe() for j in jobs(plan)],
-            "warnings": plan.warnings}
+            "warnings": plan.warnings, "per_turn": per_turn_note(plan)}
 
 
 def execute(plan: RunPlan, console: Any) -> int:
