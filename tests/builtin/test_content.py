@@ -29,9 +29,11 @@ def test_overlong_penalty_is_monotone_in_length() -> None:
 
 def test_repetition_penalty_scores_a_megabyte_loop_quickly() -> None:
     reward = get_reward("repetition_penalty")()
-    start = time.perf_counter()
+    # CPU seconds of this process, not wall time: a quadratic scan takes minutes of CPU,
+    # a linear one a fraction of a second, whatever else the machine is running
+    start = time.process_time()
     score = reward.score(Sample(completion="the answer is 4. " * 60_000))
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert score.value is not None and score.value < -0.99
 
 
