@@ -117,11 +117,17 @@ def main() -> None:
     binaries: dict[str, bytes | None] = {}
     for index, package in enumerate(header["packages"]):
         binary = os.path.abspath(f"t{index}.test")
-        build = subprocess.run(
-            [f"{header['goroot']}/bin/go", "test", "-c", "-vet=off", "-o", binary,
-             "./" + package if package else "."],
-            cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-            timeout=max(1.0, deadline - time.monotonic()), check=False)
+        try:
+            build = subprocess.run(
+                [f"{header['goroot']}/bin/go", "test", "-c", "-vet=off", "-o", binary,
+                 "./" + package if package else "."],
+                cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                timeout=max(1.0, deadline - time.monotonic()), check=False)
+        except subprocess.TimeoutExpired:
+            sys.stdout.write(json.dumps({"results": {}, "log": "\n".join(log)[-_LOG_TAIL:],
+                                         "timed_out": True}))
+            sys.stdout.flush()
+            return
         log.append((build.stdout + build.stderr).decode("utf-8", "replace"))
         if build.returncode == 0 and os.path.isfile(binary):
             with open(binary, "rb") as handle:

@@ -350,7 +350,7 @@ def _verdict(report: Mapping[str, Any], tests: list[dict[str, Any]], details: di
             tampered.append(f"{test['id']}: {seen}")
     details["tests"] = outcomes
     details["log"] = str(report.get("log", ""))[-1500:]
-    if any(result.get("timed_out") for result in results.values()):
+    if report.get("timed_out") or any(result.get("timed_out") for result in results.values()):
         return Score.timeout(f"the tests ran past {params.time_budget_s:g} s")
     if tampered:
         details["tampered"] = tampered[:5]

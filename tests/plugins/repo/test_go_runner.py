@@ -135,3 +135,10 @@ def test_the_execute_only_binary_is_what_closes_proc_self_mem(
         "TestAdd": "no record (exit 0)"}
     assert _driver_run(task, "proc_self_mem_open", driver).details["tests"] == {
         "TestAdd": "failed"}
+
+
+def test_a_build_past_its_budget_is_a_timeout(task: tuple[Path, dict[str, object], Path]
+                                              ) -> None:
+    # a budget the build itself cannot meet: timeout, not a crash of the driver
+    score = _score(task[1], FIX, time_budget_s=0.3)
+    assert score.status == "timeout", (score.reason, score.details)
