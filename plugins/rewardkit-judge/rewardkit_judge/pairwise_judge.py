@@ -27,13 +27,9 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from rewardkit import Sample, Score, prompt_text
+from rewardkit_judge.base import EndpointJudge, EndpointParams, reference_text
+from rewardkit_judge.client import EndpointError
 from rewardkit_judge.data_block import block_nonce, data_block
-from rewardkit_judge.llm_judge import (
-    EndpointError,
-    EndpointJudge,
-    EndpointParams,
-    _reference_text,
-)
 
 DEFAULT_PAIRWISE_TEMPLATE = """\
 Compare the two responses below to the same prompt against the rubric.
@@ -94,7 +90,7 @@ class PairwiseJudge(EndpointJudge):
     def pair_messages(self, first: Sample, second: Sample) -> list[dict[str, str]]:
         """The chat messages that ask which of ``first`` and ``second`` is better."""
         p = self.params
-        prompt, reference = prompt_text(first.prompt, roles=True), _reference_text(first.reference)
+        prompt, reference = prompt_text(first.prompt, roles=True), reference_text(first.reference)
         nonce = block_nonce(prompt, first.text, second.text, reference)
         markers = self._markers
         budget = p.max_completion_chars

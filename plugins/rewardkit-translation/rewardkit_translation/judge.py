@@ -22,7 +22,8 @@ import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
-from rewardkit_judge.llm_judge import EndpointError, EndpointJudge, EndpointParams
+from rewardkit_judge.base import EndpointJudge, EndpointParams
+from rewardkit_judge.client import EndpointError
 
 from rewardkit import Sample, Score, graded_text
 from rewardkit_translation.ratings import extract_ratings, needs_review
