@@ -441,24 +441,10 @@ class ScoreResult:
             for score in out.scores.values():
                 counts[str(score.status)] += 1
             counts["ok"] = n - sum(counts[s] for s in ("skipped", "error", "timeout"))
-            weight = self.weights[name]
-            stats = _stats(vals)
-            comps[name] = {
-                **stats,
-                "weight": weight,
-                "contribution": weight * stats["mean"] if vals else 0.0,
-                "count": counts,
-                "error_rate": (counts["error"] / n) if n else 0.0,
-                "timeout_rate": (counts["timeout"] / n) if n else 0.0,
-                "skip_rate": (counts["skipped"] / n) if n else 0.0,
-                "latency_ms_mean": (math.fsum(out.latencies) / len(out.latencies) * 1000
-                                    if out.latencies else 0.0),
-                # inline rewards are timed per chunk of samples: their p50/p95 are chunk
-                # means, which say nothing of single samples (tables leave them out)
-                "latency_per_sample": out.latency_per_sample,
-                "latency_ms_p50": percentile(out.latencies, 50) * 1000,
-                "latency_ms_p95": percentile(out.latencies, 95) * 1000,
-            }
+            comps[name] = component_metrics(
+                n, _stats(vals), len(vals), self.weights[name], counts,
+                latency_total_s=math.fsum(out.latencies), latency_count=len(out.latencies),
+                latency_per_sample=out.latency_per_sample, latencies=out.latencies)
             turn_values = turn_values_of(out)
             if turn_values or name in self.per_turn:
                 comps[name]["turns"] = turn_stats(turn_sums(turn_values, self.turn_metrics))
@@ -488,6 +474,37 @@ class ScoreResult:
 
     def to_rows(self) -> list[dict[str, Any]]:
         return [self[i].to_dict() for i in range(len(self))]
+
+
+def component_metrics(samples: int, values: Mapping[str, float], scored: int,
+                      weight: float, counts: Mapping[str, int], *, latency_total_s: float,
+                      latency_count: int, latency_per_sample: bool,
+                      latencies: Sequence[float]) -> dict[str, Any]:
+    """One component's entry of :attr:`ScoreResult.metrics` (and of
+    :meth:`rewardkit.scoring.metrics.RunningMetrics.metrics`, which accumulates the same
+    figures over batches): ``values`` its mean/std/min/max over the ``scored`` values,
+    ``counts`` its samples by status out of ``samples``, ``latencies`` the (sampled)
+    latencies in seconds for p50 / p95, their mean from ``latency_total_s`` and
+    ``latency_count``."""
+    def rate(status: str) -> float:
+        return (counts[status] / samples) if samples else 0.0
+
+    return {
+        **values,
+        "weight": weight,
+        "contribution": weight * values["mean"] if scored else 0.0,
+        "count": dict(counts),
+        "error_rate": rate("error"),
+        "timeout_rate": rate("timeout"),
+        "skip_rate": rate("skipped"),
+        "latency_ms_mean": (latency_total_s / latency_count * 1000 if latency_count
+                            else 0.0),
+        # inline rewards are timed per chunk of samples: their p50/p95 are chunk means,
+        # which say nothing of single samples (tables leave them out)
+        "latency_per_sample": latency_per_sample,
+        "latency_ms_p50": percentile(latencies, 50) * 1000,
+        "latency_ms_p95": percentile(latencies, 95) * 1000,
+    }
 
 
 def turn_buckets(turn_metrics: int) -> list[str]:

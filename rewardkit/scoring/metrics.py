@@ -19,8 +19,8 @@ from rewardkit.fallback import fallback_counts, fallback_metrics
 from rewardkit.reward_set import (
     ScoreResult,
     TurnSums,
+    component_metrics,
     empty_turn_sums,
-    percentile,
     turn_stats,
     turn_sums,
     turn_values_of,
@@ -147,24 +147,12 @@ class RunningMetrics:
         n = self.samples
         comps: dict[str, Any] = {}
         for name, stats in self._values.items():
-            counts = self._counts[name]
-            weight = self.weights[name]
-            values = stats.as_dict()
-            latencies = self._latencies[name].kept
-            comps[name] = {
-                **values,
-                "weight": weight,
-                "contribution": weight * values["mean"] if stats.count else 0.0,
-                "count": dict(counts),
-                "error_rate": (counts["error"] / n) if n else 0.0,
-                "timeout_rate": (counts["timeout"] / n) if n else 0.0,
-                "skip_rate": (counts["skipped"] / n) if n else 0.0,
-                "latency_ms_mean": (self._latency_sum[name][0] / self._latency_sum[name][1]
-                                    * 1000 if self._latency_sum[name][1] else 0.0),
-                "latency_per_sample": self._per_sample[name],
-                "latency_ms_p50": percentile(latencies, 50) * 1000,
-                "latency_ms_p95": percentile(latencies, 95) * 1000,
-            }
+            total_s, count = self._latency_sum[name]
+            comps[name] = component_metrics(
+                n, stats.as_dict(), stats.count, self.weights[name], self._counts[name],
+                latency_total_s=total_s, latency_count=count,
+                latency_per_sample=self._per_sample[name],
+                latencies=self._latencies[name].kept)
             if name in self._turns:
                 comps[name]["turns"] = turn_stats(self._turns[name])
             if name in self._fallback:
