@@ -227,6 +227,8 @@ func rkRun{r}(t *rktesting{r}.T, name string, test func(*rktesting{r}.T)) {{
 def build_header(workspace: Workspace, wanted: list[str], budget_s: float
                  ) -> dict[str, Any]:
     """The driver's header: files, harness wrappers, the tests with their nonces."""
+    if not os.path.isfile(os.path.join(workspace.folder, "go.mod")):
+        raise TaskError("runner go needs a Go module: no go.mod at the repository's root")
     by_file: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
     tests = []
     for index, test_id in enumerate(wanted):

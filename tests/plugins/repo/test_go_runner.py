@@ -67,6 +67,21 @@ def test_bad_rows_get_a_clear_status(task: tuple[Path, dict[str, object], Path])
     assert not_go.status == "error" and "not a Go test name" in not_go.reason
 
 
+def test_a_repository_without_go_mod_is_an_error(tmp_path: Path) -> None:
+    from tiny_repo import git
+
+    git(tmp_path, "init", "-q")
+    (tmp_path / "calc.go").write_text("package calc\n")
+    (tmp_path / "calc_test.go").write_text(
+        'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {}\n')
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    reference = {"repo": str(tmp_path), "base_commit": git(tmp_path, "rev-parse", "HEAD"),
+                 "FAIL_TO_PASS": ["TestAdd"], "PASS_TO_PASS": []}
+    score = _score(reference, diff_of(tmp_path, {"calc.go": "package calc\n\n// x\n"}))
+    assert score.status == "error" and "no go.mod" in score.reason, score.reason
+
+
 def test_a_run_past_its_budget_is_a_timeout(task: tuple[Path, dict[str, object], Path]
                                             ) -> None:
     hang = diff_of(task[0], {"calc.go": CALC.replace("\treturn a - b", "\tfor {\n\t}")})
