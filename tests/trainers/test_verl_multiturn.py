@@ -131,6 +131,17 @@ def test_grpo_sums_token_rewards_so_per_turn_placement_changes_nothing(result: d
     assert grpo["advantage"][0] > 0 > grpo["advantage"][3]  # honest above, truncated below
 
 
+def test_both_reward_paths_put_one_number_at_the_last_valid_token(result: dict):
+    """What docs/agents.md says verl takes (per-turn values on each backend): its
+    token-level reward tensor gets the reward function's one float at the last valid
+    response token, in the streamed path (AgentLoopOutput.reward_score) and the batch path
+    (assemble_rm_scores), multi-turn rows included; no other token carries a reward."""
+    assert max(result["grpo"]["turn_ends"]) > 1  # rollouts of several assistant turns
+    for path in ("streamed", "batched"):
+        for row in result["reward_tokens"][path]:
+            assert row["nonzero"] == [row["last"]], (path, row)
+
+
 def test_the_datasets_finish_reason_never_stands_for_the_rollouts(tmp_path: Path):
     """Before: compute_score put the packed row's ``finish_reason: stop`` into the
     sample, so non_stop_penalty paid 0 for any rollout, cut off or not. Now only the

@@ -185,6 +185,10 @@ def main() -> None:
         *[manager.run_single(batch[i:i + 1]) for i in range(len(batch))]))
     rm_scores = manager.assemble_rm_scores(batch, [r["reward_score"] for r in results])
     out["batched_score"] = rm_scores.sum(-1).tolist()
+    # where each path put the reward in verl's token-level tensor, and each row's last
+    # valid response token: per-turn values have no other place to go
+    out["reward_tokens"] = {"streamed": _reward_tokens(streamed, streamed.batch["rm_scores"]),
+                            "batched": _reward_tokens(batch, rm_scores)}
     out["trajectories"] = [_trajectory(manager, batch[i:i + 1]) for i in range(len(batch))]
     naive = tokenizer.batch_decode(batch.batch["responses"], skip_special_tokens=True)
     out["text_tool_responses"] = [t.count("<tool_response>") for t in naive]
@@ -192,6 +196,14 @@ def main() -> None:
     out["mismatch"] = loop.run_until_complete(rebuild_trajectory(  # a record off its tokens
         {"response_mask": [1, 1], "tool_results": []}, [5, 6, 7], tokenizer))
     print("RESULT " + json.dumps(out))
+
+
+def _reward_tokens(batch: DataProto, rm_scores: torch.Tensor) -> list[dict]:
+    """Per row, the response positions holding a non-zero reward and the last valid one."""
+    prompt_length = batch.batch["prompts"].size(1)
+    valid = batch.batch["attention_mask"][:, prompt_length:].sum(dim=1)
+    return [{"nonzero": rm_scores[i].nonzero().flatten().tolist(), "last": int(valid[i]) - 1}
+            for i in range(len(batch))]
 
 
 def _trajectory(manager, row: DataProto) -> dict:
