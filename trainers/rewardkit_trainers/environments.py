@@ -20,6 +20,10 @@ ms-swift's multi-turn scheduler hands its state over as ``rollout_infos`` (what 
 instance, under :func:`workspace_root` (``$REWARDKIT_WORKSPACES``; ``rewardkit train``
 sets it to ``<output_dir>/workspaces``), which a config names as the reward's allowed
 root: ``allowed_roots: [$REWARDKIT_WORKSPACES]``.
+
+:class:`RewardkitReward` is the other way round: an environment that owns its reward
+(TRL's ``get_reward``) computed by a rewardkit config from the row ``reset`` got and the
+environment's state (docs/adapters.md).
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 
-from rewardkit import ConfigError, Sample
+from rewardkit import ConfigError, RewardSet, Sample
 
 #: the metadata column an environment's workspace lands in (workspace_criteria's default)
 WORKSPACE = "workspace"
@@ -97,6 +101,72 @@ class WorkspaceEnvironment:
         if target != root and root not in target.parents:
             raise ValueError(f"{name!r} leads out of the workspace")
         return target
+
+
+class RewardkitReward:
+    """A TRL environment mixin whose ``get_reward()`` is a rewardkit config's total.
+
+    TRL calls ``get_reward()`` (no arguments) after the rollout and makes its value one
+    reward column, weight 1, named after the class; ``None`` becomes NaN there (a failed
+    grading trains nothing). The sample scored is the row ``reset(**row)`` received
+    (``prompt``, ``reference``, the other columns as metadata; ``Sample.from_dict``) with
+    the environment's state (:func:`environment_state`: its ``workspace``) in its metadata
+    and, as its completion, the environment's ``completion`` attribute when it keeps one
+    (TRL hands an environment no completion; "" otherwise): it pays for what the rollout
+    left, as ``workspace_criteria`` reads it. Name the config in ``reward_config`` (a
+    file, a mapping or a RewardSet)::
+
+        class Graded(RewardkitReward, NotesEnv):
+            reward_config = "rewards.yaml"
+
+    Put it first among the bases: its ``reset`` records the row, then calls the next one.
+    ``get_reward`` has no step, so a config whose weights change with the step, or one
+    under ``normalize_then_sum`` (one sample is no group), is refused (ConfigError). The
+    last result is kept as ``rewardkit_result`` (each component's Score).
+    """
+
+    reward_config: ClassVar[Any] = None
+    _reward_sets: ClassVar[dict[int, RewardSet]] = {}
+
+    def reset(self, **row: Any) -> Any:
+        self._rewardkit_row = dict(row)
+        parent = getattr(super(), "reset", None)
+        return parent(**row) if callable(parent) else None
+
+    @classmethod
+    def _rewardkit_set(cls) -> RewardSet:
+        key = id(cls)
+        if key not in RewardkitReward._reward_sets:
+            config = cls.reward_config
+            where = f"{cls.__name__}.reward_config"
+            if config is None:
+                raise ConfigError(where, [("", "name the rewardkit config (a file, a "
+                                               "mapping or a RewardSet)")])
+            if isinstance(config, RewardSet):
+                reward_set = config
+            elif isinstance(config, Mapping):
+                reward_set = RewardSet.from_dict(config, source=where)
+            else:
+                reward_set = RewardSet.from_file(config)
+            problems = [(f"rewards.{name}", "its weight or stage changes with the step; "
+                         "TRL calls get_reward() with no step") for name in reward_set.names
+                        if reward_set.is_scheduled(name)]
+            if reward_set.config.aggregate == "normalize_then_sum":
+                problems.append(("aggregate", "get_reward() scores one rollout, no group to "
+                                 "normalise over (use weighted_sum)"))
+            if problems:
+                raise ConfigError(where, problems)
+            RewardkitReward._reward_sets[key] = reward_set
+        return RewardkitReward._reward_sets[key]
+
+    def get_reward(self) -> float | None:
+        row = dict(getattr(self, "_rewardkit_row", {}))
+        row["completion"] = getattr(self, "completion", None) or ""
+        sample = Sample.from_dict(row)
+        sample.metadata.update(environment_state(self))
+        result = self._rewardkit_set().score([sample])
+        self.rewardkit_result = result[0]
+        return result.totals[0]
 
 
 def environment_state(environment: Any) -> dict[str, Any]:
