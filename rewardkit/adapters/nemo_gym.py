@@ -25,7 +25,8 @@ Shapes read from NVIDIA-NeMo/Gym at commit 07d6b0d07b22fcf530b4c211dae2ee2310042
 ``BaseMultiRewardVerifyResponse``, ``SimpleResourcesServer.setup_webserver``).
 FastAPI and uvicorn are imported when the server is built, not before.
 
-Run it: ``python -m rewardkit.adapters.nemo_gym CONFIG --port 8000``.
+Run it: ``python -m rewardkit.adapters.nemo_gym CONFIG --port 8000`` (``--port 0
+--port-file F``: a free port, written to F once listening).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -216,7 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Serve a rewardkit config as a NeMo Gym resources server.")
     parser.add_argument("config", help="the rewardkit config file")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="0: a free port")
+    parser.add_argument("--port-file", type=Path,
+                        help="write the bound port here once listening (with --port 0)")
     parser.add_argument("--reference-field", default=DEFAULT_REFERENCE_FIELD,
                         help="the request field holding the reference "
                              f"(default {DEFAULT_REFERENCE_FIELD})")
@@ -227,10 +231,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app = create_app(args.config, args.reference_field, args.fallback)
         import uvicorn
+        listener = socket.create_server((args.host, args.port))
     except (ConfigError, OSError, RuntimeError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    port = listener.getsockname()[1]
+    if args.port_file:
+        args.port_file.write_text(f"{port}\n")
+    print(f"NeMo Gym resources server for {args.config} on http://{args.host}:{port}",
+          file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[listener])
     return 0
 
 

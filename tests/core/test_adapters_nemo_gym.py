@@ -72,12 +72,6 @@ def rollout(text: str, expected: str = "4", **extra: Any) -> dict[str, Any]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def post(url: str, body: bytes, timeout: float = 30.0) -> tuple[int, Any]:
     request = urllib.request.Request(url, data=body,
                                      headers={"Content-Type": "application/json"})
@@ -89,23 +83,24 @@ def post(url: str, body: bytes, timeout: float = 30.0) -> tuple[int, Any]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = free_port()
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port_file = tmp_path_factory.mktemp("nemo-gym") / "port"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rewardkit.adapters.nemo_gym", str(CONFIG), "--port", str(port)],
+        [sys.executable, "-m", "rewardkit.adapters.nemo_gym", str(CONFIG), "--port", "0",
+         "--port-file", str(port_file)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + START_TIMEOUT
     try:
         while True:
             if proc.poll() is not None:
                 raise AssertionError(f"server exited: {proc.stdout.read()!r}")  # type: ignore[union-attr]
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            if port_file.is_file() and port_file.read_text().strip():
+                port = int(port_file.read_text())
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
                 break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("server did not start") from None
-                time.sleep(0.2)
+            if time.monotonic() > deadline:
+                raise AssertionError("server did not start")
+            time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
