@@ -10,7 +10,8 @@ In Go the code under test runs in the tests' process, so neither the exit code n
 ``go test -json`` output says anything the code could not have printed. What is trusted:
 
 * a static rule on the files the patch changed or added (:func:`forbidden`): no
-  ``unsafe``, ``syscall``, ``os/exec``, ``plugin``, ``runtime/cgo`` or ``C`` import, no
+  ``unsafe``, ``syscall``, ``os/exec``, ``net/http/cgi``, ``go/build``, ``plugin``,
+  ``runtime/cgo`` or ``C`` import, no
   ``//go:linkname`` or cgo directive, no ``os.NewFile`` / ``os.StartProcess``, no assembly,
   C or object file: the ways Go code reaches a raw descriptor, another process or memory it
   was not given. A patch that uses one pays 0 as tampering.
@@ -47,7 +48,10 @@ GOROOT = os.environ.get("REWARDKIT_GOROOT") or "/usr/lib/go"
 _PROTECTED_NAMES = frozenset({"go.mod", "go.sum", "go.work", "go.work.sum"})
 _NATIVE = (".s", ".S", ".sx", ".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx",
            ".m", ".f", ".F", ".for", ".f90", ".syso", ".swig", ".swigcxx")
-_FORBIDDEN_IMPORTS = frozenset({"unsafe", "syscall", "os/exec", "plugin", "runtime/cgo", "C"})
+#: the standard library's ways to raw descriptors, memory and child processes (a child
+#: inherits the result socket: net/http/cgi runs any program, go/build runs the go command)
+_FORBIDDEN_IMPORTS = frozenset({"unsafe", "syscall", "os/exec", "plugin", "runtime/cgo", "C",
+                                "net/http/cgi", "go/build"})
 _FORBIDDEN_NAMES = frozenset({"NewFile", "StartProcess"})
 _TEST_ID = re.compile(r"^(?:([\w.\-/]+)\.)?(Test\w*)$")
 

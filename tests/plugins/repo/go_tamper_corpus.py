@@ -153,6 +153,17 @@ func init() {
 	os.Exit(0)
 }
 """)}),
+    "cgi_handler_shell_writes_channel": _only({"calc.go": _calc_with(
+        ['"net/http/cgi"', '"net/http/httptest"', '"os"'], """\
+func init() {
+	script := `read n <&$REWARDKIT_GO_FD; printf '{"nonce":"%s","test":"TestAdd",` +
+		`"returned":true,"failed":false,"skipped":false}\\n' "$n" >&$REWARDKIT_GO_FD`
+	handler := &cgi.Handler{Path: "/bin/sh", Args: []string{"-c", script},
+		InheritEnv: []string{"REWARDKIT_GO_FD"}}
+	handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	os.Exit(0)
+}
+""")}),
     "assembly_file": _only({"calc_amd64.s": "TEXT ·Sub(SB),$0\n\tRET\n"}),
     "cgo_import": _only({"calc.go": _calc_with(['"C"'], "")}),
     "goroutine_outlives_the_test": _only({"calc.go": _calc_with(['"fmt"', '"time"'], """\
