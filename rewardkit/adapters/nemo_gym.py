@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import socket
 import sys
 from collections.abc import Mapping, Sequence
@@ -235,12 +236,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OSError, RuntimeError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+
+    def stop(signum: int, frame: Any) -> None:
+        server.should_exit = True
+
+    # SIGTERM / SIGINT drain and exit 0, also when they come before uvicorn listens for
+    # them (uvicorn raises a signal it handled again once done: this handler takes it)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
     port = listener.getsockname()[1]
     if args.port_file:
         args.port_file.write_text(f"{port}\n")
     print(f"NeMo Gym resources server for {args.config} on http://{args.host}:{port}",
           file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[listener])
     return 0
 

@@ -102,11 +102,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 raise AssertionError("server did not start")
             time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
-    finally:
         proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
+        assert proc.wait(timeout=20) == 0  # SIGTERM drains and exits 0
+    finally:
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
 
