@@ -24,6 +24,7 @@ import os
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -61,6 +62,9 @@ def _run_one(image: bytes, index: int, cwd: str, env: dict[str, str], wrapper: s
         handle.write(image)
     os.chmod(binary, 0o111)  # execute-only: the kernel makes the process non-dumpable
     ours, theirs = socket.socketpair()
+    # the kernel stamps what arrives with the sender's pid: a record written by a child
+    # the code under test started (it would inherit the socket) is told apart
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     env = {**env, "REWARDKIT_GO_FD": str(theirs.fileno())}
     ours.sendall(nonce.encode() + b"\n")
     with open(os.devnull, "wb") as devnull:
@@ -71,6 +75,7 @@ def _run_one(image: bytes, index: int, cwd: str, env: dict[str, str], wrapper: s
         )
     theirs.close()
     chunks: list[bytes] = []
+    senders: set[int] = set()
     timed_out = False
     while True:
         if time.monotonic() > deadline:
@@ -78,9 +83,13 @@ def _run_one(image: bytes, index: int, cwd: str, env: dict[str, str], wrapper: s
             break
         if select.select([ours], [], [], 0.05)[0]:
             try:
-                chunk = ours.recv(65536)
+                chunk, ancillary, _, _ = ours.recvmsg(65536, socket.CMSG_SPACE(12))
             except OSError:  # reset: the process ended with the nonce unread
-                chunk = b""
+                chunk, ancillary = b"", []
+            if chunk:
+                stamped = [struct.unpack("iII", data[:12])[0] for level, kind, data in ancillary
+                           if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS]
+                senders.update(stamped or [-1])
             if not chunk:
                 break
             chunks.append(chunk)
@@ -93,7 +102,7 @@ def _run_one(image: bytes, index: int, cwd: str, env: dict[str, str], wrapper: s
     code = child.wait()
     ours.close()
     return {"raw": b"".join(chunks).decode("utf-8", "replace"), "exit": code,
-            "timed_out": timed_out}
+            "timed_out": timed_out, "pid": child.pid, "senders": sorted(senders)}
 
 
 def main() -> None:

@@ -21,8 +21,10 @@ In Go the code under test runs in the tests' process, so neither the exit code n
   ended, reads a per-test nonce from an inherited socket and writes its record there.
 * the test binary is execute-only, so its process is non-dumpable: ``/proc/self/mem``,
   ``/proc/self/fd`` and the executable are root's, not the sandbox uid's.
-* the record pays only with the nonce, the test's name, a test function that returned,
-  not failed, not skipped, exactly one record, and a process that exited 0.
+* the record pays only when the kernel says the test's own process sent it (``SO_PASSCRED``
+  on the driver's end: not a child that inherited the socket), with the nonce, the
+  test's name, a test function that returned, not failed, not skipped, exactly one
+  record, and a process that exited 0.
 """
 
 from __future__ import annotations
@@ -320,6 +322,8 @@ def _outcome(result: Mapping[str, Any] | None, test: Mapping[str, Any]) -> tuple
         return "build failed", None
     if result.get("timed_out"):
         return "timeout", None
+    if result.get("raw") and result.get("senders") != [result.get("pid")]:
+        return "tampered", "a record written by another process than the test's"
     lines = [line for line in str(result.get("raw", "")).splitlines() if line.strip()]
     if not lines:
         return f"no record (exit {result.get('exit')})", None

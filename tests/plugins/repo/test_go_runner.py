@@ -157,3 +157,19 @@ def test_a_build_past_its_budget_is_a_timeout(task: tuple[Path, dict[str, object
     # a budget the build itself cannot meet: timeout, not a crash of the driver
     score = _score(task[1], FIX, time_budget_s=0.3)
     assert score.status == "timeout", (score.reason, score.details)
+
+
+@pytest.mark.parametrize("name", ["cgi_handler_shell_writes_channel",
+                                  "os_exec_shell_writes_channel"])
+def test_a_record_from_a_child_process_is_tampering_even_past_the_import_rule(
+        name: str, task: tuple[Path, dict[str, object], Path]) -> None:
+    # the driver alone (no forbidden-import check): the shell these patches start inherits
+    # the socket, reads the nonce and answers with a passing record; the kernel's sender
+    # pid on what arrives shows it is not the test's process
+    from importlib import resources
+
+    driver = resources.files("rewardkit_repo").joinpath("_go_driver.py").read_text()
+    score = _driver_run(task, name, driver)
+    assert score.value == 0.0
+    assert score.details["tests"] == {"TestAdd": "tampered"}
+    assert "another process" in score.reason, score.reason
