@@ -29,7 +29,6 @@ dataloader threads, TRL's reward threads).
 from __future__ import annotations
 
 import array
-import atexit
 import collections
 import contextlib
 import itertools
@@ -61,6 +60,7 @@ from rewardkit.execution.protocol import (
     slot_offsets,
     to_score,
 )
+from rewardkit.execution.shared_instances import SharedInstances
 from rewardkit.execution.timeouts import LOAD_TIMEOUT
 from rewardkit.types import Score, Status
 
@@ -428,26 +428,15 @@ class _Call:
                                      self.results.scores.__setitem__)
 
 
-_pools: dict[int, WorkerPool] = {}
-_pools_lock = threading.Lock()
+_pools: SharedInstances[int, WorkerPool] = SharedInstances(
+    lambda pool: not pool._closed, lambda pool: pool.close(), after_close=close_reaper)
 
 
 def shared_pool(size: int | None = None) -> WorkerPool:
     """The process-wide pool of ``size`` workers (default: usable cores), created on first
     use and closed at exit. Configs asking for different sizes get separate pools."""
     wanted = size or usable_cores()
-    with _pools_lock:
-        pool = _pools.get(wanted)
-        if pool is None or pool._closed:
-            pool = _pools[wanted] = WorkerPool(wanted)
-        return pool
-
-
-@atexit.register
-def _close_shared_pools() -> None:
-    for pool in list(_pools.values()):
-        pool.close()
-    close_reaper()
+    return _pools.get(wanted, lambda: WorkerPool(wanted))
 
 
 def pickle_reward(reward: Any) -> bytes:

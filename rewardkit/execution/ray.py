@@ -31,7 +31,6 @@ authentication mode decided there, not by Ray).
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import math
 import os
@@ -49,6 +48,7 @@ from rewardkit.execution.executor import Breaker, Outcome, requested
 from rewardkit.execution.local import run_reward
 from rewardkit.execution.pool import shared_pool
 from rewardkit.execution.ray_cluster import RayUnavailableError, import_ray, init_ray
+from rewardkit.execution.shared_instances import SharedInstances
 from rewardkit.execution.timeouts import LOAD_TIMEOUT, chunk_budget
 from rewardkit.types import ExecutionMode, Sample, Score
 
@@ -389,22 +389,12 @@ def _chunks(samples: Sequence[Sample], indices: Sequence[int] | None,
     return found
 
 
-_executors: dict[str, RayExecutor] = {}
-_executors_lock = threading.Lock()
+_executors: SharedInstances[str, RayExecutor] = SharedInstances(
+    lambda executor: bool(executor._slots), lambda executor: executor.close(),
+    forget_at_close=True)
+_close_executors = _executors.close_all
 
 
 def shared_executor(settings: RaySettings) -> RayExecutor:
     """The process-wide executor for these settings (actors are started once)."""
-    key = settings.model_dump_json()
-    with _executors_lock:
-        executor = _executors.get(key)
-        if executor is None or not executor._slots:
-            executor = _executors[key] = RayExecutor(settings)
-        return executor
-
-
-@atexit.register
-def _close_executors() -> None:
-    for executor in list(_executors.values()):
-        executor.close()
-    _executors.clear()
+    return _executors.get(settings.model_dump_json(), lambda: RayExecutor(settings))
