@@ -15,8 +15,9 @@ How a request becomes a rewardkit :class:`~rewardkit.types.Sample`
 ``tool`` results; reasoning items are left out); the field named ``reference_field``
 (default ``expected_answer``) the reference; every other top-level field, and
 ``tools``, metadata. ``reward`` is the RewardSet's total; ``reward_components`` each
-component's value (0 where it did not apply). A failed grading (a component or the
-total ``None``) answers ``fallback`` (default 0) in its place, with
+component's value (0 where it did not apply), each also a top-level field where the
+name is free (NeMo Gym's aggregate metrics read top-level numbers). A failed grading
+(a component or the total ``None``) answers ``fallback`` (default 0) in its place, with
 ``rewardkit_failed: true`` and each component's status and reason in
 ``rewardkit_scores``: a NeMo Gym reward is a number, so the failure is said, not hidden.
 
@@ -48,6 +49,7 @@ from rewardkit.types import Sample
 #: the dataset field NeMo Gym's own servers keep the answer in
 DEFAULT_REFERENCE_FIELD = "expected_answer"
 _ROLLOUT_KEYS = ("responses_create_params", "response")
+_RESERVED = frozenset({"reward", "reward_components", "rewardkit_scores", "rewardkit_failed"})
 
 
 class RequestError(ValueError):
@@ -164,6 +166,10 @@ def verify(reward_set: RewardSet, body: Mapping[str, Any],
     answer = dict(body)
     answer["reward"] = fallback if result.total is None else float(result.total)
     answer["reward_components"] = components
+    # NeMo Gym's metrics (and verifiers' NeMo Gym tasks) read top-level numbers only:
+    # each component there too, unless the name is taken by a field of the request
+    answer.update({name: value for name, value in components.items()
+                   if name not in answer and name not in _RESERVED})
     answer["rewardkit_scores"] = {name: {"status": s.status, "reason": s.reason}
                                   for name, s in result.scores.items()}
     if failed:

@@ -118,6 +118,7 @@ def test_verify_answers_reward_and_components_over_http(server: str) -> None:
     assert checked.reward == 1.5
     assert checked.reward_components == {"format": 0.5, "correctness": 1.0}
     assert right["expected_answer"] == "4"  # the request comes back with the scores
+    assert (right["format"], right["correctness"]) == (0.5, 1.0)  # top-level for metrics
     assert "rewardkit_failed" not in right
 
     status, wrong = post(f"{server}/verify", json.dumps(
@@ -126,6 +127,38 @@ def test_verify_answers_reward_and_components_over_http(server: str) -> None:
     assert VerifyResponse.model_validate(wrong).reward_components == {
         "format": 0.5, "correctness": 0.0}
     assert wrong["reward"] == 0.5
+
+
+def test_verifiers_nemo_gym_client_seeds_and_verifies(server: str) -> None:
+    """verifiers 0.4's NeMo Gym taskset (``verifiers.v1.tasksets.nemo_gym``) is a real
+    client of resources servers: its per-rollout state posts ``/seed_session`` with the
+    row and ``/verify`` with the row and the response. Where it is installed, it talks
+    to this server; what its reward hook then reads (``reward``, the numeric top-level
+    fields as metrics) is checked on its answer."""
+    import asyncio
+
+    toolset = pytest.importorskip(
+        "verifiers.v1.tasksets.nemo_gym.toolset",
+        reason="verifiers >= 0.4 (its NeMo Gym taskset) is not installed")
+    state = toolset.NeMoGymState(resources_url=server, request_timeout=30.0)
+    row = rollout("")
+    response = row.pop("response")
+    response["output"][1]["content"][0]["text"] = "2 + 2 = 4\n#### The final answer is 4"
+
+    async def drive() -> tuple[Any, Any]:
+        seeded = await state.post("seed_session", row)
+        verified = await state.post("verify", row | {"response": response})
+        return seeded, verified
+
+    seeded, verified = asyncio.run(drive())
+    seeded.raise_for_status()
+    verified.raise_for_status()
+    assert seeded.json().get("mcp") is None  # no MCP tools offered
+    result = verified.json()
+    assert result.pop("reward") == 1.5
+    del result["responses_create_params"], result["response"]
+    metrics = {k: float(v) for k, v in result.items() if isinstance(v, bool | int | float)}
+    assert metrics == {"format": 0.5, "correctness": 1.0}
 
 
 def test_seed_session_and_reverify_mode(server: str) -> None:
