@@ -5,7 +5,7 @@
 - :mod:`rewardkit.adapters.nemo_gym`: a NeMo Gym resources server (``/verify`` answers
   ``reward`` and ``reward_components``);
 - the TRL environment reward (an environment's ``get_reward``) is
-  ``rewardkit_trainers.environments.RewardkitEnvironment``.
+  ``rewardkit_trainers.environments.RewardkitReward``.
 
 Each imports the other project lazily: importing this package needs none of them.
 """
