@@ -185,7 +185,7 @@ def create_app(config: RewardSet | str | Path | Mapping[str, Any],
         from fastapi.responses import JSONResponse
     except ImportError as exc:
         raise RuntimeError("the NeMo Gym adapter serves through FastAPI: "
-                           "pip install fastapi uvicorn") from exc
+                           "pip install 'rewardkit[nemo-gym]' (fastapi, uvicorn)") from exc
     from starlette.concurrency import run_in_threadpool
 
     reward_set = reward_set_of(config)

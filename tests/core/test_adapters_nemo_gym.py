@@ -222,3 +222,13 @@ def test_the_cli_refuses_a_bad_config_in_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 2
     assert "no_such_reward" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_without_fastapi_the_cli_says_what_to_install() -> None:
+    code = ("import sys; sys.modules['fastapi'] = None; "
+            "from rewardkit.adapters.nemo_gym import main; "
+            f"sys.exit(main([{str(CONFIG)!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert done.returncode == 2
+    assert "rewardkit[nemo-gym]" in done.stderr and "Traceback" not in done.stderr
