@@ -136,7 +136,8 @@ def mutants(patch: str) -> list[tuple[str, str]]:
                 mutated = "+" + line[1:].replace(old, new, 1)
                 if line[1:].lstrip().startswith("#") or mutated == line:
                     continue
-                found.append((f"{old.strip()!r} -> {new.strip()!r} in {line[1:].strip()[:60]!r}",
+                path = re.findall(r"(?m)^\+\+\+ b/(\S+)", "".join(lines[:index]))[-1]
+                found.append((f"{old.strip()!r} -> {new.strip()!r} in an added line of {path}",
                               "".join([*lines[:index], mutated, *lines[index + 1:]])))
     return found
 
