@@ -7,9 +7,9 @@ known ways before math-verify parses anything. Such an answer is wrong, with the
 its grading cost has no bound, so a grader that waited for it would mask it (status
 timeout) instead of paying it nothing. math_answer's ``symbolic_timeout``
 (:mod:`~rewardkit.builtin._math_deadline`) bounds everything else, and the worker's hard
-timeout remains the last guard (for one long call into C, which the deadline cannot cut). Apart from the
-reward because its references, its exact fast path and its symbolic path all refuse with
-them.
+timeout remains the last guard (for one long call into C, which the deadline cannot cut).
+Apart from the reward because its references, its exact fast path and its symbolic path
+all refuse with them.
 """
 
 from __future__ import annotations
