@@ -175,7 +175,10 @@ def _split(test_id: str) -> tuple[str, str]:
     match = _TEST_ID.match(test_id)
     if match is None:
         raise TaskError(f"test id {test_id!r} is not a Go test name (TestX or pkg/path.TestX)")
-    return (match.group(1) or "").strip("/"), match.group(2)
+    package = (match.group(1) or "").strip("/")
+    if any(part in {"", ".", ".."} for part in package.split("/")) and package:
+        raise TaskError(f"test id {test_id!r} names a package outside the repository")
+    return package, match.group(2)
 
 
 def _declaring_clause(folder: str, package: str, name: str) -> str | None:

@@ -65,6 +65,8 @@ def test_bad_rows_get_a_clear_status(task: tuple[Path, dict[str, object], Path])
     assert wrong_package.status == "error" and "nope.TestMul" in wrong_package.reason
     not_go = _score({**reference, "PASS_TO_PASS": ["tests/test_x.py::test_y"]}, FIX)
     assert not_go.status == "error" and "not a Go test name" in not_go.reason
+    outside = _score({**reference, "PASS_TO_PASS": ["../x.TestMul"]}, FIX)
+    assert outside.status == "error" and "outside the repository" in outside.reason
 
 
 def test_a_repository_without_go_mod_is_an_error(tmp_path: Path) -> None:
