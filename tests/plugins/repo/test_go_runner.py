@@ -175,3 +175,33 @@ def test_a_record_from_a_child_process_is_tampering_even_past_the_import_rule(
     assert score.value == 0.0
     assert score.details["tests"] == {"TestAdd": "tampered"}
     assert "another process" in score.reason, score.reason
+
+
+def test_a_test_patch_and_the_repository_s_own_test_main(tmp_path: Path) -> None:
+    # the FAIL_TO_PASS test arrives with the test patch; the package's own TestMain (a
+    # base test file) runs around the harness's wrapper
+    from tiny_repo import git
+
+    git(tmp_path, "init", "-q")
+    (tmp_path / "go.mod").write_text("module example.com/m\n\ngo 1.19\n")
+    (tmp_path / "m.go").write_text("package m\n\nfunc Two() int { return 2 }\n")
+    (tmp_path / "main_test.go").write_text(
+        'package m\n\nimport (\n\t"os"\n\t"testing"\n)\n\nvar ready bool\n\n'
+        "func TestMain(m *testing.M) {\n\tready = true\n\tos.Exit(m.Run())\n}\n\n"
+        'func TestTwo(t *testing.T) {\n\tif !ready || Two() != 2 {\n\t\tt.Fatal("no")\n\t}\n}\n')
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    base = git(tmp_path, "rev-parse", "HEAD")
+    test_patch = diff_of(tmp_path, {"three_test.go": (
+        'package m\n\nimport "testing"\n\nfunc TestThree(t *testing.T) {\n'
+        '\tif !ready || Three() != 3 {\n\t\tt.Fatal("no")\n\t}\n}\n')})
+    fix = diff_of(tmp_path, {"m.go": "package m\n\nfunc Two() int { return 2 }\n\n"
+                                     "func Three() int { return 3 }\n"})
+    wrong = diff_of(tmp_path, {"m.go": "package m\n\nfunc Two() int { return 2 }\n\n"
+                                       "func Three() int { return 4 }\n"})
+    reference = {"repo": str(tmp_path), "base_commit": base, "test_patch": test_patch,
+                 "FAIL_TO_PASS": ["TestThree"], "PASS_TO_PASS": ["TestTwo"]}
+    honest = _score(reference, fix)
+    assert honest.value == 1.0, (honest.reason, honest.details)
+    assert _score(reference, wrong).details["tests"] == {"TestThree": "failed",
+                                                        "TestTwo": "passed"}
