@@ -1,10 +1,11 @@
 """The zygote's start-up, part 1: the namespaces and mounts it enters.
 
-A child subreaper, an empty network namespace, a private mount namespace with tmpfs
-scratch directories (/tmp, /dev/shm, /var/tmp and every other world-writable folder, which
-the pool finds once with :func:`find_world_writable`), and the hidden paths (home
-directories, the repository) covered, with the import paths found under them shown again
-read-only.  Standard library only (see :mod:`rewardkit_sandbox._zygote`).
+A child subreaper, a private network namespace with loopback only, a private mount
+namespace with tmpfs scratch directories (/tmp, /dev/shm, /var/tmp and every other
+world-writable folder, which the pool finds once with :func:`find_world_writable`), and
+the hidden paths (home directories, the repository) covered, with the import paths
+found under them shown again read-only.  Standard library only (see
+:mod:`rewardkit_sandbox._zygote`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,22 @@ SCRATCH_DIRS = ("/tmp", "/dev/shm", "/var/tmp")
 
 #: tmpfs size of each other world-writable folder's private copy (a lock file, a socket)
 _WORLD_WRITABLE_TMPFS_BYTES = 8 * 1024 * 1024
+
+
+def _loopback_up() -> None:
+    """Bring ``lo`` of this (fresh, private) network namespace up: a task can then serve
+    and reach 127.0.0.1 inside its own slot (a workspace's HTTP service, a test server).
+    Nothing else is in the namespace, so no address beyond the slot's own is reachable;
+    every slot has its own namespace, and the processes of a task end with it."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, siocgifflags, request))[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
 
 
 class NamespacesAndMounts:
@@ -46,7 +63,12 @@ class NamespacesAndMounts:
         try:
             confinement.unshare(confinement.CLONE_NEWNET)
             self.netns = True
-            self.layers["network_namespace"] = layer(True, "empty namespace, loopback down")
+            try:
+                _loopback_up()
+                what = "own namespace, loopback only: the slot's own processes, one task at a time"
+            except OSError as error:
+                what = f"empty namespace, loopback down ({error})"
+            self.layers["network_namespace"] = layer(True, what)
         except OSError as error:
             self.netns = False
             self.layers["network_namespace"] = layer(

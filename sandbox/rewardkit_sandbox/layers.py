@@ -20,7 +20,8 @@ LAYER_CATALOGUE: dict[str, tuple[str, bool]] = {
     ),
     "no_new_privs": ("setuid binaries cannot raise privileges", False),
     "seccomp": ("kernel attack surface: ptrace, mount, bpf, namespaces, keyrings", False),
-    "network_namespace": ("no network: empty namespace, not even loopback", False),
+    "network_namespace": ("no network: a private namespace, loopback only (the slot's own)",
+                          False),
     "mount_namespace": ("private /tmp with a size cap; home, /root, the repo hidden", False),
     "private_world_writable": (
         "every world-writable folder (/run/lock, ...) private: no files left on the host, "

@@ -15,9 +15,11 @@ that kills the reporter gets its criteria failed, not passed. Programs are looke
 fixed ``PATH`` (a ``python3`` planted in the workspace is not the one run), with
 ``PYTHONSAFEPATH``/``PYTHONNOUSERSITE`` set and ``HOME`` outside the workspace.
 
-The sandbox's network namespace has no loopback on some kernels (``rewardkit_sandbox``'s
-``network_namespace`` layer: "loopback down"): there an HTTP criterion is an error naming
-that, not a failure.
+The sandbox gives each slot a private network namespace with only its own loopback up
+(``rewardkit_sandbox``'s ``network_namespace`` layer), so the service an HTTP criterion
+starts is reached on 127.0.0.1 inside the same task. Where there is no such namespace
+(seccomp refuses inet sockets) or loopback stayed down, an HTTP criterion is an error
+naming that, never a pass.
 """
 
 from __future__ import annotations

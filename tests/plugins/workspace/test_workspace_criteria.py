@@ -124,9 +124,18 @@ def test_an_http_service_the_workspace_starts_answers(tmp_path: Path) -> None:
     http = {"type": "http", "start": ["python3", "-m", "http.server", "8765"], "port": 8765,
             "url_path": "/out.txt", "status": 200, "body_contains": "answer: 42"}
     score = _score(_reward([http], tmp_path), str(ws))
-    if score.status.value == "error" and "no loopback" in score.reason:
-        pytest.skip("the sandbox's network namespace has no loopback here: " + score.reason)
+    from rewardkit_code.sandboxes import shared_pool
+
+    network = shared_pool(1).layers["network_namespace"]
+    if not (network.active and "loopback only" in network.detail):
+        # no private namespace (seccomp refuses inet sockets) or a kernel that kept lo down:
+        # the criterion must then be an error naming it, never a pass
+        assert (score.status.value, score.value) == ("error", 0.0), score
+        assert "no loopback" in score.reason
+        pytest.skip("the sandbox has no loopback of its own here: " + network.detail)
     assert score.value == 1.0, score
+    wrong = {**http, "body_contains": "answer: 41"}
+    assert _score(_reward([wrong], tmp_path), str(ws)).value == 0.0
 
 
 # -- the tamper corpus: each forged workspace is paid 0 (or an error), the honest one 1 --
