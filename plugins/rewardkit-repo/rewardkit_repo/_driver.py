@@ -39,6 +39,22 @@ sys.exit(pytest.main(config["args"], plugins=[plugin]))
 """
 
 
+def _visible(paths: list[str]) -> list[str]:
+    """The import paths as this task sees them: an environment under /tmp (a checkout or
+    venv there) is hidden by the sandbox's private /tmp and shown again elsewhere, read-only
+    (the sandbox's import paths, on this process's ``sys.path``); pytest is then found
+    where this process would import it from."""
+    import importlib.util
+
+    found = [path for path in paths if os.path.isdir(path)]
+    spec = importlib.util.find_spec("pytest")
+    if spec is not None and spec.origin:
+        home = os.path.dirname(os.path.dirname(spec.origin))
+        if home not in found:
+            found.append(home)
+    return found
+
+
 def main() -> None:
     header = json.loads(sys.stdin.buffer.read())
     workspace = os.path.abspath("workspace")
@@ -57,7 +73,7 @@ def main() -> None:
     os.write(token_write, token.encode())
     os.close(token_write)
     config = {
-        "paths": [workspace, *header["paths"]],
+        "paths": [workspace, *_visible(header["paths"])],
         "reporter": header["reporter"],
         "fd": write_end,
         "token_fd": token_read,
