@@ -126,6 +126,28 @@ def prctl_get(option: int) -> int:
     return int(result)
 
 
+def loopback_up() -> None:
+    """Set ``IFF_UP`` on ``lo`` of the current network namespace (SIOCGIFFLAGS, then
+    SIOCSIFFLAGS on an AF_INET datagram socket), through libc: the zygote imports no
+    ``socket`` (every module it holds costs each fork)."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    fd = _libc.socket(2, 2, 0)  # AF_INET, SOCK_DGRAM
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    try:
+        name = b"lo".ljust(16, b"\0")  # struct ifreq: the name, then a 24-byte union
+        request = ctypes.create_string_buffer(name, 40)
+        if _libc.ioctl(fd, ctypes.c_ulong(siocgifflags), request) != 0:
+            _check(-1)
+        flags = int.from_bytes(request.raw[16:18], "little") | iff_up
+        request = ctypes.create_string_buffer(name + flags.to_bytes(2, "little"), 40)
+        if _libc.ioctl(fd, ctypes.c_ulong(siocsifflags), request) != 0:
+            _check(-1)
+    finally:
+        os.close(fd)
+
+
 def unshare(flags: int) -> None:
     """Call unshare(2) (``os.unshare`` only exists from Python 3.12)."""
     _check(_libc.unshare(ctypes.c_int(flags)))

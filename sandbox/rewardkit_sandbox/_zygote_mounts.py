@@ -26,22 +26,6 @@ SCRATCH_DIRS = ("/tmp", "/dev/shm", "/var/tmp")
 _WORLD_WRITABLE_TMPFS_BYTES = 8 * 1024 * 1024
 
 
-def _loopback_up() -> None:
-    """Bring ``lo`` of this (fresh, private) network namespace up: a task can then serve
-    and reach 127.0.0.1 inside its own slot (a workspace's HTTP service, a test server).
-    Nothing else is in the namespace, so no address beyond the slot's own is reachable;
-    every slot has its own namespace, and the processes of a task end with it."""
-    import fcntl
-    import socket
-    import struct
-
-    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        request = struct.pack("16sH14x", b"lo", 0)
-        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, siocgifflags, request))[1]
-        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
-
-
 class NamespacesAndMounts:
     """Entering what the kernel allows; each step records its layer in ``layers``."""
 
@@ -64,7 +48,7 @@ class NamespacesAndMounts:
             confinement.unshare(confinement.CLONE_NEWNET)
             self.netns = True
             try:
-                _loopback_up()
+                confinement.loopback_up()
                 what = "own namespace, loopback only: the slot's own processes, one task at a time"
             except OSError as error:
                 what = f"empty namespace, loopback down ({error})"
