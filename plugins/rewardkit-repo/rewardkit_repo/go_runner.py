@@ -38,10 +38,10 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from rewardkit_code.sandboxes import local_budget, shared_pool
-from rewardkit_sandbox import SandboxLimits, SandboxUnavailableError, Status
+from rewardkit_sandbox import SandboxLimits
 
 from rewardkit import Score
+from rewardkit_repo.sandboxed import run_driver
 from rewardkit_repo.workspace import TaskError, Workspace
 
 #: the Go toolchain the tests build with (GOROOT), exposed read-only in the sandbox
@@ -297,23 +297,10 @@ def run(workspace: Workspace, wanted: list[str], params: Any) -> Score:
                            memory_bytes=max(params.memory_mb, 2048) * 1024 * 1024,
                            file_size_bytes=256 * 1024 * 1024, open_files=512,
                            disk_bytes=1024 * 1024 * 1024, processes=256)
-    try:
-        pool = shared_pool(params.concurrency, (goroot(),))
-    except SandboxUnavailableError as error:
-        return Score.error(f"no sandbox: {error}")
-    with local_budget(params.concurrency).acquire():
-        result = pool.run(driver + "\nmain()\n", stdin=json.dumps(header), limits=limits)
-    if result.status is Status.TIMEOUT:
-        return Score.timeout(f"the tests ran past {params.time_budget_s:g} s")
-    if result.status is Status.SANDBOX_ERROR:
-        return Score.error(f"the sandbox failed: {result.error}")
-    if result.status is not Status.OK:
-        return Score.ok(0.0, f"the test run ended without a verdict ({result.status}): "
-                             f"{(result.error or result.stderr)[-300:]}", **details)
-    try:
-        report = json.loads(result.stdout)
-    except ValueError:
-        return Score.error("the Go driver printed no verdict")
+    report = run_driver(driver, header, limits, (goroot(),), params.concurrency,
+                        params.time_budget_s, "Go driver", **details)
+    if isinstance(report, Score):
+        return report
     return _verdict(report, header["tests"], details, params)
 
 

@@ -20,11 +20,11 @@ from typing import Any, ClassVar, Literal
 
 import pytest
 from pydantic import Field
-from rewardkit_code.sandboxes import local_budget, shared_pool
-from rewardkit_sandbox import SandboxLimits, SandboxUnavailableError, Status
+from rewardkit_sandbox import SandboxLimits
 
 from rewardkit import ExecutionMode, Params, Reward, Sample, Score
 from rewardkit_repo import go_runner
+from rewardkit_repo.sandboxed import run_driver
 from rewardkit_repo.workspace import TaskError, Workspace, extract_patch, is_protected, prepare
 
 #: the folder pytest (and pluggy, iniconfig, packaging) is imported from in the sandbox
@@ -143,25 +143,10 @@ class RepoTests(Reward):
                                memory_bytes=params.memory_mb * 1024 * 1024,
                                file_size_bytes=64 * 1024 * 1024, open_files=256,
                                disk_bytes=256 * 1024 * 1024)
-        try:
-            pool = shared_pool(params.concurrency, (_PYTEST_PATH, os.path.dirname(_PYTHON)))
-        except SandboxUnavailableError as error:
-            return Score.error(f"no sandbox: {error}")
-        with local_budget(params.concurrency).acquire():
-            result = pool.run(driver + "\nmain()\n", stdin=json.dumps(header), limits=limits)
-        if result.status is Status.TIMEOUT:
-            return Score.timeout(f"the tests ran past {params.time_budget_s:g} s")
-        if result.status is Status.SANDBOX_ERROR:
-            return Score.error(f"the sandbox failed: {result.error}")
-        if result.status is not Status.OK:
-            # the driver shares the tests' uid: code under test that kills it, or runs
-            # it out of memory or output, ends the run without a verdict: not passed
-            return Score.ok(0.0, f"the test run ended without a verdict ({result.status}): "
-                                 f"{(result.error or result.stderr)[-300:]}")
-        try:
-            run = json.loads(result.stdout)
-        except ValueError:
-            return Score.error("the sandbox driver printed no verdict")
+        run = run_driver(driver, header, limits, (_PYTEST_PATH, os.path.dirname(_PYTHON)),
+                         params.concurrency, params.time_budget_s, "sandbox driver")
+        if isinstance(run, Score):
+            return run
         return _verdict(run, wanted, workspace, params)
 
 
