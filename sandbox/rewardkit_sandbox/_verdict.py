@@ -1,34 +1,13 @@
-"""Reading a run's result: the limits as the zygote wants them, and the zygote's facts
-about a finished run (exit code, signal, kill reason, test records) turned into a
-:class:`SandboxResult` with its status."""
+"""Reading a run's result: the zygote's facts about a finished run (exit code, signal,
+kill reason, test records) turned into a :class:`SandboxResult` with its status."""
 
 from __future__ import annotations
 
-import functools
-import math
-import resource
 import signal
 from typing import Any
 
 from rewardkit_sandbox.limits import SandboxLimits
 from rewardkit_sandbox.result import SandboxResult, Status, TestResult
-
-
-@functools.lru_cache(maxsize=64)
-def limits_message(limits: SandboxLimits) -> dict[str, Any]:
-    """The limits as the zygote wants them, rlimits ready for setrlimit (cached: frozen)."""
-    cpu = max(1, math.ceil(limits.cpu_time_s))
-    message = limits.to_message()
-    address_space = limits.address_space_bytes or limits.memory_bytes
-    # Soft CPU limit sends SIGXCPU, the hard one a second later SIGKILL.
-    message["rlimits"] = [
-        (resource.RLIMIT_CPU, cpu, cpu + 1),
-        (resource.RLIMIT_AS, address_space, address_space),
-        (resource.RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes),
-        (resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
-        (resource.RLIMIT_NPROC, limits.processes, limits.processes),
-    ]
-    return message
 
 
 def verdict(

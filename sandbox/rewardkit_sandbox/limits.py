@@ -1,7 +1,10 @@
-"""Resource limits of one sandboxed task."""
+"""Resource limits of one sandboxed task, and the rlimits that enforce them."""
 
 from __future__ import annotations
 
+import functools
+import math
+import resource
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,3 +50,20 @@ class SandboxLimits:
     def to_message(self) -> dict[str, Any]:
         """The limits as sent to the zygote."""
         return dict(vars(self))
+
+
+@functools.lru_cache(maxsize=64)
+def limits_message(limits: SandboxLimits) -> dict[str, Any]:
+    """The limits as the zygote wants them, rlimits ready for setrlimit (cached: frozen)."""
+    cpu = max(1, math.ceil(limits.cpu_time_s))
+    message = limits.to_message()
+    address_space = limits.address_space_bytes or limits.memory_bytes
+    # Soft CPU limit sends SIGXCPU, the hard one a second later SIGKILL.
+    message["rlimits"] = [
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_AS, address_space, address_space),
+        (resource.RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes),
+        (resource.RLIMIT_NOFILE, limits.open_files, limits.open_files),
+        (resource.RLIMIT_NPROC, limits.processes, limits.processes),
+    ]
+    return message

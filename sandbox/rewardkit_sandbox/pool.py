@@ -22,10 +22,10 @@ from typing import Any
 from rewardkit_sandbox._memory_cgroup import MemoryCgroups
 from rewardkit_sandbox._protocol import Channel, ProtocolError
 from rewardkit_sandbox._uid_kill import kill_every_process_of_uid
-from rewardkit_sandbox._verdict import limits_message, verdict
+from rewardkit_sandbox._verdict import verdict
 from rewardkit_sandbox._zygote_mounts import find_world_writable
 from rewardkit_sandbox.layers import REQUIRED_LAYERS, LayerReport
-from rewardkit_sandbox.limits import SandboxLimits
+from rewardkit_sandbox.limits import SandboxLimits, limits_message
 from rewardkit_sandbox.result import SandboxResult, Status
 
 logger = logging.getLogger("rewardkit_sandbox")

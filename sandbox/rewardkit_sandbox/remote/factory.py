@@ -22,7 +22,7 @@ from rewardkit_sandbox.remote.e2b import COMMANDS as E2B_LANGUAGES
 from rewardkit_sandbox.remote.e2b import E2BRunner
 from rewardkit_sandbox.remote.judge0 import Judge0Runner
 from rewardkit_sandbox.remote.piston import PistonRunner
-from rewardkit_sandbox.runners import SandboxFusionRunner
+from rewardkit_sandbox.remote.sandbox_fusion import SandboxFusionRunner
 
 #: ``runner_options`` that are fields of every runner's ``RemoteOptions``
 _SHARED = frozenset({"request_timeout_s", "max_retry_wait_s", "max_wait_s"})
