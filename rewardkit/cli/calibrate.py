@@ -44,7 +44,7 @@ def add_calibrate(subparsers: Subcommands) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from rewardkit.config import load_config
-    from rewardkit.measure.calibrate import LabelError, calibrate_jsonl
+    from rewardkit.measure.calibrate import LabelError, calibrate_jsonl, refuse_total_component
     from rewardkit.reward_set import RewardSet
 
     for name in ("threshold", "label_threshold"):
@@ -54,6 +54,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
     rs = RewardSet(load_config(args.config))
+    refuse_total_component(rs.names, args.config)
     src = Path(args.labelled)
     if args.labelled != "-" and not src.exists():
         raise UsageError(f"{src}: no such file")

@@ -35,6 +35,7 @@ def add_diff(subparsers: Subcommands) -> None:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from rewardkit.config import load_config
+    from rewardkit.measure.calibrate import refuse_total_component
     from rewardkit.measure.diff import diff_configs, diff_scored
     from rewardkit.reward_set import RewardSet
 
@@ -61,6 +62,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
             bad: list[tuple[int, str]] = []
         else:
             a, b = RewardSet(load_config(args.a)), RewardSet(load_config(args.b))
+            for path, rs in ((args.a, a), (args.b, b)):
+                refuse_total_component(rs.names, path)
             comparison, summary = diff_configs(a, b, Path(args.rows), step=args.step,
                                                batch_size=args.batch_size, out=sink)
             bad = summary["bad_lines"]
@@ -88,7 +91,10 @@ def _print_report(report: dict[str, Any], args: argparse.Namespace) -> None:
         table.add_row(name, str(c["rows_differing"]), _num(c["a"]["mean"]),
                       _num(c["b"]["mean"]), _num(c["mean_delta"]), _num(c["a"]["variance"]),
                       _num(c["b"]["variance"]), _num(c["variance_delta"]))
-    table.add_row("total", str(report["total_differing"]), *[""] * 6)
+    t = report["total"]
+    table.add_row("total", str(t["rows_differing"]), _num(t["a"]["mean"]), _num(t["b"]["mean"]),
+                  _num(t["mean_delta"]), _num(t["a"]["variance"]), _num(t["b"]["variance"]),
+                  _num(t["variance_delta"]))
     out.print(table)
     if report["differing"]:
         rows = Table(title="rows whose verdicts differ" + (

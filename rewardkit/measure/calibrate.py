@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from rewardkit.hookspecs import UsageError
 from rewardkit.measure.stats import Confusion
 from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.scoring.jsonl import ProgressFn, score_batches
@@ -27,6 +28,14 @@ from rewardkit.types import Sample, Status
 TOTAL = "total"
 _TRUE = {"true", "yes", "1", "correct"}
 _FALSE = {"false", "no", "0", "incorrect"}
+
+
+def refuse_total_component(names: list[str], config: str) -> None:
+    """A component named ``total`` would be read as the weighted total (the report's
+    :data:`TOTAL` key): a :class:`~rewardkit.hookspecs.UsageError` naming the config."""
+    if TOTAL in names:
+        raise UsageError(f"{config}: a component is named {TOTAL!r}, the name this report "
+                         "gives the weighted total: rename the component")
 
 
 class LabelError(Exception):

@@ -3,7 +3,8 @@ files written by ``rewardkit score``), compared row by row and group by group.
 
 A row's verdict under a component is its value and status; two verdicts differ when the
 status differs or the values differ by more than :data:`SAME`. Per component the mean and
-variance of the ok values under A and B are accumulated in constant memory. The effect on
+variance of the ok values under A and B are accumulated in constant memory, and so are
+the graded totals' (the number GRPO standardises). The effect on
 GRPO: within each group (:func:`rewardkit.types.group_key`, the one definition) each
 row's advantage is its total standardised over the group's graded totals, as
 ``normalize_then_sum`` standardises a component (:func:`advantages`, the same
@@ -92,6 +93,9 @@ class Comparison:
     differing: int = 0
     kept: list[dict[str, Any]] = field(default_factory=list)
     stats: dict[str, tuple[_Running, _Running]] = field(default_factory=dict)
+    #: the graded totals under A and B (a null total, a failed grading, left out)
+    total_stats: tuple[_Running, _Running] = field(
+        default_factory=lambda: (_Running(), _Running()))
     per_component: dict[str, int] = field(default_factory=dict)
     groups: int = 0
     groups_changed: int = 0
@@ -106,6 +110,9 @@ class Comparison:
         for name in names:
             if name == "total":
                 va, vb, sa, sb = a[0], b[0], "", ""
+                for value, running in ((va, self.total_stats[0]), (vb, self.total_stats[1])):
+                    if value is not None and math.isfinite(value):
+                        running.add(value)
             else:
                 va, sa, _ = a[1].get(name, (None, "absent", ""))
                 vb, sb, _ = b[1].get(name, (None, "absent", ""))
@@ -150,22 +157,25 @@ class Comparison:
 
     def report(self) -> dict[str, Any]:
         """The machine-readable comparison (``rewardkit diff --json``)."""
-        components = {}
-        for name, (ra, rb) in self.stats.items():
-            a, b = ra.report(), rb.report()
-            components[name] = {
-                "a": a, "b": b, "rows_differing": self.per_component.get(name, 0),
+        components = {name: self._moments(name, ra, rb)
+                      for name, (ra, rb) in self.stats.items()}
+        return {"identical": self.identical, "rows": self.rows,
+                "rows_differing": self.differing,
+                "total_differing": self.per_component.get("total", 0),
+                "components": components, "total": self._moments("total", *self.total_stats),
+                "differing": self.kept,
+                "grpo": {"groups": self.groups, "groups_with_changed_advantages":
+                         self.groups_changed, "rows_advantage_sign_flipped": self.flips,
+                         "flipped": self.kept_flips}}
+
+
+    def _moments(self, name: str, ra: _Running, rb: _Running) -> dict[str, Any]:
+        a, b = ra.report(), rb.report()
+        return {"a": a, "b": b, "rows_differing": self.per_component.get(name, 0),
                 "mean_delta": None if a["mean"] is None or b["mean"] is None
                 else b["mean"] - a["mean"],
                 "variance_delta": None if a["variance"] is None or b["variance"] is None
                 else b["variance"] - a["variance"]}
-        return {"identical": self.identical, "rows": self.rows,
-                "rows_differing": self.differing,
-                "total_differing": self.per_component.get("total", 0),
-                "components": components, "differing": self.kept,
-                "grpo": {"groups": self.groups, "groups_with_changed_advantages":
-                         self.groups_changed, "rows_advantage_sign_flipped": self.flips,
-                         "flipped": self.kept_flips}}
 
 
 def _round(value: float | None) -> float | None:
@@ -183,6 +193,9 @@ def side_of_scored_row(row: dict[str, Any], line: int, where: str) -> Side:
     if not isinstance(comps, dict):
         raise ValueError(f"{where}:{line}: no 'components' object: not a file written by "
                          "rewardkit score")
+    if "total" in comps:
+        raise ValueError(f"{where}:{line}: a component is named 'total', the name this report "
+                         "gives the weighted total: rename the component")
     scores = {}
     for name, c in comps.items():
         c = c if isinstance(c, dict) else {}

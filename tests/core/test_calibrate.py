@@ -170,6 +170,15 @@ def test_routed_config_reports_each_data_source(capsys, tmp_path):
     assert report["total"]["graded"] == 2
 
 
+def test_a_component_named_total_is_refused_not_merged_with_the_total(capsys, tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("rewards:\n  total: {reward: good}\n  other: {reward: good}\n")
+    rows = write(tmp_path / "rows.jsonl", [{"prompt": "p", "completion": "aa", "ok": 1}])
+    assert main(["calibrate", str(cfg), str(rows), "--label", "ok", "--json"]) == 2
+    said = capsys.readouterr()
+    assert not said.out and "'total'" in said.err and "rename" in said.err
+
+
 def test_real_command_prints_a_table(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "calibrate", str(RLVR),
                            str(LABELLED), "--label", "correct"], capture_output=True,

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from rewardkit import RewardSet
 from rewardkit.cli import main
+from rewardkit.config import load_config
 from rewardkit.measure.diff import advantages
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +49,37 @@ def test_configs_that_differ_exit_1_and_list_the_rows(capsys, tmp_path):
     assert c["mean_delta"] == pytest.approx(c["b"]["mean"] - c["a"]["mean"])
     assert c["mean_delta"] == pytest.approx(len(expect) / len(rows))
     assert report["components"]["format"]["rows_differing"] == 0
+
+
+def test_the_totals_mean_and_variance_under_a_and_b(capsys):
+    _, report = diff_json(capsys, str(STRICT), str(LENIENT), str(LABELLED))
+    rows = [json.loads(line) for line in LABELLED.read_text().splitlines()]
+    total = report["total"]
+    assert total["rows_differing"] == report["total_differing"] == 5
+    for side, config in (("a", STRICT), ("b", LENIENT)):
+        totals = RewardSet(load_config(config)).score(rows).totals
+        assert total[side]["count"] == len(totals)
+        assert total[side]["mean"] == pytest.approx(statistics.fmean(totals))
+        assert total[side]["variance"] == pytest.approx(statistics.pvariance(totals))
+    assert total["mean_delta"] == pytest.approx(total["b"]["mean"] - total["a"]["mean"])
+    assert total["variance_delta"] == pytest.approx(
+        total["b"]["variance"] - total["a"]["variance"])
+
+
+def test_a_component_named_total_is_refused_not_taken_for_the_total(tmp_path, capsys):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("rewards:\n  total: {reward: good}\n  other: {reward: good}\n")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"prompt": "p", "completion": "aa"}) + "\n")
+    assert main(["diff", str(cfg), str(cfg), str(rows)]) == 2
+    said = capsys.readouterr().err
+    assert "'total'" in said and "rename" in said
+    scored = tmp_path / "scored.jsonl"
+    assert main(["score", str(cfg), str(rows), "--out", str(scored), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(scored), str(scored)]) == 2
+    said = capsys.readouterr().err
+    assert f"{scored}:1" in said and "'total'" in said and "rename" in said
 
 
 def test_grpo_advantages_per_group_and_the_rows_whose_sign_flips(tmp_path, capsys):
