@@ -21,7 +21,7 @@ from rewardkit.builtin._answers import (
 from rewardkit.builtin._math_cost_guards import _too_costly
 from rewardkit.builtin._math_params import MathParams
 from rewardkit.builtin._math_verify_bridge import _parse, _parse_output
-from rewardkit.builtin._plain_numbers import PlainNumber, read_number
+from rewardkit.builtin._plain_numbers import _COMMA_DECIMAL, PlainNumber, read_number
 from rewardkit.types import Score
 
 
@@ -33,10 +33,13 @@ class _WordAnswer:
 
 
 class _Symbolic:
-    """A gold answer for math-verify."""
+    """A gold answer for math-verify. ``comma_decimal``: a gold that is two numbers joined
+    by one comma in the decimal-comma shape (``-2,1``, ``1,22``) is a list or a decimal,
+    and the gold cannot say which: this is its decimal reading, paid beside the list's."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, comma_decimal: PlainNumber | None = None) -> None:
         self.text = text
+        self.comma_decimal = comma_decimal
 
 
 _TEXT_ONLY = re.compile(r"\s*\\(?:text|textbf|mathrm|textnormal|mbox)\s*\{([^{}$\\]*)\}\s*")
@@ -94,6 +97,9 @@ def _reference_kind(
     gold_text = text
     number = read_number(gold_text, decimal_comma)
     if number is not None:
+        if symbolic and not decimal_comma and _COMMA_DECIMAL.fullmatch(
+                gold_text.strip().strip("$").strip()):
+            return _Symbolic(gold_text, comma_decimal=number)  # "-2,1": the roots, or -2.1
         return number
     inner = gold_text.strip().strip("$").strip()
     words = _TEXT_ONLY.fullmatch(inner) or _ONE_WORD.fullmatch(inner)

@@ -149,6 +149,8 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     if type(gold) is Score:
         return gold
     if type(gold) is _Symbolic:
+        if gold.comma_decimal is not None:  # paid as the decimal here, else as the list
+            return _comma_decimal_verdict(sample, gold.comma_decimal, params)
         letter = GOLD_LETTER.fullmatch(gold.text) if params.choice else None
         if letter:  # an option letter: graded as multiple_choice grades it
             text = graded_text(sample.text, params.reasoning_tag)
@@ -176,6 +178,26 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     return _verdict(_words(words) == gold.words, params, found.how if found else "words", words)
 
 
+
+
+def _comma_decimal_verdict(sample: Sample, decimal: PlainNumber,
+                           params: MathParams) -> Score | None:
+    """A gold such as ``-2,1`` (a list, or a decimal comma): the score when the answer is
+    its decimal reading or is refused outright, else None: math-verify then compares the
+    answer with the list (``1, -2`` for the roots -2 and 1)."""
+    text = graded_text(sample.text, params.reasoning_tag)
+    if text is None:
+        return Score.ok(params.wrong, "the reasoning never closes")
+    prompt = prompt_text(sample.prompt)
+    found, refusal = _find(text, params, prompt)
+    if refusal and found:
+        return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
+    if found is None:
+        return None
+    verdict = _plain_verdict(decimal, found, params, prompt)
+    if verdict is not None and verdict.value == float(params.score) != float(params.wrong):
+        return verdict
+    return None
 
 
 #: a prompt that asks for a percentage: there "18%" may stand for the gold 18
