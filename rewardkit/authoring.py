@@ -160,6 +160,14 @@ class Reward(metaclass=_RewardClass):
     ) -> Sequence[RewardValue] | Awaitable[Sequence[RewardValue]]:
         raise NotImplementedError(f"{type(self).__name__} is not a group reward")
 
+    def default_mode(self) -> ExecutionMode:
+        """The mode this instance runs in when the config sets no ``mode``: the declared
+        ``mode``. A reward whose cost depends on its parameters overrides it (a length
+        reward graded by a cheap inline checker is cheap too, by a sympy checker not):
+        process-mode workers cost inter-process traffic that a cheap reward never earns
+        back (docs/performance.md, process_mode)."""
+        return type(self).mode
+
     def quick_score(self, sample: Sample) -> Score | None:
         """A verdict reached in the trainer's process, before a ``process``-mode reward
         sends ``sample`` to a worker; None sends it on. For rewards whose common case is

@@ -57,9 +57,9 @@ class ScheduledFallback:
 
     @classmethod
     def build(cls, config: Fallback) -> ScheduledFallback:
-        reward_class = registry.get(config.reward)
-        return cls(config.reward, reward_class(config.params),
-                   mode_for(config.mode or reward_class.mode, config.timeout),
+        reward = registry.get(config.reward)(config.params)
+        return cls(config.reward, reward,
+                   mode_for(config.mode or reward.default_mode(), config.timeout),
                    config.timeout, config.below)
 
 

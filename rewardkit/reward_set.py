@@ -31,7 +31,7 @@ from rewardkit.fallback import ScheduledFallback, ask_fallback, fallback_counts,
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, changes_with_step, weight_at
 from rewardkit.trajectory import MASKED, TURN_VALUES, settle_component
-from rewardkit.types import Sample, Score, Status, group_key
+from rewardkit.types import ExecutionMode, Sample, Score, Status, group_key
 
 NORMALIZE_EPS = 1e-4
 """Added to a group's standard deviation under ``normalize_then_sum``: a group whose
@@ -43,6 +43,13 @@ class _Stage:
     until_step: int | None
     reward: Reward
     weight: Weight
+
+
+def _default_mode(cls: type[Reward], stages: list[_Stage]) -> ExecutionMode:
+    """The mode of a component whose config sets none: its stages' default mode when
+    they agree, else the reward's declared mode."""
+    modes = {stage.reward.default_mode() for stage in stages}
+    return modes.pop() if len(modes) == 1 else cls.mode
 
 
 class ScheduledComponent:
@@ -62,7 +69,9 @@ class ScheduledComponent:
         else:
             stages.append(_Stage(None, cls(config.params), config.weight))
         self.stages = stages
-        self.mode = mode_for(config.mode or cls.mode, config.timeout)
+        # a stage's parameters may make the reward cheap (default_mode): the component
+        # runs inline only when every stage would
+        self.mode = mode_for(config.mode or _default_mode(cls, self.stages), config.timeout)
         self.timeout = config.timeout
         self.when = config.when
         self.fallback = ScheduledFallback.build(config.fallback) if config.fallback else None

@@ -10,7 +10,10 @@
 
 Both decide correctness with another registered reward (``math_answer`` unless
 ``correctness`` names another one, e.g. ``exact_answer``) and run in a worker process
-with a hard timeout, as that checker may call sympy.
+with a hard timeout, as that checker may call sympy; with a checker that runs inline
+(``exact_answer``: cheap and pure) and no tokenizer to load, they run inline too, unless
+the config sets ``mode`` or ``timeout`` (process-mode workers would cost more than the
+reward: docs/performance.md, process_mode).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rewardkit.authoring import Reward, reward
+from rewardkit.authoring import Reward
 from rewardkit.hookspecs import hookimpl
 from rewardkit.text.lengths import LengthError, LengthParams, completion_length
 from rewardkit.types import ExecutionMode, Sample, Score, Status, coerce_value
@@ -80,6 +83,15 @@ def _is_correct(checker: Reward, sample: Sample, params: LengthScaledParams) -> 
     return Score.error(f"correctness cannot be graded: {verdict.reason}")
 
 
+def _length_mode(checker: Reward, params: LengthScaledParams) -> ExecutionMode:
+    """Where a length-scaled reward runs by default: inline when its correctness checker
+    runs inline by default (cheap and pure, e.g. ``exact_answer``) and no tokenizer has to
+    be loaded; else in a worker with a hard timeout (``math_answer`` may call sympy)."""
+    if checker.default_mode() is ExecutionMode.INLINE and params.tokenizer is None:
+        return ExecutionMode.INLINE
+    return ExecutionMode.PROCESS
+
+
 class CosineParams(LengthScaledParams):
     """Parameters of cosine_scaled (names and defaults as TRL and open-r1)."""
 
@@ -120,6 +132,9 @@ class CosineScaled(Reward):
     def setup(self) -> None:
         self._checker = self.params.correctness.checker()
 
+    def default_mode(self) -> ExecutionMode:
+        return _length_mode(self._checker, self.params)
+
     def score(self, sample: Sample) -> Score:
         p = self.params
         correct = _is_correct(self._checker, sample, p)
@@ -146,9 +161,7 @@ class GroupLengthParams(LengthScaledParams):
     """Parameters of group_length."""
 
 
-@reward(name="group_length", params=GroupLengthParams, group=True, mode="process",
-        timeout=30.0)
-def group_length(samples: Sequence[Sample], params: GroupLengthParams) -> list[Score]:
+class GroupLength(Reward):
     """Kimi 1.5's length reward over the completions of one prompt.
 
     ``lam = 0.5 - (length - shortest) / (longest - shortest)`` over the group; a correct
@@ -157,7 +170,26 @@ def group_length(samples: Sequence[Sample], params: GroupLengthParams) -> list[S
     completion; a completion whose correctness cannot be graded gets that status.
     Example (chars): correct answers of 10 and 20 chars -> 0.5 and -0.5.
     """
-    checker = params.correctness.checker()
+
+    name = "group_length"
+    Params = GroupLengthParams
+    params: GroupLengthParams
+    group = True
+    mode = ExecutionMode.PROCESS
+    timeout = 30.0
+
+    def setup(self) -> None:
+        self._checker = self.params.correctness.checker()
+
+    def default_mode(self) -> ExecutionMode:
+        return _length_mode(self._checker, self.params)
+
+    def score_group(self, samples: Sequence[Sample]) -> list[Score]:
+        return _group_length(self._checker, samples, self.params)
+
+
+def _group_length(checker: Reward, samples: Sequence[Sample],
+                  params: GroupLengthParams) -> list[Score]:
     lengths: list[int] = []
     sources: list[str] = []
     for sample in samples:
@@ -188,4 +220,4 @@ def group_length(samples: Sequence[Sample], params: GroupLengthParams) -> list[S
 @hookimpl
 def register_rewards(register: Callable[[type[Reward]], None]) -> None:
     register(CosineScaled)
-    register(group_length)
+    register(GroupLength)
