@@ -48,7 +48,18 @@ def test_every_format_and_space_character_of_the_unicode_database_is_invisible()
 
 
 def test_a_megabyte_of_invisible_characters_is_counted_quickly() -> None:
-    visible_length("x")  # the character class is built once per process
+    visible_length("x\u200b")  # the character class is built once per process
     start = time.perf_counter()
     assert visible_length("\u200b\u3164" * 500_000) == 0
     assert time.perf_counter() - start < 0.5
+
+
+def test_ascii_texts_are_read_as_the_whole_table_reads_them() -> None:
+    # an ASCII text is scanned with a class of its own (the table is never built for it):
+    # every ASCII character, alone and inside ASCII text, is kept or dropped as the whole
+    # Unicode table would (a non-ASCII character beside it sends the text to the table)
+    for code in range(128):
+        ch = chr(code)
+        assert visible_text(f"a{ch}b") == visible_text(f"a{ch}b\u00e9")[:-1], hex(code)
+        hidden = unicodedata.category(ch) in {"Cc", "Zs"}
+        assert visible_length(ch) == (0 if hidden else 1), hex(code)
