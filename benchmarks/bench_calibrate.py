@@ -74,7 +74,7 @@ def main() -> None:
                      "calibrate_over_score": round(c / s, 3),
                      "score_peak_rss_mb": round(max(m for _, m in score), 1),
                      "calibrate_peak_rss_mb": round(max(m for _, m in calibrate), 1),
-                     "repeats": args.repeats,
+                     "repeats": args.repeats, "load_1_5_15": list(os.getloadavg()),
                      "machine": f"{platform.machine()}, {os.cpu_count()} cores, shared "
                                 "with other work", "date": time.strftime("%Y-%m-%d")}
             print(json.dumps(entry), flush=True)
