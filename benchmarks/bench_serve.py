@@ -1,6 +1,7 @@
 """``rewardkit serve`` under load on 127.0.0.1, side by side with ``rewardkit score``.
 
     python benchmarks/bench_serve.py [--rows 2048] [--batch 16] [--clients 4] [--workers 2]
+                                     [--instances 1 [2 ...]] [--rounds 1]
                                      [--seconds 60] [--json PATH]
 
 The rows are long GSM8K-style solutions (``gsm8k_style.py``, ~1 KB each). For each of two
@@ -16,6 +17,10 @@ configs, a cheap one (``math_answer`` inline) and a process-mode one (``math_ans
    shape (``/slime``, one row a request);
 3. checks that every reward the server answered equals the total ``rewardkit score``
    wrote for that row (a mismatch fails the run).
+
+With ``--instances 1 2`` step 2 runs once per instance count (``rewardkit serve
+--instances N``: N processes on one port), side by side, ``--rounds`` times in turn; each
+request opens its own connection, so the kernel spreads them over the instances.
 
 Bounded: at most ``--rows`` rows per run and ``--seconds`` per load phase; the server is
 stopped with SIGTERM (and killed if it does not drain in 30 s).
@@ -66,13 +71,15 @@ def score_with_cli(config: Path, rows_file: Path, out: Path) -> tuple[list[float
     return totals, float(summary["seconds"])
 
 
-def start_server(config: Path, workers: int, folder: Path) -> tuple[subprocess.Popen[str], str]:
+def start_server(config: Path, workers: int, folder: Path, instances: int = 1
+                 ) -> tuple[subprocess.Popen[str], str]:
     port_file = folder / "port"
     port_file.unlink(missing_ok=True)
     proc = subprocess.Popen([*RK, "serve", str(config), "--port", "0", "--port-file",
-                             str(port_file), "--workers", str(workers), "--queue", "256"],
+                             str(port_file), "--workers", str(workers), "--queue", "256",
+                             "--instances", str(instances)],
                             stderr=subprocess.DEVNULL, text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
@@ -157,7 +164,8 @@ def load(url: str, shape: str, rows: list[dict[str, Any]], batch: int, clients: 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rows = make_rows(args.rows)
     report: dict[str, Any] = {"rows": len(rows), "batch": args.batch, "clients": args.clients,
-                              "workers": args.workers, "cpus": os.cpu_count(),
+                              "workers": args.workers, "instances": args.instances,
+                              "rounds": args.rounds, "cpus": os.cpu_count(),
                               "load_average": [round(x, 2) for x in os.getloadavg()],
                               "configs": {}}
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
@@ -168,14 +176,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             cfg = folder / "config.json"
             cfg.write_text(json.dumps(config))
             totals, score_seconds = score_with_cli(cfg, rows_file, folder / "out.jsonl")
-            proc, url = start_server(cfg, args.workers, folder)
-            try:
-                post(url + "/openrlhf", {"query": ["warm up"], "prompts": [""]})
-                shapes = ["/openrlhf"] + (["/slime"] if name.startswith("cheap") else [])
-                runs = [load(url, shape, rows, args.batch, args.clients, args.seconds)
-                        for shape in shapes]
-            finally:
-                stop_server(proc)
+            runs = []
+            for _round in range(args.rounds):
+                for instances in args.instances:
+                    proc, url = start_server(cfg, args.workers, folder, instances)
+                    try:
+                        for _ in range(4 * instances):  # each instance's first request
+                            post(url + "/openrlhf", {"query": ["warm up"], "prompts": [""]})
+                        shapes = ["/openrlhf"] + (["/slime"] if name.startswith("cheap")
+                                                  else [])
+                        for shape in shapes:
+                            runs.append({"instances": instances, **load(
+                                url, shape, rows, args.batch, args.clients, args.seconds)})
+                            runs[-1]["load_average_after"] = [round(x, 2)
+                                                              for x in os.getloadavg()]
+                    finally:
+                        stop_server(proc)
             for r in runs:
                 answers = r.pop("answers")
                 wrong = [i for i, v in answers.items() if abs(v - (totals[i] or 0.0)) > 1e-9]
@@ -192,18 +208,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def show(report: dict[str, Any]) -> None:
     print(f"rewardkit serve vs rewardkit score: {report['rows']} rows, {report['clients']} "
-          f"clients, --workers {report['workers']}; {report['cpus']} CPUs, load average "
-          f"{report['load_average']}")
-    print(f"{'config':46} {'how':30} {'req/s':>7} {'rows/s':>8} {'p50 ms':>8} "
-          f"{'p95 ms':>8} {'errors':>6}")
+          f"clients, --workers {report['workers']}, --instances "
+          f"{' '.join(map(str, report.get('instances', [1])))}; {report['cpus']} CPUs, load "
+          f"average {report['load_average']}")
+    print(f"{'config':46} {'how':42} {'req/s':>7} {'rows/s':>8} {'p50 ms':>8} "
+          f"{'p95 ms':>8} {'errors':>6} {'load after':>10}")
     for name, r in report["configs"].items():
         s = r["score"]
-        print(f"{name:46} {'rewardkit score':30} {'-':>7} {s['rows_per_s']:>8} {'-':>8} "
+        print(f"{name:46} {'rewardkit score':42} {'-':>7} {s['rows_per_s']:>8} {'-':>8} "
               f"{'-':>8} {'-':>6}")
         for run in r["serve"]:
-            how = f"serve {run['shape']} ({run['batch']} rows/req)"
-            print(f"{'':46} {how:30} {run['requests_per_s']:>7} {run['rows_per_s']:>8} "
-                  f"{run['p50_ms']:>8} {run['p95_ms']:>8} {run['error_count']:>6}")
+            how = (f"serve {run['shape']} ({run['batch']} rows/req), "
+                   f"{run.get('instances', 1)} instance(s)")
+            after = run.get("load_average_after", ["-"])[0]
+            print(f"{'':46} {how:42} {run['requests_per_s']:>7} {run['rows_per_s']:>8} "
+                  f"{run['p50_ms']:>8} {run['p95_ms']:>8} {run['error_count']:>6} "
+                  f"{after:>10}")
     print("every served reward equals rewardkit score's total for its row; rewardkit "
           "score's time includes its first call's set-up (imports; the worker pool in "
           "process mode), which the server did in its warm-up request")
@@ -215,6 +235,10 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--instances", type=int, nargs="+", default=[1],
+                    help="rewardkit serve --instances N for each N given, side by side")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="times each instance count runs, in turn")
     ap.add_argument("--seconds", type=float, default=60.0, help="cap on each load phase")
     ap.add_argument("--json", type=Path, help="also write the report here")
     args = ap.parse_args()

@@ -15,6 +15,8 @@ score``. The modules, one concern each:
   with ``Retry-After`` beyond it);
 - :mod:`~rewardkit.serve.server`: the HTTP server: request size (413), the token,
   keep-alive, graceful shutdown on SIGTERM.
+- :mod:`~rewardkit.serve.instances`: ``--instances N``: N servers on one port
+  (``SO_REUSEPORT``), supervised (restarted when one dies, drained together).
 """
 
 from __future__ import annotations

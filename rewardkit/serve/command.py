@@ -17,6 +17,8 @@ MAX_READ_TIMEOUT = 86_400.0
 MAX_BATCH_WAIT_MS = 60_000.0
 #: the largest --null-reward in magnitude (the fault model's bound on a reward's value)
 MAX_NULL_REWARD = 1e12
+#: the most --instances (each a process with its own workers and pool)
+MAX_INSTANCES = 256
 
 
 def add_serve(subparsers: Subcommands) -> None:
@@ -77,6 +79,12 @@ def add_serve(subparsers: Subcommands) -> None:
                    "needs --token-file or REWARDKIT_SERVE_TOKEN")
     p.add_argument("--port-file", default=None,
                    help="write the bound port here once the server accepts connections")
+    p.add_argument("--instances", type=int, default=1,
+                   help="server processes on the one port (SO_REUSEPORT: the kernel "
+                   "spreads connections over them), each with its own --workers and "
+                   "queue, supervised by this process (default 1)")
+    # an instance of --instances N: "NUMBER/N/PARENT_PID" (set by the parent only)
+    p.add_argument("--instance-of", default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_serve)
 
 
@@ -86,6 +94,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from rewardkit.serve.server import ServeOptions, build_server, read_token, run_server
     from rewardkit.serve.shapes import whole_group_needs_of, whole_group_note
 
+    instance = _instance_of(args.instance_of)
+    if not 1 <= args.instances <= MAX_INSTANCES:
+        raise UsageError(f"--instances must be from 1 to {MAX_INSTANCES}, got "
+                         f"{args.instances}")
     for flag in ("workers", "max_body_bytes", "max_rows", "retry_after", "max_connections",
                  "max_batch_rows"):
         if getattr(args, flag) < 1:
@@ -123,6 +135,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     needs = whole_group_needs_of(rs)
     if needs and not args.native_only:
         raise UsageError(f"{args.config}: {whole_group_note(needs)}")
+    if args.instances > 1:
+        from rewardkit.serve.instances import InstancesError, child_command, run_instances
+
+        try:
+            command = child_command(args.config)
+        except InstancesError as exc:
+            raise UsageError(str(exc)) from exc
+        try:
+            return run_instances(command, args.instances, args.host, args.port,
+                                 args.port_file)
+        except InstancesError as exc:
+            raise UsageError(str(exc)) from exc
     options = ServeOptions(host=args.host, port=args.port, workers=args.workers,
                            queue=args.queue, max_body_bytes=args.max_body_bytes,
                            max_rows=args.max_rows, retry_after=args.retry_after,
@@ -132,9 +156,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            keep_alive=args.keep_alive, end_strings=end_strings,
                            native_only=args.native_only,
                            batch_wait=args.batch_wait_ms / 1000.0,
-                           max_batch_rows=args.max_batch_rows)
+                           max_batch_rows=args.max_batch_rows,
+                           instance=instance[0] if instance else None,
+                           instances=instance[1] if instance else 1,
+                           reuse_port=instance is not None)
     run_server(build_server(rs, options), args.port_file)
     return EXIT_OK
+
+
+def _instance_of(value: str | None) -> tuple[int, int] | None:
+    """In an instance of ``--instances N`` (``--instance-of NUMBER/N/PARENT``, given by
+    the parent): (number, N), after asking to die with the parent; None otherwise."""
+    if value is None:
+        return None
+    from rewardkit.serve.instances import die_with_parent
+
+    try:
+        number, count, parent = (int(part) for part in value.split("/"))
+    except ValueError:
+        raise UsageError(f"--instance-of is set by rewardkit serve --instances, got "
+                         f"{value!r}") from None
+    die_with_parent(parent)
+    return number, count
 
 
 def is_loopback(host: str) -> bool:

@@ -172,6 +172,13 @@ class ServeOptions:
     #: (seconds), and the rows at which a batch goes without waiting
     batch_wait: float = 0.010
     max_batch_rows: int = 256
+    #: one of several instances on one port (``--instances``): its number from 0 and
+    #: how many there are; None: a lone service
+    instance: int | None = None
+    instances: int = 1
+    #: bind with SO_REUSEPORT (the instances share the port; the kernel spreads
+    #: connections over them)
+    reuse_port: bool = False
 
 
 def listen_backlog() -> int:
@@ -246,6 +253,7 @@ class RewardServer(ThreadingHTTPServer):
         #: connections still reading their request (a drain stops them)
         self._reading: set[socket.socket] = set()
         self._reads_closed = False
+        self.allow_reuse_port = options.reuse_port
         super().__init__((options.host, options.port), _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -395,6 +403,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
         for key, value in (headers or {}).items():
             self.send_header(key, value)
+        if self.server.options.instance is not None:
+            self.send_header("X-Rewardkit-Instance", str(self.server.options.instance))
         self.end_headers()
         self.wfile.write(data)
 
@@ -414,9 +424,14 @@ class _Handler(BaseHTTPRequestHandler):
             draining = self.server.batcher.draining
             m = self.server.metrics
             code = 503 if draining else 200
-            self._send(code, {"status": "draining" if draining else "ok",
-                              "components": self.server.rs.names,
-                              "in_flight": m.in_flight, "queued": m.queued})
+            health = {"status": "draining" if draining else "ok",
+                      "components": self.server.rs.names,
+                      "in_flight": m.in_flight, "queued": m.queued}
+            opts = self.server.options
+            if opts.instance is not None:  # one of --instances N: which one answered
+                health.update(instance=opts.instance, instances=opts.instances,
+                              pid=os.getpid())
+            self._send(code, health)
         elif not self._authorized():
             code = self._unauthorized()
         elif path == "/metrics":
@@ -577,6 +592,9 @@ def run_server(server: RewardServer, port_file: str | None = None) -> None:
         tmp.write_text(f"{port}\n", encoding="utf-8")
         tmp.replace(port_file)
     opts = server.options
+    if opts.instance is not None:
+        print(f"rewardkit serve: instance {opts.instance} of {opts.instances} (pid "
+              f"{os.getpid()}):", file=sys.stderr, flush=True)
     print(f"rewardkit serve: http://{host!s}:{port} (POST /score /openrlhf /slime, "
           f"GET /health /metrics; {opts.workers} worker(s), queue {opts.queue}; batches "
           f"of up to {opts.max_batch_rows} rows, waiting at most "

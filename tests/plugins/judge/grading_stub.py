@@ -10,7 +10,8 @@ checklist request gets a verdict line per criterion ("says WORD": met when the r
 holds WORD). A pairwise request (``<first-`` and ``<second-`` blocks) is won by the
 response holding the reference (both or neither: a tie), or always by the first with
 ``--first-wins`` (a judge with a position bias). ``GET
-/requests`` answers how many chat completions it has answered.
+/requests`` answers how many chat completions it has answered; ``GET /arrivals``, when
+each arrived (CLOCK_MONOTONIC, one clock for every process of the machine) and its body.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -79,6 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     gullible, mute = set(args.gullible), set(args.mute)
     asked: list[str] = []
+    arrivals: list[tuple[float, Any]] = []
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -89,6 +92,8 @@ def main() -> None:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            with lock:
+                arrivals.append((time.monotonic(), body))
             message = body["messages"][-1]["content"]
             content = compare(message, args.first_wins) if "<first-" in message else \
                 grade(message, gullible, mute)
@@ -105,7 +110,8 @@ def main() -> None:
 
         def do_GET(self) -> None:  # /requests: how many chat completions were answered
             with lock:
-                data = json.dumps({"requests": len(asked)}).encode()
+                data = json.dumps({"requests": len(asked)} if self.path != "/arrivals"
+                                  else {"arrivals": arrivals}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -135,6 +141,11 @@ class Stub:
         with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/requests") as got:
             count: int = json.load(got)["requests"]
         return count
+
+    def arrivals(self) -> list[tuple[float, Any]]:
+        """(when, body) of each chat completion that arrived, in order."""
+        with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/arrivals") as got:
+            return [(when, body) for when, body in json.load(got)["arrivals"]]
 
     def close(self) -> None:
         if self.process.poll() is None:
