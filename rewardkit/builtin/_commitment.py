@@ -464,9 +464,27 @@ def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
     if closing:
         low = text.lower()
         marks += low.startswith("a:")
+        closings = 0
         for key in _CLOSING_KEYS:
-            marks += low.count(key)
+            closings += low.count(key)
+        if closings == 1 and marks == 1 and "hashes" in kinds and \
+                _closing_on_the_hashes_line(text, low):
+            return 1  # "#### The final answer is 18": one statement read two ways
+        marks += closings
     return marks
+
+
+def _closing_on_the_hashes_line(text: str, low: str) -> bool:
+    """Whether the one closing phrase of ``text`` sits on its one ``####`` line (after
+    the marks): the line's two readings (``hashes`` and ``closing``) then overlap, and
+    neither is a competitor of the other (each starts before the other ends and ends
+    after it starts: :func:`_states_before` says step), so the text states one answer."""
+    hashes = text.find("####")
+    if hashes < 0 or text.find("####", hashes + 4) >= 0:
+        return False
+    line_end = text.find("\n", hashes)
+    line = low[hashes: len(text) if line_end < 0 else line_end]
+    return any(key in line for key in _CLOSING_KEYS)
 
 
 @lru_cache(maxsize=64)
