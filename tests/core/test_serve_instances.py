@@ -5,6 +5,7 @@ busy machine could outrun."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_serve import FAULTY_CLI, GOOD, START_TIMEOUT, Server, request
+from test_serve import FAULTY_CLI, GOOD, REQUEST_TIMEOUT, START_TIMEOUT, Server, request
 
 CONFIG = """
 rewards:
@@ -214,3 +215,40 @@ def test_instances_out_of_range_are_refused(tmp_path: Path, value: str) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "--instances must be from 1 to 256" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_slimes_pooled_client_with_the_token_in_its_url_reaches_every_instance(
+        tmp_path: Path) -> None:
+    """The trainers' client (aiohttp: slime's one session of at most 64 kept-alive
+    connections) with the token in the URL, as docs/serve.md says to pass it: 256 samples
+    at once are all answered 200 over both instances (each checks the token); without
+    the token, 401 from each."""
+    aiohttp = pytest.importorskip("aiohttp")
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n", encoding="utf-8")
+    server = start(tmp_path, CONFIG, "--instances", "2", "--token-file", str(token_file),
+                   "--queue", "256")
+    host = server.url.removeprefix("http://")
+    sample = {"prompt": "q", "response": GOOD, "label": None}
+
+    async def burst(url: str, n: int) -> list[tuple[int, str | None]]:
+        connector = aiohttp.TCPConnector(limit=64)
+        timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT * 2)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+            async def one() -> tuple[int, str | None]:
+                async with session.post(url, json=sample) as resp:
+                    await resp.read()
+                    return resp.status, resp.headers.get("X-Rewardkit-Instance")
+
+            return await asyncio.gather(*(one() for _ in range(n)))
+
+    try:
+        with_token = asyncio.run(burst(f"http://rk:s3cret-token@{host}/slime", 256))
+        without = [asyncio.run(burst(f"http://{host}/slime", 1))[0] for _ in range(20)]
+    finally:
+        assert server.stop() == 0
+    assert {status for status, _ in with_token} == {200}
+    assert {instance for _, instance in with_token} == {"0", "1"}
+    assert {status for status, _ in without} == {401}
+    assert {instance for _, instance in without} == {"0", "1"}
