@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -252,3 +253,20 @@ def test_slimes_pooled_client_with_the_token_in_its_url_reaches_every_instance(
     assert {instance for _, instance in with_token} == {"0", "1"}
     assert {status for status, _ in without} == {401}
     assert {instance for _, instance in without} == {"0", "1"}
+
+
+def test_a_port_another_program_listens_on_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Another program's socket (no SO_REUSEPORT) on the port: the instances cannot share
+    it, and the service says so at once (exit 2, no instance started, no traceback)."""
+    cfg = tmp_path / "rewards.yaml"
+    cfg.write_text(CONFIG, encoding="utf-8")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run([sys.executable, FAULTY_CLI, "serve", str(cfg), "--instances",
+                               "2", "--port", str(port)], capture_output=True, text=True,
+                              timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert f"cannot bind 127.0.0.1:{port}" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "instance 0" not in proc.stderr
