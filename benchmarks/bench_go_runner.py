@@ -1,0 +1,129 @@
+"""The Go local runner against a bare ``go build`` + run loop, and where a Go build's time
+goes (issue 42 item 5).
+
+    python benchmarks/bench_go_runner.py [--n 6]
+
+1. ``CompiledRunner(pool, "go")`` (a fresh compile cache: every program is built) runs
+   ``--n`` distinct small programs (stdin in, stdout checked), timed in turn with a bare
+   loop of the same programs: ``go build -o prog -ldflags=-s -w main.go`` (the runner's
+   flags and environment, the user's own warm ``GOCACHE``; with ``--bare-cold`` also an
+   empty one per build, as the runner's) then ``./prog``. Ratio: median of the
+   per-program ratios (runner / bare), with the spread.
+2. The runner's test build (``go test -c``, the vendored assert package, the plan's
+   environment) run outside the sandbox with its ``GOCACHE`` empty, as every sandboxed
+   build starts, and then warm: wall and CPU seconds (the go command and its children).
+
+On the shared 2-core machine the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+from rewardkit_sandbox import SandboxPool
+from rewardkit_sandbox.languages import CompileCache, CompiledRunner
+
+PROGRAM = ('package main\nimport ("fmt"; "sort"; "strings")\nfunc main() {\n'
+           '\ts := []int{3, 1, 2}\n\tsort.Ints(s)\n\tvar x string\n\tfmt.Scan(&x)\n'
+           '\tfmt.Println(strings.ToUpper(x), s)\n}\n// program %d\n')
+CODE = "package main\nfunc Add(a, b int) int { return a + b }\n"
+TEST = ('package main\nimport (\n\t"testing"\n\t"github.com/stretchr/testify/assert"\n)\n'
+        "func TestAdd(t *testing.T) { assert.Equal(t, 3, Add(1, 2)) }\n")
+
+
+def load() -> str:
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def children_cpu() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def runner_vs_bare(pool: SandboxPool, n: int, cold: bool) -> None:
+    runner = CompiledRunner(pool, "go", cache=CompileCache())
+    env = dict(os.environ, GO111MODULE="off", CGO_ENABLED="0", GOTOOLCHAIN="local",
+               GOMAXPROCS="2", GOFLAGS="")
+    work = tempfile.mkdtemp()
+    if cold:  # each bare build starts from an empty cache, as the runner's do
+        env["GOCACHE"] = f"{work}/gocache"
+
+    def bare(i: int) -> None:
+        if cold:
+            shutil.rmtree(env["GOCACHE"], ignore_errors=True)
+        with open(f"{work}/main.go", "w") as handle:
+            handle.write(PROGRAM % i)
+        subprocess.run(["go", "build", "-o", "prog", *runner.flags, "main.go"], cwd=work,
+                       env=env, check=True)
+        out = subprocess.run(["./prog"], cwd=work, input="abc", capture_output=True,
+                             text=True, check=True).stdout
+        assert out.startswith("ABC"), out
+
+    assert runner.run(PROGRAM % 0, stdin="warm").ok
+    bare(-1)
+    ours, theirs, builds = [], [], []
+    for i in range(1, n + 1):
+        t0 = time.perf_counter()
+        result = runner.run(PROGRAM % (1000 + i), stdin="abc")
+        t1 = time.perf_counter()
+        assert result.ok and result.stdout.startswith("ABC"), result
+        bare(2000 + i)
+        t2 = time.perf_counter()
+        ours.append(t1 - t0)
+        theirs.append(t2 - t1)
+        builds.append(float(result.metadata["compile_s"]))
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    print(f"programs: {n}, each built and run once; load {load()}")
+    print(f"  go runner   {statistics.median(ours):.3f} s/program (its build "
+          f"{statistics.median(builds):.3f} s)")
+    cache = "an empty GOCACHE each" if cold else "the user's warm GOCACHE"
+    print(f"  bare loop   {statistics.median(theirs):.3f} s/program (go build + ./prog, "
+          f"{cache})")
+    print(f"  ratio runner / bare {statistics.median(ratios):.2f}x "
+          f"(programs {min(ratios):.2f}-{max(ratios):.2f}x)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def test_build_cache(pool: SandboxPool) -> None:
+    plan = CompiledRunner(pool, "go", cache=CompileCache())._test_plan(CODE, TEST)
+    work = tempfile.mkdtemp()
+    for name, text in plan.sources.items():
+        path = os.path.join(work, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text)
+    env = dict(os.environ, **{k: v.replace("{cwd}", work) for k, v in plan.env.items()})
+    print(f"test build ({' '.join(plan.steps[0]['argv'][1:])}), outside the sandbox; "
+          f"load {load()}")
+    for label in ("empty GOCACHE (as every sandboxed build)", "empty GOCACHE",
+                  "warm GOCACHE", "warm GOCACHE"):
+        if label.startswith("empty"):
+            shutil.rmtree(f"{work}/gocache", ignore_errors=True)
+        t0, c0 = time.perf_counter(), children_cpu()
+        subprocess.run(plan.steps[0]["argv"], cwd=work, env=env, check=True)
+        print(f"  {label:<44} wall {time.perf_counter() - t0:.3f} s   "
+              f"CPU {children_cpu() - c0:.3f} s")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=6, help="programs timed (default 6)")
+    ap.add_argument("--bare-cold", action="store_true",
+                    help="also time the bare loop with an empty GOCACHE for each build")
+    args = ap.parse_args()
+    with SandboxPool(size=1) as pool:
+        runner_vs_bare(pool, args.n, cold=False)
+        if args.bare_cold:
+            runner_vs_bare(pool, args.n, cold=True)
+        test_build_cache(pool)
+
+
+if __name__ == "__main__":
+    main()
