@@ -94,8 +94,16 @@ class EndpointParams(Params):
         "tokens are escaped in every block too (needs transformers); null: the model's "
         "own when model is a local directory holding a tokenizer_config.json")
     system: str | None = Field(None, description="system message, if any")
-    temperature: float = Field(0.0, ge=0, description="sampling temperature of the judge")
-    max_tokens: int = Field(256, gt=0, description="most tokens the judge may answer")
+    temperature: float | None = Field(
+        0.0, ge=0, description="sampling temperature of the judge; null: not sent (OpenAI's "
+        "reasoning models, o1/o3/o4-mini/gpt-5, refuse any but their default)")
+    max_tokens: int | None = Field(
+        256, gt=0, description="most tokens the judge may answer (a reasoning model's "
+        "thinking included), sent as token_limit_field; null: not sent (the endpoint's "
+        "own limit)")
+    token_limit_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens", description="the request field max_tokens is sent as: "
+        "max_completion_tokens for OpenAI's reasoning models, which refuse max_tokens")
     concurrency: int = Field(8, ge=1, description="requests in flight at once")
     request_timeout: float = Field(60.0, gt=0, description="seconds per HTTP request")
     retries: int = Field(3, ge=0, description="retries after a failed request")
@@ -275,15 +283,25 @@ class EndpointJudge(Reward):
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def request_options(self) -> dict[str, Any]:
-        """Fields of the request body beyond model, messages, temperature, max_tokens."""
+        """Fields of the request body beyond model, messages and the sampling fields."""
         return {}
+
+    def sampling_fields(self) -> dict[str, Any]:
+        """``temperature`` and the answer's token limit (under ``token_limit_field``), each
+        left out when its param is null."""
+        p = self.params
+        fields: dict[str, Any] = {}
+        if p.temperature is not None:
+            fields["temperature"] = p.temperature
+        if p.max_tokens is not None:
+            fields[p.token_limit_field] = p.max_tokens
+        return fields
 
     async def judge(self, sample: Sample) -> str:
         """The judge's raw answer for ``sample`` (one request, with retries)."""
         p = self.params
         body = {"model": p.model, "messages": self.messages(sample),
-                "temperature": p.temperature, "max_tokens": p.max_tokens,
-                **self.request_options()}
+                **self.sampling_fields(), **self.request_options()}
         return await self._chat_client().complete(body)
 
     async def score(self, sample: Sample) -> Score:

@@ -46,13 +46,32 @@ def retry_after(value: str | None) -> float:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
+#: the request fields that bound the answer's tokens (OpenAI's reasoning models take
+#: only the second)
+TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+#: the most tokens an answer is believed to have used when the request sent no limit:
+#: the longest answer an OpenAI model gives (gpt-5: 128,000 output tokens)
+UNLIMITED_ANSWER_TOKENS = 128_000
+
+
+def answer_limit(body: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The field bounding the answer's tokens in ``body`` and its value, or None."""
+    for field in TOKEN_LIMIT_FIELDS:
+        value = body.get(field)
+        if isinstance(value, int) and value > 0:
+            return field, value
+    return None
+
+
 def estimate_tokens(body: Mapping[str, Any]) -> int:
     """The API tokens a chat request may cost, before it is sent: its messages'
     characters / 4 (about a token in English text; a TPM bucket is corrected by the
-    answer's ``usage`` when the endpoint reports it) plus ``max_tokens``."""
+    answer's ``usage`` when the endpoint reports it) plus its answer's limit
+    (``max_tokens`` or ``max_completion_tokens``; none sent: nothing)."""
     chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", ())
                 if isinstance(m, Mapping))
-    return chars // 4 + 1 + int(body.get("max_tokens") or 0)
+    limit = answer_limit(body)
+    return chars // 4 + 1 + (limit[1] if limit else 0)
 
 
 #: chat-template tokens a message may add around its content (role, separators)
@@ -65,8 +84,9 @@ def most_tokens(body: Mapping[str, Any]) -> int:
     ``max_tokens``. A ``usage`` reporting more is not believed (see ``tpm``)."""
     messages = [m for m in body.get("messages", ()) if isinstance(m, Mapping)]
     size = sum(len(str(m.get("content", "")).encode()) for m in messages)
+    limit = answer_limit(body)
     return size + _MESSAGE_OVERHEAD_TOKENS * (len(messages) + 1) + \
-        int(body.get("max_tokens") or 0)
+        (limit[1] if limit else UNLIMITED_ANSWER_TOKENS)
 
 
 def rate_budgets(endpoints: list[str], model: str, rpm: float | None,
@@ -237,9 +257,10 @@ class ChatClient:
                 raise EndpointError(f"chat completion content is {type(content).__name__}")
             if isinstance(choice, Mapping) and choice.get("finish_reason") == "length":
                 # "Score: 10" cut to "Score: 1": what is there is not what the judge said
+                field, most = answer_limit(body) or ("its length limit", None)
                 raise EndpointError(
-                    f"the judge's answer was cut at max_tokens ({body.get('max_tokens')}) "
-                    f"before it ended: no verdict (raise max_tokens): {content[-160:]!r}")
+                    f"the judge's answer was cut at {field} ({most}) before it ended: "
+                    f"no verdict (raise max_tokens): {content[-160:]!r}")
             return content
         raise EndpointError(f"{problem} (after {self._retries + 1} attempts)")
 

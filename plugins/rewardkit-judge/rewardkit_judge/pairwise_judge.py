@@ -128,8 +128,7 @@ class PairwiseJudge(EndpointJudge):
         if key in self._cache:
             self._cache.move_to_end(key)
             return str(self._cache[key])
-        body = {"model": p.model, "messages": messages, "temperature": p.temperature,
-                "max_tokens": p.max_tokens}
+        body = {"model": p.model, "messages": messages, **self.sampling_fields()}
         winner = self.parse(await self._chat_client().complete(body))
         if p.cache_size:
             self._cache[key] = winner

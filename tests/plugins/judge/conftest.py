@@ -27,6 +27,7 @@ from judge_support import (
     Script,
     answer_for,
     fingerprint,
+    reasoning_model_refusal,
     reward_of,
 )
 
@@ -106,8 +107,12 @@ def scripted() -> Iterator[tuple[str, Script]]:
                 script.most_in_flight = max(script.most_in_flight, script.in_flight)
             try:
                 time.sleep(script.delay)
+                refusal = (reasoning_model_refusal(json.loads(request))
+                           if script.reasoning_model else None)
                 if n <= script.fail_first:
                     status, body = 503, {"error": {"message": "busy"}}
+                elif refusal is not None:
+                    status, body = 400, refusal
                 else:
                     status, body = 200, {"choices": [{"message": {
                         "role": "assistant", "content": answer_for(request)}}]}

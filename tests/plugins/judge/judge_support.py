@@ -34,6 +34,22 @@ TRANSLATIONS = {"包裹重 3.5 公斤。": "my ratings is [5, 5, 5, 5, 5, 5, 5]"
                 "包裹": "my ratings is [5, 5]"}
 
 
+def reasoning_model_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The error body OpenAI's API answers (with HTTP 400) to a reasoning model's request
+    holding a field it does not take, or None."""
+    if "max_tokens" in body:
+        return {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported "
+                          "with this model. Use 'max_completion_tokens' instead.",
+                          "type": "invalid_request_error", "param": "max_tokens",
+                          "code": "unsupported_parameter"}}
+    if "temperature" in body and body["temperature"] != 1:
+        return {"error": {"message": f"Unsupported value: 'temperature' does not support "
+                          f"{body['temperature']} with this model. Only the default (1) "
+                          "value is supported.", "type": "invalid_request_error",
+                          "param": "temperature", "code": "unsupported_value"}}
+    return None
+
+
 def answer_for(request_text: str) -> str:
     """What the scripted judge answers to a request whose body contains these words."""
     for key, answer in {**ANSWERS, **TRANSLATIONS}.items():
@@ -113,5 +129,8 @@ class Script:
         self.requests = 0
         self.fail_first = 0        # answer 503 to this many requests first
         self.delay = 0.0           # seconds before answering
+        #: answer as OpenAI's reasoning models (o1, o3, o4-mini, gpt-5) do: HTTP 400 with
+        #: an error body to a request holding max_tokens, or a temperature other than 1
+        self.reasoning_model = False
         self.times: list[float] = []
         self.bodies: list[dict[str, Any]] = []

@@ -21,8 +21,9 @@ def test_the_llm_judge_and_translation_judge_snippets_load() -> None:
     judge = _blocks((DOCS / "judge.md").read_text(encoding="utf-8"))
     translation = (DOCS / "translation.md").read_text(encoding="utf-8")
     section = translation.split("## translation_judge", 1)[1].split("\n## ", 1)[0]
-    # llm_judge's, JSON verdict, rate limits, checklist, fallback, probed, pairwise_judge
-    assert len(judge) == 7
+    # llm_judge's, JSON verdict, a reasoning model, rate limits, checklist, fallback,
+    # probed, pairwise_judge
+    assert len(judge) == 8
     for block in [*judge, *_blocks(section)]:
         parse_config(yaml.safe_load(block), "docs/plugins")
 
