@@ -179,3 +179,18 @@ def test_export_still_writes_a_config_that_needs_no_trajectory(tmp_path: Path):
     out = tmp_path / "reward.py"
     assert cli_run("export", ["easyr1", str(config), "-o", str(out)]) == 0
     assert "def compute_score" in out.read_text(encoding="utf-8")
+
+
+def test_export_without_a_dataset_refuses_tool_call_valid(tmp_path: Path, capsys):
+    """The made-up probe row carries no ``tools`` column, and tool_call_valid is an error
+    without one whatever the response: it failed both probes and was not refused, so
+    `rewardkit export easyr1` wrote a reward file whose tool_call_valid errs on every row
+    (EasyR1 passes text only). The probe now offers an empty tools column."""
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = tmp_path / "tools.yaml"
+    config.write_text("rewards:\n  valid: {reward: tool_call_valid}\n")
+    out = tmp_path / "reward.py"
+    assert cli_run("export", ["easyr1", str(config), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "rewards.valid: needs a multi-turn trajectory" in err and not out.exists()

@@ -231,3 +231,17 @@ def test_export_refuses_trajectory_rewards_without_verl_tools(tmp_path: Path, ca
         assert f"rewards.{name}: needs a multi-turn trajectory" in err
     assert "function_tool_path" in err and "tool_config_path" in err
     assert not out.exists()
+
+
+def test_export_without_a_dataset_refuses_tool_call_valid_without_verl_tools(
+        tmp_path: Path, capsys):
+    """A config with no train section (the probe row made up, no ``tools`` column):
+    tool_call_valid was not refused and verl's text-only rollout would err on every row."""
+    from rewardkit_trainers.cli import run as cli_run
+
+    config = tmp_path / "tools.yaml"
+    config.write_text("on_error: ignore\nrewards:\n  valid: {reward: tool_call_valid}\n")
+    out = tmp_path / "overrides.txt"
+    assert cli_run("export", ["verl", str(config), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "rewards.valid: needs a multi-turn trajectory" in err and not out.exists()

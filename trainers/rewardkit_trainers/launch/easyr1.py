@@ -146,6 +146,9 @@ def rollout_needs_of(reward_config: RewardConfig, row: dict[str, Any],
     text = reference if isinstance(reference, str) else str(reference or "")
     metadata = {k: v for k, v in row.items()
                 if k not in ("prompt", "completion", reference_column, *ROLLOUT_COLUMNS)}
+    # a reward reading the offered tools errs without a tools column whatever the
+    # response: offered none, it still tells a text response from a trajectory
+    metadata.setdefault("tools", [])
     as_text = Sample(row.get("prompt", ""), text, reference, metadata=metadata)
     as_rollout = Sample(row.get("prompt", ""), [{"role": "assistant", "content": text}],
                         reference, metadata={**metadata, "finish_reason": "stop",
