@@ -330,10 +330,13 @@ class _Importer:
             if key == "temperature":
                 params["temperature"] = value
             elif key == "max_completions_tokens":
+                # sent as the API's max_completion_tokens, the field OpenAI's reasoning models
+                # (the usual grader models) take; they answer HTTP 400 to max_tokens
                 params["max_tokens"] = value
+                params["token_limit_field"] = "max_completion_tokens"
             else:
                 raise GraderImportError(f"{where}: sampling_params.{key} is not supported "
-                                        "(llm_judge sends temperature and max_tokens only)")
+                                        "(llm_judge sends temperature and the token limit only)")
         return {"reward": "llm_judge", "params": params}
 
     def label_model(self, g: Mapping[str, Any], where: str) -> dict[str, Any]:
