@@ -311,6 +311,9 @@ def math_answer(sample: Sample, params: MathParams) -> Score:
     known = _GRADED.get(key) if key is not None else None
     if known is not None:  # this (reference, output) was graded: a group pays once
         return known
+    refused = _costly_plain_answer(sample, params)
+    if refused is not None:  # before the imports, which a cold worker makes within the timeout
+        return refused
     if params.symbolic:
         _warm_math_verify()  # imports and first-use set-up are never cut short
     try:
@@ -384,18 +387,25 @@ def _params_key(params: MathParams) -> str:
 _PARAMS_KEYS: dict[int, tuple[MathParams, str]] = {}
 
 
+def _costly_plain_answer(sample: Sample, params: MathParams) -> Score | None:
+    """Wrong at once when the gold is a plain number and the answer's grading cost has no
+    bound: refused before sympy sees it, and before math-verify and sympy are imported
+    (a worker's first import takes seconds on a loaded machine, inside the sample's hard
+    timeout, and would hand the answer back as a timeout, masked, instead of wrong)."""
+    if not isinstance(_plain_reference(sample.reference, params), PlainNumber):
+        return None
+    early, _ = _find(graded_text(sample.text, params.reasoning_tag) or "", params)
+    refusal = _too_costly(early.answer, params.max_symbolic_chars) if early else ""
+    return Score.ok(params.wrong, refusal, via=early.how) if refusal and early else None
+
+
 def _symbolic_verdict(sample: Sample, params: MathParams) -> Score:
     """math_answer past its quick checks: the exact fast path, else math-verify; run
     under :func:`~rewardkit.builtin._math_deadline.bounded`."""
     fast = fast_verdict(sample, params)  # exact answers, each distinct one graded once
     if fast is not None:
         return fast
-    gold = _plain_reference(sample.reference, params)
-    if isinstance(gold, PlainNumber):  # refuse what sympy must not see before importing it
-        early, _ = _find(graded_text(sample.text, params.reasoning_tag) or "", params)
-        refusal = _too_costly(early.answer, params.max_symbolic_chars) if early else ""
-        if refusal and early:
-            return Score.ok(params.wrong, refusal, via=early.how)
+    gold = _plain_reference(sample.reference, params)  # (costly answers to a number: refused)
     mv = _math_verify()
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")

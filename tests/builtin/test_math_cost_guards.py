@@ -11,6 +11,9 @@ whose grading runs past the timeout stays a timeout.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -71,6 +74,47 @@ def test_an_answer_of_unbounded_cost_is_wrong_not_a_timeout(guarded_set: RewardS
     assert score.value == 0.0
     assert UNBOUNDED in score.reason
     assert seconds < TIMEOUT
+
+
+#: a fresh interpreter grades costly answers to a plain-number gold and says which of the
+#: symbolic libraries it imported to do so
+_IMPORTS_SCRIPT = """
+import json, sys
+from rewardkit import Sample, get_reward
+reward = get_reward("math_answer")()
+out = []
+for answer in sys.argv[1:]:
+    score = reward.score(Sample(completion="So $\\\\boxed{" + answer + "}$.", reference="18"))
+    out.append([score.status.value, score.value, score.reason])
+print(json.dumps({"scores": out, "imported": sorted(
+    m for m in ("sympy", "math_verify", "latex2sympy2_extended") if m in sys.modules)}))
+"""
+
+
+def test_a_costly_answer_to_a_number_is_refused_before_sympy_is_imported() -> None:
+    """A worker's first symbolic sample imports math-verify and sympy (seconds on a
+    loaded machine) inside its hard timeout; an answer refused as costly must not pay for
+    that, or a cold worker hands it back as a timeout (masked) instead of wrong. A
+    plain-number gold needs neither library, so nothing is imported."""
+    answers = [COSTLY["power_of_sum"], COSTLY["huge_binomial"], COSTLY["gamma_of_power"]]
+    done = subprocess.run([sys.executable, "-c", _IMPORTS_SCRIPT, *answers],
+                          capture_output=True, text=True, timeout=120, check=True)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    for status, value, reason in report["scores"]:
+        assert (status, value) == ("ok", 0.0) and UNBOUNDED in reason, reason
+    assert report["imported"] == []
+
+
+def test_a_cold_worker_refuses_a_costly_answer_within_the_timeout() -> None:
+    """The same through a fresh process-mode RewardSet whose workers have graded
+    nothing yet: the costly answers are its first samples."""
+    rs = RewardSet.from_dict({"rewards": {"math": {"reward": "math_answer",
+                                                   "timeout": TIMEOUT}}})
+    result = rs.score([Sample(completion=f"So $\\boxed{{{COSTLY[name]}}}$.", reference="18")
+                       for name in ("power_of_sum", "huge_binomial")])
+    for row in result:
+        score = row.scores["math"]
+        assert score.status is Status.OK and score.value == 0.0, score
 
 
 def test_cosine_scaled_pays_a_costly_answer_as_a_wrong_one(guarded_set: RewardSet) -> None:
