@@ -27,6 +27,17 @@ def test_overlong_penalty_is_monotone_in_length() -> None:
     assert values[0] == 0.0 and values[-1] == -1.0
 
 
+@pytest.mark.parametrize("separator", [",", ".", ";", "/", ", "])
+def test_overlong_penalty_counts_400_joined_words_as_400(separator: str) -> None:
+    """Issue 33 item 4: 400 words joined by commas (no space) were counted as 84, one
+    word per 24 characters, so a padded completion passed as short; each counts one."""
+    reward = get_reward("overlong_penalty")({"max_length": 200, "buffer": 100,
+                                             "unit": "words"})
+    score = reward.score(Sample(completion=separator.join(["word"] * 400)))
+    assert score.details is not None and score.details["length"] == 400
+    assert score.value == -1.0
+
+
 def test_repetition_penalty_scores_a_megabyte_loop_quickly() -> None:
     reward = get_reward("repetition_penalty")()
     # CPU seconds of this process, not wall time: a quadratic scan takes minutes of CPU,

@@ -16,9 +16,12 @@ from rewardkit import Sample, get_reward
                                   "The answer is Lyon.\n" * 30_000 + "Answer: Paris"])
 def test_long_hedges_are_read_in_bounded_time_and_not_paid(text: str) -> None:
     reward = get_reward("qa_match")({"metric": "f1", "max_extra_tokens": None})
-    start = time.perf_counter()
+    # CPU seconds of this process, not wall time: a quadratic scan of these takes many
+    # seconds of CPU, a linear one a tenth, whatever else the machine runs (the wall
+    # clock was 2 s at load 16 on 2 cores for 0.1 s of CPU)
+    start = time.process_time()
     score = reward.score(Sample(completion=text, reference=["Paris"]))
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert score.value == 0.0, score.reason
 
 
