@@ -26,10 +26,11 @@ CHROMIUM := /usr/bin/chromium
 # line (their tests skip, and the pytest summary counts those skips). cargo and Debian's
 # crate sources build the Rust crates offered to programs offline; the crates' "+default"
 # packages carry their default features' dependencies (regex's aho-corasick and memchr):
-# --no-install-recommends leaves them out otherwise
+# --no-install-recommends leaves them out otherwise; haproxy is the router docs/serve.md
+# puts in front of several services (tests/core/test_serve_router.py runs its config)
 TOOLCHAINS := gcc g++ libc6-dev libssl-dev libboost-dev default-jdk-headless nodejs \
   golang-go rustc cargo librust-regex+default-dev librust-md5+default-dev \
-  librust-rand+default-dev
+  librust-rand+default-dev haproxy
 APT_GET ?= apt-get
 
 .PHONY: setup toolchains backends test demo demo-record demo-seeds lint bench clean
