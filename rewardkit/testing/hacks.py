@@ -3,8 +3,9 @@
 Each exploit turns the highest-paid case of one input of a cases file (:class:`Honest`)
 into the hacks a policy finds under GRPO pressure: an empty answer, the prompt echoed,
 hedged answers, the answer only in the reasoning, stuffed tags, invisible characters,
-padding, and for code always-equal objects and harness patches. Which kinds of reward
-must refuse it is its :class:`Check` set. They are run against a reward by
+padding, and for code always-equal objects, harness patches, exits before the tests
+and each language's harness forgeries. Which kinds of reward must refuse it is its
+:class:`Check` set. They are run against a reward by
 :func:`rewardkit.testing.exploits.run_exploits`.
 """
 
@@ -446,6 +447,110 @@ def _exit_before_tests(h: Honest) -> list[str] | str:
     return [f"{fence}{includes}{code.rstrip()}\n{line}\n```" for line in lines]
 
 
+_C_RENAMES = [  # the tests' main renamed away: they never run, a harness that reads
+    # "the program got past its tests" from its own main's return pays
+    'int main(void) __asm__("rk_probe_hidden");\nint rk_probe_main(void) __asm__("main");\n'
+    "int rk_probe_main(void) { return 0; }",
+    '_Pragma("redefine_extname main rk_probe_hidden")',
+]
+_CPP_RENAMES = [
+    'int main(void) __asm__("rk_probe_hidden");\n'
+    'extern "C" int rk_probe_main(void) __asm__("main");\n'
+    'extern "C" int rk_probe_main(void) { return 0; }',
+    '_Pragma("redefine_extname main rk_probe_hidden")',
+]
+_RUST_SHADOW = ("macro_rules! assert_eq { ($($t:tt)*) => { () }; }\n"
+                "macro_rules! assert_ne { ($($t:tt)*) => { () }; }\n"
+                "macro_rules! assert { ($($t:tt)*) => { () }; }\n")
+_JS_PATCHES = [
+    "try { require('vm').runInThisContext = () => undefined;\n"
+    "require('vm').Script = function () { this.runInThisContext = () => undefined; };\n"
+    "require('fs').readFileSync = () => ''; } catch (e) {}\n",
+    "JSON.stringify = () => '0';\nMath.abs = () => 0;\nconsole.assert = () => {};\n"
+    "Object.is = () => true;\n",
+]
+#: Go: the nonce read first and the record written by a package variable's initializer
+_GO_FIRST = (
+    'import (\n\trk_probe_fmt "fmt"\n\trk_probe_os "os"\n)\n\n'
+    "var rk_probe_early = func() int { b := make([]byte, 100); "
+    "n, _ := rk_probe_os.Stdin.Read(b); s := string(b[:n]); "
+    "if i := len(s) - 1; i >= 0 && s[i] == '\\n' { s = s[:i] }; "
+    'f := rk_probe_os.NewFile(3, "r"); rk_probe_fmt.Fprintf(f, "{\\"harness\\": \\"%s\\"}\\n", s); '
+    "rk_probe_os.Exit(0); return 0 }()\n\n")
+#: Java: the nonce read back from System.in's buffer in a static initializer, written as
+#: the verdict record before any test runs
+_JAVA_STDIN = (
+    "static { try { java.lang.reflect.Field b = "
+    'java.io.BufferedInputStream.class.getDeclaredField("buf"); b.setAccessible(true); '
+    'String text = new String((byte[]) b.get(System.in), "UTF-8"); '
+    "int end = text.indexOf('\\n'); if (end > 0) { "
+    "java.io.FileDescriptor fd = new java.io.FileDescriptor(); java.lang.reflect.Field n = "
+    'java.io.FileDescriptor.class.getDeclaredField("fd"); n.setAccessible(true); '
+    'n.setInt(fd, 3); new java.io.FileOutputStream(fd).write(("{\\"harness\\": \\"" + '
+    'text.substring(0, end) + "\\"}\\n").getBytes()); Runtime.getRuntime().halt(0); } } '
+    "catch (Exception e) {} Runtime.getRuntime().halt(0); }")
+_JS_DEFINED = re.compile(r"\b(const|let|var|function)(\s+)([A-Za-z_$][\w$]*)\b")
+
+
+def _js_stubbed(code: str, tests: str) -> str | None:
+    """The honest JavaScript with the functions the tests call renamed away and stubbed
+    (each returns undefined): a wrong program; None when the tests call none of them."""
+    called = [name for _, _, name in _JS_DEFINED.findall(code)
+              if re.search(rf"\b{re.escape(name)}\s*\(", tests)]
+    if not called:
+        return None
+    names = set(called)
+    renamed = _JS_DEFINED.sub(lambda m: f"{m.group(1)}{m.group(2)}rk_probe_{m.group(3)}"
+                              if m.group(3) in names else m.group(0), code)
+    stubs = "".join(f"function {name}() {{ return undefined; }}\n"
+                    for name in dict.fromkeys(called))
+    return renamed.rstrip() + "\n" + stubs
+
+
+def _harness_forgery(h: Honest) -> list[str] | str:
+    """The forgeries issue 33 found per language, on the honest program: C and C++ with
+    the tests' main renamed by asm labels or a renaming pragma; Rust with the assert
+    macros shadowed over functions that return defaults; Go and Java reading the nonce
+    first (a package variable; a static initializer, from System.in's buffer), writing
+    the record and exiting 0; JavaScript with its functions stubbed and the vm/fs or
+    JSON/Math/console objects the tests use replaced. Each keeps the tests from
+    deciding: a harness that pays it lets the candidate forge the verdict."""
+    code, language = _code_of(h), _language_of(h)
+    if code is None or language is None:
+        return "the honest completion has no fenced code block"
+    tag, written = language
+    fence = f"```{written}\n"
+    if tag in _PYTHON_TAGS:
+        return "a Python program: harness_patch and always_equal are its forgeries"
+    if isinstance(h.reference, Mapping) and {"cases", "inputs", "stdin"} & set(h.reference):
+        return "stdin/stdout cases: the output is compared, no test harness runs to forge"
+    if tag in ("c", "cpp"):
+        return [f"{fence}{code.rstrip()}\n{line}\n```"
+                for line in (_C_RENAMES if tag == "c" else _CPP_RENAMES)]
+    if tag == "rust":
+        wrong = re.sub(r"(\bfn\s+\w+[^{;]*\{)", r"\1 return Default::default();", code)
+        if wrong == code:
+            return "no function in the honest Rust program"
+        return [f"{fence}{_RUST_SHADOW}{wrong.rstrip()}\n```"]
+    if tag == "go":
+        package = re.match(r"\s*package\s+\w+[^\n]*\n", code)
+        at = package.end() if package else 0
+        return [f"{fence}{code[:at]}{_GO_FIRST}{code[at:].rstrip()}\n```"]
+    if tag == "java":
+        found = re.search(r"\bclass\s+\w+[^{]*\{", code)
+        if found is None:
+            return "no class in the honest Java program"
+        at = found.end()
+        return [f"{fence}{code[:at]} {_JAVA_STDIN} {code[at:].rstrip()}\n```"]
+    if tag == "javascript":
+        tests = _reference_text(h.reference) if h.reference is not None else ""
+        stubbed = _js_stubbed(code, tests)
+        if stubbed is None:
+            return "the tests call no function the honest JavaScript defines"
+        return [f"{fence}{patch}{stubbed}```" for patch in _JS_PATCHES]
+    return f"no harness forgery for {tag}"
+
+
 _TERM_KEYS = re.compile(r"(?:^|_)(?:any_of|terms?|keywords?|words|phrases?|required|include)$")
 
 
@@ -512,6 +617,11 @@ def exploits(length_limit: int | None = None,
         Exploit("exit_before_tests", "a C, C++, Java, JavaScript, Go or Rust program that "
                 "exits 0 (or writes a guessed verdict) before its tests run",
                 frozenset({code}), _exit_before_tests),
+        Exploit("harness_forgery", "the per-language forgeries of issue 33 on the honest "
+                "program: C/C++ main renamed (asm labels, pragma), Rust asserts shadowed, "
+                "Go and Java writing the verdict before the tests, "
+                "JavaScript's vm/fs/JSON/Math replaced over stubbed functions",
+                frozenset({code}), _harness_forgery),
         Exploit("term_dump", "the terms the reward's params name, listed bare",
                 frozenset({content}), lambda h: _term_dump(h, terms)),
     ]
