@@ -172,14 +172,16 @@ def print_shapes(result: dict[str, Any], misses: int = 0) -> None:
 def stricter_rules(pairs: list[Pair]) -> list[dict[str, Any]]:
     """What simpler hedge rules would cost honest answers on the real model outputs: how
     many labelled-correct ones each would refuse (math_answer keeps none of them)."""
-    from rewardkit.builtin import _answers, _commitment, _plain_numbers
+    from rewardkit.builtin.math import commitment as _commitment
+    from rewardkit.builtin.math import extraction as _answers
+    from rewardkit.builtin.math import numbers as _plain_numbers
 
     def numbers(line: str) -> set[Any]:
-        read = (_plain_numbers.read_number(t) for t in _answers._NUMBER_TOKEN.findall(line))
+        read = (_plain_numbers.read_number(t) for t in _answers.NUMBER_TOKEN.findall(line))
         return {n.value for n in read if n is not None}
 
     def statement_values(text: str) -> set[Any]:
-        found = _commitment._statements(text, _answers.STATEMENTS, "answer")
+        found = _commitment.final_statements(text, _answers.STATEMENTS, "answer")
         read = (_commitment.read_answer(answer) for _, _, _, answer in found)
         return {v.value for v in read if isinstance(v, _plain_numbers.PlainNumber)}
 
@@ -188,11 +190,11 @@ def stricter_rules(pairs: list[Pair]) -> list[dict[str, Any]]:
         "two or more numbers in the line before the last": lambda lines, text:
             len(lines) > 1 and len(numbers(lines[-2])) > 1,
         "a hedge word (or, maybe, ...) in the last line": lambda lines, text:
-            _commitment._HEDGE.search(lines[-1]) is not None,
+            _commitment.HEDGE_WORD.search(lines[-1]) is not None,
         "any two final statements with different values": lambda lines, text:
             len(statement_values(text)) > 1,
         "a retraction phrase anywhere, not only after the answer": lambda lines, text:
-            _commitment._RETRACTION.search(text) is not None,
+            _commitment.RETRACTION.search(text) is not None,
     }
     out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for p in pairs:
@@ -281,16 +283,17 @@ def baseline_reward(ref: str) -> Any:
     folder = Path(tempfile.mkdtemp()) / "rewardkit_math_baseline"
     folder.mkdir()
     (folder / "__init__.py").write_text("")
-    names = subprocess.run(["git", "ls-tree", "--name-only", ref, "rewardkit/builtin/"],
+    names = subprocess.run(["git", "ls-tree", "-r", "--name-only", ref, "rewardkit/builtin/"],
                            cwd=root, capture_output=True, text=True, check=True).stdout.split()
-    for path in names:  # every module of the package: math_answer spans several
-        name = Path(path).name
-        if not name.endswith(".py") or name == "__init__.py":
+    for path in names:  # every module of the package and its math/: math_answer spans several
+        name = Path(path).relative_to("rewardkit/builtin")
+        if name.suffix != ".py" or str(name) == "__init__.py":
             continue
         source = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root,
                                 capture_output=True, text=True, check=True).stdout
         source = source.replace("rewardkit.builtin.", "rewardkit_math_baseline.").replace(
             "from rewardkit.builtin import", "from rewardkit_math_baseline import")
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(source)
     sys.path.insert(0, str(folder.parent))
     return importlib.import_module("rewardkit_math_baseline.math").math_answer()

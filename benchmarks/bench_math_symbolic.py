@@ -180,10 +180,12 @@ def math_verify_grader() -> Callable[[str, str], bool]:
 
 def _empty_caches() -> None:
     """math_answer's in-process caches, emptied: each timing starts cold."""
-    from rewardkit.builtin import _math_fast, _math_references, _math_sample
+    from rewardkit.builtin.math import fast_path as _math_fast
+    from rewardkit.builtin.math import references as _math_references
+    from rewardkit.builtin.math import sample as _math_sample
 
-    for fn in (_math_fast.exact_value, _math_fast._compare, _math_references._reference_kind,
-               _math_sample._ok_score):
+    for fn in (_math_fast.exact_value, _math_fast.exact_compare, _math_references.reference_kind,
+               _math_sample.ok_score):
         fn.cache_clear()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 #: the most final statements (answer blocks, boxes, math spans) of one output read and
 #: compared with each other: a bound on the work an output can ask for
-_MAX_STATEMENTS = 200
+MAX_STATEMENTS = 200
 
 
 def tag_block(text: str, tag: str, first: bool = False) -> str | None:
@@ -19,27 +19,27 @@ def tag_block(text: str, tag: str, first: bool = False) -> str | None:
     >>> tag_block("<answer>1</answer> <answer> 2 </answer>", "answer")
     ' 2 '
     """
-    span = _tag_span(text, tag, first)
+    span = tag_span(text, tag, first)
     return None if span is None else text[span[0] + len(tag) + 2 : span[1] - len(tag) - 3]
 
 
 def tag_blocks(text: str, tag: str) -> list[str]:
     """Contents of every complete ``<tag>...</tag>`` block, in order (at most
-    ``_MAX_STATEMENTS``).
+    ``MAX_STATEMENTS``).
 
     >>> tag_blocks("<answer>1</answer> <answer> 2 </answer>", "answer")
     ['1', ' 2 ']
     """
-    return [block for _, _, block in _tag_block_spans(text, tag)]
+    return [block for _, _, block in tag_block_spans(text, tag)]
 
 
-def _tag_block_spans(text: str, tag: str) -> list[tuple[int, int, str]]:
+def tag_block_spans(text: str, tag: str) -> list[tuple[int, int, str]]:
     """(start, end, contents) of every complete ``<tag>...</tag>`` block, in order (at
-    most ``_MAX_STATEMENTS``); a block opened twice keeps what follows its last opener."""
+    most ``MAX_STATEMENTS``); a block opened twice keeps what follows its last opener."""
     opener, closer = f"<{tag}>", f"</{tag}>"
     spans: list[tuple[int, int, str]] = []
     pos = text.find(opener)
-    while pos >= 0 and len(spans) < _MAX_STATEMENTS:
+    while pos >= 0 and len(spans) < MAX_STATEMENTS:
         close = text.find(closer, pos + len(opener))
         if close < 0:
             break
@@ -50,7 +50,7 @@ def _tag_block_spans(text: str, tag: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-def _tag_span(text: str, tag: str, first: bool = False) -> tuple[int, int] | None:
+def tag_span(text: str, tag: str, first: bool = False) -> tuple[int, int] | None:
     """(start of the opener, end of the closer) of the last (or first) complete block."""
     opener, closer = f"<{tag}>", f"</{tag}>"
     if first:

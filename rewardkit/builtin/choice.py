@@ -23,10 +23,10 @@ from typing import Any
 from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
-from rewardkit.builtin._answers import boxed, extract, reference_text
-from rewardkit.builtin._commitment import hedged, retracted_after
-from rewardkit.builtin._plain_numbers import read_number
 from rewardkit.builtin._tag_blocks import tag_blocks
+from rewardkit.builtin.math.commitment import hedged, retracted_after
+from rewardkit.builtin.math.extraction import boxed, extract, reference_text
+from rewardkit.builtin.math.numbers import read_number
 from rewardkit.hookspecs import hookimpl
 from rewardkit.text.graded import graded_text
 from rewardkit.text.prompt import prompt_text

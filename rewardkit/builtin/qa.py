@@ -29,9 +29,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
-from rewardkit.builtin._answers import closing_answer
-from rewardkit.builtin._commitment import retracted_after
 from rewardkit.builtin._tag_blocks import tag_blocks
+from rewardkit.builtin.math.commitment import retracted_after
+from rewardkit.builtin.math.extraction import closing_answer
 from rewardkit.hookspecs import hookimpl
 from rewardkit.text.graded import graded_text
 from rewardkit.types import Sample, Score

@@ -10,7 +10,9 @@ import re
 
 import pytest
 
-from rewardkit.builtin import _answers, _commitment, _tag_blocks
+from rewardkit.builtin import _tag_blocks
+from rewardkit.builtin.math import commitment as _commitment
+from rewardkit.builtin.math import extraction as _answers
 
 PIECES = ["1", "23", "4,567", ",", ".", "5.5", "$", "\\(", "\\)", "\\!", " ", "\t", "\n",
           "\n\n", "a", "AZ", "x2", "%", "-", "/", "{,}", "answer is ", "####", "\\boxed{7}",
@@ -23,10 +25,10 @@ def random_texts(n: int, seed: int) -> list[str]:
 
 
 def whole_text_last_number(text: str, decimal_comma: bool) -> str | None:
-    token = (_answers._NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma
-             else _answers._NUMBER_TOKEN)
+    token = (_answers.NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma
+             else _answers.NUMBER_TOKEN)
     found = None
-    for found in token.finditer(_answers._BROKEN_SPAN.sub(" ", text)):  # noqa: B007
+    for found in token.finditer(_answers.BROKEN_MATH_SPAN.sub(" ", text)):  # noqa: B007
         pass
     return found.group(0) if found else None
 
@@ -48,13 +50,14 @@ def test_many_lines_of_glued_digits_are_scanned_in_linear_time() -> None:
 
 def test_broken_span_check_finds_every_broken_span() -> None:
     for text in random_texts(20_000, seed=11):
-        if _answers._BROKEN_SPAN.search(text):
-            assert _answers._opens_broken_span(text), repr(text)
+        if _answers.BROKEN_MATH_SPAN.search(text):
+            assert _answers.opens_broken_span(text), repr(text)
 
 
 def test_dollar_positions_skip_escaped_dollars() -> None:
     for text in random_texts(5_000, seed=13):
-        assert _answers._dollars(text) == [m.start() for m in re.finditer(r"(?<!\\)\$", text)]
+        expected = [m.start() for m in re.finditer(r"(?<!\\)\$", text)]
+        assert _answers.dollar_positions(text) == expected
 
 
 def test_extract_skips_a_strategy_only_where_it_finds_nothing() -> None:
@@ -79,7 +82,7 @@ def test_lead_in_is_stripped_as_the_lead_in_pattern_says() -> None:
               "-", "$", "So, ", "result", "é", "İ", "\n", "42"]
     for _ in range(20_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
-        assert _answers.strip_lead_in(text) == _answers._LEAD_IN.sub("", text, count=1), \
+        assert _answers.strip_lead_in(text) == _answers.ANSWER_LEAD_IN.sub("", text, count=1), \
             repr(text)
 
 
@@ -93,7 +96,7 @@ def test_a_number_found_in_the_text_stands_where_it_is_found() -> None:
     it)."""
     for text in random_texts(20_000, seed=23):
         for first in (False, True):
-            match = _answers._last_number_match(text, first)
+            match = _answers.last_number_match(text, first)
             if match is not None:
                 assert text[match.start() : match.end()] == match.group(0), repr(text)
 
@@ -122,8 +125,8 @@ def test_the_statement_count_short_cut_never_counts_fewer_than_there_are() -> No
     kinds = list(_answers.STATEMENTS)
     for _ in range(20_000):
         text = "".join(rng.choice(STATEMENT_PIECES) for _ in range(rng.randint(0, 40)))
-        if _commitment._statement_marks(text, kinds, "answer") < 2:
-            statements = _commitment._statements(text, kinds, "answer")
+        if _commitment.statement_marks(text, kinds, "answer") < 2:
+            statements = _commitment.final_statements(text, kinds, "answer")
             if len(statements) > 1:
                 (first, start, end, _), (second, start2, end2, _) = statements
                 assert (first, second) == ("hashes", "closing"), repr(text)
@@ -135,5 +138,5 @@ def test_the_negation_short_cut_finds_what_the_pattern_finds() -> None:
     for _ in range(20_000):
         text = "".join(rng.choice(STATEMENT_PIECES) for _ in range(rng.randint(0, 30)))
         window = text[-80:]
-        assert _commitment._negated(text, len(text)) == bool(_commitment._NEGATED.search(window)), \
-            repr(text)
+        expected = bool(_commitment.NEGATION_BEFORE.search(window))
+        assert _commitment.negated_before(text, len(text)) == expected, repr(text)

@@ -1,4 +1,4 @@
-"""The written forms that put two values in one answer (rewardkit.builtin._hedge_forms),
+"""The written forms that put two values in one answer (rewardkit.builtin.math.hedges),
 beyond the golden cases in tests/cases/builtin/math_answer_hedges.cases.yaml: each form is
 a hedge whichever value comes first and whichever the gold is, the same value twice is
 not, and the reading stays cheap on any input."""
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from rewardkit import Sample, get_reward
-from rewardkit.builtin._hedge_forms import one_value, several_values
+from rewardkit.builtin.math.hedges import one_value, several_values
 
 FORMS = [
     "{a}|{b}", "{a} \\mid {b}", "{a}\\sim {b}", "{a}~{b}", "{a} \\atop {b}", "{{{a} \\atop {b}}}",
@@ -92,9 +92,9 @@ def test_reading_stays_cheap_on_any_input(text: str) -> None:
     "The answer is 17.\n\\shadowbox{18}", "#### 17\n\\textbf{18}",
 ])
 def test_the_cheap_count_of_statements_never_undercounts(text: str) -> None:
-    from rewardkit.builtin import _commitment
-    from rewardkit.builtin._answers import STATEMENTS
+    from rewardkit.builtin.math import commitment as _commitment
+    from rewardkit.builtin.math.extraction import STATEMENTS
 
-    kinds = _commitment._kinds(STATEMENTS)
-    marks = _commitment._statement_marks(text, kinds, "answer")
-    assert marks >= min(2, len(_commitment._statements(text, kinds, "answer")))
+    kinds = _commitment.statement_kinds(STATEMENTS)
+    marks = _commitment.statement_marks(text, kinds, "answer")
+    assert marks >= min(2, len(_commitment.final_statements(text, kinds, "answer")))

@@ -14,7 +14,7 @@ import pytest
 
 from rewardkit import RewardSet, Sample, Score, Status, get_reward
 from rewardkit.authoring import Reward
-from rewardkit.builtin import _math_verify_bridge
+from rewardkit.builtin.math import symbolic as _math_verify_bridge
 from rewardkit.types import ExecutionMode
 
 

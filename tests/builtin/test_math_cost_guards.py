@@ -19,7 +19,7 @@ import time
 import pytest
 
 from rewardkit import RewardSet, Sample, Status
-from rewardkit.builtin._math_cost_guards import UNBOUNDED, _too_costly
+from rewardkit.builtin.math.cost_guards import UNBOUNDED, too_costly
 
 TIMEOUT = 3.0
 
@@ -131,7 +131,7 @@ def test_an_ordinary_answer_that_runs_past_the_timeout_stays_a_timeout() -> None
     # sympy simplifies this trigonometric identity in about 0.4 s: far longer than this
     # timeout, and nothing about the answer is costly
     answer = "\\sin(x)^{2}+\\cos(x)^{2}"
-    assert _too_costly(answer, 1000) == ""
+    assert too_costly(answer, 1000) == ""
     rs = RewardSet.from_dict({"rewards": {"math": {"reward": "math_answer",
                                                    "timeout": 0.05}}})
     result = rs.score([Sample(completion=f"So $\\boxed{{{answer}}}$.", reference="1")])
@@ -145,10 +145,10 @@ def test_an_ordinary_answer_that_runs_past_the_timeout_stays_a_timeout() -> None
     _continued_fraction(8), "\\frac{\\sqrt{5}-1}{2}",
 ])
 def test_bounded_answers_are_graded(answer: str) -> None:
-    assert _too_costly(answer, 1000) == ""
+    assert too_costly(answer, 1000) == ""
 
 
 def test_a_long_solution_with_many_small_powers_is_graded() -> None:
     solution = " ".join(f"$(x+{k})^{{2}}$" for k in range(200))
-    assert _too_costly(solution, 8000, max_powers=None) == ""
-    assert _too_costly(solution[:200], 1000, max_powers=None) == ""
+    assert too_costly(solution, 8000, max_powers=None) == ""
+    assert too_costly(solution[:200], 1000, max_powers=None) == ""

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from rewardkit import RewardSet, Sample, Status, get_reward
-from rewardkit.builtin import math as math_module
-from rewardkit.builtin._math_deadline import SymbolicTimeout, bounded, deadline_left
+from rewardkit.builtin.math import reward as math_module
+from rewardkit.builtin.math.deadline import SymbolicTimeout, bounded, deadline_left
 
 GOLD = "\\binom{n+m-1}{m}^{2}"
 SLOW = "The final answer is $\\boxed{\\binom{n+m-1}{m}^{7}}$"

@@ -1,4 +1,4 @@
-"""math_answer's exact fast path for symbolic answers (rewardkit.builtin._math_fast):
+"""math_answer's exact fast path for symbolic answers (rewardkit.builtin.math.fast_path):
 the same verdicts as the math-verify path, exact where exact values differ by a hair,
 and each distinct answer of a batch graded once."""
 
@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-import rewardkit.builtin.math as builtin_math
+import rewardkit.builtin.math.reward as builtin_math
 from rewardkit import Sample, get_reward
-from rewardkit.builtin import _math_fast
+from rewardkit.builtin.math import fast_path as _math_fast
 
 math_verify = pytest.importorskip("math_verify")
 
@@ -67,8 +67,8 @@ def parse_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return real(text, *args, **kwargs)
 
     monkeypatch.setattr(math_verify, "parse", counted)
-    for fn in (_math_fast.exact_value, _math_fast._compare, _math_fast._gold_parse,
-               _math_fast._math_verify_compare):
+    for fn in (_math_fast.exact_value, _math_fast.exact_compare, _math_fast.parse_gold_once,
+               _math_fast.math_verify_verdict):
         fn.cache_clear()
     yield calls
 
@@ -111,11 +111,11 @@ def test_each_distinct_answer_of_a_group_is_parsed_once(parse_calls: list[str]) 
 
 def test_equations_with_other_solutions_are_told_apart_exactly() -> None:
     """A point on one curve and off the other, found in Q(sqrt): no sympy solve."""
-    assert _math_fast._compare("x^2+y^2=25", "x^2-y^2=25") is False
-    assert _math_fast._compare("x^2+y^2=25", "2x^2+2y^2=50") is True
-    assert _math_fast._compare("y=x^2", "y=x^3") is False
+    assert _math_fast.exact_compare("x^2+y^2=25", "x^2-y^2=25") is False
+    assert _math_fast.exact_compare("x^2+y^2=25", "2x^2+2y^2=50") is True
+    assert _math_fast.exact_compare("y=x^2", "y=x^3") is False
     # the same zero set, not proportional: left to math-verify
-    assert _math_fast._compare("x^2=0", "x=0") is None
+    assert _math_fast.exact_compare("x^2=0", "x=0") is None
 
 
 def test_commitment_rules_still_decide() -> None:

@@ -3,7 +3,7 @@
 The answer the extraction strategies find with the reason the output does not stand by
 it, and one cached Score per distinct verdict. Shared by the reward's plain-number and
 symbolic paths (:mod:`rewardkit.builtin.math`) and its exact fast path
-(:mod:`~rewardkit.builtin._math_fast`), so that all three read a sample the same way; the
+(:mod:`~rewardkit.builtin.math.fast_path`), so that all three read a sample the same way; the
 text they read is :func:`rewardkit.graded_text`'s and the prompt
 :func:`rewardkit.prompt_text`'s, as every reward reads them.
 """
@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from rewardkit.builtin._answers import (
-    Found,
-    extract,
-)
-from rewardkit.builtin._commitment import (
+from rewardkit.builtin.math.commitment import (
     SUPERSEDED,
     context_refusal,
 )
-from rewardkit.builtin._math_params import MathParams
+from rewardkit.builtin.math.extraction import (
+    Found,
+    extract,
+)
+from rewardkit.builtin.math.params import MathParams
 from rewardkit.types import Score, Status
 
 
-def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None, str]:
+def find_answer(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None, str]:
     """The answer the strategies find, and why the output does not stand by it (empty
     when it does). A number read from the text that a later number follows gives way to
     the next strategy."""
@@ -43,12 +43,12 @@ def _find(text: str, params: MathParams, prompt: str = "") -> tuple[Found | None
     return None, ""
 
 
-def _verdict(same: bool, params: MathParams, how: str, answer: str) -> Score:
-    return _ok_score(float(params.score if same else params.wrong), how, answer)
+def verdict_score(same: bool, params: MathParams, how: str, answer: str) -> Score:
+    return ok_score(float(params.score if same else params.wrong), how, answer)
 
 
 @lru_cache(maxsize=16384)
-def _ok_score(value: float, how: str, answer: str) -> Score:
+def ok_score(value: float, how: str, answer: str) -> Score:
     """One Score per distinct verdict (Scores are immutable): a GRPO group mostly repeats
     a few answers, and this runs once per sample on the fast path."""
     return Score(value, Status.OK, "", {"via": how, "extracted": answer[:200]})

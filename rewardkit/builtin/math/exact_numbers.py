@@ -4,8 +4,8 @@ A value is a :data:`Poly`: integers, fractions, square roots of squarefree integ
 their sums and products, with ``\\pi``, ``e`` and one-letter variables as
 indeterminates. Arithmetic on it is exact, and canonical (square roots of distinct
 squarefree integers are linearly independent over Q), so two values are equal exactly
-when their forms are. :func:`_expression` parses the tokens of one LaTeX expression
-(:func:`_tokens`) into one; anything outside the language raises :class:`_Unsupported`,
+when their forms are. :func:`parse_poly` parses the tokens of one LaTeX expression
+(:func:`exact_tokens`) into one; anything outside the language raises :class:`NotExact`,
 and the size limits keep the work bounded on any input. Apart from the fast path's
 structures and equations, which are built on it.
 """
@@ -16,7 +16,7 @@ import re
 from fractions import Fraction
 
 
-class _Unsupported(Exception):
+class NotExact(Exception):
     """The text is outside the language this module decides exactly."""
 
 
@@ -32,7 +32,7 @@ _MAX_POWER_BITS = 20_000
 #: the highest power of a non-constant base
 _MAX_DEGREE = 24
 #: the longest text read
-_MAX_CHARS = 400
+MAX_EXACT_CHARS = 400
 
 _DROP = re.compile(
     r"\\left|\\right|\\displaystyle|(?<!\\)\\[,;:!> ]|\\q?quad|\\big[lr]?|\\Big[lr]?|~")
@@ -46,14 +46,14 @@ _CONSTANT_LETTERS = {"i", "E", "I"}
 #: the transcendental constants, read as indeterminates (each is transcendental over the
 #: algebraic numbers, so a polynomial identity in one of them is an identity of numbers;
 #: whether pi and e are algebraically independent is unknown, so never both at once)
-_CONSTANTS = {"π": 3.141592653589793, "e": 2.718281828459045}
+NAMED_CONSTANTS = {"π": 3.141592653589793, "e": 2.718281828459045}
 
 
-def _tokens(text: str) -> list[str]:
+def exact_tokens(text: str) -> list[str]:
     text = _DROP.sub(" ", text).strip()
     text = text.strip("$").strip().rstrip(".").strip()
     if not text:
-        raise _Unsupported
+        raise NotExact
     out: list[str] = []
     pos = 0
     while pos < len(text):
@@ -61,26 +61,26 @@ def _tokens(text: str) -> list[str]:
         if m is None:
             if text[pos:].strip() == "":
                 break
-            raise _Unsupported
+            raise NotExact
         token = m.group(m.lastindex or 0)
         if m.group(2) and token[token.index("{") + 1 : -1] not in _MATRIX_ENVS:
-            raise _Unsupported
+            raise NotExact
         if m.group(3) and token not in _COMMANDS:
-            raise _Unsupported
+            raise NotExact
         if m.group(4) and (token in _CONSTANT_LETTERS or (out and out[-1].isalpha()
                                                            and len(out[-1]) == 1)):
-            raise _Unsupported  # a word, or e / i
+            raise NotExact  # a word, or e / i
         out.append(token)
         pos = m.end()
     return out
 
 
 # -- arithmetic on Poly ----------------------------------------------------------------
-def _const(value: Fraction | int) -> Poly:
+def poly_const(value: Fraction | int) -> Poly:
     return {((), 1): Fraction(value)} if value else {}
 
 
-def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
+def poly_add(a: Poly, b: Poly, sign: int = 1) -> Poly:
     out = dict(a)
     for key, c in b.items():
         v = out.get(key, Fraction(0)) + sign * c
@@ -103,9 +103,9 @@ def _mono_mul(m: Monomial, n: Monomial) -> Monomial:
 _MAX_TERMS = 512
 
 
-def _mul(a: Poly, b: Poly) -> Poly:
+def poly_mul(a: Poly, b: Poly) -> Poly:
     if len(a) * len(b) > _MAX_TERMS * 8:
-        raise _Unsupported
+        raise NotExact
     out: Poly = {}
     for (m, r), c in a.items():
         for (n, s), d in b.items():
@@ -117,7 +117,7 @@ def _mul(a: Poly, b: Poly) -> Poly:
             else:
                 out.pop(key, None)
     if len(out) > _MAX_TERMS:
-        raise _Unsupported
+        raise NotExact
     return out
 
 
@@ -130,45 +130,45 @@ def _gcd(a: int, b: int) -> int:
 def _inverse(a: Poly) -> Poly:
     """1/a for a single term c * monomial * sqrt(r); anything else is unsupported."""
     if len(a) != 1:
-        raise _Unsupported
+        raise NotExact
     ((m, r), c), = a.items()
     return {(tuple((v, -e) for v, e in m), r): 1 / (c * r)}
 
 
-def _power(a: Poly, exponent: Poly) -> Poly:
+def poly_power(a: Poly, exponent: Poly) -> Poly:
     if set(exponent) - {((), 1)}:
-        raise _Unsupported
+        raise NotExact
     e = exponent.get(((), 1), Fraction(0))
     if e.denominator != 1:
-        raise _Unsupported
+        raise NotExact
     n = abs(e.numerator)
     constant = set(a) <= {((), 1)}
     if constant and a:
         c = a[((), 1)]
         bits = max(abs(c.numerator).bit_length(), c.denominator.bit_length(), 1)
         if n * bits > _MAX_POWER_BITS:
-            raise _Unsupported
+            raise NotExact
         value = c ** n
-        return _const(1 / value if e < 0 else value)
+        return poly_const(1 / value if e < 0 else value)
     if n > _MAX_DEGREE or (not a and e < 0):
-        raise _Unsupported
-    out = _const(1)
+        raise NotExact
+    out = poly_const(1)
     for _ in range(n):
-        out = _mul(out, a)
+        out = poly_mul(out, a)
     return _inverse(out) if e < 0 else out
 
 
-def _sqrt(a: Poly) -> Poly:
+def poly_sqrt(a: Poly) -> Poly:
     if set(a) - {((), 1)}:
-        raise _Unsupported
+        raise NotExact
     c = a.get(((), 1), Fraction(0))
     if c < 0:
-        raise _Unsupported
+        raise NotExact
     if c == 0:
         return {}
     p, q = c.numerator * c.denominator, c.denominator  # sqrt(p/q^2) = sqrt(p)/q
     if p > _MAX_RADICAND:
-        raise _Unsupported
+        raise NotExact
     outside, inside = 1, 1
     f = 2
     while f * f <= p:
@@ -197,7 +197,7 @@ class _Parser:
     def take(self, expected: str | None = None) -> str:
         token = self.peek()
         if token is None or (expected is not None and token != expected):
-            raise _Unsupported
+            raise NotExact
         self.i += 1
         return token
 
@@ -205,10 +205,10 @@ class _Parser:
         sign = 1
         if self.peek() in ("+", "-"):
             sign = -1 if self.take() == "-" else 1
-        value = _mul(_const(sign), self.term())
+        value = poly_mul(poly_const(sign), self.term())
         while self.peek() in ("+", "-"):
             sign = -1 if self.take() == "-" else 1
-            value = _add(value, self.term(), sign)
+            value = poly_add(value, self.term(), sign)
         return value
 
     def term(self) -> Poly:
@@ -217,13 +217,13 @@ class _Parser:
             token = self.peek()
             if token in ("*", "\\cdot", "\\times"):
                 self.take()
-                value = _mul(value, self.power())
+                value = poly_mul(value, self.power())
             elif token == "/":
                 self.take()
-                value = _mul(value, _inverse(self.power()))
+                value = poly_mul(value, _inverse(self.power()))
             elif token is not None and (token[0].isalpha() or token in (
                     "(", "\\frac", "\\dfrac", "\\tfrac", "\\sqrt", "\\pi")):
-                value = _mul(value, self.power())  # implicit product: 2x, 3\sqrt{2}
+                value = poly_mul(value, self.power())  # implicit product: 2x, 3\sqrt{2}
             else:
                 return value
 
@@ -232,8 +232,8 @@ class _Parser:
         if self.peek() == "^":
             self.take()
             if self.peek() == "-":  # x^-1 is ambiguous in LaTeX
-                raise _Unsupported
-            base = _power(base, self.atom(single=True))
+                raise NotExact
+            base = poly_power(base, self.atom(single=True))
         return base
 
     def group(self) -> Poly:
@@ -252,16 +252,16 @@ class _Parser:
                 self.t[self.i - 1 : self.i] = [token[0], token[1:]]
                 self.i -= 1
                 self.take()
-                return _const(int(token[0]))
-            return _const(int(token))
+                return poly_const(int(token[0]))
+            return poly_const(int(token))
         if token.isalpha() and len(token) == 1:
             return {(((token, 1),), 1): Fraction(1)}
-        raise _Unsupported
+        raise NotExact
 
     def atom(self, single: bool = False) -> Poly:
         token = self.peek()
         if token is None:
-            raise _Unsupported
+            raise NotExact
         if single and token not in ("{",):
             return self.argument()
         if token == "{":
@@ -273,24 +273,24 @@ class _Parser:
             return value
         self.take()
         if token.isdigit():
-            return _const(int(token))
+            return poly_const(int(token))
         if token.isalpha():  # a variable, or e
             return {(((token, 1),), 1): Fraction(1)}
         if token == "\\pi":
             return {((("π", 1),), 1): Fraction(1)}
         if token in ("\\frac", "\\dfrac", "\\tfrac"):
             numerator = self.argument()
-            return _mul(numerator, _inverse(self.argument()))
+            return poly_mul(numerator, _inverse(self.argument()))
         if token == "\\sqrt":
             if self.peek() == "[":
-                raise _Unsupported
-            return _sqrt(self.argument())
-        raise _Unsupported
+                raise NotExact
+            return poly_sqrt(self.argument())
+        raise NotExact
 
 
-def _expression(tokens: list[str]) -> Poly:
+def parse_poly(tokens: list[str]) -> Poly:
     parser = _Parser(tokens)
     value = parser.expr()
     if parser.peek() is not None:
-        raise _Unsupported
+        raise NotExact
     return value

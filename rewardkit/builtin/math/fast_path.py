@@ -26,9 +26,9 @@ say (refusals, hedges, several final statements or boxes) take math_answer's sym
 path unchanged.
 
 This module holds the fast path's verdict and its caches; the exact language is in
-:mod:`~rewardkit.builtin._exact_numbers` (numbers and the parser),
-:mod:`~rewardkit.builtin._exact_structures` (tuples, intervals, sets, matrices) and
-:mod:`~rewardkit.builtin._exact_equations` (equations). math_answer
+:mod:`~rewardkit.builtin.math.exact_numbers` (numbers and the parser),
+:mod:`~rewardkit.builtin.math.exact_structures` (tuples, intervals, sets, matrices) and
+:mod:`~rewardkit.builtin.math.exact_equations` (equations). math_answer
 (:mod:`rewardkit.builtin.math`) calls it; it imports what it shares with math_answer from
 the modules both use, never math.py.
 """
@@ -39,21 +39,21 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from rewardkit.builtin._answers import STATEMENTS, reference_text
-from rewardkit.builtin._commitment import competing_statements, hedged
-from rewardkit.builtin._exact_numbers import _CONSTANTS
-from rewardkit.builtin._exact_structures import exact_value, same
-from rewardkit.builtin._hedge_forms import one_value, several_values
-from rewardkit.builtin._math_cost_guards import _too_costly
-from rewardkit.builtin._math_params import MathParams
-from rewardkit.builtin._math_references import _plain_reference, _Symbolic, _symbolic_reference
-from rewardkit.builtin._math_sample import _find, _verdict
-from rewardkit.builtin._math_verify_bridge import (
-    _cas_form,
-    _delimited,
-    _exactly_different,
-    _math_verify,
-    _parse_output,
+from rewardkit.builtin.math.commitment import competing_statements, hedged
+from rewardkit.builtin.math.cost_guards import too_costly
+from rewardkit.builtin.math.exact_numbers import NAMED_CONSTANTS
+from rewardkit.builtin.math.exact_structures import exact_value, same
+from rewardkit.builtin.math.extraction import STATEMENTS, reference_text
+from rewardkit.builtin.math.hedges import one_value, several_values
+from rewardkit.builtin.math.params import MathParams
+from rewardkit.builtin.math.references import SymbolicReference, plain_reference, symbolic_reference
+from rewardkit.builtin.math.sample import find_answer, verdict_score
+from rewardkit.builtin.math.symbolic import (
+    as_one_formula,
+    cas_form,
+    exactly_different,
+    load_math_verify,
+    parse_output,
 )
 from rewardkit.text.graded import graded_text
 from rewardkit.text.prompt import prompt_text
@@ -61,7 +61,7 @@ from rewardkit.types import Sample, Score
 
 
 @lru_cache(maxsize=65536)
-def _compare(gold: str, answer: str) -> bool | None:
+def exact_compare(gold: str, answer: str) -> bool | None:
     """The exact verdict for one (reference, answer) pair, cached: a worker grades each
     distinct answer of a batch once."""
     g = exact_value(gold)
@@ -89,13 +89,13 @@ def _decimal_differs(gold: Any, answer: str) -> bool | None:
         return None
     total = 0.0
     for (monomial, radicand), c in gold[1]:
-        if any(v not in _CONSTANTS for v, _ in monomial):
+        if any(v not in NAMED_CONSTANTS for v, _ in monomial):
             return None  # a variable against a number: math-verify decides
         if sum(abs(e) for _, e in monomial) > 8 or abs(c) > 10**9:
             return None
         value = float(c) * radicand ** 0.5
         for v, e in monomial:
-            value *= _CONSTANTS[v] ** e
+            value *= NAMED_CONSTANTS[v] ** e
         total += value
     if abs(total) > 10**9:
         return None
@@ -112,61 +112,61 @@ def fast_verdict(sample: Sample, params: MathParams) -> Score | None:
     reference and the answer the output commits to are in the exact language; None
     otherwise (and for every case the commitment rules must look at: refusals, hedges,
     competing final statements), which leaves the verdict to the math-verify path."""
-    if not params.symbolic or _math_verify() is None:
+    if not params.symbolic or load_math_verify() is None:
         return None  # without math-verify, symbolic answers are an error, not a verdict
     gold_text = reference_text(sample.reference)
     if gold_text is None:
         return None
-    gold = _plain_reference(sample.reference, params)
-    if type(gold) is not _Symbolic:
+    gold = plain_reference(sample.reference, params)
+    if type(gold) is not SymbolicReference:
         return None
     text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return None
-    found, refusal = _find(text, params, prompt_text(sample.prompt))
+    found, refusal = find_answer(text, params, prompt_text(sample.prompt))
     if found is None or refusal or found.how not in _WHOLE_ANSWER or not found.answer:
         return None
     if found.how == "boxed" and text.count("\\boxed") + text.count("\\fbox") != 1:
         return None
-    if hedged(found.answer) or _too_costly(found.answer, params.max_symbolic_chars):
+    if hedged(found.answer) or too_costly(found.answer, params.max_symbolic_chars):
         return None
     if one_value(gold_text) and several_values(found.answer, found.how, prompt_text(sample.prompt)):
         return None
     if found.how in STATEMENTS and competing_statements(
             found, params.extract, params.answer_tag, first=params.occurrence == "first"):
         return None
-    formula = _cas_form(found.answer)
-    verdict = _compare(gold_text.strip(), formula)
+    formula = cas_form(found.answer)
+    verdict = exact_compare(gold_text.strip(), formula)
     if verdict is None:
-        verdict = _math_verify_compare(gold_text, formula)
+        verdict = math_verify_verdict(gold_text, formula)
     if verdict is None:
         return None
-    return _verdict(verdict, params, found.how, found.answer)
+    return verdict_score(verdict, params, found.how, found.answer)
 
 
 @lru_cache(maxsize=4096)
-def _gold_parse(gold_text: str) -> tuple[Any, ...] | None:
+def parse_gold_once(gold_text: str) -> tuple[Any, ...] | None:
     """math-verify's parse of a reference, once per distinct reference in this process."""
-    parsed = _symbolic_reference(_math_verify(), gold_text)
+    parsed = symbolic_reference(load_math_verify(), gold_text)
     return None if isinstance(parsed, Score) else tuple(parsed)
 
 
 @lru_cache(maxsize=65536)
-def _math_verify_compare(gold_text: str, formula: str) -> bool | None:
+def math_verify_verdict(gold_text: str, formula: str) -> bool | None:
     """math-verify's verdict on the one formula the output commits to, as math_answer's
     symbolic path reads an answer block (the formula in math delimiters; exact numbers
     compared exactly), cached: each distinct answer of a batch is parsed once; the
     reference's own text (spacing aside) is equal without a comparison. None when either
     side cannot be parsed (the symbolic path then reads the whole output)."""
-    gold = _gold_parse(gold_text)
+    gold = parse_gold_once(gold_text)
     if gold is None:
         return None
     if "".join(formula.split()) == "".join(gold_text.split()):
         return True  # the reference as written, which math-verify parses: no sympy needed
-    mv = _math_verify()
-    region = _delimited(formula)
-    pred = _parse_output(mv, region)
+    mv = load_math_verify()
+    region = as_one_formula(formula)
+    pred = parse_output(mv, region)
     if not pred:
         return None
     same = bool(mv.verify(list(gold), pred, timeout_seconds=None))
-    return same and not _exactly_different(list(gold), pred, region)
+    return same and not exactly_different(list(gold), pred, region)

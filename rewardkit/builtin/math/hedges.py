@@ -8,7 +8,7 @@ either gold: the answer hedges. These forms stack values (``\\atop``, ``\\\\``, 
 (``\\rlap``, ``\\smash``, ``\\phantom``, a colour), or separate them with a bar or a tilde
 (``17|18``, ``17\\sim 18``); and ``|x| = 18`` names two values, ``x = \\pm 18``. They are
 hedges only where the gold is one value: a matrix, a set or an interval is written with
-them. Apart from :mod:`rewardkit.builtin._commitment` because they read the inside of one
+them. Apart from :mod:`rewardkit.builtin.math.commitment` because they read the inside of one
 answer, not where it stands; linear in the answer, and nothing is done for an answer with
 none of their marks (the common case).
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from rewardkit.builtin._commitment import _BOLD, hedged, read_answer
-from rewardkit.builtin._plain_numbers import PlainNumber
+from rewardkit.builtin.math.commitment import BOLD_SPAN, hedged, read_answer
+from rewardkit.builtin.math.numbers import PlainNumber
 
 #: what every form below holds: answers without any of these are one value (fast exit)
 _MARKS = re.compile(r"[|~～&\n]|\\(?:\\|atop|above|brack|brace|cr|sim|mid|vert|lvert|substack|"
@@ -155,7 +155,7 @@ _SPACING = re.compile(r"\\[,;:! ]|\\q?quad(?![A-Za-z])|~")
 def _value_part(part: str) -> str:
     """A part that holds a value on its own (a digit, braces balanced once the group that
     enclosed the form is dropped), markdown bold and delimiters removed; empty otherwise."""
-    text = _SPACING.sub(" ", _BOLD.sub(r"\1", part)).strip(" \t\n$.,;:")
+    text = _SPACING.sub(" ", BOLD_SPAN.sub(r"\1", part)).strip(" \t\n$.,;:")
     while text.startswith("{") and text.count("{") > text.count("}"):
         text = text[1:].strip()
     while text.endswith("}") and text.count("}") > text.count("{"):

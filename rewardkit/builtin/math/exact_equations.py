@@ -12,16 +12,16 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from rewardkit.builtin._exact_numbers import (
-    _CONSTANTS,
+from rewardkit.builtin.math.exact_numbers import (
+    NAMED_CONSTANTS,
     Monomial,
+    NotExact,
     Poly,
-    _add,
-    _const,
-    _mul,
-    _power,
-    _sqrt,
-    _Unsupported,
+    poly_add,
+    poly_const,
+    poly_mul,
+    poly_power,
+    poly_sqrt,
 )
 
 
@@ -35,7 +35,7 @@ def same_equation(gold: Any, pred: Any) -> bool | None:
         return True
     if gl == pl and _is_constant(gr) and _is_constant(pr):
         return False  # x = 3 against x = 4
-    f, g = _add(dict(gl), dict(gr), -1), _add(dict(pl), dict(pr), -1)
+    f, g = poly_add(dict(gl), dict(gr), -1), poly_add(dict(pl), dict(pr), -1)
     if _proportional(f, g):
         return True  # 2y = 4x is y = 2x
     if _linear(f) and _linear(g):
@@ -58,7 +58,7 @@ def _linear(f: Poly) -> bool:
     them in the coefficients; pi counts towards the degree, so x*pi is not linear)."""
     monomials = [m for (m, _) in f]
     return all(sum(e for _, e in m) <= 1 and all(e >= 0 for _, e in m) for m in monomials) \
-        and any(v not in _CONSTANTS for m in monomials for v, _ in m)
+        and any(v not in NAMED_CONSTANTS for m in monomials for v, _ in m)
 
 
 #: the values tried for the other variables when looking for a point of a zero set
@@ -70,7 +70,7 @@ def _point_apart(g: Poly, f: Poly) -> bool:
     different solutions), found exactly: the other variables set to small rationals, ``g``
     solved for a variable of degree one or two in it (a root in Q(sqrt)), ``f`` evaluated
     there. Only for rational coefficients without pi; False when no such point is found."""
-    if any(r != 1 or any(v in _CONSTANTS for v, _ in m) for (m, r) in (*g, *f)):
+    if any(r != 1 or any(v in NAMED_CONSTANTS for v, _ in m) for (m, r) in (*g, *f)):
         return False
     variables = sorted({v for (m, _) in g for v, _ in m})
     everywhere = sorted({v for (m, _) in (*g, *f) for v, _ in m})
@@ -86,9 +86,9 @@ def _point_apart(g: Poly, f: Poly) -> bool:
                 break  # degree above two in var
             for root in _roots(coefficients):
                 try:
-                    if _evaluate(f, {**{v: _const(c) for v, c in point.items()}, var: root}):
+                    if _evaluate(f, {**{v: poly_const(c) for v, c in point.items()}, var: root}):
                         return True
-                except _Unsupported:
+                except NotExact:
                     return False
     return False
 
@@ -113,17 +113,17 @@ def _univariate(g: Poly, var: str, point: dict[str, Fraction]) -> list[Fraction]
 def _roots(coefficients: list[Fraction]) -> list[Poly]:
     c0, c1, c2 = coefficients
     if c2 == 0:
-        return [_const(-c0 / c1)] if c1 else []
+        return [poly_const(-c0 / c1)] if c1 else []
     disc = c1 * c1 - 4 * c2 * c0
     if disc < 0:
         return []
     try:
-        root = _sqrt(_const(disc))
-    except _Unsupported:
+        root = poly_sqrt(poly_const(disc))
+    except NotExact:
         return []
-    base = _const(-c1 / (2 * c2))
-    half = _mul(root, _const(1 / (2 * c2)))
-    return [_add(base, half), _add(base, half, -1)]
+    base = poly_const(-c1 / (2 * c2))
+    half = poly_mul(root, poly_const(1 / (2 * c2)))
+    return [poly_add(base, half), poly_add(base, half, -1)]
 
 
 def _evaluate(f: Poly, point: dict[str, Poly]) -> Poly:
@@ -131,8 +131,8 @@ def _evaluate(f: Poly, point: dict[str, Poly]) -> Poly:
     for (m, r), c in f.items():
         term: Poly = {((), r): c}
         for v, e in m:
-            term = _mul(term, _power(point[v], _const(e)))
-        total = _add(total, term)
+            term = poly_mul(term, poly_power(point[v], poly_const(e)))
+        total = poly_add(total, term)
     return total
 
 

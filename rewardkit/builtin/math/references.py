@@ -1,9 +1,9 @@
 """What math_answer's gold answer is: a plain number, words, or mathematics.
 
 A reference is read once per distinct text (a GRPO group shares one): a plain number
-or a word answer (``\\text{odd}``) without math-verify, a :class:`_Symbolic` one for
+or a word answer (``\\text{odd}``) without math-verify, a :class:`SymbolicReference` one for
 math-verify, or a Score with status error when it is missing or prose (a broken
-dataset row is not a wrong answer); :func:`_symbolic_reference` is math-verify's parse
+dataset row is not a wrong answer); :func:`symbolic_reference` is math-verify's parse
 of a symbolic one. Apart from the reward because its exact fast path reads references
 the same way.
 """
@@ -14,25 +14,25 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from rewardkit.builtin._answers import (
+from rewardkit.builtin.math.cost_guards import too_costly
+from rewardkit.builtin.math.extraction import (
     boxed,
     reference_text,
 )
-from rewardkit.builtin._math_cost_guards import _too_costly
-from rewardkit.builtin._math_params import MathParams
-from rewardkit.builtin._math_verify_bridge import _parse, _parse_output
-from rewardkit.builtin._plain_numbers import _COMMA_DECIMAL, PlainNumber, read_number
+from rewardkit.builtin.math.numbers import _COMMA_DECIMAL, PlainNumber, read_number
+from rewardkit.builtin.math.params import MathParams
+from rewardkit.builtin.math.symbolic import parse_answer, parse_output
 from rewardkit.types import Score
 
 
-class _WordAnswer:
+class WordReference:
     """A gold answer that is words, not mathematics (``\\text{odd}``, ``Even``)."""
 
     def __init__(self, words: str) -> None:
         self.words = words
 
 
-class _Symbolic:
+class SymbolicReference:
     """A gold answer for math-verify. ``comma_decimal``: a gold that is two numbers joined
     by one comma in the decimal-comma shape (``-2,1``, ``1,22``) is a list or a decimal,
     and the gold cannot say which: this is its decimal reading, paid beside the list's."""
@@ -52,7 +52,7 @@ _HAS_MATH = re.compile(r"[\d$]|\\[a-zA-Z(\[]")
 _LAST_SPAN = re.compile(r"\$([^$\n]{1,200})\$\s*\.?\s*$")
 
 
-def _words(text: str) -> str:
+def word_form(text: str) -> str:
     """Text reduced for comparing word answers: delimiters, ``\\text{}``, case and
     punctuation dropped."""
     s = text.strip().strip("$").strip()
@@ -62,7 +62,7 @@ def _words(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", s).casefold().split())
 
 
-def _last_words(text: str) -> str | None:
+def closing_word_span(text: str) -> str | None:
     """For a word answer that no strategy found: a closing ``$...$`` span (``$Even$``), or
     the whole output when it is short."""
     m = _LAST_SPAN.search(text)
@@ -72,24 +72,24 @@ def _last_words(text: str) -> str | None:
     return stripped if 0 < len(stripped) <= 100 else None
 
 
-def _plain_reference(
+def plain_reference(
     reference: Any, params: MathParams
-) -> PlainNumber | _WordAnswer | _Symbolic | Score:
+) -> PlainNumber | WordReference | SymbolicReference | Score:
     """The gold answer as a plain number or a word answer, read without math-verify; a
-    ``_Symbolic`` when math-verify must read it; a Score with status error when it is
+    ``SymbolicReference`` when math-verify must read it; a Score with status error when it is
     missing or prose."""
     if type(reference) is str:  # the common case: read each distinct reference once
-        return _reference_kind(reference, params.decimal_comma, params.symbolic)
+        return reference_kind(reference, params.decimal_comma, params.symbolic)
     text = reference_text(reference)
     if text is None:
         return Score.error("sample has no reference answer")
-    return _reference_kind(text, params.decimal_comma, params.symbolic)
+    return reference_kind(text, params.decimal_comma, params.symbolic)
 
 
 @lru_cache(maxsize=65536)
-def _reference_kind(
+def reference_kind(
     reference: str, decimal_comma: bool, symbolic: bool
-) -> PlainNumber | _WordAnswer | _Symbolic | Score:
+) -> PlainNumber | WordReference | SymbolicReference | Score:
     """What a gold answer is, read once per distinct reference (a GRPO group shares one)."""
     text = reference_text(reference)
     if text is None:
@@ -99,12 +99,12 @@ def _reference_kind(
     if number is not None:
         if symbolic and not decimal_comma and _COMMA_DECIMAL.fullmatch(
                 gold_text.strip().strip("$").strip()):
-            return _Symbolic(gold_text, comma_decimal=number)  # "-2,1": the roots, or -2.1
+            return SymbolicReference(gold_text, comma_decimal=number)  # "-2,1": the roots, or -2.1
         return number
     inner = gold_text.strip().strip("$").strip()
     words = _TEXT_ONLY.fullmatch(inner) or _ONE_WORD.fullmatch(inner)
     if words and not re.search(r"\d", words.group(1)):
-        return _WordAnswer(_words(words.group(1)))
+        return WordReference(word_form(words.group(1)))
     if _PROSE.search(_TEXT_BLOCK.sub(" ", inner)):
         if not _HAS_MATH.search(gold_text):
             return Score.error(f"reference {gold_text[:80]!r} is prose, not a number, "
@@ -116,21 +116,21 @@ def _reference_kind(
                 return number
     if not symbolic:
         return Score.error(f"reference {gold_text[:80]!r} is not a plain number")
-    return _Symbolic(gold_text)
+    return SymbolicReference(gold_text)
 
 
-def _symbolic_reference(mv: Any, reference: Any) -> list[Any] | Score:
+def symbolic_reference(mv: Any, reference: Any) -> list[Any] | Score:
     """math-verify's parse of a gold answer that is not a plain number; status error when
     it cannot be parsed or is too costly to."""
     gold_text = reference_text(reference) or ""
-    refusal = _too_costly(gold_text, 10_000, max_powers=None)
+    refusal = too_costly(gold_text, 10_000, max_powers=None)
     if refusal:
         return Score.error(f"reference cannot be graded: {refusal}")
     if _PROSE.search(_TEXT_BLOCK.sub(" ", gold_text)):  # a worked solution: its own extraction
-        parsed = _parse_output(mv, gold_text)
+        parsed = parse_output(mv, gold_text)
     else:
         # with its text as well as its value, as math-verify reads a gold ("12:00")
-        parsed = _parse(mv, gold_text, fallback=_balanced(gold_text))
+        parsed = parse_answer(mv, gold_text, fallback=_balanced(gold_text))
     if not parsed:
         return Score.error(f"reference {gold_text[:80]!r} cannot be parsed")
     return parsed

@@ -7,8 +7,8 @@ is just an answer, the last ``$...$`` span, or the last number in the text
 text (:func:`reference_text`). All cheap and linear in the length of the text, so safe
 on any input a policy can produce. The neighbouring modules hold the rest of reading an
 answer: :mod:`~rewardkit.builtin._tag_blocks` (tag blocks),
-:mod:`~rewardkit.builtin._plain_numbers` (a plain number read exactly, without sympy)
-and :mod:`~rewardkit.builtin._commitment` (whether the output stands by the answer found).
+:mod:`~rewardkit.builtin.math.numbers` (a plain number read exactly, without sympy)
+and :mod:`~rewardkit.builtin.math.commitment` (whether the output stands by the answer found).
 
 Everything here is private to :mod:`rewardkit.builtin`; the rewards are the public API.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from rewardkit.builtin._tag_blocks import _MAX_STATEMENTS, _tag_span
+from rewardkit.builtin._tag_blocks import MAX_STATEMENTS, tag_span
 
 
 def boxed(text: str, first: bool = False) -> str | None:
@@ -38,11 +38,11 @@ def boxed(text: str, first: bool = False) -> str | None:
         start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
     if start < 0:
         return None
-    box = _box_at(text, start)
+    box = box_at(text, start)
     return None if box is None else box[1]
 
 
-def _box_at(text: str, start: int) -> tuple[int, str] | None:
+def box_at(text: str, start: int) -> tuple[int, str] | None:
     """(end, content) of the ``\\boxed`` / ``\\fbox`` that starts at ``start``."""
     i = text.index("{", start) if "{" in text[start : start + 8] else -1
     if i < 0:  # "\boxed 5": the next token
@@ -62,7 +62,7 @@ def _box_at(text: str, start: int) -> tuple[int, str] | None:
     return None
 
 
-_LEAD_IN = re.compile(
+ANSWER_LEAD_IN = re.compile(
     r"^\s*(?:(?:so|thus|therefore|hence),?\s+)?(?:the\s+)?(?:final\s+)?(?:answer|result)"
     r"\s*(?:is|=|:)?\s*:?\s*|^\s*[A-Za-z]\s*=\s*",
     re.IGNORECASE,
@@ -73,7 +73,7 @@ def strip_lead_in(answer: str) -> str:
     """Drop a lead-in such as ``The final answer is`` or ``x =`` from an answer."""
     if not answer.lstrip()[:1].isalpha():  # every lead-in starts with a letter ("#### 72")
         return answer
-    return _LEAD_IN.sub("", answer, count=1)
+    return ANSWER_LEAD_IN.sub("", answer, count=1)
 
 
 def hashes_line(text: str, first: bool = False) -> str | None:
@@ -93,11 +93,11 @@ def hashes_line(text: str, first: bool = False) -> str | None:
 
 #: a number in prose; a decimal comma where it cannot be a list or thousands (``2,74``: one
 #: comma, no comma before it, fewer than three digits after it) is one number
-_NUMBER_TOKEN = re.compile(
+NUMBER_TOKEN = re.compile(
     r"(?<![A-Za-z\d.])[-+]?\$?(?:\d{1,3}(?:(?:,|,\\!\s*|\{,\})\d{3})+(?:\.\d+)?"
     r"|(?<!\d,)\d+,\d{1,2}(?![\d,]|\.\d)|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?(?![A-Za-z]*\d)"
 )
-_NUMBER_TOKEN_DECIMAL_COMMA = re.compile(
+NUMBER_TOKEN_DECIMAL_COMMA = re.compile(
     r"(?<![A-Za-z\d,])[-+]?\$?(?:\d{1,3}(?:[. ]\d{3})+(?:,\d+)?|\d+(?:,\d+)?)%?(?![A-Za-z]*\d)"
 )
 
@@ -112,16 +112,16 @@ def last_number(text: str, first: bool = False, decimal_comma: bool = False) -> 
     >>> last_number("code AZYUK2A") is None
     True
     """
-    match = _last_number_match(text, first, decimal_comma)
+    match = last_number_match(text, first, decimal_comma)
     return match.group(0) if match else None
 
 
-def _last_number_match(text: str, first: bool = False,
+def last_number_match(text: str, first: bool = False,
                        decimal_comma: bool = False) -> re.Match[str] | None:
     """The match of :func:`last_number`; its positions are positions in ``text``."""
-    token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
-    if _opens_broken_span(text):  # blanked to the same length: positions stay
-        text = _BROKEN_SPAN.sub(lambda m: " " * len(m.group(0)), text)
+    token = NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else NUMBER_TOKEN
+    if opens_broken_span(text):  # blanked to the same length: positions stay
+        text = BROKEN_MATH_SPAN.sub(lambda m: " " * len(m.group(0)), text)
     if first:
         return token.search(text)
     if "\\!" in text:  # a ",\\!" thin-space group may go on over a line break
@@ -165,7 +165,7 @@ _LINES_TRIED = 4
 _DIGITS = "0123456789"
 
 
-def _opens_broken_span(text: str) -> bool:
+def opens_broken_span(text: str) -> bool:
     """Whether ``text`` has a ``$`` or ``\\(`` followed by blanks and a line break (what
     every broken span starts with; found with plain string searches, cheaply)."""
     for opener in ("$", "\\("):
@@ -182,7 +182,7 @@ _BLANKS_TO_EOL = re.compile(r"[ \t]*\n")
 
 #: an inline ``$ ... $`` or ``\( ... \)`` whose content starts on a new line: not TeX math
 #: (inline math cannot span paragraphs), so nothing inside it is an answer
-_BROKEN_SPAN = re.compile(r"(?<![$\\])\$[ \t]*\n[^$]{0,1000}?\n[ \t]*\$(?!\$)"
+BROKEN_MATH_SPAN = re.compile(r"(?<![$\\])\$[ \t]*\n[^$]{0,1000}?\n[ \t]*\$(?!\$)"
                           r"|\\\([ \t]*\n.{0,1000}?\n[ \t]*\\\)", re.DOTALL)
 
 #: GSM8K calculator notes: ``$<<30*3=90>>90`` is ``$90`` to a reader
@@ -199,7 +199,7 @@ def strip_calculator_notes(text: str) -> str:
 
 
 #: closing phrases, lower case; a line ``A: 18`` or ``Answer: 18``, or ``answer is 18``
-_CLOSING_KEYS = ("answer is", "answer:", "\na:")
+CLOSING_KEYS = ("answer is", "answer:", "\na:")
 _CLOSING_REST = re.compile(
     r"\s*:?[ \t]*([^\n]{1,300}?)[ \t]*(?:\.[ \t]*(?:\n|\Z)|\.\s+(?=[A-Z])|\n|\Z)")
 
@@ -223,7 +223,7 @@ def _closing(text: str, first: bool = False) -> tuple[int, int, str] | None:
     closing phrase."""
     low = text.lower()
     best = -1
-    for key in _CLOSING_KEYS:
+    for key in CLOSING_KEYS:
         pos = low.find(key) if first else low.rfind(key)
         if pos >= 0 and key == "answer is" and low[pos + 9 : pos + 10].isalpha():
             pos = -1  # "the answer isn't"
@@ -237,14 +237,14 @@ def _closing(text: str, first: bool = False) -> tuple[int, int, str] | None:
     return (best, match.end(1), match.group(1).strip()) if match else None
 
 
-def _closings(text: str) -> list[tuple[int, int, str]]:
+def closing_phrases(text: str) -> list[tuple[int, int, str]]:
     """(start, end, answer) of every closing phrase of ``text`` (at most
-    ``_MAX_STATEMENTS``)."""
+    ``MAX_STATEMENTS``)."""
     low = text.lower()
     found: list[tuple[int, int, str]] = []
-    for key in _CLOSING_KEYS:
+    for key in CLOSING_KEYS:
         pos = low.find(key)
-        while pos >= 0 and len(found) < _MAX_STATEMENTS:
+        while pos >= 0 and len(found) < MAX_STATEMENTS:
             if not (key == "answer is" and low[pos + 9 : pos + 10].isalpha()):
                 match = _CLOSING_REST.match(text, pos + len(key))
                 if match:
@@ -260,7 +260,7 @@ def _closings(text: str) -> list[tuple[int, int, str]]:
 #: a whole output that is only an answer: no word of two or more letters outside a LaTeX
 #: command, short
 _BARE_ANSWER_MAX = 100
-_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+LATIN_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 
 
 def bare_answer(text: str) -> str | None:
@@ -273,14 +273,14 @@ def bare_answer(text: str) -> str | None:
     True
     """
     stripped = text.strip()
-    if not stripped or len(stripped) > _BARE_ANSWER_MAX or _WORD.search(stripped):
+    if not stripped or len(stripped) > _BARE_ANSWER_MAX or LATIN_WORD.search(stripped):
         return None
     return strip_lead_in(stripped).strip()
 
 
 _MAX_SPAN = 1000
 #: a unit or remark in a math span (``\\frac{1}{3} \\text{meters}``) is not prose
-_TEXT_ARG = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
+TEXT_COMMAND_ARG = re.compile(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
 
 
 def _math_spans(text: str) -> list[tuple[int, int, str]]:
@@ -300,7 +300,7 @@ def _math_spans(text: str) -> list[tuple[int, int, str]]:
             if end - pos - 2 <= _MAX_SPAN and not inline_broken:
                 spans.append((pos, end + 2, text[pos + 2 : end]))
             pos = text.find(opener, end + 2)
-    dollars = _dollars(text)
+    dollars = dollar_positions(text)
     k = 0
     while k + 1 < len(dollars):
         a, b = dollars[k], dollars[k + 1]
@@ -328,7 +328,7 @@ def _math_spans(text: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-def _dollars(text: str) -> list[int]:
+def dollar_positions(text: str) -> list[int]:
     """Positions of the ``$`` signs of ``text`` not escaped as ``\\$``."""
     found = []
     pos = text.find("$")
@@ -354,7 +354,7 @@ def math_span(text: str, first: bool = False) -> str | None:
 
 def _math_span(text: str, first: bool = False) -> tuple[int, int, str] | None:
     spans = [span for span in _math_spans(text)
-             if not _WORD.search(_TEXT_ARG.sub(" ", span[2]))]
+             if not LATIN_WORD.search(TEXT_COMMAND_ARG.sub(" ", span[2]))]
     if not spans:
         return None
     return spans[0] if first else spans[-1]
@@ -407,7 +407,7 @@ def _find(how: str, text: str, answer_tag: str, first: bool,
     if how == "answer_tag":
         if f"</{answer_tag}>" not in text:  # the plain searches skip most strategies
             return None
-        span = _tag_span(text, answer_tag, first)
+        span = tag_span(text, answer_tag, first)
         if span is None:
             return None
         block = text[span[0] + len(answer_tag) + 2 : span[1] - len(answer_tag) - 3]
@@ -422,7 +422,7 @@ def _find(how: str, text: str, answer_tag: str, first: bool,
             start = min(starts) if starts else -1
         else:
             start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-        box = _box_at(text, start)
+        box = box_at(text, start)
         if box is None:
             return None
         if not first:  # boxed steps, then "Final Answer: ..."
@@ -453,17 +453,17 @@ def _find(how: str, text: str, answer_tag: str, first: bool,
         answer = strip_lead_in(spanned[2]).strip()
         return Found(how, answer, text, spanned[0], spanned[1]) if answer else None
     if how == "last_number":
-        match = _last_number_match(text, first, decimal_comma)
+        match = last_number_match(text, first, decimal_comma)
         if match is None:
             return None
-        scale = _SCALE_AFTER.match(text, match.end())  # "18 million": the scale is the value's
+        scale = SCALE_WORD_AFTER.match(text, match.end())  # "18 million": the scale is the value's
         end = scale.end() if scale else match.end()
         return Found(how, text[match.start() : end].strip(), text, match.start(), end)
     raise ValueError(f"unknown extraction strategy {how!r}")  # pragma: no cover
 
 
 # -- commitment: is a found answer one the output stands by? ---------------------------
-_SCALE_AFTER = re.compile(r"[ \t]*(?:hundred|thousand|million|billion|trillion|dozen)s?"
+SCALE_WORD_AFTER = re.compile(r"[ \t]*(?:hundred|thousand|million|billion|trillion|dozen)s?"
                           r"(?![A-Za-z])", re.IGNORECASE)
 
 # -- plain numbers ---------------------------------------------------------------------

@@ -3,8 +3,8 @@
 :func:`exact_value` reads an answer into a hashable value of one of those kinds (None
 outside the language) and :func:`same` compares two: equal, different, or None when the
 kinds or brackets differ and math-verify must say. Numbers come from
-:mod:`~rewardkit.builtin._exact_numbers`, equations are compared by
-:mod:`~rewardkit.builtin._exact_equations`.
+:mod:`~rewardkit.builtin.math.exact_numbers`, equations are compared by
+:mod:`~rewardkit.builtin.math.exact_equations`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from rewardkit.builtin._exact_equations import same_equation
-from rewardkit.builtin._exact_numbers import (
-    _MAX_CHARS,
+from rewardkit.builtin.math.exact_equations import same_equation
+from rewardkit.builtin.math.exact_numbers import (
+    MAX_EXACT_CHARS,
     Monomial,
+    NotExact,
     Poly,
-    _expression,
-    _tokens,
-    _Unsupported,
+    exact_tokens,
+    parse_poly,
 )
 
 
@@ -43,7 +43,7 @@ def _split(tokens: list[str], separator: str) -> list[list[str]]:
         else:
             parts[-1].append(token)
     if depth != 0 or any(not part for part in parts):
-        raise _Unsupported
+        raise NotExact
     return parts
 
 
@@ -56,8 +56,8 @@ def _bound(tokens: list[str]) -> Any:
     if tokens == ["-", "\\infty"]:
         return ("-inf",)
     if "\\infty" in tokens:
-        raise _Unsupported
-    return _frozen(_expression(tokens))
+        raise NotExact
+    return _frozen(parse_poly(tokens))
 
 
 @lru_cache(maxsize=65536)
@@ -65,11 +65,11 @@ def exact_value(text: str) -> Any:
     """The exact, hashable value of an answer in this module's language; None outside it.
     Kinds: ``("num", poly)``, ``("seq", open, close, items)`` (a tuple or an interval),
     ``("set", items)``, ``("matrix", rows)``, ``("eq", lhs, rhs)``."""
-    if len(text) > _MAX_CHARS or re.search(r"\d,\d{3}(?!\d)", text):
+    if len(text) > MAX_EXACT_CHARS or re.search(r"\d,\d{3}(?!\d)", text):
         return None  # "1,000" may be a thousand or a pair
     try:
-        return _value(_tokens(text))
-    except (_Unsupported, ZeroDivisionError, RecursionError):
+        return _value(exact_tokens(text))
+    except (NotExact, ZeroDivisionError, RecursionError):
         return None
 
 
@@ -77,38 +77,38 @@ def _value(tokens: list[str]) -> Any:
     if tokens[0].startswith("\\begin"):
         return _matrix(tokens)
     if any(t.startswith(("\\begin", "\\end")) or t in ("&", "\\\\") for t in tokens):
-        raise _Unsupported
+        raise NotExact
     if tokens[0] == "\\{" and tokens[-1] == "\\}":
         inner = tokens[1:-1]
-        items = [] if not inner else [_frozen(_expression(p)) for p in _split(inner, ",")]
+        items = [] if not inner else [_frozen(parse_poly(p)) for p in _split(inner, ",")]
         return ("set", frozenset(items))
     if "\\{" in tokens or "\\}" in tokens:
-        raise _Unsupported
+        raise NotExact
     if "=" in tokens:
         sides = _split(tokens, "=")
         if len(sides) != 2:
-            raise _Unsupported
-        return ("eq", _frozen(_expression(sides[0])), _frozen(_expression(sides[1])))
+            raise NotExact
+        return ("eq", _frozen(parse_poly(sides[0])), _frozen(parse_poly(sides[1])))
     if tokens[0] in ("(", "[") and tokens[-1] in (")", "]") and len(tokens) > 2:
         parts = _split(tokens[1:-1], ",")
         if len(parts) > 1:
             return ("seq", tokens[0], tokens[-1], tuple(_bound(p) for p in parts))
     if "," in tokens or "\\infty" in tokens:
-        raise _Unsupported  # a bare list: math-verify reads it as a set, or not
-    return ("num", _frozen(_expression(tokens)))
+        raise NotExact  # a bare list: math-verify reads it as a set, or not
+    return ("num", _frozen(parse_poly(tokens)))
 
 
 def _matrix(tokens: list[str]) -> Any:
     env = tokens[0][len("\\begin") :]
     if len(tokens) < 3 or tokens[-1] != "\\end" + env:
-        raise _Unsupported
+        raise NotExact
     body = tokens[1:-1]
     if any(t.startswith(("\\begin", "\\end")) for t in body):
-        raise _Unsupported
+        raise NotExact
     rows = _split(body, "\\\\")
-    cells = [tuple(_frozen(_expression(c)) for c in _split(row, "&")) for row in rows]
+    cells = [tuple(_frozen(parse_poly(c)) for c in _split(row, "&")) for row in rows]
     if len({len(row) for row in cells}) != 1:
-        raise _Unsupported
+        raise NotExact
     return ("matrix", env, tuple(cells))
 
 

@@ -1,4 +1,4 @@
-"""Cheap checks that an answer is safe to hand to sympy (:func:`_too_costly`).
+"""Cheap checks that an answer is safe to hand to sympy (:func:`too_costly`).
 
 sympy can run for minutes or eat memory on inputs a policy will produce (``10^{10^{10}}``,
 ``1000000!``, deep ``\\frac`` nests, and in twenty characters ``(x+1)^{5000}``,
@@ -6,7 +6,7 @@ sympy can run for minutes or eat memory on inputs a policy will produce (``10^{1
 known ways before math-verify parses anything. Such an answer is wrong, with the reason:
 its grading cost has no bound, so a grader that waited for it would mask it (status
 timeout) instead of paying it nothing. math_answer's ``symbolic_timeout``
-(:mod:`~rewardkit.builtin._math_deadline`) bounds everything else, and the worker's hard
+(:mod:`~rewardkit.builtin.math.deadline`) bounds everything else, and the worker's hard
 timeout remains the last guard (for one long call into C, which the deadline cannot cut).
 Apart from the reward because its references, its exact fast path and its symbolic path
 all refuse with them.
@@ -46,7 +46,7 @@ _MAX_SYMBOLIC_BINOMIAL = 20
 UNBOUNDED = "grading cost unbounded"
 
 
-def _too_costly(text: str, max_chars: int, max_powers: int | None = _MAX_POWERS) -> str:
+def too_costly(text: str, max_chars: int, max_powers: int | None = _MAX_POWERS) -> str:
     """Why sympy should not see ``text`` (empty when it may). Cheap checks for the known
     ways to make sympy run for minutes: size, deep nesting, power towers, big factorials,
     expansions of large powers of sums, huge binomials, long sums and products. The

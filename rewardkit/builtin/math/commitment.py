@@ -5,7 +5,7 @@ retracted, hedged, bounded, one of a list, copied from the prompt, or contradict
 another final statement (:func:`context_refusal`, :func:`read_answer`,
 :func:`competing_statements`, :func:`competing_answers`). A policy learns whatever a
 grader pays; these are the cheap ways to look right without committing to an answer.
-Apart from :mod:`rewardkit.builtin._answers` (where the answer is) because they judge an
+Apart from :mod:`rewardkit.builtin.math.extraction` (where the answer is) because they judge an
 answer already found. Linear in the text, like the extraction.
 """
 
@@ -16,25 +16,25 @@ from collections.abc import Sequence
 from functools import lru_cache
 from itertools import pairwise
 
-from rewardkit.builtin._answers import (
-    _CLOSING_KEYS,
-    _NUMBER_TOKEN,
-    _NUMBER_TOKEN_DECIMAL_COMMA,
-    _SCALE_AFTER,
-    _TEXT_ARG,
-    _WORD,
+from rewardkit.builtin._tag_blocks import MAX_STATEMENTS, tag_block_spans
+from rewardkit.builtin.math.extraction import (
+    CLOSING_KEYS,
+    LATIN_WORD,
+    NUMBER_TOKEN,
+    NUMBER_TOKEN_DECIMAL_COMMA,
+    SCALE_WORD_AFTER,
     STATEMENTS,
+    TEXT_COMMAND_ARG,
     Found,
-    _box_at,
-    _closings,
+    box_at,
     boxed,
+    closing_phrases,
     strip_lead_in,
 )
-from rewardkit.builtin._plain_numbers import _TEXT_CMD, PlainNumber, read_number
-from rewardkit.builtin._tag_blocks import _MAX_STATEMENTS, _tag_block_spans
+from rewardkit.builtin.math.numbers import TEXT_COMMAND, PlainNumber, read_number
 
 #: a negation right before an answer: "not 18", "isn't \boxed{18}", "\neq 18"
-_NEGATED = re.compile(
+NEGATION_BEFORE = re.compile(
     r"(?:(?<![A-Za-z])not|(?<![A-Za-z])never|n['’]t|≠|\\neq?)\s*(?:(?:be|equal|equals|to|"
     r"exactly|just|simply|the|a|an|definitely|actually|really|quite|even|answer|is|it|of|"
     r"that|at\s+all)\s*){0,3}[\s$({\[\\]*(?:boxed|fbox)?\s*\{?$", re.IGNORECASE)
@@ -48,7 +48,7 @@ _GIVES_UP = (
     r"|not\s+(?:sure|certain|confident)(?![A-Za-z])|unsure|no\s+idea"
     r"|(?:i|we)\s*(?:am|are|['’]m|['’]re)\s+(?:just\s+)?guessing|just\s+(?:a\s+)?guess|random\s+"
     r"guess")
-_RETRACTION = re.compile(
+RETRACTION = re.compile(
     r"(?<![A-Za-z])(?:(?:that|this|it|which|the\s+above|my\s+answer|the\s+answer)"
     r"(?:['’]s|\s+is|\s+was|\s+(?:may|might|must|could)\s+be)\s+(?:(?:definitely|probably|"
     r"clearly|all|completely)\s+)?(?:wrong|incorrect|not\s+(?:right|correct))"
@@ -66,7 +66,7 @@ _CORRECTION = re.compile(r"(?:(?<![A-Za-z])no,?\s+wait|(?<![A-Za-z])wait(?=\s*[,
 _CORRECTED = re.compile(r"[\s$)}\].,;:(\u2014-]*(?:no,?\s+wait|correction|i\s+mean|sorry|oops)"
                         r"(?![A-Za-z])", re.IGNORECASE)
 #: markdown bold around a value, not a power (``**18**``; ``2**3**`` is not bold)
-_BOLD = re.compile(r"(?<![\w)])\*\*(?=\S)([^*\n]{1,200}?)(?<=\S)\*\*")
+BOLD_SPAN = re.compile(r"(?<![\w)])\*\*(?=\S)([^*\n]{1,200}?)(?<=\S)\*\*")
 #: the output says it has no answer ("I do not know how to solve this"): then a number
 #: read from its text is not one
 _NO_ANSWER = re.compile(r"(?<![A-Za-z])(?:" + _GIVES_UP + ")", re.IGNORECASE)
@@ -75,7 +75,7 @@ _REFUTED = re.compile(r"[\s$)}\]]*(?:is|was|seems)\s+(?:(?:definitely|probably|c
                       r"(?:wrong|incorrect|not\s+(?:right|correct|the\s+(?:final\s+)?answer))",
                       re.IGNORECASE)
 #: words that make an answer several values, or none: "17 or 18", "maybe 18", "±5"
-_HEDGE = re.compile(
+HEDGE_WORD = re.compile(
     r"(?<![\\A-Za-z])(?:or|either|maybe|perhaps|possibly|guess)(?![A-Za-z])|\\pm|\\mp|±"
     r"|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])",
     re.IGNORECASE)
@@ -103,12 +103,12 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
     if not found.answer:
         return "the answer is empty"
     text = found.text
-    if _negated(text, found.start):
+    if negated_before(text, found.start):
         return "the answer is negated"
     if _QUESTIONED.match(text, found.end):
         return "the answer is a question"
     stop = _next_question(text, found.end) if first else len(text)
-    if found.end < stop and (_RETRACTION.search(text, found.end, stop)
+    if found.end < stop and (RETRACTION.search(text, found.end, stop)
                              or _REFUTED.match(text, found.end)):
         return "the answer is retracted after it is given"
     if _CORRECTED.match(text, found.end):
@@ -128,14 +128,14 @@ def retracted_after(text: str, end: int) -> bool:
     """Whether what follows a stated answer ending at ``end`` withdraws it ("C. Wait, that
     is wrong", "C is not correct"): the rule :func:`context_refusal` applies, for graders
     that read an answer without :class:`Found`'s other checks."""
-    return _RETRACTION.search(text, end) is not None or _REFUTED.match(text, end) is not None
+    return RETRACTION.search(text, end) is not None or _REFUTED.match(text, end) is not None
 
 
 #: a hedge word and another value right after a stated answer: ``\\boxed{18} (possibly
 #: 17)``, ``18, or maybe 17``
 _HEDGE_AFTER = re.compile(r"[\s$)}\]]*[,;.(\u2014-]*\s*(?:or|maybe|perhaps|possibly|else)\s+"
                           r"(?:(?:maybe|perhaps|possibly|even|else|rather|just|about)\s+)?"
-                          r"[\s$(\\boxed{]*(" + _NUMBER_TOKEN.pattern + r")", re.IGNORECASE)
+                          r"[\s$(\\boxed{]*(" + NUMBER_TOKEN.pattern + r")", re.IGNORECASE)
 
 
 def _hedged_after(found: Found) -> bool:
@@ -164,7 +164,7 @@ def _noted_otherwise(text: str, end: int) -> bool:
         depth += (text[close] == "{") - (text[close] == "}")
         close += 1
     content = text[note.end() : close - 1]
-    return hedged(content) or _RETRACTION.search(content) is not None or (
+    return hedged(content) or RETRACTION.search(content) is not None or (
         read_number(strip_lead_in(content)) is not None)
 
 
@@ -180,20 +180,20 @@ def _next_question(text: str, start: int) -> int:
     return match.start() if match else len(text)
 
 
-def _negated(text: str, start: int) -> bool:
+def negated_before(text: str, start: int) -> bool:
     """Whether a negation stands right before ``text[start:]`` ("not 18")."""
     window = text[max(0, start - 80) : start]
     low = window.lower()  # most often there is no negation at all: plain searches
     if not ("not" in low or "never" in low or "n't" in low or "n’t" in low or "≠" in low
             or "\\ne" in low):
         return False
-    return _NEGATED.search(window) is not None
+    return NEGATION_BEFORE.search(window) is not None
 
 
 def _copied(answer: str, prompt: str) -> bool:
     """A sentence of the prompt given back as the answer ("18 apples" is not one)."""
     words = " ".join(answer.split())
-    return len(words) >= 20 and _WORD.search(words) is not None and words in " ".join(
+    return len(words) >= 20 and LATIN_WORD.search(words) is not None and words in " ".join(
         prompt.split())
 
 
@@ -215,13 +215,13 @@ def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
     if not first:
         turn = _TURN_END.search(text, found.end)
         rest = text[found.end : turn.start() if turn else len(text)]
-        if found.how == "math_span" and _NUMBER_TOKEN.search(rest):
+        if found.how == "math_span" and NUMBER_TOKEN.search(rest):
             return SUPERSEDED
         if rest.rstrip().endswith("?"):
             return "no final answer: the output ends in a question"
     if _NO_ANSWER.search(text, 0, found.start):
         return "no final answer: the output says it cannot answer"
-    if _HEDGE.search(sentence):
+    if HEDGE_WORD.search(sentence):
         return "the last sentence hedges between values"
     if _listed(text, sentence, found):
         return "a list of numbers, not an answer"
@@ -233,9 +233,9 @@ def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
 def _listed(text: str, sentence: str, found: Found) -> bool:
     """The number is one of a list: its sentence is numbers only, or its line repeats the
     line before with another number ("Candidate: 17" / "Candidate: 18")."""
-    token = _NUMBER_TOKEN
+    token = NUMBER_TOKEN
     numbers = token.findall(sentence)
-    if len(set(numbers)) >= 2 and not _WORD.search(sentence) and not re.search(
+    if len(set(numbers)) >= 2 and not LATIN_WORD.search(sentence) and not re.search(
             r"[=+*×^]|\\times|\\cdot", sentence):
         return True
     line_start = text.rfind("\n", 0, found.start) + 1
@@ -263,7 +263,7 @@ def read_answer(answer: str, decimal_comma: bool = False,
     18
     """
     if "**" in answer:  # markdown bold: "**18**" is 18 (2**3 stays a power)
-        answer = _BOLD.sub(r"\1", answer)
+        answer = BOLD_SPAN.sub(r"\1", answer)
     number = read_number(answer, decimal_comma)
     if number is not None:
         return number
@@ -272,11 +272,11 @@ def read_answer(answer: str, decimal_comma: bool = False,
     withdrawn = _withdrawn_inside(answer, decimal_comma)
     if withdrawn is not None:  # "20. Wait, that is wrong, it is 18": what follows stands
         rest = answer[withdrawn:].lstrip(" \t\n,.;:!\u2014\u2013-")
-        token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
+        token = NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else NUMBER_TOKEN
         if token.search(rest) is None:
             return "the answer is retracted inside it"
         return read_answer(rest, decimal_comma, prose)
-    words = _TEXT_CMD.sub(lambda t: " " + t.group(1) + " ", answer)
+    words = TEXT_COMMAND.sub(lambda t: " " + t.group(1) + " ", answer)
     if "?" in answer:
         return "the answer is a question"
     if hedged(answer):
@@ -290,14 +290,14 @@ def read_answer(answer: str, decimal_comma: bool = False,
             if any(side is not None and side != last for side in sides[:-1]):
                 return "an equation whose sides are different numbers"
             return last
-    token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
+    token = NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else NUMBER_TOKEN
     tokens = list(token.finditer(answer))
     if not tokens or not prose:
         return None
-    kept = [t for t in tokens if not _negated(answer, t.start())]
+    kept = [t for t in tokens if not negated_before(answer, t.start())]
     if not kept:
         return "the answer is negated"
-    prose = _WORD.search(_TEXT_ARG.sub(" ", answer)) is not None
+    prose = LATIN_WORD.search(TEXT_COMMAND_ARG.sub(" ", answer)) is not None
     listed = len(kept) >= 2 and all(
         _LIST_GAP.fullmatch(answer, a.end(), b.start()) for a, b in pairwise(kept))
     if not prose:  # mathematics: a list of numbers is several answers, the rest is a CAS's
@@ -308,7 +308,7 @@ def read_answer(answer: str, decimal_comma: bool = False,
         return one if one is not None else "several values in one answer"
     values = []
     for t in kept:
-        scale = _SCALE_AFTER.match(answer, t.end())
+        scale = SCALE_WORD_AFTER.match(answer, t.end())
         value = read_number(t.group(0) + (scale.group(0) if scale else ""), decimal_comma)
         if value is not None:
             values.append(value)
@@ -328,11 +328,11 @@ def _withdrawn_inside(answer: str, decimal_comma: bool) -> int | None:
     low = answer.lower()
     if not any(hint in low for hint in _WITHDRAWAL_HINTS):  # the common case: plain
         return None
-    token = _NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else _NUMBER_TOKEN
+    token = NUMBER_TOKEN_DECIMAL_COMMA if decimal_comma else NUMBER_TOKEN
     first = token.search(answer)
     if first is None:
         return None
-    ends = [m.end() for pattern in (_RETRACTION, _CORRECTION)
+    ends = [m.end() for pattern in (RETRACTION, _CORRECTION)
             for m in pattern.finditer(answer, first.end())]
     return max(ends) if ends else None
 
@@ -347,7 +347,7 @@ _WITHDRAWAL_HINTS = ("wrong", "incorrect", "not right", "not correct", "scratch"
 def hedged(answer: str) -> bool:
     """Whether an answer hedges between values: ``17 or 18``, ``maybe 18``, ``18 \\pm 1``,
     ``17 \\text{ or } 18``."""
-    return _HEDGE.search(_TEXT_CMD.sub(lambda t: " " + t.group(1) + " ", answer)) is not None
+    return HEDGE_WORD.search(TEXT_COMMAND.sub(lambda t: " " + t.group(1) + " ", answer)) is not None
 
 
 def competing_answers(found: Found, order: Sequence[str], answer_tag: str,
@@ -391,10 +391,10 @@ def competing_statements(found: Found, order: Sequence[str], answer_tag: str,
     text = found.text
     if first:  # what follows the first answer's paragraph is the next invented question
         text = text[: _next_question(text, found.end)]
-    kinds = _kinds(tuple(order))
-    if _statement_marks(text, kinds, answer_tag) < 2:  # the common case: found is the only one
+    kinds = statement_kinds(tuple(order))
+    if statement_marks(text, kinds, answer_tag) < 2:  # the common case: found is the only one
         return []
-    statements = _statements(text, kinds, answer_tag)
+    statements = final_statements(text, kinds, answer_tag)
     others = []
     for i, (how, start, end, answer) in enumerate(statements):
         if start == found.start or not answer:
@@ -403,8 +403,8 @@ def competing_statements(found: Found, order: Sequence[str], answer_tag: str,
                 how, start, end, answer, text, found):
             continue  # "$3 \cdot 4 = \boxed{12}$, ... The final answer is 84": a step
         stop = statements[i + 1][1] if i + 1 < len(statements) else len(text)
-        if (_negated(text, start) or _QUESTIONED.match(text, end) or _REFUTED.match(text, end)
-                or _RETRACTION.search(text, end, stop)):
+        if (negated_before(text, start) or _QUESTIONED.match(text, end) or _REFUTED.match(text, end)
+                or RETRACTION.search(text, end, stop)):
             continue
         others.append((how, answer))
     return others
@@ -427,11 +427,11 @@ def _states_before(how: str, start: int, end: int, answer: str, text: str,
     # a formula with no words and no computation in it (``\\sqrt{3}``, ``x = \\sqrt{3}``)
     formula = strip_lead_in(answer).strip().strip("$").strip()
     return bool(formula) and "=" not in formula and "$" not in formula and \
-        _WORD.search(_TEXT_ARG.sub(" ", formula)) is None and len(formula) <= 100
+        LATIN_WORD.search(TEXT_COMMAND_ARG.sub(" ", formula)) is None and len(formula) <= 100
 
 
 @lru_cache(maxsize=64)
-def _kinds(order: tuple[str, ...]) -> tuple[str, ...]:
+def statement_kinds(order: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(how for how in STATEMENTS if how in order)
 
 
@@ -446,7 +446,7 @@ def _ends_equation(text: str, start: int) -> bool:
     return not left or not left[-1].isalpha()
 
 
-def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
+def statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
     """How many final statements ``text`` may hold, counted up to 2 (plain counts: cheap;
     never fewer than there are)."""
     markers, closing = _markers(tuple(kinds), answer_tag)
@@ -465,7 +465,7 @@ def _statement_marks(text: str, kinds: Sequence[str], answer_tag: str) -> int:
         low = text.lower()
         marks += low.startswith("a:")
         closings = 0
-        for key in _CLOSING_KEYS:
+        for key in CLOSING_KEYS:
             closings += low.count(key)
         if closings == 1 and marks == 1 and "hashes" in kinds and \
                 _closing_on_the_hashes_line(text, low):
@@ -484,7 +484,7 @@ def _closing_on_the_hashes_line(text: str, low: str) -> bool:
         return False
     line_end = text.find("\n", hashes)
     line = low[hashes: len(text) if line_end < 0 else line_end]
-    return any(key in line for key in _CLOSING_KEYS)
+    return any(key in line for key in CLOSING_KEYS)
 
 
 @lru_cache(maxsize=64)
@@ -494,7 +494,7 @@ def _markers(kinds: tuple[str, ...], answer_tag: str) -> tuple[tuple[str, ...], 
     if "answer_tag" in kinds:
         markers.append(f"</{answer_tag}>")
     if "boxed" in kinds:
-        markers += ["\\boxed", "\\fbox"]  # (and those _statement_marks counts)
+        markers += ["\\boxed", "\\fbox"]  # (and those statement_marks counts)
     if "hashes" in kinds:
         markers.append("####")
     return tuple(markers), "closing" in kinds
@@ -527,50 +527,50 @@ def _other_box_at(text: str, start: int, name: str) -> tuple[int, str] | None:
         pos = arg.end()
     if not text.startswith("{", pos):
         return None
-    box = _box_at(text, pos)
+    box = box_at(text, pos)
     return box
 
 
-def _statements(text: str, kinds: Sequence[str],
+def final_statements(text: str, kinds: Sequence[str],
                 answer_tag: str) -> list[tuple[str, int, int, str]]:
     """(kind, start, end, answer) of every final statement of the given kinds, in text
     order."""
     found: list[tuple[str, int, int, str]] = []
     if "answer_tag" in kinds:
-        for start, end, block in _tag_block_spans(text, answer_tag):
+        for start, end, block in tag_block_spans(text, answer_tag):
             inner = boxed(block)
             found.append(("answer_tag", start, end,
                           strip_lead_in(inner if inner is not None else block).strip()))
     if "boxed" in kinds:
         for name in ("\\boxed", "\\fbox"):
             pos = text.find(name)
-            while pos >= 0 and len(found) < _MAX_STATEMENTS:
-                box = _box_at(text, pos)
+            while pos >= 0 and len(found) < MAX_STATEMENTS:
+                box = box_at(text, pos)
                 if box is not None:
                     found.append(("boxed", pos, box[0], box[1].strip()))
                 pos = text.find(name, pos + len(name))
         for name in _OTHER_BOXES:  # \framebox{18}, \colorbox{yellow}{18}, ...
             pos = text.find(name)
-            while pos >= 0 and len(found) < _MAX_STATEMENTS:
+            while pos >= 0 and len(found) < MAX_STATEMENTS:
                 box = _other_box_at(text, pos, name)
                 if box is not None:
                     found.append(("boxed", pos, box[0], box[1].strip()))
                 pos = text.find(name, pos + len(name))
         if "**" in text or "\\textbf" in text:  # "**17**" alone on its line
             for line in _BOLD_LINE.finditer(text):
-                if len(found) >= _MAX_STATEMENTS:
+                if len(found) >= MAX_STATEMENTS:
                     break
                 answer = strip_lead_in(line.group(1) or line.group(2) or "").strip()
                 if read_number(answer) is not None:
                     found.append(("bold", line.start(), line.end(), answer))
     if "hashes" in kinds:
         pos = text.find("####")
-        while pos >= 0 and len(found) < _MAX_STATEMENTS:
+        while pos >= 0 and len(found) < MAX_STATEMENTS:
             end = text.find("\n", pos)
             end = len(text) if end < 0 else end
             found.append(("hashes", pos, end, strip_lead_in(text[pos + 4 : end]).strip()))
             pos = text.find("####", end)
     if "closing" in kinds:
-        found += [("closing", *closing) for closing in _closings(text)]
+        found += [("closing", *closing) for closing in closing_phrases(text)]
     found.sort(key=lambda statement: statement[1])
     return found

@@ -1,7 +1,7 @@
 """math_answer's parameters (:class:`MathParams`) and its extraction strategies.
 
 Apart from :mod:`rewardkit.builtin.math` because the reward, its exact fast path
-(:mod:`~rewardkit.builtin._math_fast`) and the reading of its samples all take them, and
+(:mod:`~rewardkit.builtin.math.fast_path`) and the reading of its samples all take them, and
 the fast path must not import the reward's module (math.py calls the fast path).
 """
 

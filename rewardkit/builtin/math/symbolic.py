@@ -2,11 +2,11 @@
 
 math-verify is imported on first use (``pip install 'rewardkit[math]'``; None when
 missing) with its signal timeouts off (math_answer bounds its symbolic steps with
-:mod:`~rewardkit.builtin._math_deadline`, in any thread). Answers are
+:mod:`~rewardkit.builtin.math.deadline`, in any thread). Answers are
 rewritten into the LaTeX it reads where it misreads a form (``√2``, ``∞``, MATLAB
 matrices, trailing phrases, units in a list), bare answers are parsed as one formula,
 and two exact numbers it calls equal after rounding are checked exactly
-(:func:`_exactly_different`). Shared by the reward's symbolic path and its exact fast
+(:func:`exactly_different`). Shared by the reward's symbolic path and its exact fast
 path.
 """
 
@@ -16,24 +16,24 @@ import logging
 import re
 from typing import Any
 
-from rewardkit.builtin._plain_numbers import normalise
+from rewardkit.builtin.math.numbers import normalise
 
 #: the longest tail of an output that math-verify reads
-_MAX_REGION = 8000
+MAX_PARSED_REGION = 8000
 
 
-def _parse_output(mv: Any, text: str) -> list[Any]:
+def parse_output(mv: Any, text: str) -> list[Any]:
     """math-verify's parse of a model output with its default extraction (LaTeX anywhere,
     boxed first, then expressions and numbers), signals off."""
     return list(mv.parse(text, parsing_timeout=None) or [])
 
 
-def _parse(mv: Any, text: str, fallback: bool) -> list[Any]:
+def parse_answer(mv: Any, text: str, fallback: bool) -> list[Any]:
     """math-verify's parse of a bare answer, signals off (math_answer's symbolic_timeout is
     the guard): as written when it carries its own math delimiters, else as LaTeX math,
     then with decoration removed, then as free text."""
     mode = "first_match" if fallback else "no_fallback"
-    text = _cas_form(text)
+    text = cas_form(text)
     stripped = text.strip()
     delimited = stripped.startswith(("$", "\\(", "\\[")) or "\\boxed" in stripped
     candidates = [stripped] if delimited else [f"${stripped}$"]
@@ -63,11 +63,11 @@ _UNIT_AFTER_NUMBER = re.compile(
     r"(\d)\s*(?:\\[ ,;!]\s*)*\\(?:text|mbox|mathrm)\s*\{[^{}\d\\]*\}")
 
 
-#: the longest answer _cas_form rewrites
+#: the longest answer cas_form rewrites
 _MAX_REWRITTEN = 1000
 
 
-def _cas_form(answer: str) -> str:
+def cas_form(answer: str) -> str:
     """An answer rewritten into the LaTeX math-verify reads, where it writes a value in a
     form math-verify misreads: the root sign ``√2`` (read as nothing, so ``4√2`` was 4),
     ``∞``, ``∪`` and ``∩`` (``(-∞, -3) ∪ (3, +∞)`` was not an interval),
@@ -100,14 +100,14 @@ def _cas_form(answer: str) -> str:
     return answer
 
 
-def _bare_formula(answer: str) -> bool:
+def is_bare_formula(answer: str) -> bool:
     """An answer that is a formula written without math delimiters and without words
     (``2x^2+x-1``, ``y = -5x - 3``), which math-verify would read only a number of."""
     return bool(answer) and not any(d in answer for d in ("$", "\\(", "\\[", "\\boxed")) \
         and not _ENGLISH_WORD.search(_LATEX_TEXT.sub(" ", answer))
 
 
-def _exactly_different(gold: list[Any], pred: list[Any], read: str) -> bool:
+def exactly_different(gold: list[Any], pred: list[Any], read: str) -> bool:
     """Whether two values math-verify calls equal are, written exactly, different
     numbers: math-verify compares numbers after rounding, which is right for decimals
     (``0.333``) and wrong for exact values that differ far past the sixth digit
@@ -141,7 +141,7 @@ def _exactly_different(gold: list[Any], pred: list[Any], read: str) -> bool:
         return False
 
 
-def _delimited(region: str) -> str:
+def as_one_formula(region: str) -> str:
     """An answer block without math delimiters (``\\{3, 1, 2\\}``) read as one formula."""
     if "$" in region or "\\(" in region or "\\[" in region or "\\boxed" in region:
         return region
@@ -151,7 +151,7 @@ def _delimited(region: str) -> str:
 _mv_module: Any = None
 
 
-def _math_verify() -> Any:
+def load_math_verify() -> Any:
     """math_verify, imported on first use (None when not installed); its once-per-process
     warning about disabled signal timeouts is silenced, since that is deliberate here."""
     global _mv_module

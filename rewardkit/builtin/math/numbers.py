@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from rewardkit.builtin._answers import boxed
+from rewardkit.builtin.math.extraction import boxed
 
 #: longest text read as a plain number; longer "numbers" are spam, not answers
 MAX_NUMBER_CHARS = 120
@@ -34,7 +34,7 @@ class PlainNumber:
 
 
 _DELIMITED = re.compile(r"^(?:\$\$(.*)\$\$|\$(.*)\$|\\\((.*)\\\)|\\\[(.*)\\\])$", re.DOTALL)
-_TEXT_CMD = re.compile(r"\\(?:text|mathrm|textbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
+TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
 _LATEX_NOISE = re.compile(r"\\[,!;: ]|\\left|\\right|\\displaystyle|~")
 _DEGREES = re.compile(r"\^\s*\{?\\circ\}?|°")
 _UNIT_WORDS = re.compile(
@@ -85,7 +85,7 @@ def normalise(answer: str) -> str:
     if ",\\!" in s:  # "11,\\! 111,\\! 100"
         s = _THIN_SPACE_GROUP.sub(",", s)
     s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    s = _TEXT_CMD.sub(lambda t: " " + t.group(1), s)
+    s = TEXT_COMMAND.sub(lambda t: " " + t.group(1), s)
     s = _LATEX_NOISE.sub(" ", s)
     s = _DEGREES.sub("", s)
     s = s.strip().rstrip(".").strip()

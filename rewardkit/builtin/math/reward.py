@@ -10,25 +10,22 @@
     ``pip install 'rewardkit[math]'`` and imported only when first needed. Only an
     answer the output commits to is paid: several different final answers, negated,
     questioned or retracted mentions, hedges and bounds are wrong (see
-    ``rewardkit.builtin._commitment``).
+    ``rewardkit.builtin.math.commitment``).
 
 Why ``math_answer`` is declared ``mode="process"``: sympy can hang or eat memory on
 inputs a policy will produce (``10^{10^{10^{10}}}``, ``1000000!``, deep ``\\frac``
 nests), and only a worker process can be stopped from outside without signals. Its
 symbolic grading is bounded in any mode all the same: each sample's parses and
 comparisons share one deadline, ``symbolic_timeout``
-(:mod:`~rewardkit.builtin._math_deadline`), past which the answer is wrong (not shown
+(:mod:`~rewardkit.builtin.math.deadline`), past which the answer is wrong (not shown
 equal) rather than a timeout, and each verdict is remembered per (reference, output). The
 pool costs about 20 µs per sample in IPC, far below one math-verify call (~0.5 ms), so
 the fast path stays fast. A purely numeric setup (``symbolic: false``) does bounded work
 on any input and may run inline: ``mode: inline`` on the config component.
 
 This module holds the two rewards, math_answer's plain-number verdict and its symbolic
-path; the rest of math_answer is in modules named for what they hold: ``_math_params``
-(MathParams), ``_math_sample`` (what it reads from a sample), ``_math_references`` (what
-a gold answer is), ``_math_verify_bridge`` (math-verify), ``_math_cost_guards`` (what
-sympy must not see) and ``_math_fast`` (the exact fast path, which imports those and
-never this module).
+path; the rest of math_answer is in the other modules of this package
+(:mod:`rewardkit.builtin.math` lists them and what each offers the others).
 """
 
 from __future__ import annotations
@@ -46,46 +43,46 @@ from typing import Any
 from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
-from rewardkit.builtin._answers import (
-    STATEMENTS,
-    Found,
-    reference_text,
-    strip_calculator_notes,
-)
-from rewardkit.builtin._commitment import (
+from rewardkit.builtin._tag_blocks import tag_block, tag_blocks
+from rewardkit.builtin.choice import GOLD_LETTER, choice_score, sample_options
+from rewardkit.builtin.math.commitment import (
     competing_answers,
     competing_statements,
     hedged,
     read_answer,
 )
-from rewardkit.builtin._hedge_forms import one_value, several_values
-from rewardkit.builtin._math_cost_guards import _too_costly
-from rewardkit.builtin._math_deadline import SymbolicTimeout, bounded
-from rewardkit.builtin._math_fast import fast_verdict
-from rewardkit.builtin._math_params import MathParams
-from rewardkit.builtin._math_references import (
-    _last_words,
-    _plain_reference,
-    _reference_kind,
-    _Symbolic,
-    _symbolic_reference,
-    _WordAnswer,
-    _words,
+from rewardkit.builtin.math.cost_guards import too_costly
+from rewardkit.builtin.math.deadline import SymbolicTimeout, bounded
+from rewardkit.builtin.math.extraction import (
+    STATEMENTS,
+    Found,
+    reference_text,
+    strip_calculator_notes,
 )
-from rewardkit.builtin._math_sample import _find, _ok_score, _verdict
-from rewardkit.builtin._math_verify_bridge import (
-    _MAX_REGION,
-    _bare_formula,
-    _cas_form,
-    _delimited,
-    _exactly_different,
-    _math_verify,
-    _parse,
-    _parse_output,
+from rewardkit.builtin.math.fast_path import fast_verdict
+from rewardkit.builtin.math.hedges import one_value, several_values
+from rewardkit.builtin.math.numbers import PlainNumber, numbers_match
+from rewardkit.builtin.math.params import MathParams
+from rewardkit.builtin.math.references import (
+    SymbolicReference,
+    WordReference,
+    closing_word_span,
+    plain_reference,
+    reference_kind,
+    symbolic_reference,
+    word_form,
 )
-from rewardkit.builtin._plain_numbers import PlainNumber, numbers_match
-from rewardkit.builtin._tag_blocks import tag_block, tag_blocks
-from rewardkit.builtin.choice import GOLD_LETTER, choice_score, sample_options
+from rewardkit.builtin.math.sample import find_answer, ok_score, verdict_score
+from rewardkit.builtin.math.symbolic import (
+    MAX_PARSED_REGION,
+    as_one_formula,
+    cas_form,
+    exactly_different,
+    is_bare_formula,
+    load_math_verify,
+    parse_answer,
+    parse_output,
+)
 from rewardkit.hookspecs import hookimpl
 from rewardkit.text.graded import graded_text
 from rewardkit.text.prompt import prompt_text
@@ -143,12 +140,12 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     every step: the common case, a plain-number gold, is tested first.)"""
     reference = sample.reference
     if type(reference) is str:  # read each distinct reference once
-        gold = _reference_kind(reference, params.decimal_comma, params.symbolic)
+        gold = reference_kind(reference, params.decimal_comma, params.symbolic)
     else:
-        gold = _plain_reference(reference, params)
+        gold = plain_reference(reference, params)
     if type(gold) is Score:
         return gold
-    if type(gold) is _Symbolic:
+    if type(gold) is SymbolicReference:
         if gold.comma_decimal is not None:  # paid as the decimal here, else as the list
             return _comma_decimal_verdict(sample, gold.comma_decimal, params)
         letter = GOLD_LETTER.fullmatch(gold.text) if params.choice else None
@@ -163,7 +160,7 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
     prompt = prompt_text(sample.prompt)
-    found, refusal = _find(text, params, prompt)
+    found, refusal = find_answer(text, params, prompt)
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
     if type(gold) is PlainNumber:
@@ -171,11 +168,12 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
             return Score.ok(params.wrong, "no answer found")
         return _plain_verdict(gold, found, params, prompt,
                               reference if type(reference) is str else "")
-    assert type(gold) is _WordAnswer
-    words = found.answer if found else _last_words(text)
+    assert type(gold) is WordReference
+    words = found.answer if found else closing_word_span(text)
     if words is None:
         return Score.ok(params.wrong, "no answer found")
-    return _verdict(_words(words) == gold.words, params, found.how if found else "words", words)
+    how = found.how if found else "words"
+    return verdict_score(word_form(words) == gold.words, params, how, words)
 
 
 
@@ -189,7 +187,7 @@ def _comma_decimal_verdict(sample: Sample, decimal: PlainNumber,
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
     prompt = prompt_text(sample.prompt)
-    found, refusal = _find(text, params, prompt)
+    found, refusal = find_answer(text, params, prompt)
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
     if found is None:
@@ -234,7 +232,7 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
         same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
         if not same and gold_text and params.rel_tol is None:
             same = _rounds_to(gold_text, gold, pred, found.answer)
-        return _ok_score(float(params.score if same else params.wrong), found.how, found.answer)
+        return ok_score(float(params.score if same else params.wrong), found.how, found.answer)
     readings = _percent_readings(pred, gold, prompt)
     if not readings:
         return Score.ok(params.wrong, "a percentage is not the quantity asked for",
@@ -242,7 +240,7 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
     same = any(numbers_match(gold, p, params.abs_tol, params.rel_tol) for p in readings)
     if not same and gold_text and params.rel_tol is None:
         same = any(_rounds_to(gold_text, gold, p, found.answer) for p in readings)
-    return _ok_score(float(params.score if same else params.wrong), found.how, found.answer)
+    return ok_score(float(params.score if same else params.wrong), found.how, found.answer)
 
 
 def _percent_readings(pred: PlainNumber, gold: PlainNumber, prompt: str) -> list[PlainNumber]:
@@ -339,12 +337,13 @@ def _warm_math_verify() -> None:
     module behind, and no sample's symbolic_timeout is spent loading them (a worker's
     first symbolic sample pays for them within its hard timeout, as it always did)."""
     global _warmed
-    mv = _math_verify()
+    mv = load_math_verify()
     if mv is None or _warmed:
         return
     _warmed = True
     with contextlib.suppress(Exception):  # a warm-up: graded calls report their own errors
-        mv.verify(_parse(mv, "x+1", False), _parse(mv, "1+x", False), timeout_seconds=None)
+        mv.verify(parse_answer(mv, "x+1", False), parse_answer(mv, "1+x", False),
+                  timeout_seconds=None)
 
 
 #: the verdicts math_answer reached past its quick checks, by :func:`_graded_key`, in this
@@ -392,37 +391,37 @@ def _costly_plain_answer(sample: Sample, params: MathParams) -> Score | None:
     bound: refused before sympy sees it, and before math-verify and sympy are imported
     (a worker's first import takes seconds on a loaded machine, inside the sample's hard
     timeout, and would hand the answer back as a timeout, masked, instead of wrong)."""
-    if not isinstance(_plain_reference(sample.reference, params), PlainNumber):
+    if not isinstance(plain_reference(sample.reference, params), PlainNumber):
         return None
-    early, _ = _find(graded_text(sample.text, params.reasoning_tag) or "", params)
-    refusal = _too_costly(early.answer, params.max_symbolic_chars) if early else ""
+    early, _ = find_answer(graded_text(sample.text, params.reasoning_tag) or "", params)
+    refusal = too_costly(early.answer, params.max_symbolic_chars) if early else ""
     return Score.ok(params.wrong, refusal, via=early.how) if refusal and early else None
 
 
 def _symbolic_verdict(sample: Sample, params: MathParams) -> Score:
     """math_answer past its quick checks: the exact fast path, else math-verify; run
-    under :func:`~rewardkit.builtin._math_deadline.bounded`."""
+    under :func:`~rewardkit.builtin.math.deadline.bounded`."""
     fast = fast_verdict(sample, params)  # exact answers, each distinct one graded once
     if fast is not None:
         return fast
-    gold = _plain_reference(sample.reference, params)  # (costly answers to a number: refused)
-    mv = _math_verify()
+    gold = plain_reference(sample.reference, params)  # (costly answers to a number: refused)
+    mv = load_math_verify()
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
     if isinstance(gold, PlainNumber):  # hand math-verify the value, not "72 clips"
         value = gold.value
-        gold_parsed = _parse(mv, str(value.numerator) if value.denominator == 1 else
+        gold_parsed = parse_answer(mv, str(value.numerator) if value.denominator == 1 else
                              f"\\frac{{{value.numerator}}}{{{value.denominator}}}", False)
     else:
         parsed = _gold_once(sample.reference) if type(sample.reference) is str \
-            else _symbolic_reference(mv, sample.reference)
+            else symbolic_reference(mv, sample.reference)
         if isinstance(parsed, Score):
             return parsed
         gold_parsed = list(parsed)
     text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
-    found, refusal = _find(text, params, prompt_text(sample.prompt))
+    found, refusal = find_answer(text, params, prompt_text(sample.prompt))
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
     single = one_value(reference_text(sample.reference) or "")
@@ -444,7 +443,7 @@ def _symbolic_verdict(sample: Sample, params: MathParams) -> Score:
 def _gold_once(reference: str) -> tuple[Any, ...] | Score:
     """math-verify's parse of a symbolic reference, once per distinct reference in this
     process (a parse cut short by the deadline is not kept)."""
-    parsed = _symbolic_reference(_math_verify(), reference)
+    parsed = symbolic_reference(load_math_verify(), reference)
     return parsed if isinstance(parsed, Score) else tuple(parsed)
 
 
@@ -456,7 +455,7 @@ def _several_answers(mv: Any, found: Found, params: MathParams, one_value: bool)
     """Whether the output stands by another final statement that math-verify finds
     different from ``found``. For a gold that is a set or a list, boxes may together form
     the answer (``x = \\boxed{2}`` and ``x = \\boxed{5}``), so only answer blocks count."""
-    if found.how not in STATEMENTS or _too_costly(found.answer, params.max_symbolic_chars):
+    if found.how not in STATEMENTS or too_costly(found.answer, params.max_symbolic_chars):
         return False  # (a costly answer is refused by _symbolic, unparsed)
     others = [answer for how, answer in competing_statements(
         found, params.extract, params.answer_tag, first=params.occurrence == "first")
@@ -464,11 +463,11 @@ def _several_answers(mv: Any, found: Found, params: MathParams, one_value: bool)
             found.answer.split())]
     if not others:
         return False
-    mine = _parse(mv, found.answer, fallback=True)
+    mine = parse_answer(mv, found.answer, fallback=True)
     for other in others[:_MAX_COMPARED]:
-        if _too_costly(other, params.max_symbolic_chars):
+        if too_costly(other, params.max_symbolic_chars):
             return True
-        theirs = _parse(mv, other, fallback=True)
+        theirs = parse_answer(mv, other, fallback=True)
         if mine and theirs and not mv.verify(mine, theirs, timeout_seconds=None):
             return True
     return False
@@ -480,43 +479,43 @@ def _several_answers(mv: Any, found: Found, params: MathParams, one_value: bool)
 def _symbolic(gold: list[Any], text: str, found: Found | None, params: MathParams,
               only_answer: bool = False) -> Score:
     """Compare with math-verify, letting its own extraction find the answer: in the answer
-    block when there is one, else in the whole output (the last ``_MAX_REGION``
+    block when there is one, else in the whole output (the last ``MAX_PARSED_REGION``
     characters). ``only_answer`` (a plain-number gold): only in the answer found, since
     math-verify reads a number anywhere in a text, stated as the answer or not."""
-    mv = _math_verify()
+    mv = load_math_verify()
     if mv is None:
         return Score.error("math-verify is not installed: pip install 'rewardkit[math]'")
     how = found.how if found else "math-verify"
     one_formula = ("answer_tag", "hashes", "bare") if not only_answer else (
         "answer_tag", "hashes", "bare", "boxed", "closing", "math_span", "last_number")
-    formula = _cas_form(found.answer) if found is not None else ""
-    if found is not None and found.how == "closing" and _bare_formula(formula):
+    formula = cas_form(found.answer) if found is not None else ""
+    if found is not None and found.how == "closing" and is_bare_formula(formula):
         formula = f"${formula}$"  # "The answer is 2x^2+x-1": the formula, not its 2
     if found is not None and found.how == "bare":  # the whole output is the answer
-        region = _delimited(_cas_form(found.text[found.start : found.end].strip()))
+        region = as_one_formula(cas_form(found.text[found.start : found.end].strip()))
     elif found is not None and found.how in one_formula:
-        region = _delimited(formula)  # the answer block: one formula
+        region = as_one_formula(formula)  # the answer block: one formula
     elif found is not None and formula != found.answer:
         # rewritten where it stands: math-verify still reads the other boxes beside it
         # (``\boxed{0}`` or ``\boxed{(a, 1) \text{ for all } a}`` is not ``(a, 1)``)
         span = found.text[found.start : found.end]
         span = span.replace(found.answer, formula, 1) if found.answer in span else formula
         region = strip_calculator_notes(
-            found.text[: found.start] + span + found.text[found.end :])[-_MAX_REGION:]
+            found.text[: found.start] + span + found.text[found.end :])[-MAX_PARSED_REGION:]
     else:
-        region = strip_calculator_notes(text)[-_MAX_REGION:]
-    refusal = _too_costly(found.answer, params.max_symbolic_chars) if found else ""
-    refusal = refusal or _too_costly(region, _MAX_REGION, max_powers=None)
+        region = strip_calculator_notes(text)[-MAX_PARSED_REGION:]
+    refusal = too_costly(found.answer, params.max_symbolic_chars) if found else ""
+    refusal = refusal or too_costly(region, MAX_PARSED_REGION, max_powers=None)
     if refusal:
         return Score.ok(params.wrong, refusal, via=how)
-    pred = _parse_output(mv, region)
+    pred = parse_output(mv, region)
     if not pred and found is not None and found.answer != region:
-        pred = _parse(mv, found.answer, fallback=True)
+        pred = parse_answer(mv, found.answer, fallback=True)
     if not pred:
         return Score.ok(params.wrong, "no answer found" if found is None else
                         "answer cannot be parsed", via=how)
     same = bool(mv.verify(gold, pred, timeout_seconds=None))
-    if same and _exactly_different(gold, pred, region):
+    if same and exactly_different(gold, pred, region):
         same = False
     return Score.ok(params.score if same else params.wrong, via=how,
                     extracted=str(pred[-1])[:200])
