@@ -108,8 +108,9 @@ def test_new_plugin_installs_registers_and_passes_its_own_tests(tmp_path):
                                 str(folder)], capture_output=True, text=True, timeout=300,
                                cwd=folder, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
         assert tests.returncode == 0, tests.stdout + tests.stderr
-        # 5 cases + 12 probes + 3 exploit probes (the others do not apply) + 2 unit tests
-        assert "22 passed, 12 skipped" in tests.stdout
+        # 5 cases + 12 probes + 3 exploit probes (the others, harness_forgery among them,
+        # do not apply to a text reward: 13 skipped) + 2 unit tests
+        assert "22 passed, 13 skipped" in tests.stdout
     finally:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "-q", "-y",
                         "rewardkit-keywords"], capture_output=True, timeout=300)
