@@ -60,6 +60,10 @@ INTERRUPTED_SCORE = """
 import fcntl, os, signal, sys, tempfile
 from rewardkit.cli import main
 
+# Ctrl-C as a terminal's user sends it to a process started from a shell: the default
+# handler, the signal not blocked (a test runner's ignored or blocked SIGINT is inherited)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 point = sys.argv.pop(1)
 fired = []
 
