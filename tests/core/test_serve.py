@@ -73,8 +73,10 @@ class Server:
         return self.proc.returncode
 
 
-def start(tmp_path: Path, config: str, *args: str, env: dict[str, str] | None = None
-          ) -> Server:
+def start(tmp_path: Path, config: str, *args: str, env: dict[str, str] | None = None,
+          timeout: float = START_TIMEOUT) -> Server:
+    """``rewardkit serve`` (the CLI with the test rewards registered) once it has written
+    its port file; a test failure naming its error if it exits or takes ``timeout`` s."""
     cfg = tmp_path / "rewards.yaml"
     cfg.write_text(config, encoding="utf-8")
     port_file = tmp_path / "port"
@@ -83,7 +85,7 @@ def start(tmp_path: Path, config: str, *args: str, env: dict[str, str] | None = 
          "--port-file", str(port_file), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **(env or {})})
-    deadline = time.monotonic() + START_TIMEOUT
+    deadline = time.monotonic() + timeout
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()

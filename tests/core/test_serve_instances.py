@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from test_serve import FAULTY_CLI, GOOD, REQUEST_TIMEOUT, START_TIMEOUT, Server, request
+from test_serve import start as start_serve
 
 CONFIG = """
 rewards:
@@ -38,22 +39,9 @@ rewards:
 
 
 def start(tmp_path: Path, config: str, *args: str) -> Server:
-    """``rewardkit serve`` (the CLI with the test rewards registered) once the parent has
-    written the port file: every instance accepts connections."""
-    cfg = tmp_path / "rewards.yaml"
-    cfg.write_text(config, encoding="utf-8")
-    port_file = tmp_path / "port"
-    proc = subprocess.Popen([sys.executable, FAULTY_CLI, "serve", str(cfg), "--port", "0",
-                             "--port-file", str(port_file), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + START_TIMEOUT * 2
-    while not port_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            _, err = proc.communicate(timeout=10)
-            pytest.fail(f"server did not start (exit {proc.returncode}): {err[-2000:]}")
-        time.sleep(0.05)
-    return Server(proc, f"http://127.0.0.1:{int(port_file.read_text())}")
+    """``rewardkit serve`` once the parent has written the port file: every instance
+    accepts connections (given twice a lone server's start time)."""
+    return start_serve(tmp_path, config, *args, timeout=START_TIMEOUT * 2)
 
 
 def health(url: str) -> dict[str, Any]:
