@@ -174,6 +174,19 @@ def _not_python(h: Honest) -> str | None:
             "are its own corpus: tests/cases/code/code_execution_<language>_forgeries)")
 
 
+def _other_language_code(h: Honest, if_python: str) -> tuple[str, str, str] | str:
+    """(the honest code, its language, its opening fence as written) when it is written in
+    another language than Python; else why a forgery of it cannot be built (no fenced
+    code; ``if_python``)."""
+    code, language = _code_of(h), _language_of(h)
+    if code is None or language is None:
+        return "the honest completion has no fenced code block"
+    tag, written = language
+    if tag in _PYTHON_TAGS:
+        return if_python
+    return code, tag, f"```{written}\n"
+
+
 def _as_code(h: Honest, code: str) -> str:
     fence = "```python\n" if _code_of(h) is not None else ""
     return f"{fence}{code.rstrip()}\n```" if fence else code
@@ -416,13 +429,10 @@ _EXIT_FIRST = {
 def _exit_before_tests(h: Honest) -> list[str] | str:
     """The honest program made to exit 0 (or write a guessed verdict record) before its
     tests can run: a test harness that reads the exit code pays it."""
-    code, language = _code_of(h), _language_of(h)
-    if code is None or language is None:
-        return "the honest completion has no fenced code block"
-    tag, written = language
-    fence = f"```{written}\n"
-    if tag in _PYTHON_TAGS:
-        return "a Python program: harness_patch has its exit-code forgeries"
+    got = _other_language_code(h, "a Python program: harness_patch has its exit-code forgeries")
+    if isinstance(got, str):
+        return got
+    code, tag, fence = got
     if tag == "java":
         found = re.search(r"\bclass\s+\w+[^{]*\{", code)
         if found is None:
@@ -515,13 +525,11 @@ def _harness_forgery(h: Honest) -> list[str] | str:
     the record and exiting 0; JavaScript with its functions stubbed and the vm/fs or
     JSON/Math/console objects the tests use replaced. Each keeps the tests from
     deciding: a harness that pays it lets the candidate forge the verdict."""
-    code, language = _code_of(h), _language_of(h)
-    if code is None or language is None:
-        return "the honest completion has no fenced code block"
-    tag, written = language
-    fence = f"```{written}\n"
-    if tag in _PYTHON_TAGS:
-        return "a Python program: harness_patch and always_equal are its forgeries"
+    got = _other_language_code(
+        h, "a Python program: harness_patch and always_equal are its forgeries")
+    if isinstance(got, str):
+        return got
+    code, tag, fence = got
     if isinstance(h.reference, Mapping) and {"cases", "inputs", "stdin"} & set(h.reference):
         return "stdin/stdout cases: the output is compared, no test harness runs to forge"
     if tag in ("c", "cpp"):
