@@ -156,13 +156,10 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
             return choice_score(text, letter.group(1), sample_options(sample),
                                 params.answer_tag, params.score, params.wrong)
         return None  # math-verify must first say whether the reference is an answer at all
-    text = graded_text(sample.text, params.reasoning_tag)
-    if text is None:
-        return Score.ok(params.wrong, "the reasoning never closes")
-    prompt = prompt_text(sample.prompt)
-    found, refusal = find_answer(text, params, prompt)
-    if refusal and found:
-        return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
+    read = _answer_read(sample, params)
+    if isinstance(read, Score):
+        return read
+    text, prompt, found = read
     if type(gold) is PlainNumber:
         if found is None:
             return Score.ok(params.wrong, "no answer found")
@@ -176,13 +173,9 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     return verdict_score(word_form(words) == gold.words, params, how, words)
 
 
-
-
-def _comma_decimal_verdict(sample: Sample, decimal: PlainNumber,
-                           params: MathParams) -> Score | None:
-    """A gold such as ``-2,1`` (a list, or a decimal comma): the score when the answer is
-    its decimal reading or is refused outright, else None: math-verify then compares the
-    answer with the list (``1, -2`` for the roots -2 and 1)."""
+def _answer_read(sample: Sample, params: MathParams) -> Score | tuple[str, str, Found | None]:
+    """(the graded text, the prompt as text, the answer the output commits to), or the
+    wrong Score when the reasoning never closes or the output refuses the answer found."""
     text = graded_text(sample.text, params.reasoning_tag)
     if text is None:
         return Score.ok(params.wrong, "the reasoning never closes")
@@ -190,6 +183,18 @@ def _comma_decimal_verdict(sample: Sample, decimal: PlainNumber,
     found, refusal = find_answer(text, params, prompt)
     if refusal and found:
         return Score.ok(params.wrong, refusal, via=found.how, extracted=found.answer[:200])
+    return text, prompt, found
+
+
+def _comma_decimal_verdict(sample: Sample, decimal: PlainNumber,
+                           params: MathParams) -> Score | None:
+    """A gold such as ``-2,1`` (a list, or a decimal comma): the score when the answer is
+    its decimal reading or is refused outright, else None: math-verify then compares the
+    answer with the list (``1, -2`` for the roots -2 and 1)."""
+    read = _answer_read(sample, params)
+    if isinstance(read, Score):
+        return read
+    _, prompt, found = read
     if found is None:
         return None
     verdict = _plain_verdict(decimal, found, params, prompt)
