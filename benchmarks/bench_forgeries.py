@@ -35,7 +35,7 @@ from typing import Any
 import rewardkit_sandbox
 import yaml
 from rewardkit_code import CodeExecution
-from rewardkit_code.sandboxes import shared_pool
+from rewardkit_code.sandboxes import shared_sandbox_pool
 from rewardkit_sandbox import SandboxPool
 from rewardkit_sandbox import _go_imports as go_imports
 from rewardkit_sandbox import _language_harnesses as harnesses  # the testify shim for Go
@@ -199,9 +199,9 @@ def main() -> None:
     args = parser.parse_args()
     print(f"rewardkit_sandbox from {Path(rewardkit_sandbox.__file__).parent}")
     figures = {}
-    # the rule's pool claims its slot uids as the reward's does (shared_pool): a second
+    # the rule's pool claims its slot uids as the reward's does (shared_sandbox_pool): a second
     # pool on the default uids would take over the slots of another run on this machine
-    pool = shared_pool(1) if args.codegeex_rule else None
+    pool = shared_sandbox_pool(1) if args.codegeex_rule else None
     for language in args.languages.split(","):
         figures[language] = row = measure(language, pool)
         rule = (f"  CodeGeeX rule paid {row['codegeex_rule_paid']}/{row['tried']} "

@@ -144,9 +144,9 @@ def main() -> None:
         "params": {"mode": "binary", "timeout_s": TIMEOUT_S, "concurrency": workers}}}})
     samples = samples_of(problems)
     rs.score(samples[:workers * 2])  # sandbox zygotes up
-    from rewardkit_code.sandboxes import shared_pool
+    from rewardkit_code.sandboxes import shared_sandbox_pool
 
-    zygotes = shared_pool(workers).zygote_pids()  # the pool the reward uses
+    zygotes = shared_sandbox_pool(workers).zygote_pids()  # the pool the reward uses
     load_before = os.getloadavg()
     he_times, rk_times, ratios = [], [], []
     he_cpu, rk_own_cpu, rk_sandbox_cpu = [], [], []

@@ -51,8 +51,8 @@ from rewardkit_code.sandboxes import (
     MOST_LOCAL_SLOTS,
     default_slots,
     local_budget,
-    shared_executor,
-    shared_pool,
+    shared_call_threads,
+    shared_sandbox_pool,
 )
 
 _MIB = 1024 * 1024
@@ -312,8 +312,8 @@ class CodeExecution(Reward):
         params = self.params
         if params.runner != "local":
             threads = params.concurrency or _REMOTE_CONCURRENCY
-            return shared_executor("rewardkit-code-remote", threads)
-        return shared_executor("rewardkit-code-sandbox", params.concurrency or default_slots())
+            return shared_call_threads("rewardkit-code-remote", threads)
+        return shared_call_threads("rewardkit-code-sandbox", params.concurrency or default_slots())
 
     def _runner(self, n_tests: int) -> Runner:
         """A runner whose wall limit fits ``n_tests`` tests (0: one program run)."""
@@ -336,7 +336,7 @@ class CodeExecution(Reward):
             # each test is a whole test program: its limits are the test's own
             offered = [params.node_modules] if params.node_modules else []
             return CompiledRunner(
-                shared_pool(params.concurrency, offered),
+                shared_sandbox_pool(params.concurrency, offered),
                 params.language,
                 limits=_limits(params.timeout_s, params.timeout_s, params.memory_mb),
                 compile_limits=_compile_limits(params.compile_timeout_s),
@@ -350,7 +350,7 @@ class CodeExecution(Reward):
             wall + (_BATCH_OVERHEAD_S if n_tests else 0.0), params.timeout_s, params.memory_mb
         )
         return PythonRunner(
-            shared_pool(params.concurrency),
+            shared_sandbox_pool(params.concurrency),
             limits=limits,
             test_timeout_s=params.timeout_s,
             stop_on_first_failure=stop_early,

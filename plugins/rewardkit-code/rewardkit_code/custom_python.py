@@ -56,8 +56,8 @@ from rewardkit_code.sandboxes import (
     MOST_LOCAL_SLOTS,
     default_slots,
     local_budget,
-    shared_executor,
-    shared_pool,
+    shared_call_threads,
+    shared_sandbox_pool,
 )
 
 _MIB = 1024 * 1024
@@ -195,7 +195,7 @@ class PythonReward(Reward):
 
     def _executor(self) -> ThreadPoolExecutor:
         threads = self.params.concurrency or default_slots()
-        return shared_executor("rewardkit-code-restricted", threads)
+        return shared_call_threads("rewardkit-code-restricted", threads)
 
     def _grade_chunk(self, samples: Sequence[Sample]) -> list[Score]:
         if not samples:
@@ -214,7 +214,7 @@ class PythonReward(Reward):
             wall_time_s=limit, cpu_time_s=limit, memory_bytes=params.memory_mb * _MIB
         )
         try:
-            pool = shared_pool(params.concurrency, (restricted_python_path(),))
+            pool = shared_sandbox_pool(params.concurrency, (restricted_python_path(),))
         except SandboxUnavailableError as error:
             return [Score.error(f"sandbox unavailable: {error}")] * len(samples)
         payload = json.dumps(request, default=str)

@@ -1,4 +1,5 @@
-"""One sandbox pool (and one thread executor feeding it) per process, shared by rewards.
+"""One sandbox pool (:func:`shared_sandbox_pool`) and one thread executor feeding it
+(:func:`shared_call_threads`) per process and setting, shared by rewards.
 
 Starting a ``SandboxPool`` costs a zygote per slot, so rewards do not own pools: they
 ask for one here on first use and every reward instance with the same settings gets
@@ -87,8 +88,11 @@ def _forget_if_forked() -> None:
         _owner_pid = os.getpid()
 
 
-def shared_pool(slots: int | None = None, import_paths: Sequence[str] = ()) -> SandboxPool:
-    """The process's pool with ``slots`` slots (default: CPU count) and ``import_paths``.
+def shared_sandbox_pool(
+    slots: int | None = None, import_paths: Sequence[str] = ()
+) -> SandboxPool:
+    """The process's sandbox pool (zygotes, slot uids) with ``slots`` slots (default: CPU
+    count) and ``import_paths``.
 
     Raises ``rewardkit_sandbox.SandboxUnavailableError`` when the machine cannot confine
     untrusted code; the reward reports that as an error score.
@@ -143,10 +147,14 @@ def _claim_uid_block(directory: str | None = None) -> tuple[int, int]:
     )
 
 
-def shared_executor(name: str, threads: int) -> ThreadPoolExecutor:
-    """A thread executor named ``name`` with ``threads`` threads, made once per process.
+def shared_call_threads(name: str, threads: int) -> ThreadPoolExecutor:
+    """The process's thread executor named ``name`` with ``threads`` threads, on which a
+    reward's blocking calls (a sandbox run, a remote sandbox request) wait.
 
-    Blocking sandbox calls run here so an async reward keeps every slot busy.
+    Not :func:`rewardkit.execution.ray.shared_executor` (the Ray actors a reward set's
+    chunks go to) nor :func:`rewardkit.execution.pool.shared_pool` (its worker
+    processes): those run reward calls, these threads wait on one.
+    Blocking calls run here so an async reward keeps every slot busy.
     """
     key = (name, threads)
     with _lock:

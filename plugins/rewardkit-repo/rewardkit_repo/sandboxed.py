@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rewardkit_code.sandboxes import local_budget, shared_pool
+from rewardkit_code.sandboxes import local_budget, shared_sandbox_pool
 from rewardkit_sandbox import SandboxLimits, SandboxUnavailableError, Status
 
 from rewardkit import Score
@@ -23,7 +23,7 @@ def run_driver(driver: str, header: dict[str, Any], limits: SandboxLimits,
                name: str, **details: Any) -> Score | dict[str, Any]:
     """The driver's report (a dict), or the score that ends the row without one."""
     try:
-        pool = shared_pool(concurrency, import_paths)
+        pool = shared_sandbox_pool(concurrency, import_paths)
     except SandboxUnavailableError as error:
         return Score.error(f"no sandbox: {error}")
     with local_budget(concurrency).acquire():

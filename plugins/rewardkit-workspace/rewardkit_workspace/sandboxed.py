@@ -131,7 +131,7 @@ def _tar_of(root: str) -> bytes:
 def run_checks(criteria: list[Criterion], root: str, timeout_s: float,
                output_bytes: int = 64 * 1024) -> list[Outcome]:
     """The outcome of each command/HTTP criterion, run in one sandbox task."""
-    from rewardkit_code.sandboxes import shared_pool
+    from rewardkit_code.sandboxes import shared_sandbox_pool
 
     nonce = secrets.token_hex(16)
     header = {"nonce": nonce, "timeout_s": timeout_s, "output_bytes": output_bytes,
@@ -143,7 +143,7 @@ def run_checks(criteria: list[Criterion], root: str, timeout_s: float,
                            memory_bytes=1024 * 1024 * 1024, processes=64, open_files=256,
                            stdout_bytes=len(criteria) * 2 * output_bytes + 65536)
     try:
-        result = shared_pool(1).run(PROGRAM, stdin=stdin, limits=limits)
+        result = shared_sandbox_pool(1).run(PROGRAM, stdin=stdin, limits=limits)
     except Exception as error:  # SandboxUnavailableError, a zygote that cannot start
         raise SandboxUnavailable(f"{type(error).__name__}: {error}") from None
     if result.status is Status.SANDBOX_ERROR:

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 import yaml
-from rewardkit_code.sandboxes import shared_pool
+from rewardkit_code.sandboxes import shared_sandbox_pool
 from rewardkit_sandbox import LANGUAGES, SandboxPool
 from rewardkit_sandbox.languages import find_toolchain
 
@@ -68,4 +68,4 @@ def test_the_python_row_grades_the_same_programs_under_human_eval_and_the_codege
     program, tests = bench._program(forged["completion"]), bench._tests(forged)
     assert bench.human_eval_rule(program, tests) == "passed"
     assert bench.human_eval_rule("def is_prime(n):\n    return False\n", tests) == "failed"
-    assert bench.codegeex_rule(shared_pool(1), "python", program, tests) == "passed"
+    assert bench.codegeex_rule(shared_sandbox_pool(1), "python", program, tests) == "passed"

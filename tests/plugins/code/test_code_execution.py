@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from rewardkit_code import CodeExecution
-from rewardkit_code.sandboxes import shared_pool
+from rewardkit_code.sandboxes import shared_sandbox_pool
 from rewardkit_sandbox import SandboxLimits
 
 from rewardkit import ExecutionMode, RewardSet, Sample, Score, Status
@@ -216,7 +216,7 @@ class SandboxFusionStandIn(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         limits = SandboxLimits(wall_time_s=payload["run_timeout"])
-        result = shared_pool(1).run(payload["code"], stdin=payload["stdin"], limits=limits)
+        result = shared_sandbox_pool(1).run(payload["code"], stdin=payload["stdin"], limits=limits)
         finished = result.status.value != "timeout"
         body = {
             "status": "Success" if result.ok else "Failed",
@@ -282,7 +282,7 @@ def zygotes_of_this_process() -> set[int]:
 @pytest.mark.usefixtures("no_leftovers")
 def test_a_dead_sandbox_is_an_error_not_a_zero_and_the_pool_recovers() -> None:
     before = zygotes_of_this_process()
-    shared_pool(3)  # a pool of its own for this test
+    shared_sandbox_pool(3)  # a pool of its own for this test
     zygotes = zygotes_of_this_process() - before
     assert len(zygotes) == 3
     sleeper = "```python\nimport time\ntime.sleep(2)\nprint('done')\n```"

@@ -73,7 +73,7 @@ def test_concurrency_past_what_a_process_can_hold_is_refused() -> None:
 
 def test_local_concurrency_is_bounded_by_the_slots_of_one_pool() -> None:
     """A local pool has a task uid and a judge uid per slot in its 256-uid block: past 128
-    slots shared_pool would raise at the first sample, so the config is refused instead."""
+    slots shared_sandbox_pool would raise at the first sample, so the config is refused instead."""
     def local(concurrency: int) -> dict[str, Any]:
         return {"rewards": {"execution": {"reward": "code_execution", "params": {
             "language": "cpp", "concurrency": concurrency}}}}

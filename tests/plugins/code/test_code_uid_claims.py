@@ -31,10 +31,10 @@ OTHER_USER = 54321  # the local user who planted the folder
 #: the node budget of both processes has two (a program of each can run at once)
 SCORER = """
 import json, sys
-from rewardkit_code.sandboxes import shared_pool
+from rewardkit_code.sandboxes import shared_sandbox_pool
 from rewardkit import RewardSet, Sample
 samples, sleep_s, timeout_s = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-pool = shared_pool(2)  # the reward's pool below (concurrency 2)
+pool = shared_sandbox_pool(2)  # the reward's pool below (concurrency 2)
 print(json.dumps(pool.slot_uids + pool.judge_uids), flush=True)
 program = f"import time\\ntime.sleep({sleep_s})\\nprint(input())"
 config = {"rewards": {"code": {"reward": "code_execution",

@@ -118,7 +118,7 @@ def _driver_run(task: tuple[Path, dict[str, object], Path], name: str, driver: s
     import json
     from types import SimpleNamespace
 
-    from rewardkit_code.sandboxes import shared_pool
+    from rewardkit_code.sandboxes import shared_sandbox_pool
     from rewardkit_repo.workspace import prepare
     from rewardkit_sandbox import SandboxLimits
 
@@ -129,7 +129,7 @@ def _driver_run(task: tuple[Path, dict[str, object], Path], name: str, driver: s
         header = go_runner.build_header(workspace, ["TestAdd"], 60)
     finally:
         workspace.close()
-    pool = shared_pool(None, (go_runner.goroot(),))
+    pool = shared_sandbox_pool(None, (go_runner.goroot(),))
     result = pool.run(driver + "\nmain()\n", stdin=json.dumps(header),
                       limits=SandboxLimits(wall_time_s=65, cpu_time_s=240,
                                            memory_bytes=2048 << 20, file_size_bytes=256 << 20,

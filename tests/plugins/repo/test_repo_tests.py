@@ -99,7 +99,7 @@ def test_an_unknown_test_id_is_an_error_naming_it(test_id: str,
 
 def test_a_run_past_its_budget_times_out_and_leaves_no_process(
         task: tuple[Path, dict[str, object]]) -> None:
-    from rewardkit_code.sandboxes import shared_pool
+    from rewardkit_code.sandboxes import shared_sandbox_pool
     from rewardkit_repo.repo_tests import _PYTEST_PATH, _PYTHON
     from rewardkit_sandbox.audit import processes_of_uids
 
@@ -108,7 +108,7 @@ def test_a_run_past_its_budget_times_out_and_leaves_no_process(
                                      "        pass\nwhile True:\n    pass\n"})
     score = _score(reference, spin, time_budget_s=3)
     assert score.status == "timeout", score.reason
-    pool = shared_pool(None, (_PYTEST_PATH, os.path.dirname(_PYTHON)))
+    pool = shared_sandbox_pool(None, (_PYTEST_PATH, os.path.dirname(_PYTHON)))
     if os.geteuid() == 0:  # without root the tasks run as this process's own uid
         assert processes_of_uids(pool.slot_uids) == []
 

@@ -124,9 +124,9 @@ def test_an_http_service_the_workspace_starts_answers(tmp_path: Path) -> None:
     http = {"type": "http", "start": ["python3", "-m", "http.server", "8765"], "port": 8765,
             "url_path": "/out.txt", "status": 200, "body_contains": "answer: 42"}
     score = _score(_reward([http], tmp_path), str(ws))
-    from rewardkit_code.sandboxes import shared_pool
+    from rewardkit_code.sandboxes import shared_sandbox_pool
 
-    network = shared_pool(1).layers["network_namespace"]
+    network = shared_sandbox_pool(1).layers["network_namespace"]
     if not (network.active and "loopback only" in network.detail):
         # no private namespace (seccomp refuses inet sockets) or a kernel that kept lo down:
         # the criterion must then be an error naming it, never a pass
