@@ -16,6 +16,7 @@ so a caller (:meth:`rewardkit.RewardSet.score`) does not know which it got
 
 from __future__ import annotations
 
+import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -131,6 +132,31 @@ class Breaker:
         while waiting:
             for idx in indices(waiting.popleft()):
                 put(idx, given_up)
+
+
+def reward_key(reward: object, blob: bytes) -> str:
+    """The key a worker process or a Ray actor caches the unpickled ``blob`` of ``reward``
+    under: the reward class's import path and the hash of the pickle, so the same class
+    with the same params (the same config) has the same key and a reward sent once is
+    loaded once per worker."""
+    kind = type(reward)
+    return f"{kind.__module__}.{kind.__qualname__}:{hash(blob)}"
+
+
+def pickled_reward(reward: object, samples: Sequence[Sample], indices: Sequence[int] | None,
+                   groups: Sequence[Sequence[int]] | None, out: Outcome,
+                   receiver: str) -> tuple[str, bytes] | None:
+    """``reward`` as another process receives it: (:func:`reward_key`, pickle). None when
+    it does not pickle, with every requested sample given an error Score naming
+    ``receiver`` (``"a worker process"``, ``"a Ray actor"``)."""
+    try:
+        blob = pickle.dumps(reward, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        failure = Score.error(f"reward cannot be sent to {receiver}: {exc}")
+        for idx in requested(samples, indices, groups):
+            out.put(idx, failure)
+        return None
+    return reward_key(reward, blob), blob
 
 
 def requested(samples: Sequence[Sample], indices: Sequence[int] | None,

@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from rewardkit.authoring import FunctionReward, Reward
-from rewardkit.execution.executor import Outcome, requested
-from rewardkit.execution.pool import pickle_reward, shared_pool
+from rewardkit.execution.executor import Outcome, pickled_reward
+from rewardkit.execution.pool import shared_pool
 from rewardkit.execution.timeouts import resolve_timeout
 from rewardkit.types import MAX_ABS_VALUE, ExecutionMode, Sample, Score, coerce_value
 
@@ -154,14 +154,10 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
                 groups: Sequence[Sequence[int]] | None, timeout: float, out: Outcome,
                 workers: int | None = None) -> None:
     """Per-sample or per-group reward in the worker pool with a hard timeout."""
-    try:
-        blob = pickle_reward(reward)
-    except Exception as exc:
-        failure = Score.error(f"reward cannot be sent to a worker process: {exc}")
-        for idx in requested(samples, indices, groups):
-            out.put(idx, failure)
+    sent = pickled_reward(reward, samples, indices, groups, out, "a worker process")
+    if sent is None:
         return
-    key = f"{id(type(reward))}:{hash(blob)}"
+    key, blob = sent
     pool = shared_pool(workers)
     if groups is None:
         chosen = range(len(samples)) if indices is None else indices

@@ -438,6 +438,3 @@ def shared_pool(size: int | None = None) -> WorkerPool:
     wanted = size or usable_cores()
     return _pools.get(wanted, lambda: WorkerPool(wanted))
 
-
-def pickle_reward(reward: Any) -> bytes:
-    return pickle.dumps(reward, protocol=pickle.HIGHEST_PROTOCOL)

@@ -44,7 +44,7 @@ from typing import Any
 
 from rewardkit.authoring import Reward
 from rewardkit.config import RaySettings
-from rewardkit.execution.executor import Breaker, Outcome, requested
+from rewardkit.execution.executor import Breaker, Outcome, pickled_reward
 from rewardkit.execution.local import run_reward
 from rewardkit.execution.pool import shared_pool
 from rewardkit.execution.ray_cluster import RayUnavailableError, import_ray, init_ray
@@ -209,14 +209,10 @@ class RayExecutor:
               indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
               timeout: float, out: Outcome) -> None:
         """Score like :func:`rewardkit.execution.local.run_reward`, on the cluster."""
-        try:
-            blob = pickle.dumps(reward, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            failure = Score.error(f"reward cannot be sent to a Ray actor: {exc}")
-            for idx in requested(samples, indices, groups):
-                out.put(idx, failure)
+        sent = pickled_reward(reward, samples, indices, groups, out, "a Ray actor")
+        if sent is None:
             return
-        key = f"{type(reward).__module__}.{type(reward).__qualname__}:{hash(blob)}"
+        key, blob = sent
         chunks = _chunks(samples, indices, groups, self.size)
         with self._lock:
             _RayCall(self, key, self._ray.put(blob), str(mode), groups is not None, chunks,

@@ -78,3 +78,41 @@ def test_scheduled_means_the_weight_changes_with_the_step(weights: list, schedul
     staircase = [w for w in fidelity.check(rs.config, "easyr1") if "staircase" in w]
     continuous = any(isinstance(w, dict) and w["schedule"] != "constant" for w in weights)
     assert bool(staircase) is continuous
+
+
+def _sent_reward(config: dict) -> tuple[object, tuple[str, bytes]]:
+    from rewardkit.execution.executor import Outcome, pickled_reward
+
+    reward = RewardSet.from_dict({"rewards": {"c": config}}).components["c"].stages[0].reward
+    sent = pickled_reward(reward, [Sample("q", "a")], None, None, Outcome(1), "a worker")
+    assert sent is not None
+    return reward, sent
+
+
+def test_a_reward_goes_to_workers_and_ray_actors_pickled_one_way_under_one_key():
+    """The local worker pool and the Ray executor send a reward through one prologue
+    (issue 38 item 5): they keyed it ``id(class):hash`` and ``module.qualname:hash``."""
+    import pickle
+
+    from rewardkit.execution import executor, local, ray
+
+    assert local.pickled_reward is ray.pickled_reward is executor.pickled_reward
+    config = {"reward": "overlong_penalty", "params": {"max_length": 10, "buffer": 2}}
+    reward, (key, blob) = _sent_reward(config)
+    assert key.startswith(f"{type(reward).__module__}.{type(reward).__qualname__}:")
+    copy = pickle.loads(blob)
+    assert type(copy) is type(reward) and copy.params == reward.params
+    assert _sent_reward(config)[1] == (key, blob)  # another RewardSet, the same config
+    other = {"reward": "overlong_penalty", "params": {"max_length": 11, "buffer": 2}}
+    assert _sent_reward(other)[1][0] != key
+
+
+def test_a_reward_that_does_not_pickle_fails_its_samples_naming_the_receiver():
+    from rewardkit.execution.executor import Outcome, pickled_reward
+
+    out = Outcome(3)
+    assert pickled_reward(lambda s: 1.0, [Sample("q", "a")] * 3, [0, 2], None, out,
+                          "a Ray actor") is None
+    failed = [out.score(i) for i in (0, 2)]
+    assert all("cannot be sent to a Ray actor" in (s.reason or "") for s in failed)
+
