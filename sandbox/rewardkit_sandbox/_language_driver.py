@@ -20,7 +20,6 @@ import json
 import os
 import resource
 import struct
-import subprocess
 import sys
 
 TYPE_CHECKING = False
@@ -73,6 +72,8 @@ def _environment(header: dict[str, Any]) -> dict[str, str]:
 
 def _run_step(argv: list[str], env: dict[str, str], cap: int) -> tuple[int, bytes]:
     """Run one compiler step; (exit code or -signal, its output up to ``cap`` bytes)."""
+    import subprocess  # here: ``execute`` (every run of a program) does without it
+
     process = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
     )

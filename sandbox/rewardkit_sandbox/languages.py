@@ -239,6 +239,8 @@ class _Plan:
     exec_only: tuple[str, ...] = ()
     #: the runtime (java, node) started by an execute-only copy of its dynamic loader
     private_loader: bool = False
+    #: a Go test build: its empty GOCACHE starts as a copy of the runner's seed
+    go_seed: bool = False
 
 
 class CompiledRunner:
@@ -384,8 +386,11 @@ class CompiledRunner:
     def _build(self, plan: _Plan) -> Build:
         if not plan.steps:
             return Build(True, "")
+        files = {name: [0o644, _b64(text)] for name, text in plan.sources.items()}
+        if plan.go_seed:
+            files.update(self._go_cache_seed())
         header: dict[str, Any] = {
-            "files": {name: [0o644, _b64(text)] for name, text in plan.sources.items()},
+            "files": files,
             "steps": plan.steps,
             "collect": plan.collect,
             "env": plan.env,
@@ -421,6 +426,28 @@ class CompiledRunner:
         identity = [self.language, self.flags, crates, sorted(plan.sources.items()), plan.steps,
                     [(path, os.stat(path).st_mtime_ns) for path in self.tools.values()]]
         return hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()
+
+    def _go_cache_seed(self) -> dict[str, list[Any]]:
+        """The files of a Go build cache seeded with what every test build repeats (the
+        standard library's module index, the vendored assert package), as build files:
+        each test build writes them into its own empty ``gocache``, so a build reads them
+        there instead of making them again. Made once per process and toolchain, by a
+        build task of this runner's pool that compiles only :data:`GO_SEED_CODE` and
+        :data:`GO_SEED_TEST` (no candidate's code), and kept here, in the pool's process:
+        no task can write to it, each build has its own copy in its own work directory,
+        gone with it. Empty (builds start cold, as before) if that build failed."""
+        go = self.tools["go"]
+        key = json.dumps([go, os.stat(go).st_mtime_ns, self.flags])
+        with _go_seed_lock:
+            seed = _go_seeds.get(key)
+            if seed is None:
+                plan = dataclasses.replace(self._test_plan(GO_SEED_CODE, GO_SEED_TEST),
+                                           collect=["gocache"], go_seed=False)
+                made = self._build(plan)
+                seed = {name: [0o644, data] for name, (_, data) in made.files.items()
+                        if made.ok and name.startswith("gocache/")}
+                _go_seeds[key] = seed
+            return seed
 
     # -- per language -----------------------------------------------------------------
 
@@ -502,7 +529,8 @@ class CompiledRunner:
             "vendor/modules.txt": harnesses.GO_VENDOR_MODULES,
             "vendor/github.com/stretchr/testify/assert/assert.go": harnesses.GO_ASSERT_SHIM,
         }
-        return dataclasses.replace(self._go_plan(sources, test=True), exec_only=("prog",))
+        return dataclasses.replace(self._go_plan(sources, test=True), exec_only=("prog",),
+                                   go_seed=True)
 
     def _java_plan(self, sources: dict[str, str], main_class: str) -> _Plan:
         # -Xss sizes the main thread (the launcher's), -XX:ThreadStackSize every other
@@ -567,6 +595,28 @@ class CompiledRunner:
             argv = [go, "build", "-o", "prog", *self.flags, "main.go"]
         run = ["./prog", "-test.count=1"] if test else ["./prog"]
         return _Plan(sources, [{"argv": argv, "name": "go build"}], ["prog"], run, env=env)
+
+
+#: what the Go build cache seed is made from (``CompiledRunner._go_cache_seed``): a test
+#: program importing the standard packages candidates use most, and the assert package
+GO_SEED_CODE = (
+    'package main\nimport (\n\t"bufio"\n\t"bytes"\n\t"container/heap"\n'
+    '\t"container/list"\n\t"errors"\n\t"fmt"\n\t"math"\n\t"math/big"\n\t"math/bits"\n'
+    '\t"os"\n\t"reflect"\n\t"regexp"\n\t"sort"\n\t"strconv"\n\t"strings"\n\t"time"\n'
+    '\t"unicode"\n\t"unicode/utf8"\n)\n'
+    "var _ = []any{bufio.NewReader, bytes.Compare, heap.Init, list.New, errors.New, "
+    "fmt.Sprint, math.Abs, big.NewInt, bits.Len, os.Exit, reflect.DeepEqual, "
+    "regexp.MustCompile, sort.Ints, strconv.Itoa, strings.Fields, time.Now, unicode.IsDigit, "
+    "utf8.RuneLen}\n"
+    "func rewardkitSeed() int { return 1 }\n"
+)
+GO_SEED_TEST = (
+    'package main\nimport (\n\t"testing"\n\t"github.com/stretchr/testify/assert"\n)\n'
+    "func TestSeed(t *testing.T) { assert.Equal(t, 1, rewardkitSeed()) }\n"
+)
+#: toolchain key -> the Go build cache seed's files (``CompiledRunner._go_cache_seed``)
+_go_seeds: dict[str, dict[str, list[Any]]] = {}
+_go_seed_lock = threading.Lock()
 
 
 #: pool -> (crate directory, digest) -> why the pool's tasks cannot read the crates, or None
