@@ -31,7 +31,7 @@ from rewardkit.fallback import ScheduledFallback, ask_fallback, fallback_counts,
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, changes_with_step, weight_at
 from rewardkit.trajectory import MASKED, TURN_VALUES, settle_component
-from rewardkit.types import ExecutionMode, Sample, Score, Status, group_key
+from rewardkit.types import ExecutionMode, Sample, Score, Status, group_key, group_members
 
 NORMALIZE_EPS = 1e-4
 """Added to a group's standard deviation under ``normalize_then_sum``: a group whose
@@ -268,11 +268,8 @@ _size_of = operator.attrgetter("size")
 
 def group_indices(batch: Sequence[Sample]) -> list[list[int]]:
     """Indices of the samples of each group (:func:`rewardkit.types.group_key`), in
-    first-seen order."""
-    found: dict[Any, list[int]] = {}
-    for i, s in enumerate(batch):
-        found.setdefault(group_key(s), []).append(i)
-    return list(found.values())
+    first-seen order (:func:`rewardkit.types.group_members`)."""
+    return group_members(group_key(s) for s in batch)
 
 
 def _normalized(outcome: Outcome, groups: Sequence[Sequence[int]]) -> list[float | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -224,6 +224,21 @@ def group_key(sample: Sample) -> Hashable:
     except TypeError:
         step = json.dumps(step, sort_keys=True, default=str)
     return (step, key)
+
+
+def group_members(keys: Iterable[Hashable]) -> list[list[int]]:
+    """The positions of each group among ``keys`` (:func:`group_key` values), in
+    first-seen order: the one rule that says which rows are one group, used by scoring
+    (:func:`rewardkit.reward_set.group_indices`) and by the trainer adapters. Keys are
+    compared as Python values, so 1, 1.0 and True are one group.
+
+    >>> group_members([7, "a", 7.0, "a", (3, "q")])
+    [[0, 2], [1, 3], [4]]
+    """
+    members: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(keys):
+        members.setdefault(key, []).append(i)
+    return list(members.values())
 
 
 def coerce_value(value: Any) -> Score:

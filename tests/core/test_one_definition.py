@@ -116,3 +116,24 @@ def test_a_reward_that_does_not_pickle_fails_its_samples_naming_the_receiver():
     failed = [out.score(i) for i in (0, 2)]
     assert all("cannot be sent to a Ray actor" in (s.reason or "") for s in failed)
 
+
+#: groups equal as the scoring compares them (Python values: a JSON column read as 1 in
+#: one row and 1.0 in another, a flag as True) and keys in any order
+_EQUAL_GROUPS = [1, 1.0, True, {"id": 3, "split": "a"}, {"split": "a", "id": 3}, 1]
+
+
+def test_the_trainers_impute_within_the_groups_the_scoring_normalises():
+    """One group rule (issue 38 item 5): ms-swift's and EasyR1's imputation of a failed
+    row grouped rows by their JSON text, so groups 1, 1.0 and True the scoring
+    normalises together were three groups there, and the failed row took the mean of
+    its own JSON spelling's rows."""
+    trainers = pytest.importorskip("rewardkit_trainers.scoring")
+    from rewardkit.reward_set import group_indices
+
+    samples = [Sample("q", str(i), group=g) for i, g in enumerate(_EQUAL_GROUPS)]
+    core = group_indices(samples)
+    assert core == [[0, 1, 2, 5], [3, 4]]
+    keys = [group_key(s) for s in samples]
+    assert trainers.group_members(keys) == core
+    imputed = trainers.neutralise_failed_rows([1.0, 0.0, 0.0, 1.0, 1.0, None], keys, {5})
+    assert imputed[5] == pytest.approx(1 / 3)

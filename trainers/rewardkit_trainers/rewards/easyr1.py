@@ -39,6 +39,7 @@ from typing import Any
 from rewardkit import Sample, Status
 from rewardkit.config import RewardConfig
 from rewardkit.text.lengths import COMPLETION_LENGTH
+from rewardkit.types import group_key
 
 from rewardkit_trainers.fidelity import group_needs
 from rewardkit_trainers.rewards.scoring import (
@@ -95,7 +96,7 @@ def score_batch(scorer: SharedScorer, reward_inputs: Sequence[Mapping[str, Any]]
     """
     samples = _batch_samples(scorer, reward_inputs)
     result = scorer.reward_set.score(samples, step=step)
-    groups = [s.group for s in samples]
+    groups = [group_key(s) for s in samples]  # as the scoring groups them
     failed = scorer.null_rows(result)
     names = scorer.names
     columns = {name: result.scores(name) for name in names}

@@ -16,13 +16,14 @@ import json
 import math
 import pprint
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rewardkit import RewardSet, Sample, ScoreResult, Status
 from rewardkit.config import RewardConfig, load_config, parse_config
 from rewardkit.reward_set import flat_turn_metrics
+from rewardkit.types import group_members
 
 #: keyword arguments trainers pass that are not dataset columns
 TRAINER_KWARGS = frozenset({
@@ -152,17 +153,11 @@ def config_literal(config: RewardConfig) -> str:
     return pprint.pformat(data, indent=1, width=88, sort_dicts=False)
 
 
-def group_members(groups: Sequence[Any]) -> list[list[int]]:
-    """Row indices of each group, in first-seen order (groups compared by JSON value)."""
-    members: dict[str, list[int]] = {}
-    for i, g in enumerate(groups):
-        members.setdefault(json.dumps(g, default=str, sort_keys=True), []).append(i)
-    return list(members.values())
-
-
-def neutralise_failed_rows(values: Sequence[float | None], groups: Sequence[Any],
+def neutralise_failed_rows(values: Sequence[float | None], groups: Sequence[Hashable],
                            failed: set[int]) -> list[float | None]:
-    """One component's values with every failed row set to its group's mean.
+    """One component's values with every failed row set to its group's mean, ``groups``
+    being each row's :func:`rewardkit.types.group_key` (grouped as the scoring groups
+    them: :func:`rewardkit.types.group_members`).
 
     For trainers whose advantage is ``total - mean(group total)`` over *every* row and whose
     reward function can mask no row (ms-swift ``--scale_rewards group``, EasyR1 GRPO), a
@@ -193,7 +188,7 @@ def neutralise_failed_rows(values: Sequence[float | None], groups: Sequence[Any]
     return out
 
 
-def imputed_group_share(groups: Sequence[Any], failed: set[int]) -> float:
+def imputed_group_share(groups: Sequence[Hashable], failed: set[int]) -> float:
     """The share of graded rows whose group holds a row imputed by
     :func:`neutralise_failed_rows`: the rows whose advantage that imputation scales up.
 
