@@ -12,6 +12,9 @@ goes (issue 42 item 5).
 2. The runner's test build (``go test -c``, the vendored assert package, the plan's
    environment) run outside the sandbox with its ``GOCACHE`` empty, as every sandboxed
    build starts, and then warm: wall and CPU seconds (the go command and its children).
+3. The runner's test builds (``run(code, tests=[...])``, ``--n`` distinct candidates) with
+   the Go build cache seed (``CompiledRunner._go_cache_seed``) and without it (an empty
+   seed: every build's cache starts empty, as before the seed), timed in turn.
 
 On the shared 2-core machine the load average is printed with the figures.
 """
@@ -26,7 +29,7 @@ import subprocess
 import tempfile
 import time
 
-from rewardkit_sandbox import SandboxPool
+from rewardkit_sandbox import SandboxPool, languages
 from rewardkit_sandbox.languages import CompileCache, CompiledRunner
 
 PROGRAM = ('package main\nimport ("fmt"; "sort"; "strings")\nfunc main() {\n'
@@ -112,6 +115,29 @@ def test_build_cache(pool: SandboxPool) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+def seeded_vs_cold(pool: SandboxPool, n: int) -> None:
+    runner = CompiledRunner(pool, "go", cache=CompileCache())
+    t0 = time.perf_counter()
+    seed = runner._go_cache_seed()
+    made = time.perf_counter() - t0
+    key = next(key for key, value in languages._go_seeds.items() if value is seed)
+    seeded, cold = [], []
+    for i in range(1, n + 1):
+        for label, times in (("seed", seeded), ("cold", cold)):
+            languages._go_seeds[key] = seed if label == "seed" else {}
+            result = runner.run(f"{CODE}// {label} {i}\n", tests=[TEST])
+            assert result.ok, result
+            times.append(float(result.metadata["compile_s"]))
+    languages._go_seeds[key] = seed
+    ratios = [a / b for a, b in zip(seeded, cold, strict=True)]
+    print(f"runner test builds (go test -c in the sandbox), {n} candidates each; load {load()}")
+    print(f"  seed: {len(seed)} files, made once in {made:.3f} s")
+    print(f"  seeded GOCACHE  {statistics.median(seeded):.3f} s/build")
+    print(f"  empty GOCACHE   {statistics.median(cold):.3f} s/build")
+    print(f"  ratio seeded / empty {statistics.median(ratios):.2f}x "
+          f"(candidates {min(ratios):.2f}-{max(ratios):.2f}x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=6, help="programs timed (default 6)")
@@ -123,6 +149,7 @@ def main() -> None:
         if args.bare_cold:
             runner_vs_bare(pool, args.n, cold=True)
         test_build_cache(pool)
+        seeded_vs_cold(pool, args.n)
 
 
 if __name__ == "__main__":
