@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rewardkit.authoring import Reward
-from rewardkit.execution import Outcome, mode_for, run_component
+from rewardkit.execution import Outcome, dispatch_component, mode_for
 from rewardkit.registry import registry
 from rewardkit.types import ExecutionMode, Sample, Score, Status
 
@@ -74,8 +74,8 @@ def ask_fallback(config: RewardConfig, fallback: ScheduledFallback, batch: Seque
     if not asked:
         return
     second = Outcome(len(batch))
-    run_component(config, fallback.reward, fallback.mode, fallback.timeout, list(batch), asked,
-                  None, second)
+    dispatch_component(config, fallback.reward, fallback.mode, fallback.timeout, list(batch), asked,
+                       None, second)
     for i in asked:
         rule, judged = out.score(i), second.score(i)
         rule_value = rule.value if rule.value is not None else 0.0

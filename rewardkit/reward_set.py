@@ -26,7 +26,7 @@ from typing import Any, cast
 from rewardkit.authoring import Params, Reward
 from rewardkit.config import Component, RewardConfig, load_config, parse_config
 from rewardkit.config.models import TURN_METRICS
-from rewardkit.execution import Outcome, mode_for, run_component
+from rewardkit.execution import Outcome, dispatch_component, mode_for
 from rewardkit.fallback import ScheduledFallback, ask_fallback, fallback_counts, fallback_metrics
 from rewardkit.registry import registry
 from rewardkit.schedules import Weight, changes_with_step, weight_at
@@ -207,8 +207,8 @@ class RewardSet:
             comp_groups = [g if allowed is None else [i for i in g if i in allowed]
                            for g in groups]
             comp_groups = [g for g in comp_groups if g]
-        run_component(self.config, stage.reward, comp.mode, comp.timeout, batch, indices,
-                      comp_groups, out)
+        dispatch_component(self.config, stage.reward, comp.mode, comp.timeout, batch, indices,
+                           comp_groups, out)
         if comp.fallback is not None:
             ask_fallback(self.config, comp.fallback, batch, indices, out)
         cfg = comp.config

@@ -5,7 +5,7 @@ every sample asked for gets one :class:`~rewardkit.Score`, and the batch, the ot
 rewards and the caller carry on. The modules, one concern each:
 
 - :mod:`~rewardkit.execution.dispatch`: the one call a RewardSet makes per component
-  (:func:`run_component`): its timeout resolved, the executor chosen (local or Ray);
+  (:func:`dispatch_component`): its timeout resolved, the executor chosen (local or Ray);
 - :mod:`~rewardkit.execution.timeouts`: how long a component may take, and where that
   is enforced;
 - :mod:`~rewardkit.execution.executor`: the executor interface (:class:`Executor`), what
@@ -21,13 +21,19 @@ rewards and the caller carry on. The modules, one concern each:
   :mod:`~rewardkit.execution.ray_cluster`: joining or starting a cluster (Ray imported
   on demand, one decision of its authentication mode for every Ray process rewardkit
   starts).
+
+A score's path, each name saying its layer: ``RewardSet.score`` ->
+:func:`dispatch_component` (dispatch) -> ``Executor.score`` -> :func:`execute_reward`
+(execute by mode: ``execute_inline``, ``execute_async``, ``execute_quick`` then
+``execute_in_workers``) -> ``WorkerPool.execute`` (chunks to worker processes, which
+``processes`` spawns) -> the worker's ``_score_chunk`` -> ``Reward.score``.
 """
 
 from __future__ import annotations
 
-from rewardkit.execution.dispatch import executor_for, run_component
+from rewardkit.execution.dispatch import dispatch_component, executor_for
 from rewardkit.execution.executor import Breaker, Executor, Outcome
-from rewardkit.execution.local import LocalExecutor, exception_score, group_scores, run_reward
+from rewardkit.execution.local import LocalExecutor, exception_score, execute_reward, group_scores
 from rewardkit.execution.timeouts import DEFAULT_TIMEOUT, mode_for, resolve_timeout
 
 __all__ = [
@@ -36,11 +42,11 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "Outcome",
+    "dispatch_component",
     "exception_score",
+    "execute_reward",
     "executor_for",
     "group_scores",
     "mode_for",
     "resolve_timeout",
-    "run_component",
-    "run_reward",
 ]

@@ -1,6 +1,6 @@
 """Where a component runs and under which timeout: the one call a RewardSet makes.
 
-:func:`run_component` resolves the component's timeout
+:func:`dispatch_component` resolves the component's timeout
 (:func:`~rewardkit.execution.timeouts.resolve_timeout`) and hands the samples to the
 executor :func:`executor_for` chooses: the Ray executor for process-mode and sandboxed
 components when the config asks for Ray (``executor: ray``, or ``auto`` inside a Ray
@@ -57,10 +57,10 @@ def executor_for(config: RewardConfig, reward: Reward, mode: ExecutionMode) -> E
     return LocalExecutor(config.workers)
 
 
-def run_component(config: RewardConfig, reward: Reward, mode: ExecutionMode,
-                  timeout: float | None, samples: Sequence[Sample],
-                  indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
-                  out: Outcome) -> None:
+def dispatch_component(config: RewardConfig, reward: Reward, mode: ExecutionMode,
+                       timeout: float | None, samples: Sequence[Sample],
+                       indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
+                       out: Outcome) -> None:
     """Score one component: ``reward`` in ``mode`` over the samples at ``indices`` (all
     when None), or over ``groups`` for a group reward, each under the component's
     timeout (``timeout``: the config's, None when it sets none), writing into ``out``."""

@@ -45,8 +45,8 @@ def exception_score(exc: BaseException) -> Score:
                        exception=type(exc).__name__)
 
 
-def run_inline(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
-               out: Outcome) -> None:
+def execute_inline(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
+                   out: Outcome) -> None:
     """Per-sample reward in the calling thread; the fast path is a plain list comprehension."""
     fn: Callable[[Sample], Any] = (
         reward.bound() if isinstance(reward, FunctionReward) else reward.score
@@ -99,8 +99,8 @@ def _safe_call(fn: Callable[[Sample], Any], sample: Sample) -> Any:
         return _Failure(err.value, err.status, err.reason, err.details)
 
 
-def run_inline_groups(reward: Reward, samples: Sequence[Sample],
-                      groups: Sequence[Sequence[int]], out: Outcome) -> None:
+def execute_inline_groups(reward: Reward, samples: Sequence[Sample],
+                          groups: Sequence[Sequence[int]], out: Outcome) -> None:
     for members in groups:
         t0 = time.perf_counter()
         try:
@@ -125,8 +125,8 @@ def group_scores(got: Any, n: int) -> list[Score]:
     return [coerce_value(v) for v in values]
 
 
-def run_quick(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
-              out: Outcome) -> list[int]:
+def execute_quick(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
+                  out: Outcome) -> list[int]:
     """The verdicts a process-mode reward reaches in this process (its ``quick_score``);
     returns the indices still to be sent to a worker. A quick check that raises or returns
     something else than a Score leaves the sample to the worker."""
@@ -150,9 +150,9 @@ def run_quick(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] 
     return rest
 
 
-def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
-                groups: Sequence[Sequence[int]] | None, timeout: float, out: Outcome,
-                workers: int | None = None) -> None:
+def execute_in_workers(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
+                       groups: Sequence[Sequence[int]] | None, timeout: float, out: Outcome,
+                       workers: int | None = None) -> None:
     """Per-sample or per-group reward in the worker pool with a hard timeout."""
     sent = pickled_reward(reward, samples, indices, groups, out, "a worker process")
     if sent is None:
@@ -161,7 +161,7 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
     pool = shared_pool(workers)
     if groups is None:
         chosen = range(len(samples)) if indices is None else indices
-        answers = pool.run(key, blob, False, [samples[i] for i in chosen], timeout)
+        answers = pool.execute(key, blob, False, [samples[i] for i in chosen], timeout)
         values, seconds, rich = out.values, answers.seconds, answers.scores
         # a value is an ok float without reason or details unless its Score is in
         # ``rich`` (the pool's answers already keep Outcome's split)
@@ -176,8 +176,8 @@ def run_process(reward: Reward, samples: Sequence[Sample], indices: Sequence[int
         out.latencies.extend(seconds)
         out.sample_seconds.update(zip(chosen, seconds, strict=True))
         return
-    answers = pool.run(key, blob, True, [[samples[i] for i in members] for members in groups],
-                       timeout)
+    answers = pool.execute(key, blob, True, [[samples[i] for i in members] for members in groups],
+                           timeout)
     for g, members in enumerate(groups):
         got = answers.scores.get(g) or Score.error("no answer from the worker pool")
         scores = got if isinstance(got, list) else [got] * len(members)
@@ -199,13 +199,13 @@ class _LoopState:
         self.loop = asyncio.new_event_loop()
         self.beat = time.monotonic()
         self.loop.call_soon(self._tick)
-        threading.Thread(target=self._run, name="rewardkit-async", daemon=True).start()
+        threading.Thread(target=self._serve, name="rewardkit-async", daemon=True).start()
 
     def _tick(self) -> None:
         self.beat = time.monotonic()
         self.loop.call_later(HEARTBEAT, self._tick)
 
-    def _run(self) -> None:
+    def _serve(self) -> None:
         try:
             self.loop.run_forever()
             # abandoned: end what is left of its coroutines quietly before closing
@@ -250,8 +250,8 @@ ASYNC_CONCURRENCY = 64
 _async_calls = itertools.count(1)
 
 
-def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
-              groups: Sequence[Sequence[int]] | None, timeout: float, out: Outcome) -> None:
+def execute_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] | None,
+                  groups: Sequence[Sequence[int]] | None, timeout: float, out: Outcome) -> None:
     """Async reward: all samples (or groups) concurrently, each with ``timeout``.
 
     A coroutine that blocks the event loop (``time.sleep`` or CPU work inside ``async
@@ -265,7 +265,7 @@ def run_async(reward: Reward, samples: Sequence[Sample], indices: Sequence[int] 
     else:
         calls = [functools.partial(reward.score_group, [samples[i] for i in members])
                  for members in groups]
-    results = _run_on_loop(calls, timeout)
+    results = _execute_on_loop(calls, timeout)
     if groups is None:
         for idx, (value, seconds) in zip(chosen, results, strict=True):
             out.put(idx, value if isinstance(value, Score) and value.status != "ok"
@@ -295,9 +295,9 @@ async def _contained(coro: Any, name: str) -> Any:
         return _Failure(*_tuple(exception_score(exc)))
 
 
-def _run_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tuple[Any, float]]:
+def _execute_on_loop(calls: Sequence[Callable[[], Any]], timeout: float) -> list[tuple[Any, float]]:
     """Each call's result (or its timeout / error Score) and its seconds."""
-    return _LoopCalls(calls, timeout).run()
+    return _LoopCalls(calls, timeout).execute()
 
 
 class _LoopCalls:
@@ -315,7 +315,7 @@ class _LoopCalls:
         self.results: list[tuple[Any, float]] = [(None, 0.0)] * len(calls)
         self.pending = set(range(len(calls)))
 
-    def run(self) -> list[tuple[Any, float]]:
+    def execute(self) -> list[tuple[Any, float]]:
         rounds = 0
         while self.pending:
             rounds += 1
@@ -378,10 +378,10 @@ class _LoopCalls:
         # requests of a turn (a sandbox batching one-sample groups) see them together
         gate = asyncio.Semaphore(ASYNC_CONCURRENCY)
 
-        async def run_one(pos: int) -> None:
+        async def settle_one(pos: int) -> None:
             sink[pos] = await self._one(pos, gate)
 
-        await asyncio.gather(*(run_one(pos) for pos in positions))
+        await asyncio.gather(*(settle_one(pos) for pos in positions))
 
     async def _one(self, pos: int, gate: asyncio.Semaphore) -> tuple[Any, float]:
         async with gate:
@@ -408,29 +408,29 @@ def _tuple(score: Score) -> tuple[Any, ...]:
     return (score.value, score.status, score.reason, score.details)
 
 
-def run_reward(reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
-               indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
-               timeout: float | None, out: Outcome, workers: int | None = None) -> None:
+def execute_reward(reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
+                   indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
+                   timeout: float | None, out: Outcome, workers: int | None = None) -> None:
     """Score ``samples`` (those at ``indices``, or the ``groups`` for a group reward) with
     ``reward`` in ``mode``, writing into ``out``."""
     limit = resolve_timeout(timeout, reward)
     if mode is ExecutionMode.PROCESS:
         if groups is None and type(reward).quick_score is not Reward.quick_score:
-            indices = run_quick(reward, samples, indices, out)
+            indices = execute_quick(reward, samples, indices, out)
             if not indices:
                 return
-        run_process(reward, samples, indices, groups, limit, out, workers)
+        execute_in_workers(reward, samples, indices, groups, limit, out, workers)
     elif mode is ExecutionMode.ASYNC:
-        run_async(reward, samples, indices, groups, limit, out)
+        execute_async(reward, samples, indices, groups, limit, out)
     elif groups is not None:
-        run_inline_groups(reward, samples, groups, out)
+        execute_inline_groups(reward, samples, groups, out)
     else:
-        run_inline(reward, samples, indices, out)
+        execute_inline(reward, samples, indices, out)
 
 
 class LocalExecutor:
     """The executor of this process (:class:`~rewardkit.execution.executor.Executor`):
-    :func:`run_reward` with a worker pool of ``workers`` processes (default: the usable
+    :func:`execute_reward` with a worker pool of ``workers`` processes (default: the usable
     cores) for process-mode rewards."""
 
     def __init__(self, workers: int | None = None) -> None:
@@ -439,7 +439,7 @@ class LocalExecutor:
     def score(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
               indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
               timeout: float, out: Outcome) -> None:
-        run_reward(reward, mode, samples, indices, groups, timeout, out, self.workers)
+        execute_reward(reward, mode, samples, indices, groups, timeout, out, self.workers)
 
     def close(self) -> None:
         """Close the shared worker pool of this size (the next call starts a new one)."""

@@ -80,7 +80,7 @@ _call_ids = itertools.count(1)
 
 
 class CallResult:
-    """What one ``WorkerPool.run`` found, by item position: ``values[i]`` the value
+    """What one ``WorkerPool.execute`` found, by item position: ``values[i]`` the value
     (None where there is none), ``scores[i]`` the Score wherever the verdict is not a
     plain ``ok`` float (a list of Scores for a group), ``seconds[i]`` the item's own
     time."""
@@ -141,7 +141,7 @@ class WorkerPool:
         return [w.proc.pid for w in self._workers]
 
     # -- work ----------------------------------------------------------------------
-    def run(
+    def execute(
         self,
         key: str,
         reward_blob: bytes,
@@ -175,7 +175,7 @@ class WorkerPool:
 
 
 class _Call:
-    """The state of one ``WorkerPool.run``: the queue of chunks, what each worker holds,
+    """The state of one ``WorkerPool.execute``: the queue of chunks, what each worker holds,
     results."""
 
     def __init__(self, pool: WorkerPool, call_id: int, key: str, blob: bytes, group: bool,

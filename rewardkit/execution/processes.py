@@ -161,7 +161,7 @@ class _Output:
                 os.set_blocking(self._wake[0], False)
                 self._ops = []
                 self._thread = threading.Thread(
-                    target=self._run, args=(self._wake[0],), daemon=True,
+                    target=self._copy_output, args=(self._wake[0],), daemon=True,
                     name="rewardkit-worker-output")
                 self._thread.start()
             self._ops.append((op, fd, done))
@@ -170,7 +170,7 @@ class _Output:
                 os.write(self._wake[1], b"x")
             return True
 
-    def _run(self, wake: int) -> None:
+    def _copy_output(self, wake: int) -> None:
         selector = selectors.DefaultSelector()
         selector.register(wake, selectors.EVENT_READ)
         partial: dict[int, bytes] = {}

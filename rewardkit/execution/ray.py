@@ -45,7 +45,7 @@ from typing import Any
 from rewardkit.authoring import Reward
 from rewardkit.config import RaySettings
 from rewardkit.execution.executor import Breaker, Outcome, pickled_reward
-from rewardkit.execution.local import run_reward
+from rewardkit.execution.local import execute_reward
 from rewardkit.execution.pool import shared_pool
 from rewardkit.execution.ray_cluster import RayUnavailableError, import_ray, init_ray
 from rewardkit.execution.shared_instances import SharedInstances
@@ -117,8 +117,8 @@ class ScoringActor:
         else:
             samples, groups = payloads, None
         out = Outcome(len(samples))
-        run_reward(reward, ExecutionMode(mode), samples, None, groups, timeout, out,
-                   self.workers)
+        execute_reward(reward, ExecutionMode(mode), samples, None, groups, timeout, out,
+                       self.workers)
         answers = [(out.values[i], out.scores.get(i)) for i in range(len(samples))]
         return answers, out.latencies
 
@@ -208,7 +208,7 @@ class RayExecutor:
     def score(self, reward: Reward, mode: ExecutionMode, samples: Sequence[Sample],
               indices: Sequence[int] | None, groups: Sequence[Sequence[int]] | None,
               timeout: float, out: Outcome) -> None:
-        """Score like :func:`rewardkit.execution.local.run_reward`, on the cluster."""
+        """Score like :func:`rewardkit.execution.local.execute_reward`, on the cluster."""
         sent = pickled_reward(reward, samples, indices, groups, out, "a Ray actor")
         if sent is None:
             return

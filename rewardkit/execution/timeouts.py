@@ -8,7 +8,7 @@ mode (:func:`mode_for`): a hard timeout needs a process to kill. Where it is enf
 - process mode: :class:`~rewardkit.execution.pool.WorkerPool` gives each item the
   timeout from the moment its worker started it (a worker loading the reward first has
   :data:`LOAD_TIMEOUT`), then kills the worker;
-- async mode: :func:`~rewardkit.execution.local.run_async` waits for each coroutine that
+- async mode: :func:`~rewardkit.execution.local.execute_async` waits for each coroutine that
   long, and abandons an event loop a coroutine blocks for longer;
 - Ray: each chunk has the deadline :func:`chunk_budget` gives it, past which its actor
   is killed (inside the actor, the pool's per-item timeouts apply as locally);

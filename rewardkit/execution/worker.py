@@ -112,8 +112,8 @@ class _Area:
         self.words: Any = self.bytes[: AREA_BYTES - AREA_BYTES % 8].cast("d")
 
 
-def _run_chunk(conn: Connection, area: _Area, slot: int, call: int, seq: int, reward: Any,
-               group: bool, items: list[Any]) -> None:
+def _score_chunk(conn: Connection, area: _Area, slot: int, call: int, seq: int, reward: Any,
+                 group: bool, items: list[Any]) -> None:
     words, raw = area.words, area.bytes
     ints: Any = raw[:HEADER_BYTES].cast("q")
     at_values, at_seconds, at_codes = slot_offsets(slot)
@@ -226,7 +226,7 @@ def main(fd: int, parent: int, area_fd: int) -> None:
             conn.send(("load_error", call, failed.get(key, "reward not loaded in this worker")))
             continue
         try:
-            _run_chunk(conn, area, slot, call, seq, reward, group, decode_items(encoded))
+            _score_chunk(conn, area, slot, call, seq, reward, group, decode_items(encoded))
         except (OSError, ValueError):
             return
 

@@ -265,13 +265,13 @@ def test_numeric_verdicts_are_reached_without_a_worker(monkeypatch: pytest.Monke
     from rewardkit.execution import local as execution
 
     sent: list[int] = []
-    real = execution.run_process
+    real = execution.execute_in_workers
 
     def spy(reward, samples, indices, groups, timeout, out, workers=None):  # type: ignore[no-untyped-def]
         sent.extend(indices if indices is not None else range(len(samples)))
         return real(reward, samples, indices, groups, timeout, out, workers)
 
-    monkeypatch.setattr(execution, "run_process", spy)
+    monkeypatch.setattr(execution, "execute_in_workers", spy)
     rs = RewardSet.from_dict({"rewards": {"m": {"reward": "math_answer"}}})
     samples = [Sample(completion="so 4 * 3 = <<4*3=12>>12\nA: 12", reference="12"),
                Sample(completion="#### 1,200", reference="1200"),
@@ -299,9 +299,9 @@ class _Halves(Reward):
 
 
 def test_quick_score_decides_what_it_can_and_the_worker_the_rest() -> None:
-    from rewardkit.execution import Outcome, run_reward
+    from rewardkit.execution import Outcome, execute_reward
 
     samples = [Sample(completion=t) for t in ("ab", "abc", "raise", "abcd")]
     out = Outcome(len(samples))
-    run_reward(_Halves(), ExecutionMode.PROCESS, samples, None, None, 10.0, out)
+    execute_reward(_Halves(), ExecutionMode.PROCESS, samples, None, None, 10.0, out)
     assert [out.score(i).value for i in range(4)] == [0.25, 0.75, 0.75, 0.25]

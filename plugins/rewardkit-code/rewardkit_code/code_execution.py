@@ -281,7 +281,7 @@ class CodeExecution(Reward):
                 total=len(suite),
             )
         try:
-            runner = self._runner(0)
+            runner = self._runner_for(0)
         except SandboxUnavailableError as error:
             return Score.error(f"sandbox unavailable: {error}")
         except ValueError as error:  # a remote runner's missing API key
@@ -298,9 +298,9 @@ class CodeExecution(Reward):
             if suite.cases:
                 first_case = probe
         tally = (
-            self._run_tests(f"{code}\n\n{suite.setup}\n" if suite.setup else code, suite.tests)
+            self._judge_tests(f"{code}\n\n{suite.setup}\n" if suite.setup else code, suite.tests)
             if suite.tests
-            else self._run_cases(runner, code, suite.cases, first_case)
+            else self._judge_cases(runner, code, suite.cases, first_case)
         )
         if tally.error is not None:
             return Score.error(tally.error)
@@ -315,7 +315,7 @@ class CodeExecution(Reward):
             return shared_call_threads("rewardkit-code-remote", threads)
         return shared_call_threads("rewardkit-code-sandbox", params.concurrency or default_slots())
 
-    def _runner(self, n_tests: int) -> Runner:
+    def _runner_for(self, n_tests: int) -> Runner:
         """A runner whose wall limit fits ``n_tests`` tests (0: one program run)."""
         params = self.params
         stop_early = params.mode == "binary"
@@ -356,7 +356,7 @@ class CodeExecution(Reward):
             stop_on_first_failure=stop_early,
         )
 
-    def _run(
+    def _execute(
         self,
         runner: Runner,
         code: str,
@@ -379,7 +379,7 @@ class CodeExecution(Reward):
         token = f"rewardkit-compiled-{secrets.token_hex(8)}"
         program = _STAGE_PROBE.format(source=code, token=token)
         stdin = suite.cases[0].stdin if suite.cases else None
-        result = self._run(runner, program, stdin=stdin)
+        result = self._execute(runner, program, stdin=stdin)
         return result, token in result.stderr
 
     def _stage(self, probe: SandboxResult, compiled: bool) -> tuple[float, str | None]:
@@ -388,15 +388,15 @@ class CodeExecution(Reward):
         if not compiled:
             return 0.0, f"does not compile: {_last_line(probe.stderr) or probe.status}"
         if probe.status is not Status.OK:
-            why = _run_failure(probe)
+            why = _failure_reason(probe)
             return params.compiles_value, f"compiles but does not run clean: {why}"
         return params.runs_value, None
 
-    def _run_tests(self, code: str, tests: Sequence[str]) -> _Tally:
+    def _judge_tests(self, code: str, tests: Sequence[str]) -> _Tally:
         tally = _Tally()
         for start in range(0, len(tests), self.params.batch_size or len(tests)):
             batch = list(tests[start : start + (self.params.batch_size or len(tests))])
-            result = self._run(self._runner(len(batch)), code, tests=batch)
+            result = self._execute(self._runner_for(len(batch)), code, tests=batch)
             tally.count(result)
             if result.status in _INFRASTRUCTURE:
                 tally.error = f"{result.status.replace('_', ' ')}: {result.error}"
@@ -416,7 +416,7 @@ class CodeExecution(Reward):
                 break
         return tally
 
-    def _run_cases(
+    def _judge_cases(
         self,
         runner: Runner,
         code: str,
@@ -432,7 +432,7 @@ class CodeExecution(Reward):
                 if index == 0 and first is not None:
                     result = first
                 else:
-                    result = self._run(runner, code, stdin=case.stdin)
+                    result = self._execute(runner, code, stdin=case.stdin)
                 tally.count(result)
                 if result.status in _INFRASTRUCTURE:
                     tally.error = f"{result.status.replace('_', ' ')}: {result.error}"
@@ -451,7 +451,7 @@ class CodeExecution(Reward):
 
     def _case_problem(self, result: SandboxResult, case: IOCase) -> str | None:
         if result.status is not Status.OK:
-            return _run_failure(result)
+            return _failure_reason(result)
         if _normalised(result.stdout, self.params.compare) == _normalised(
             case.stdout, self.params.compare
         ):
@@ -515,7 +515,7 @@ def _normalised(text: str, compare: str) -> object:
     return lines
 
 
-def _run_failure(result: SandboxResult) -> str:
+def _failure_reason(result: SandboxResult) -> str:
     """Why a run was not clean, for people: the status and its last error line."""
     if result.status is Status.COMPILE_ERROR:
         return f"{result.status}: {result.error or 'no detail'}"

@@ -71,7 +71,7 @@ def test_stdin_cases_of_one_program_compile_once() -> None:
     grader = CodeExecution({"language": "c", "mode": "binary", "timeout_s": 5})
     program = "```c\n#include <stdio.h>\nint main(void){int n;scanf(\"%d\",&n);" \
               "printf(\"%d\\n\",n+41);return 0;}\n```"
-    runner = grader._runner(0)
+    runner = grader._runner_for(0)
     assert isinstance(runner, CompiledRunner)
     before = (runner.cache.hits, runner.cache.misses)
     cases = [{"stdin": f"{n}\n", "stdout": f"{n + 41}\n"} for n in range(4)]
