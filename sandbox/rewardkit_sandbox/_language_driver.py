@@ -8,8 +8,9 @@ compiler steps, send back the artifacts) or ``execute()`` (write the artifacts, 
 compiler or program it starts: nothing here runs outside the sandbox.
 
 Both read their instructions from stdin: one length-prefixed JSON header (``!Q`` + bytes),
-then, for ``execute``, whatever stdin the program itself gets (read by the program from
-the same descriptor, after the header). The compiler's output is capped here, before it
+then, for ``execute``, the artifacts' bytes (raw, in the order and sizes the header
+lists) and whatever stdin the program itself gets (read by the program from the same
+descriptor, after them). The compiler's output is capped here, before it
 ever reaches the zygote's pipes.
 """
 
@@ -54,6 +55,23 @@ def _write_files(files: dict[str, list[Any]]) -> None:
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(base64.b64decode(data))
+
+
+def _write_raw_files(files: list[list[Any]]) -> None:
+    """Write ``[name, mode, size]`` files whose bytes follow the header on fd 0, in order."""
+    for name, mode, size in files:
+        directory = os.path.dirname(name)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        with os.fdopen(fd, "wb") as handle:
+            left = int(size)
+            while left > 0:
+                chunk = os.read(0, min(left, 1 << 20))
+                if not chunk:
+                    raise EOFError(f"the input ended {left} bytes before {name} did")
+                handle.write(chunk)
+                left -= len(chunk)
 
 
 def _limit_data(data_bytes: int | None) -> None:
@@ -224,7 +242,7 @@ def _through_private_loader(argv: list[str]) -> list[str]:
 def execute() -> None:
     """Run: write the artifacts, cap the heap if asked, and become the program."""
     header = _read_header()
-    _write_files(header["files"])
+    _write_raw_files(header["raw_files"])
     for name in header.get("exec_only", ()):
         # an execute-only binary starts non-dumpable: its /proc/self/mem is not its own
         # to open (and the sandbox's seccomp filter refuses making it dumpable again)

@@ -150,7 +150,7 @@ def find_toolchain(language: Language) -> tuple[dict[str, str], str | None]:
 @dataclass
 class Build:
     """One compile: ``ok``, the capped compiler output, and the artifacts (path ->
-    [mode, base64])."""
+    [mode, bytes])."""
 
     ok: bool
     log: str
@@ -363,11 +363,14 @@ class CompiledRunner:
             return SandboxResult(
                 build.status, stderr=build.log, error=build.error, metadata=facts
             )
-        files = dict(build.files)
-        for name, text in plan.sources.items():
-            if name.endswith((".js",)):
-                files[name] = [0o644, _b64(text)]
-        header: dict[str, Any] = {"files": files, "argv": plan.argv, "env": plan.env,
+        # the files travel raw after the header, not base64 in it: a Go binary (1.3 MB)
+        # costs the run task a third less to receive, and no decoding
+        files = [(name, mode, data) for name, (mode, data) in build.files.items()]
+        files += [(name, 0o644, text.encode("utf-8", "surrogatepass"))
+                  for name, text in plan.sources.items() if name.endswith(".js")]
+        header: dict[str, Any] = {"raw_files": [[name, mode, len(data)]
+                                                for name, mode, data in files],
+                                  "argv": plan.argv, "env": plan.env,
                                   "exec_only": list(plan.exec_only),
                                   "private_loader": plan.private_loader}
         run_limits = limits
@@ -377,8 +380,10 @@ class CompiledRunner:
             run_limits = dataclasses.replace(
                 limits, address_space_bytes=limits.memory_bytes + reserve
             )
+        raw = b"".join(data for _, _, data in files)
         result = self.pool.run(
-            _DRIVER + "\nexecute()\n", stdin=_framed(header) + stdin.encode(), limits=run_limits
+            _DRIVER + "\nexecute()\n", stdin=b"".join([_framed(header), raw, stdin.encode()]),
+            limits=run_limits,
         )
         metadata = {**result.metadata, **facts}
         return dataclasses.replace(result, metadata=metadata)
@@ -419,7 +424,9 @@ class CompiledRunner:
             first = next((line for line in log.splitlines() if "error" in line.lower()), "")
             error = f"compile error ({verdict.get('step')}): {first[:300] or log[-300:]}"
             return Build(False, log, status=Status.COMPILE_ERROR, error=error, seconds=seconds)
-        return Build(True, log, files=verdict.get("files") or {}, seconds=seconds)
+        files = {name: [mode, base64.b64decode(data)]  # decoded once, not per run
+                 for name, (mode, data) in (verdict.get("files") or {}).items()}
+        return Build(True, log, files=files, seconds=seconds)
 
     def _key(self, plan: _Plan) -> str:
         crates = self.rust_crates.digest if self.rust_crates else None  # the crate set
@@ -444,7 +451,7 @@ class CompiledRunner:
                 plan = dataclasses.replace(self._test_plan(GO_SEED_CODE, GO_SEED_TEST),
                                            collect=["gocache"], go_seed=False)
                 made = self._build(plan)
-                seed = {name: [0o644, data] for name, (_, data) in made.files.items()
+                seed = {name: [0o644, _b64(data)] for name, (_, data) in made.files.items()
                         if made.ok and name.startswith("gocache/")}
                 _go_seeds[key] = seed
             return seed
