@@ -113,7 +113,7 @@ def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
         return "the answer is retracted after it is given"
     if _CORRECTED.match(text, found.end):
         return "the answer is corrected right after it is given"
-    if prompt and _copied(found.answer, prompt):
+    if prompt and copied_from(found.answer, prompt):
         return "the answer is copied from the prompt"
     if "\\" in text[found.end : found.end + 40] and _noted_otherwise(text, found.end):
         return "a note beside the answer gives another value"
@@ -190,7 +190,7 @@ def negated_before(text: str, start: int) -> bool:
     return NEGATION_BEFORE.search(window) is not None
 
 
-def _copied(answer: str, prompt: str) -> bool:
+def copied_from(answer: str, prompt: str) -> bool:
     """A sentence of the prompt given back as the answer ("18 apples" is not one)."""
     words = " ".join(answer.split())
     return len(words) >= 20 and LATIN_WORD.search(words) is not None and words in " ".join(
@@ -225,7 +225,7 @@ def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
         return "the last sentence hedges between values"
     if _listed(text, sentence, found):
         return "a list of numbers, not an answer"
-    if prompt and _copied(sentence, prompt):
+    if prompt and copied_from(sentence, prompt):
         return "the last sentence is copied from the prompt"
     return ""
 

@@ -48,7 +48,9 @@ from rewardkit.builtin.choice import GOLD_LETTER, choice_score, sample_options
 from rewardkit.builtin.math.commitment import (
     competing_answers,
     competing_statements,
+    copied_from,
     hedged,
+    negated_before,
     read_answer,
 )
 from rewardkit.builtin.math.cost_guards import too_costly
@@ -58,10 +60,11 @@ from rewardkit.builtin.math.extraction import (
     Found,
     reference_text,
     strip_calculator_notes,
+    strip_lead_in,
 )
 from rewardkit.builtin.math.fast_path import fast_verdict
 from rewardkit.builtin.math.hedges import one_value, several_values
-from rewardkit.builtin.math.numbers import PlainNumber, numbers_match
+from rewardkit.builtin.math.numbers import PlainNumber, numbers_match, read_number
 from rewardkit.builtin.math.params import MathParams
 from rewardkit.builtin.math.references import (
     SymbolicReference,
@@ -156,6 +159,10 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
             return choice_score(text, letter.group(1), sample_options(sample),
                                 params.answer_tag, params.score, params.wrong)
         return None  # math-verify must first say whether the reference is an answer at all
+    if type(gold) is PlainNumber and type(reference) is str:
+        verdict = _hashes_line_verdict(sample, gold, reference, params)
+        if verdict is not None:
+            return verdict
     read = _answer_read(sample, params)
     if isinstance(read, Score):
         return read
@@ -171,6 +178,63 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
         return Score.ok(params.wrong, "no answer found")
     how = found.how if found else "words"
     return verdict_score(word_form(words) == gold.words, params, how, words)
+
+
+#: the extraction order and tag the hashes-line short cut is proved for (the defaults)
+_DEFAULT_ORDER = ["answer_tag", "boxed", "hashes", "closing", "bare", "math_span", "last_number"]
+#: a box command (``\boxed``, ``\fbox``, ``\colorbox``, ...: every box statement_marks counts)
+_BOX_COMMAND = re.compile(r"\\[A-Za-z]*box")
+
+
+def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
+                         params: MathParams) -> Score | None:
+    """The verdict of the full reading (:func:`_answer_read`, :func:`_plain_verdict`) for
+    the common GRPO case, reached with a few scans, or None: the full reading decides.
+
+    Taken only where the full reading provably finds the same: default extraction, an
+    ASCII output (lower case keeps positions) whose last line is its one ``####`` line
+    (``#### The final answer is 18``) stating a plain number, and nothing before it that
+    another strategy or statement reads (no reasoning block, answer block, box command,
+    bold, other ``####``, ``answer`` in any case or ``A:`` line), at most one closing
+    phrase on the line (the line's two readings are one statement:
+    :func:`~rewardkit.builtin.math.commitment.statement_marks`). Then ``extract`` finds
+    that line (answer_tag and boxed find nothing); nothing follows it, so no question
+    mark, retraction, correction, note or hedge after it; the answer is not negated
+    before it (checked) nor a copied prompt sentence (checked); statement_marks counts
+    one statement, so there is no competing one; and a plain number is its own reading
+    (``read_answer``). The differential test (tests/builtin/test_math_hashes_line.py)
+    compares both on the benchmark's rows and the golden cases."""
+    text = sample.text
+    pos = text.rfind("####")
+    if (pos < 0 or params.reasoning_tag is not None or params.occurrence != "last"
+            or params.decimal_comma or not text.isascii() or params.answer_tag != "answer"
+            or params.extract != _DEFAULT_ORDER or text.find("\n", pos) >= 0
+            or (pos and text[pos - 1] == "#") or "think>" in text or "**" in text
+            or text.find("####", 0, pos) >= 0):
+        return None
+    if "\\" in text and ("\\textbf" in text or ("box" in text and _BOX_COMMAND.search(text))):
+        return None
+    low = text.lower()  # (ASCII: the same positions)
+    if (low.find("answer", 0, pos) >= 0 or low.find("\na:", 0, pos) >= 0
+            or low.startswith("a:")):
+        return None  # a closing phrase, an answer block or an "A:" line before the line
+    line = text[pos + 4 :]
+    closings = low.count("answer is", pos) + low.count("answer:", pos)
+    if closings > 1 or "</answer>" in line:
+        return None
+    answer = strip_lead_in(line).strip()
+    if not answer:
+        return None
+    pred = read_number(answer)
+    if pred is None or (pred.percent and not gold.percent) or negated_before(text, pos):
+        return None
+    prompt = "" if sample.prompt is None else prompt_text(sample.prompt)
+    if (prompt and copied_from(answer, prompt)) or several_values(answer, "hashes", prompt):
+        return None
+    same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
+    if not same and reference and params.rel_tol is None:
+        same = _rounds_to(reference, gold, pred, answer)
+    return ok_score(float(params.score if same else params.wrong), "hashes", answer)
 
 
 def _answer_read(sample: Sample, params: MathParams) -> Score | tuple[str, str, Found | None]:

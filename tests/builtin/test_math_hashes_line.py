@@ -1,0 +1,160 @@
+"""math_answer's hashes-line short cut (issue 42 item 3) decides only what the full reading
+decides: compared, Score for Score, with the full reading (the answer found and the
+plain-number verdict the quick verdict reaches without the short cut) on the GRPO
+benchmark's rows, on those rows with each hardening case written into them, and on the
+golden cases of tests/cases/builtin/math_answer*.yaml."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rewardkit import Sample
+from rewardkit.builtin.math.numbers import PlainNumber
+from rewardkit.builtin.math.params import MathParams
+from rewardkit.builtin.math.references import plain_reference
+from rewardkit.builtin.math.reward import (
+    _answer_read,
+    _hashes_line_verdict,
+    _plain_verdict,
+    _quick_verdict,
+)
+from rewardkit.types import Score
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gsm8k_style import solutions  # noqa: E402
+
+
+def _full(sample: Sample, params: MathParams) -> Score | None:
+    """The quick verdict's full reading for a plain-number gold, without the short cut."""
+    gold = plain_reference(sample.reference, params)
+    assert type(gold) is PlainNumber
+    read = _answer_read(sample, params)
+    if isinstance(read, Score):
+        return read
+    _, prompt, found = read
+    if found is None:
+        return Score.ok(params.wrong, "no answer found")
+    reference = sample.reference if type(sample.reference) is str else ""
+    return _plain_verdict(gold, found, params, prompt, reference)
+
+
+def _same(short: Score | None, full: Score | None) -> bool:
+    if short is None or full is None:
+        return False
+    return (short.value, short.status, short.reason, short.details) == (
+        full.value, full.status, full.reason, full.details)
+
+
+def _check(sample: Sample, params: MathParams) -> bool:
+    """Whether the short cut was taken; when it is, its Score is the full reading's."""
+    gold = plain_reference(sample.reference, params)
+    if type(gold) is not PlainNumber or type(sample.reference) is not str:
+        return False
+    short = _hashes_line_verdict(sample, gold, sample.reference, params)
+    if short is None:
+        return False
+    full = _full(sample, params)
+    assert _same(short, full), (sample.completion[-200:], sample.reference, short, full)
+    assert _same(_quick_verdict(sample, params), full)
+    return True
+
+
+#: what the hardening reads, written into a benchmark row: (where, text)
+_EDITS: list[tuple[str, str]] = [
+    ("before_line", "It is not"), ("before_line", "I can't tell,"), ("before_line", "≠"),
+    ("before_line", "The answer is 12.\n"), ("before_line", "Answer: 12\n"),
+    ("before_line", "\\boxed{12}\n"), ("before_line", "\\fbox{12}\n"),
+    ("before_line", "\\framebox{12}\n"), ("before_line", "**12**\n"),
+    ("before_line", "\\textbf{12}\n"), ("before_line", "<answer>12</answer>\n"),
+    ("before_line", "#### 12\n"), ("before_line", "#"), ("before_line", "<think>"),
+    ("before_line", "</think>\n"), ("before_line", "A: 12\n"),
+    ("before_line", "THE ANSWER IS 12\n"),
+    ("start", "A: 12\n"), ("start", "a: 12\n"), ("start", "İ "),
+    ("end", "?"), ("end", "\n"), ("end", " or 17"), ("end", ", maybe 17"), ("end", "%"),
+    ("end", "\\%"), ("end", " apples"), ("end", ".5"), ("end", ".50"), ("end", "/2"),
+    ("end", " (possibly 17)"), ("end", "\nWait, that is wrong."), ("end", ", no wait, 17"),
+    ("end", "\\footnote{17}"), ("end", " is wrong"), ("end", " answer is 3"),
+    ("end", " | 17"), ("end", " thousand"), ("end", "**"), ("end", " <think>"),
+    ("line", "#### 0"), ("line", "#### "), ("line", "#### The final answer is"),
+    ("line", "#### The answer is: 1,000"), ("line", "####The final answer is not 12"),
+    ("line", "#### 12 or 13"), ("line", "#### x = 12"), ("line", "#### $12.00"),
+    ("line", "#### -3"), ("line", "#### 1/2"), ("line", "#### 12?"),
+    ("line", "#### The final answer is 18 and the answer is 19"),
+]
+
+
+def _edited(text: str, where: str, edit: str) -> str:
+    line = text.rfind("\n####")
+    if where == "start":
+        return edit + text
+    if where == "end":
+        return text + edit
+    if where == "line":
+        return text[: line + 1] + edit if line >= 0 else text + "\n" + edit
+    return text[: line + 1] + edit + text[line + 1 :] if line >= 0 else text + edit
+
+
+def test_the_short_cut_decides_as_the_full_reading_on_the_benchmark_rows() -> None:
+    params = MathParams.model_validate({})
+    rows = solutions(2048, seed=11, closings=("eight_shot",) * 9 + ("none",))
+    taken = sum(_check(Sample(completion=r.text, reference=r.gold), params) for r in rows)
+    assert taken >= 0.8 * len(rows)  # the short cut is what the benchmark's rows take
+    prompted = [Sample(completion=r.text, reference=r.gold, prompt="How many are there?")
+                for r in rows[:200]]
+    assert sum(_check(s, params) for s in prompted) >= 150
+
+
+@pytest.mark.parametrize(("where", "edit"), _EDITS)
+def test_the_short_cut_decides_as_the_full_reading_on_each_hardening_case(
+        where: str, edit: str) -> None:
+    params = MathParams.model_validate({})
+    for row in solutions(40, seed=5, closings=("eight_shot", "none")):
+        for gold in (row.gold, "12", "0.5", "17", "1000", "50%"):
+            _check(Sample(completion=_edited(row.text, where, edit), reference=gold), params)
+
+
+def test_the_hardening_cases_fall_back_to_the_full_reading() -> None:
+    """Each case the short cut cannot prove leaves it (a refusal is the full reading's)."""
+    params = MathParams.model_validate({})
+    text = "So 6 * 2 = 12.\n#### The final answer is 12"
+    assert _check(Sample(completion=text, reference="12"), params)
+    for before in ("The answer is 11.\n", "\\boxed{11}\n", "**11**\n", "#### 11\n", "<think>"):
+        sample = Sample(completion=before + text, reference="12")
+        gold = plain_reference("12", params)
+        assert isinstance(gold, PlainNumber)
+        assert _hashes_line_verdict(sample, gold, "12", params) is None
+    for after in ("?", " or 11", "\nWait, that is wrong."):
+        assert not _check(Sample(completion=text + after, reference="12"), params)
+        verdict = _quick_verdict(Sample(completion=text + after, reference="12"), params)
+        assert verdict is not None and verdict.value == 0.0
+
+
+def _cases() -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for path in sorted((ROOT / "tests" / "cases" / "builtin").glob("math_answer*.yaml")):
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for case in spec["cases"]:
+            found.append((f"{path.name}:{case.get('name')}", {**case,
+                                                             "params": spec.get("params", {})}))
+    return found
+
+
+def test_the_short_cut_decides_as_the_full_reading_on_the_golden_cases() -> None:
+    cases = _cases()
+    assert len(cases) > 250
+    taken = 0
+    for name, case in cases:
+        params = MathParams.model_validate(case["params"])
+        sample = Sample(completion=case["completion"], reference=case.get("reference"),
+                        prompt=case.get("prompt"))
+        try:
+            taken += _check(sample, params)
+        except AssertionError as exc:
+            raise AssertionError(name) from exc
+    assert taken >= 3
