@@ -195,7 +195,7 @@ TEST_FDS = struct.Struct("3i")
 
 
 def serve_judge(socket_fd: int, report_fd: int) -> NoReturn:
-    """The slot's judge (see :mod:`._zygote_judge`): run each test the zygote sends on
+    """The slot's judge (see :mod:`.zygote.judge`): run each test the zygote sends on
     ``socket_fd`` against its candidate, and write one JSON verdict per test on
     ``report_fd``, which only this process holds.  Exits when the zygote goes."""
     import _socket

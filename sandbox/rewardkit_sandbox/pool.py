@@ -23,10 +23,10 @@ from rewardkit_sandbox._memory_cgroup import MemoryCgroups
 from rewardkit_sandbox._protocol import Channel, ProtocolError
 from rewardkit_sandbox._uid_kill import kill_every_process_of_uid
 from rewardkit_sandbox._verdict import verdict
-from rewardkit_sandbox._zygote_mounts import find_world_writable
 from rewardkit_sandbox.layers import REQUIRED_LAYERS, LayerReport
 from rewardkit_sandbox.limits import SandboxLimits, limits_message
 from rewardkit_sandbox.result import SandboxResult, Status
+from rewardkit_sandbox.zygote.mounts import find_world_writable
 
 logger = logging.getLogger("rewardkit_sandbox")
 
@@ -40,7 +40,7 @@ sys.path[:0] = config["bootstrap_paths"]
 package = types.ModuleType("rewardkit_sandbox")
 package.__path__ = [config["package_dir"]]
 sys.modules["rewardkit_sandbox"] = package
-from rewardkit_sandbox._zygote import main
+from rewardkit_sandbox.zygote.server import main
 main()
 """
 _ZYGOTE_START_TIMEOUT_S = 30.0
@@ -371,7 +371,7 @@ class SandboxPool:
                 self._ensure_alive(slot)
             except (OSError, SandboxUnavailableError) as error:
                 return SandboxResult(Status.SANDBOX_ERROR, error=f"zygote restart failed: {error}")
-            return self._run_on_slot(slot, request, stdin_bytes, limits, tests_blob)
+            return self._execute_on_slot(slot, request, stdin_bytes, limits, tests_blob)
         finally:
             self._free.put(slot)
 
@@ -434,7 +434,7 @@ class SandboxPool:
             except queue.Empty:
                 continue
 
-    def _run_on_slot(
+    def _execute_on_slot(
         self,
         slot: _Slot,
         request: dict[str, Any],

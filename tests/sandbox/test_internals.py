@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rewardkit_sandbox import SandboxPool, Status, _confinement
 from rewardkit_sandbox._protocol import Channel, ProtocolError
-from rewardkit_sandbox._zygote_workdir import _remove_tree
+from rewardkit_sandbox.zygote.workdir import _remove_tree
 from sandbox_audit import TEST_LIMITS
 
 

@@ -15,11 +15,13 @@ Standard library only, and few modules of it: a task child inherits everything t
 zygote holds, and pays (in copy-on-write faults) for every page it touches.  No
 ``threading`` or ``random``: their at-fork hooks would run in every child.
 
-This module serves tasks (fork, feed, drain, supervise, report); the zygote's other jobs
-live beside it: :mod:`._zygote_supervision` (serving a running task: stdin, outputs,
-wall time), :mod:`._zygote_tests` (test mode), :mod:`._zygote_mounts` (namespaces and
-mounts), :mod:`._zygote_probes` (layer probes), :mod:`._zygote_workdir` (work
-directories) and :mod:`._zygote_reaping` (kill and reap).
+This module starts the zygote and executes tasks (spawn the child, report); the zygote's
+other jobs are objects it holds, each given only the state it needs, beside it in this
+package: :mod:`.mounts` (namespaces and mounts, at start-up), :mod:`.probes` (layer
+probes, at start-up), :mod:`.workdir` (work directories), :mod:`.supervision` (serving
+a running task: stdin, outputs, wall time), :mod:`.reaping` (kill and reap),
+:mod:`.judge` (the slot's judge process) and :mod:`.judging` (a task's tests, each
+judged by it).
 """
 
 from __future__ import annotations
@@ -38,20 +40,26 @@ from rewardkit_sandbox import _confinement as confinement
 from rewardkit_sandbox import _harness as harness
 from rewardkit_sandbox._memory_cgroup import SlotMemory, raise_oom_score
 from rewardkit_sandbox._protocol import Channel
-from rewardkit_sandbox._zygote_judge import JudgeProcess
-from rewardkit_sandbox._zygote_mounts import NamespacesAndMounts
-from rewardkit_sandbox._zygote_probes import LayerProbes, layer
-from rewardkit_sandbox._zygote_supervision import (
+from rewardkit_sandbox.zygote.judge import Judge
+from rewardkit_sandbox.zygote.judging import Judging
+from rewardkit_sandbox.zygote.mounts import NamespacesAndMounts
+from rewardkit_sandbox.zygote.probes import (
+    ProbeConfinement,
+    layer,
+    probe_child_layers,
+    probe_process_group_kill,
+)
+from rewardkit_sandbox.zygote.reaping import Reaper
+from rewardkit_sandbox.zygote.supervision import (
     REPORT_LIMIT_BYTES,
     Stuck,
     Task,
-    TaskSupervision,
+    TaskSupervisor,
     feed,
     pipes,
     read_rest,
 )
-from rewardkit_sandbox._zygote_tests import TestRunning
-from rewardkit_sandbox._zygote_workdir import WorkDirectories, _shared_temp_dir
+from rewardkit_sandbox.zygote.workdir import WorkDirectories, shared_temp_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per task
@@ -64,26 +72,23 @@ _CHILD_FDS = 6  # a candidate's 0-5: stdio, report, its link to the judge
 OOM_SCORE_ADJ = 1000
 
 
-class Zygote(
-    TestRunning,
-    TaskSupervision,
-    JudgeProcess,
-    NamespacesAndMounts,
-    LayerProbes,
-    WorkDirectories,
-):
-    """One slot's zygote; ``serve`` handles requests until the socket closes."""
+class Zygote:
+    """One slot's zygote; ``serve`` handles requests until the socket closes.
+
+    Its collaborators: ``judge`` (the slot's judge process), ``reaper`` (kills and reaps
+    a task, sparing the judge), ``supervisor`` (serves a running task),
+    ``judging`` (runs a task's tests) and ``workdirs`` (the tasks' work directories).
+    """
 
     def __init__(self, config: dict[str, Any], channel: Channel) -> None:
         self.channel = channel
         self.pid = os.getpid()
         self.uid: int = config["uid"]
         self.gid: int = config["gid"]
-        self.judge_uid: int = config.get("judge_uid", self.uid)
         self.layers: dict[str, dict[str, Any]] = {}
         bootstrap_paths = set(config["bootstrap_paths"])
-        self.child_path = [p for p in sys.path if p not in bootstrap_paths]
-        self.child_path += list(config["import_paths"])
+        child_path = [p for p in sys.path if p not in bootstrap_paths]
+        child_path += list(config["import_paths"])
         self.seccomp_program: confinement.SeccompProgram | None = None
         # Keep fds 0-5 taken, so that no pipe of a task is created there: a child moves
         # its descriptors onto 0-5 and must not overwrite one it has not moved yet.
@@ -95,16 +100,25 @@ class Zygote(
         raise_oom_score(OOM_SCORE_ADJ)  # inherited by every child
         self._open_slot_memory(config)
 
-        self._enter_subreaper()
-        self._enter_network_namespace()
-        self._enter_mount_namespace(config)
+        mounts = NamespacesAndMounts(self.layers, child_path)
+        mounts.enter_subreaper()
+        mounts.enter_network_namespace()
+        mounts.enter_mount_namespace(config)
+        self.child_path = mounts.child_path
+        self.netns = mounts.netns
         self._check_environment()
-        self.uid_isolation = os.geteuid() == 0
         self._load_seccomp_program(config)
         self._confine_self()
-        self._probe_child_layers()
-        self._probe_process_group_kill()
-        self._prepare_children(config.get("preload") or [])
+        self.uid_isolation = probe_child_layers(self.layers, ProbeConfinement(
+            self.uid, self.gid, self.netns, self.seccomp_program, self.seccomp_error,
+            self.nnp_error,
+        ))
+        self.judge = Judge(config.get("judge_uid", self.uid), self.devnull, self._enter_task)
+        self.reaper = Reaper(self.pid, self.uid, self.uid_isolation, self.judge)
+        probe_process_group_kill(self.layers, self.reaper)
+        self.supervisor = TaskSupervisor(channel, self.reaper, self.judge)
+        self.judging = Judging(self.supervisor, self.judge, self._spawn_child, self.devnull)
+        self._prepare_children(config.get("preload") or [], mounts)
 
     # -- start-up: what the namespaces, mounts and probes do not cover -------------------
 
@@ -143,7 +157,7 @@ class Zygote(
         else:
             self.seccomp_error = ""
 
-    def _prepare_children(self, preload: list[str]) -> None:
+    def _prepare_children(self, preload: list[str], mounts: NamespacesAndMounts) -> None:
         """Do once here what every task child would otherwise repeat.
 
         Anything a child initialises lazily it pays for in every task, plus the
@@ -156,18 +170,21 @@ class Zygote(
         time, see that /tmp), so HOME/TMPDIR are set here too.  In the shared /tmp each
         task gets a fresh unpredictable name and the child sets them.
         """
-        self.workdir_base = "/tmp" if self.mountns else _shared_temp_dir()
+        workdir_base = "/tmp" if mounts.mountns else shared_temp_dir()
         self.fixed_workdir = (
-            f"/tmp/rewardkit-task-{os.urandom(6).hex()}" if "/tmp" in self.mounted else ""
+            f"/tmp/rewardkit-task-{os.urandom(6).hex()}" if "/tmp" in mounts.mounted else ""
         )
-        self.scratch_mounts = [path for path in self.scratch_dirs if path in self.mounted]
+        scratch_mounts = [path for path in mounts.scratch_dirs if path in mounts.mounted]
         umask = os.umask(0o077)
         os.umask(umask)
-        self.chmod_workdir = bool(umask & 0o700)
+        self.workdirs = WorkDirectories(
+            self.uid, self.gid, self.uid_isolation, mounts.mountns, self.fixed_workdir,
+            workdir_base, bool(umask & 0o700), mounts.scratch_dirs, scratch_mounts,
+        )
         harness.warm_up()
         self.task_stdio = _task_stdio()
         os.environ.clear()
-        os.environ.update(_task_environment(self.fixed_workdir or self.workdir_base))
+        os.environ.update(_task_environment(self.fixed_workdir or workdir_base))
         sys.path[:] = self.child_path
         sys.argv[:] = ["main.py"]
         self.preload_failed: dict[str, str] = {}
@@ -233,7 +250,7 @@ class Zygote(
                 tests_fd = os.memfd_create("rewardkit-tests", os.MFD_CLOEXEC)
                 self.channel.receive_raw(tests_fd, int(request["tests_bytes"]))
             try:
-                reply = self._run_task(request, request.get("stdin") or b"", tests_fd)
+                reply = self._execute_task(request, request.get("stdin") or b"", tests_fd)
             finally:
                 if tests_fd >= 0:
                     os.close(tests_fd)
@@ -247,12 +264,12 @@ class Zygote(
                 gc.freeze()
 
 
-    def _run_task(self, request: dict[str, Any], stdin: bytes, tests_fd: int) -> dict[str, Any]:
+    def _execute_task(self, request: dict[str, Any], stdin: bytes, tests_fd: int) -> dict[str, Any]:
         reply: dict[str, Any] = {"event": "finished"}
         limits = request["limits"]
         task = Task(limits)
         try:
-            workdir = self._make_workdir()
+            workdir = self.workdirs.make()
         except OSError as error:
             reply["infra_error"] = f"could not create the work directory: {error}"
             return reply
@@ -262,14 +279,14 @@ class Zygote(
                 self.slot_memory.set_limit(int(limits["memory_bytes"]))
                 oom_kills = self.slot_memory.oom_kills()
             except (OSError, ValueError) as error:  # usage the cgroup cannot reclaim
-                self._clean_files(workdir)
+                self.workdirs.clean(workdir)
                 reply["infra_error"] = f"could not set the slot's memory limit: {error}"
                 reply["retire"] = "its memory cgroup refused a limit"
                 return reply
         try:
             stdout_read, stdout_write, stderr_read, stderr_write = pipes(2)
         except OSError as error:
-            self._clean_files(workdir)
+            self.workdirs.clean(workdir)
             reply["infra_error"] = f"could not create the task's pipes: {error}"
             return reply
         task.outputs = {stdout_read: task.stdout, stderr_read: task.stderr}
@@ -277,9 +294,9 @@ class Zygote(
         writers = [stdout_write, stderr_write]  # the task's ends: closed once it has them
         try:
             if request.get("test_spans") is None:
-                self._run_program(request, stdin, task, writers, workdir, reply)
+                self._execute_program(request, stdin, task, writers, workdir, reply)
             else:
-                self._run_tests(request, task, writers, workdir, reply, tests_fd)
+                self.judging.judge_tests(request, task, writers, workdir, reply, tests_fd)
         except Stuck as stuck:
             reply["infra_error"] = str(stuck)
             reply["fatal"] = True
@@ -288,14 +305,14 @@ class Zygote(
                 os.close(fd)
             writers.clear()
             if not reply.get("fatal"):
-                self._end_task(task, reply)
+                self.supervisor.end_task(task, reply)
             if oom_kills >= 0 and self.slot_memory is not None:
                 with contextlib.suppress(OSError, ValueError):
                     if self.slot_memory.oom_kills() > oom_kills:
                         reply["memory"] = True  # the cgroup's OOM killer ended a process
             for fd in (stdout_read, stderr_read):
                 os.close(fd)
-            if not self._clean_files(workdir):
+            if not self.workdirs.clean(workdir):
                 reply["retire"] = "files of the task could not be removed"
         if task.pool_gone:
             reply["pool_gone"] = True
@@ -306,7 +323,7 @@ class Zygote(
         reply["stderr"] = bytes(task.stderr.data)
         return reply
 
-    def _fork_task_child(
+    def _spawn_child(
         self,
         request: dict[str, Any],
         fds: tuple[int, ...],
@@ -326,7 +343,7 @@ class Zygote(
         finally:
             os._exit(harness.SETUP_FAILED_EXIT_CODE)
 
-    def _run_program(
+    def _execute_program(
         self,
         request: dict[str, Any],
         stdin: bytes,
@@ -350,7 +367,7 @@ class Zygote(
             stdin_write = -1
         task.stdin_fd, task.pending = stdin_write, pending
         try:
-            ran = self._run_child(request, task, (stdin_read, *writers), workdir)
+            ran = self._spawn_and_supervise(request, task, (stdin_read, *writers), workdir)
         finally:
             if task.stdin_fd >= 0:
                 os.close(task.stdin_fd)
@@ -362,7 +379,7 @@ class Zygote(
         _exit_status(status, usage, reply)
         self._parse_report(report, reply)
 
-    def _run_child(
+    def _spawn_and_supervise(
         self,
         request: dict[str, Any],
         task: Task,
@@ -380,13 +397,13 @@ class Zygote(
             return f"could not create the task's pipes: {error}"
         try:
             try:
-                pid = self._fork_task_child(request, (*stdio, report_write), workdir)
+                pid = self._spawn_child(request, (*stdio, report_write), workdir)
             except OSError as error:
                 return f"fork failed: {error}"
             finally:
                 os.close(report_write)
                 os.close(stdio[0])
-            self._watch(task, pid, None)
+            self.supervisor.watch(task, pid, None)
             _, status, usage = os.wait4(pid, 0)
             # Read once the child is gone (its few records fit in the pipe: a program that
             # fills it with more only blocks itself).
@@ -420,7 +437,7 @@ class Zygote(
             if record.get("memory") is True:
                 reply["memory"] = True
             elif isinstance(record.get("harness"), str) and len(harness_records) < 4:
-                # a compiled test program's harness says it finished (see _language_harnesses)
+                # a compiled test program's harness says it finished (see languages._harnesses)
                 harness_records.append(record["harness"][:100])
             elif isinstance(record.get("test"), dict):
                 tests.append(record["test"])

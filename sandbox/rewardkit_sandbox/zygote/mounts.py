@@ -4,8 +4,10 @@ A child subreaper, a private network namespace with loopback only, a private mou
 namespace with tmpfs scratch directories (/tmp, /dev/shm, /var/tmp and every other
 world-writable folder, which the pool finds once with :func:`find_world_writable`), and
 the hidden paths (home directories, the repository) covered, with the import paths
-found under them shown again read-only.  Standard library only (see
-:mod:`rewardkit_sandbox._zygote`).
+found under them shown again read-only.  Guarantees: each step that fails is reported
+as an inactive layer with why (the zygote goes on without it), and the children's import
+paths stay importable through every cover.  Standard library only (see
+:mod:`rewardkit_sandbox.zygote.server`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ import os
 import stat
 
 from rewardkit_sandbox import _confinement as confinement
-from rewardkit_sandbox._zygote_probes import layer
+from rewardkit_sandbox.zygote.probes import layer
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # no ``typing`` in the zygote (see :mod:`rewardkit_sandbox._zygote`)
+if TYPE_CHECKING:  # no ``typing`` in the zygote (see :mod:`rewardkit_sandbox.zygote.server`)
     from typing import Any
 
 SCRATCH_DIRS = ("/tmp", "/dev/shm", "/var/tmp")
@@ -27,23 +29,30 @@ _WORLD_WRITABLE_TMPFS_BYTES = 8 * 1024 * 1024
 
 
 class NamespacesAndMounts:
-    """Entering what the kernel allows; each step records its layer in ``layers``."""
+    """Entering what the kernel allows; each step records its layer in ``layers``.
 
-    layers: dict[str, dict[str, object]]
-    child_path: list[str]
-    netns: bool
-    mountns: bool
-    mounted: list[str]
-    scratch_dirs: tuple[str, ...]
+    ``child_path``: the task children's ``sys.path``, rewritten where an import path is
+    shown again elsewhere.  After :meth:`enter_mount_namespace`: ``mountns`` (the
+    private mounts are in place), ``mounted`` (the tmpfs mounts made) and
+    ``scratch_dirs`` (the world-writable folders a task may leave files in).
+    """
 
-    def _enter_subreaper(self) -> None:
+    def __init__(self, layers: dict[str, dict[str, Any]], child_path: list[str]) -> None:
+        self.layers = layers
+        self.child_path = child_path
+        self.netns = False
+        self.mountns = False
+        self.mounted: list[str] = []
+        self.scratch_dirs: tuple[str, ...] = SCRATCH_DIRS
+
+    def enter_subreaper(self) -> None:
         try:
             confinement.prctl(confinement.PR_SET_CHILD_SUBREAPER, 1)
             self.layers["child_subreaper"] = layer(True, "orphans of a task are reaped here")
         except OSError as error:
             self.layers["child_subreaper"] = layer(False, f"prctl failed: {error}")
 
-    def _enter_network_namespace(self) -> None:
+    def enter_network_namespace(self) -> None:
         try:
             confinement.unshare(confinement.CLONE_NEWNET)
             self.netns = True
@@ -59,7 +68,7 @@ class NamespacesAndMounts:
                 False, f"unshare(CLONE_NEWNET) failed: {error}; seccomp denies inet sockets"
             )
 
-    def _enter_mount_namespace(self, config: dict[str, Any]) -> None:
+    def enter_mount_namespace(self, config: dict[str, Any]) -> None:
         """Private tmpfs over /tmp (``disk_bytes``), /dev/shm, /var/tmp and every other
         world-writable folder the pool found (``world_writable``: see
         :func:`find_world_writable`); the ``hidden_paths`` covered.  The scratch directories
@@ -69,7 +78,7 @@ class NamespacesAndMounts:
         hidden_paths: list[str] = config["hidden_paths"]
         world_writable: dict[str, Any] = config.get("world_writable") or {}
         self.mountns = False
-        self.mounted: list[str] = []
+        self.mounted = []
         found = [str(path) for path in world_writable.get("paths") or []]
         others = tuple(path for path in found if path not in SCRATCH_DIRS)
         self.scratch_dirs = SCRATCH_DIRS + others

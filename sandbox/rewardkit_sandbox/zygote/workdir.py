@@ -1,5 +1,11 @@
 """A task's work directory: created empty before the task, removed with what the task
-left after it.  Standard library only (see :mod:`rewardkit_sandbox._zygote`).
+left after it.
+
+Guarantees: each task gets a directory of its own, owned by the slot uid, mode 0700,
+never one a previous task left behind; :meth:`WorkDirectories.clean` removes what the
+task wrote there and in the scratch directories without following a symlink, and says
+when the private scratch space is not empty again.  Standard library only (see
+:mod:`rewardkit_sandbox.zygote.server`).
 """
 
 from __future__ import annotations
@@ -14,19 +20,38 @@ _TMPFS_EMPTY_DIR = 2 * _TMPFS_DIRENT
 
 
 class WorkDirectories:
-    """Work directories of one slot's tasks, one at a time."""
+    """Work directories of one slot's tasks, one at a time.
 
-    uid: int
-    gid: int
-    uid_isolation: bool
-    mountns: bool
-    fixed_workdir: str
-    workdir_base: str
-    chmod_workdir: bool
-    scratch_mounts: list[str]
-    scratch_dirs: tuple[str, ...]
+    ``uid``/``gid``: their owner when ``uid_isolation`` holds; ``mountns``: the scratch
+    directories are the zygote's own tmpfs mounts (``scratch_mounts``, of
+    ``scratch_dirs``); ``fixed_workdir``: the one name every task's directory has (the
+    private /tmp), else a fresh name under ``workdir_base``; ``chmod_workdir``: the
+    umask would not give 0700.
+    """
 
-    def _make_workdir(self) -> str:
+    def __init__(
+        self,
+        uid: int,
+        gid: int,
+        uid_isolation: bool,
+        mountns: bool,
+        fixed_workdir: str,
+        workdir_base: str,
+        chmod_workdir: bool,
+        scratch_dirs: tuple[str, ...],
+        scratch_mounts: list[str],
+    ) -> None:
+        self.uid = uid
+        self.gid = gid
+        self.uid_isolation = uid_isolation
+        self.mountns = mountns
+        self.fixed_workdir = fixed_workdir
+        self.workdir_base = workdir_base
+        self.chmod_workdir = chmod_workdir
+        self.scratch_dirs = scratch_dirs
+        self.scratch_mounts = scratch_mounts
+
+    def make(self) -> str:
         while True:
             workdir = self.fixed_workdir or (
                 f"{self.workdir_base}/rewardkit-task-{os.urandom(6).hex()}"
@@ -48,7 +73,7 @@ class WorkDirectories:
             raise
         return workdir
 
-    def _clean_files(self, workdir: str) -> bool:
+    def clean(self, workdir: str) -> bool:
         """Remove what the task left; False when the private scratch space is not empty."""
         if self.mountns and self._only_an_empty_workdir(workdir):
             with contextlib.suppress(OSError):
@@ -149,7 +174,7 @@ def _remove_tree(path: str) -> None:
         os.rmdir(path)
 
 
-def _shared_temp_dir() -> str:
+def shared_temp_dir() -> str:
     """Where work directories go without a mount namespace (``tempfile.gettempdir``'s pick)."""
     for candidate in (os.environ.get("TMPDIR"), os.environ.get("TEMP"), os.environ.get("TMP")):
         if candidate and os.path.isdir(candidate):

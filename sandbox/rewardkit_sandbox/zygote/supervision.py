@@ -1,7 +1,10 @@
 """Serving one task while it runs: its stdin fed, its outputs drained up to their caps,
 the pool's messages answered, its wall time enforced, and what is left killed and read.
 
-Standard library only (see :mod:`rewardkit_sandbox._zygote`).
+Guarantees: a task never runs past its wall time plus :data:`KILL_GRACE_S` (else
+:class:`Stuck`, and the zygote exits); no output is kept beyond its cap; a task is
+stopped once, for its first reason (timeout, output limit, the pool's kill or the pool
+gone).  Standard library only (see :mod:`rewardkit_sandbox.zygote.server`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per
     from typing import Any
 
     from rewardkit_sandbox._protocol import Channel
+    from rewardkit_sandbox.zygote.judge import Judge
+    from rewardkit_sandbox.zygote.reaping import Reaper
 
 REPORT_LIMIT_BYTES = 4 * 1024 * 1024
 KILL_GRACE_S = 5.0
@@ -75,20 +80,19 @@ class Stuck(Exception):
     """A process of the task outlived its SIGKILL: the zygote reports it and exits."""
 
 
-class TaskSupervision:
-    """Serve a running task from the zygote (killing and reaping come from
-    :class:`._zygote_reaping.KillAndReap`, the judge's signal from the judge mixin)."""
+class TaskSupervisor:
+    """Serve a running task from the zygote: ``channel`` to the pool (its messages are
+    read while a task runs), ``reaper`` to kill and reap the task, ``judge`` killed with
+    the task when it is busy."""
 
-    channel: Channel
+    def __init__(self, channel: Channel, reaper: Reaper, judge: Judge) -> None:
+        self.channel = channel
+        self.reaper = reaper
+        self.judge = judge
 
-    if TYPE_CHECKING:  # the reaping and judge mixins' methods
-        def _sweep(self, deadline: float) -> bool: ...
-        def _kill_task(self, pid: int, main_child_reaped: bool = False) -> None: ...
-        def _signal_judge(self) -> None: ...
-
-    def _end_task(self, task: Task, reply: dict[str, Any]) -> None:
+    def end_task(self, task: Task, reply: dict[str, Any]) -> None:
         """Kill and reap what is left of the task, then read what it left in the pipes."""
-        if not self._sweep(time.monotonic() + KILL_GRACE_S):
+        if not self.reaper.sweep(time.monotonic() + KILL_GRACE_S):
             reply["infra_error"] = "processes of the task survived SIGKILL"
             reply["fatal"] = True
         # Every writer is dead now: what is left in the pipes is all there is.
@@ -97,14 +101,14 @@ class TaskSupervision:
             output.add(read_rest(fd, output.cap + 1))
 
     @staticmethod
-    def _exited(pid: int) -> bool:
+    def exited(pid: int) -> bool:
         """Whether child ``pid`` has exited (without reaping it)."""
         try:
             return bool(os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT))
         except ChildProcessError:
             return True
 
-    def _watch(
+    def watch(
         self, task: Task, pid: int, until: float | None, ready_fd: int = -1
     ) -> bool:
         """Serve the task while ``pid`` runs: its stdin and outputs, the pool's messages,
@@ -122,7 +126,7 @@ class TaskSupervision:
                 if task.deadline <= now:
                     if task.kill_reason is not None:  # killed, yet not dead within the grace
                         raise Stuck("task did not die after SIGKILL")
-                    self._stop(task, pid, "timeout")
+                    self.stop(task, pid, "timeout")
                     continue
                 limit = task.deadline
                 if until is not None and task.kill_reason is None:
@@ -139,15 +143,15 @@ class TaskSupervision:
                             readers.remove(fd)
                             task.open_outputs.remove(fd)
                         elif task.outputs[fd].add(chunk):
-                            self._stop(task, pid, "output_limit")
+                            self.stop(task, pid, "output_limit")
                     elif fd == self.channel.fd:
                         message = self.channel.receive()
                         if message is None:
                             task.pool_gone = True
                             readers.remove(self.channel.fd)
-                            self._stop(task, pid, "pool closed")
+                            self.stop(task, pid, "pool closed")
                         elif message.get("op") == "kill":
-                            self._stop(task, pid, str(message.get("reason", "killed")))
+                            self.stop(task, pid, str(message.get("reason", "killed")))
                 if writable:
                     task.pending = feed(task.stdin_fd, task.pending)
                     if not task.pending:  # all fed (or the reader is gone): EOF for the program
@@ -160,12 +164,12 @@ class TaskSupervision:
             if ready_fd < 0:
                 os.close(pidfd)
 
-    def _stop(self, task: Task, pid: int, reason: str) -> None:
+    def stop(self, task: Task, pid: int, reason: str) -> None:
         """End the whole task (once): kill every process of it, then allow a grace."""
         if task.kill_reason is None:
             task.kill_reason = reason
-            self._signal_judge()
-            self._kill_task(pid)
+            self.judge.kill_if_busy()
+            self.reaper.kill_task(pid)
             task.deadline = time.monotonic() + KILL_GRACE_S
 
 

@@ -1,7 +1,9 @@
 """Ending a task: kill its process group and every process of its uid, then reap.
 
-The zygote is a child subreaper, so a task's orphans come back to it to be reaped.
-Standard library only (see :mod:`rewardkit_sandbox._zygote`).
+Guarantees: after :meth:`Reaper.sweep` returns True, no process of the task is left
+(its own children reaped, orphans reaped too: the zygote is a child subreaper, so they
+come back to it), and the slot's judge, a child that outlives tasks, is neither killed
+nor counted.  Standard library only (see :mod:`rewardkit_sandbox.zygote.server`).
 """
 
 from __future__ import annotations
@@ -13,18 +15,26 @@ import time
 
 from rewardkit_sandbox._uid_kill import kill_every_process_of_uid
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rewardkit_sandbox.zygote.judge import Judge
 
-class KillAndReap:
-    """Kill and reap what a task started (``pid``: the zygote's own pid)."""
 
-    pid: int
-    uid: int
-    uid_isolation: bool
-    #: the slot's judge (see :mod:`._zygote_judge`): a child that outlives tasks, spared
-    #: by the end-of-task sweep (it runs as another uid) and by these checks; 0 if none
-    judge_pid: int = 0
+class Reaper:
+    """Kill and reap what a task started.
 
-    def _kill_task(self, pid: int, main_child_reaped: bool = False) -> None:
+    ``zygote_pid``: whose children are the task's; ``uid``: the slot uid whose every
+    process is killed when ``uid_isolation`` holds (else the zygote's children are);
+    ``judge``: the slot's judge, spared, and told when its exit is reaped here.
+    """
+
+    def __init__(self, zygote_pid: int, uid: int, uid_isolation: bool, judge: Judge) -> None:
+        self.zygote_pid = zygote_pid
+        self.uid = uid
+        self.uid_isolation = uid_isolation
+        self.judge = judge
+
+    def kill_task(self, pid: int, main_child_reaped: bool = False) -> None:
         """SIGKILL the task's process group, then everything its uid runs (or our children)."""
         if not main_child_reaped:
             with contextlib.suppress(OSError):
@@ -36,13 +46,13 @@ class KillAndReap:
         else:
             self._kill_children()
 
-    def _sweep(self, deadline: float) -> bool:
+    def sweep(self, deadline: float) -> bool:
         """After the task's own children are reaped: kill and reap whatever is left of it
         (daemons, orphans).  False when something outlived SIGKILL until ``deadline``."""
         if not self._has_live_children():
             return True
-        self._kill_task(0, main_child_reaped=True)
-        return self._reap_descendants(deadline)
+        self.kill_task(0, main_child_reaped=True)
+        return self.reap_descendants(deadline)
 
     def _has_live_children(self) -> bool:
         """Reap what has exited; True while a child other than the judge lives."""
@@ -52,25 +62,21 @@ class KillAndReap:
             except ChildProcessError:
                 return False
             if pid == 0:
-                if not self.judge_pid:
+                if not self.judge.pid:
                     return True
-                return any(child != self.judge_pid for child in _children_of(self.pid))
-            if pid == self.judge_pid:
-                self._judge_reaped()
-
-    def _judge_reaped(self) -> None:
-        """The judge's exit was reaped here (see :mod:`._zygote_judge`)."""
-        self.judge_pid = 0
+                return any(child != self.judge.pid for child in _children_of(self.zygote_pid))
+            if pid == self.judge.pid:
+                self.judge.reaped()
 
     def _kill_children(self) -> None:
-        for child in _children_of(self.pid):
-            if child == self.judge_pid:
+        for child in _children_of(self.zygote_pid):
+            if child == self.judge.pid:
                 continue
             for kill in (os.killpg, os.kill):
                 with contextlib.suppress(OSError):
                     kill(child, signal.SIGKILL)
 
-    def _reap_descendants(self, deadline: float) -> bool:
+    def reap_descendants(self, deadline: float) -> bool:
         """Reap until no child is left; orphans reparent here (subreaper).  False on timeout."""
         pause = 0.0002
         while True:
@@ -79,10 +85,10 @@ class KillAndReap:
             except ChildProcessError:
                 return True
             if pid:
-                if pid == self.judge_pid:
-                    self._judge_reaped()
+                if pid == self.judge.pid:
+                    self.judge.reaped()
                 continue
-            if self.judge_pid and not self._has_live_children():
+            if self.judge.pid and not self._has_live_children():
                 return True
             if time.monotonic() > deadline:
                 return False

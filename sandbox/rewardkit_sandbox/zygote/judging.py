@@ -1,7 +1,11 @@
 """Test mode of a task: each assert-style test in a candidate child, judged by the
 slot's judge, with the test's own time limit.
 
-Standard library only (see :mod:`rewardkit_sandbox._zygote`).
+Guarantees: the tests run in order, each in a fresh candidate child that is killed (and
+reaped) before the next starts; a test's verdict is the judge's, never the candidate's;
+a test that overruns its time is a timeout and the next test runs; the first test's
+candidate failing its set-up marks the task's set-up incomplete.  Standard library only
+(see :mod:`rewardkit_sandbox.zygote.server`).
 """
 
 from __future__ import annotations
@@ -12,41 +16,45 @@ import signal
 import time
 
 from rewardkit_sandbox import _harness as harness
-from rewardkit_sandbox._zygote_supervision import (
+from rewardkit_sandbox.zygote.supervision import (
     KILL_GRACE_S,
     REPORT_LIMIT_BYTES,
     Stuck,
     Task,
-    TaskSupervision,
+    TaskSupervisor,
     pipes,
     read_rest,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per task
+    from collections.abc import Callable
     from typing import Any
+
+    from rewardkit_sandbox.zygote.judge import Judge
+
+    #: the zygote's fork of a confined child (request, fds, workdir, role): its pid
+    Spawn = Callable[[dict[str, Any], tuple[int, ...], str, str], int]
 
 _GONE_GRACE_S = 0.5
 
 
-class TestRunning(TaskSupervision):
-    """Run a task's tests, one candidate child and one judged test at a time (a mixin of
-    ``Zygote``: serving a task comes from :class:`TaskSupervision`, the judge from the
-    judge mixin, forking a confined child from the Zygote itself)."""
+class Judging:
+    """Run a task's tests, one candidate child and one judged test at a time.
 
-    devnull: int  # the Zygote's, opened at its start
-    judge_verdicts: int
+    ``supervisor`` serves the task while a test runs, ``judge`` judges each test,
+    ``spawn`` forks a confined candidate child (the zygote's), ``devnull`` is its stdin.
+    """
 
-    if TYPE_CHECKING:  # the judge mixin's and the Zygote's own methods
-        def _judge_ready(self, request: dict[str, Any]) -> str | None: ...
-        def _judge_test(self, tests_fd: int, span: Any, index: int,
-                        link: tuple[int, int]) -> bool: ...
-        def _judge_verdict(self) -> dict[str, Any] | int | None: ...
-        def _stop_judge(self) -> int | None: ...
-        def _fork_task_child(self, request: dict[str, Any], fds: tuple[int, ...],
-                             workdir: str, role: str = "program") -> int: ...
+    def __init__(
+        self, supervisor: TaskSupervisor, judge: Judge, spawn: Spawn, devnull: int
+    ) -> None:
+        self.supervisor = supervisor
+        self.judge = judge
+        self.spawn = spawn
+        self.devnull = devnull
 
-    def _run_tests(
+    def judge_tests(
         self,
         request: dict[str, Any],
         task: Task,
@@ -67,7 +75,7 @@ class TestRunning(TaskSupervision):
         cpu_time_s, max_rss_kib = 0.0, 0
         for index in range(len(request["test_spans"])):
             started = time.monotonic()
-            ran = self._run_test(request, task, writers, workdir, index, tests_fd, timeout_s)
+            ran = self._judge_test(request, task, writers, workdir, index, tests_fd, timeout_s)
             if isinstance(ran, str):
                 reply["infra_error"] = ran
                 return
@@ -97,7 +105,7 @@ class TestRunning(TaskSupervision):
             reply["exit_code"] = 0
         reply["tests"] = records
 
-    def _run_test(
+    def _judge_test(
         self,
         request: dict[str, Any],
         task: Task,
@@ -115,7 +123,7 @@ class TestRunning(TaskSupervision):
         and the candidate's wait status (None: it was still running), resource use and
         report; or why the test could not be started.
         """
-        problem = self._judge_ready(request)
+        problem = self.judge.ready(request)
         if problem is not None:
             return problem
         try:
@@ -127,7 +135,7 @@ class TestRunning(TaskSupervision):
         verdict: dict[str, Any] | int | None = None
         try:
             try:
-                pid = self._fork_task_child(
+                pid = self.spawn(
                     request,
                     (self.devnull, *writers, report_w, to_candidate_r, to_judge_w),
                     workdir,
@@ -139,26 +147,26 @@ class TestRunning(TaskSupervision):
                 os.close(fd)
                 opened.remove(fd)
             span = request["test_spans"][index]
-            handed = self._judge_test(tests_fd, span, index, (to_judge_r, to_candidate_w))
+            handed = self.judge.hand(tests_fd, span, index, (to_judge_r, to_candidate_w))
             for fd in (to_judge_r, to_candidate_w):
                 os.close(fd)
                 opened.remove(fd)
             timed_out = False
             if handed:
-                ready = self._watch(task, pid, started + timeout_s, self.judge_verdicts)
+                ready = self.supervisor.watch(task, pid, started + timeout_s, self.judge.verdicts)
                 timed_out = not ready
-                verdict = self._stop_judge() if timed_out else self._judge_verdict()
+                verdict = self.judge.stop() if timed_out else self.judge.verdict()
             else:
-                verdict = self._stop_judge()
+                verdict = self.judge.stop()
             if isinstance(verdict, dict) and verdict.get("candidate_gone"):
                 # it closed the link: give it a moment to be seen exiting, for the reason
-                candidate_ended = self._watch(task, pid, time.monotonic() + _GONE_GRACE_S)
+                candidate_ended = self.supervisor.watch(task, pid, time.monotonic() + _GONE_GRACE_S)
             else:
-                candidate_ended = self._exited(pid)
+                candidate_ended = self.supervisor.exited(pid)
             for kill in (os.killpg, os.kill):
                 with contextlib.suppress(OSError):
                     kill(pid, signal.SIGKILL)
-            if not self._watch(task, pid, time.monotonic() + KILL_GRACE_S):
+            if not self.supervisor.watch(task, pid, time.monotonic() + KILL_GRACE_S):
                 raise Stuck("a test's candidate did not die after SIGKILL")
             _, status, usage = os.wait4(pid, 0)
             report = read_rest(report_r, REPORT_LIMIT_BYTES)
