@@ -37,9 +37,9 @@ import yaml
 from rewardkit_code import CodeExecution
 from rewardkit_code.sandboxes import shared_sandbox_pool
 from rewardkit_sandbox import SandboxPool
-from rewardkit_sandbox import _go_imports as go_imports
-from rewardkit_sandbox import _language_harnesses as harnesses  # the testify shim for Go
 from rewardkit_sandbox.languages import COMPILE_LIMITS
+from rewardkit_sandbox.languages import _go_imports as go_imports
+from rewardkit_sandbox.languages import _harnesses as harnesses  # the testify shim for Go
 
 from rewardkit import Sample
 

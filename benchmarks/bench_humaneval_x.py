@@ -20,7 +20,8 @@ sandbox); without npm (or its registry) that problem fails and the run says why.
 
 Rust's declarations ``use`` the crates rand, regex and md5 (upstream grades in a cargo
 project with them): ``--rust-crates DIR`` offers a crate directory built by
-``python -m rewardkit_sandbox.rust_crates DIR regex=1 md5=0.7 rand=0.8`` (docs/sandbox.md);
+``python -m rewardkit_sandbox.languages.rust_crates DIR regex=1 md5=0.7 rand=0.8``
+(docs/sandbox.md);
 without it those ``use`` lines are dropped and the solutions that need a crate fail.
 """
 
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--uid-base", type=int, default=62000,
                         help="first slot uid (two runs at once need different ones)")
     parser.add_argument("--rust-crates", default=None,
-                        help="a crate directory (rewardkit_sandbox.rust_crates) for Rust")
+                        help="a crate directory (rewardkit_sandbox.languages.rust_crates) for Rust")
     parser.add_argument("--flags", default=None,
                         help="compiler flags instead of the language's defaults, split as a shell "
                         "would ('' for none: e.g. Go unstripped, as before -ldflags=-s -w)")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from rewardkit_sandbox import CompileCache, CompiledRunner, SandboxPool, Status
-from rewardkit_sandbox._go_imports import GoImport, merged_file, split_imports
 from rewardkit_sandbox.languages import LANGUAGES, find_toolchain
+from rewardkit_sandbox.languages._go_imports import GoImport, merged_file, split_imports
 from sandbox_audit import TEST_LIMITS
 
 needs_node = pytest.mark.skipif(

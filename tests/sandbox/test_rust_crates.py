@@ -1,4 +1,4 @@
-"""Crates offered to sandboxed Rust programs (rewardkit_sandbox.rust_crates).
+"""Crates offered to sandboxed Rust programs (rewardkit_sandbox.languages.rust_crates).
 
 The crates (regex, md5, rand: what HumanEval-X's Rust tests use) are built once with
 Debian's cargo and rustc, offline from Debian's crate sources (the ``librust-*-dev``
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from rewardkit_code import CodeExecution
 from rewardkit_sandbox import CompileCache, CompiledRunner, SandboxLimits, SandboxPool, Status
-from rewardkit_sandbox.rust_crates import (
+from rewardkit_sandbox.languages.rust_crates import (
     DEFAULT_CARGO,
     DEFAULT_RUSTC,
     MANIFEST,
@@ -203,7 +203,7 @@ def test_a_changed_or_foreign_crate_set_is_refused_with_the_reason(
 
 def test_the_build_command_refuses_bad_input_with_a_message(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rewardkit_sandbox.rust_crates", str(tmp_path / "out"),
+        [sys.executable, "-m", "rewardkit_sandbox.languages.rust_crates", str(tmp_path / "out"),
          "regex;rm=1"], capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 1
@@ -214,7 +214,7 @@ def test_a_crate_the_source_lacks_fails_the_build_with_cargos_reason(tmp_path: P
     if _source() is None or not Path(DEFAULT_CARGO).is_file():
         pytest.skip("needs Debian's cargo and crate sources (/usr/share/cargo/registry)")
     done = subprocess.run(
-        [sys.executable, "-m", "rewardkit_sandbox.rust_crates", str(tmp_path / "out"),
+        [sys.executable, "-m", "rewardkit_sandbox.languages.rust_crates", str(tmp_path / "out"),
          "no_such_crate_here=1", "--vendor", str(DEBIAN_REGISTRY)],
         capture_output=True, text=True, timeout=120,
     )

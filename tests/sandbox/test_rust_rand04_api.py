@@ -4,7 +4,7 @@ HumanEval-X's Rust tests were written against rand 0.4 (Rust/50 calls
 ``rng.gen_range(low, high)``); Debian's crate sources hold rand 0.8 only, whose
 ``gen_range`` takes one range, so the test program did not compile with the documented
 crates. ``rand=0.4-api`` builds the compatibility crate shipped in
-``rewardkit_sandbox/rust_compat/rand04`` over rand 0.8 and offers it as ``rand``. Built
+``rewardkit_sandbox/languages/rust_compat/rand04`` over rand 0.8 and offers it as ``rand``. Built
 offline from Debian's crate sources (skipped, saying why, without them and cargo); the
 build is cached outside /tmp as in test_rust_crates.py.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from rewardkit_sandbox import CompileCache, CompiledRunner, SandboxLimits, SandboxPool, Status
-from rewardkit_sandbox.rust_crates import (
+from rewardkit_sandbox.languages.rust_crates import (
     DEFAULT_CARGO,
     DEFAULT_RUSTC,
     CrateSetError,
@@ -30,7 +30,8 @@ from rewardkit_sandbox.rust_crates import (
 CRATES = {"rand": "0.4-api"}
 DEBIAN_REGISTRY = Path("/usr/share/cargo/registry")
 CACHE = Path(os.environ.get("RK_TEST_RUST_CRATES", "/var/cache/rewardkit-tests"))
-SHIM = Path(__file__).resolve().parents[2] / "sandbox/rewardkit_sandbox/rust_compat/rand04"
+SHIM = (Path(__file__).resolve().parents[2]
+        / "sandbox/rewardkit_sandbox/languages/rust_compat/rand04")
 LIMITS = SandboxLimits(wall_time_s=10.0, cpu_time_s=10.0, memory_bytes=512 * 1024 * 1024)
 
 #: a program and tests in the shape of HumanEval-X's Rust/50 (rand 0.4 calls)

@@ -172,7 +172,7 @@ class CodeExecutionParams(Params):
     rust_crates: str | None = Field(
         None,
         description="local rust: a directory of prebuilt crates offered to every program "
-        "(python -m rewardkit_sandbox.rust_crates; see docs/sandbox.md, Rust crates)",
+        "(python -m rewardkit_sandbox.languages.rust_crates; see docs/sandbox.md, Rust crates)",
     )
     node_modules: str | None = Field(
         None,

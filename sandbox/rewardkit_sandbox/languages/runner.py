@@ -5,7 +5,7 @@ layer a Python task has (rlimits, seccomp, no network, private work directory, t
 uid): a *build* task (the compiler, with :data:`COMPILE_LIMITS`: compilers need more
 memory, processes and threads than a candidate program) whose artifacts come back as
 data, and a *run* task that writes them into a fresh work directory and executes them
-with the run limits. The trusted driver of both is :mod:`._language_driver`.
+with the run limits. The trusted driver of both is :mod:`._driver`.
 
 Builds are cached by what was compiled (language, toolchain, flags, every source file):
 the G completions of a prompt that are the same program, every stdin/stdout case of one
@@ -16,7 +16,7 @@ Assert-style tests are whole test programs in the language's usual shape (a C/C+
 ``main`` with ``assert``, a Java ``Main`` class, JavaScript statements with
 ``console.assert``/``assert``, Rust ``#[test]`` functions, Go ``TestX(t *testing.T)``
 functions), each compiled with the candidate around a harness the candidate cannot
-rewrite (:mod:`._language_harnesses`).
+rewrite (:mod:`._harnesses`).
 
 >>> from rewardkit_sandbox import SandboxPool
 >>> with SandboxPool(size=1) as pool:
@@ -45,21 +45,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rewardkit_sandbox import _go_imports as go_imports
-from rewardkit_sandbox import _language_harnesses as harnesses
-from rewardkit_sandbox._node_modules import node_modules_of, node_path_in
+from rewardkit_sandbox.languages import _go_imports as go_imports
+from rewardkit_sandbox.languages import _harnesses as harnesses
+from rewardkit_sandbox.languages._node_modules import node_modules_of, node_path_in
 from rewardkit_sandbox.limits import SandboxLimits
 from rewardkit_sandbox.pool import SandboxPool
 from rewardkit_sandbox.result import SandboxResult, Status, TestResult
 
-if TYPE_CHECKING:  # imported when used: `python -m rewardkit_sandbox.rust_crates` runs it
-    from rewardkit_sandbox.rust_crates import RustCrates
+if TYPE_CHECKING:  # imported when used: `python -m rewardkit_sandbox.languages.rust_crates` runs it
+    from rewardkit_sandbox.languages.rust_crates import RustCrates
 
 _MIB = 1024 * 1024
 _GIB = 1024 * _MIB
 #: the task's PATH (see the zygote): a toolchain must be found there
 TASK_PATH = "/usr/local/bin:/usr/bin:/bin"
-_DRIVER = (Path(__file__).parent / "_language_driver.py").read_text()
+_DRIVER = (Path(__file__).parent / "_driver.py").read_text()
 _HEADER = struct.Struct("!Q")
 
 #: the build task's limits: more memory, processes/threads and time than a program (the
@@ -308,12 +308,12 @@ class CompiledRunner:
                 f"the limit is {self.limits.memory_bytes // _MIB} MiB (docs/sandbox.md, Memory)"
             ))
         if tests is None:
-            return self._run_plan(self._program_plan(code), stdin or "", self.limits)
-        return self._run_tests(code, tests)
+            return self._execute_plan(self._program_plan(code), stdin or "", self.limits)
+        return self._execute_tests(code, tests)
 
     # -- test programs ----------------------------------------------------------------
 
-    def _run_tests(self, code: str, tests: Sequence[str]) -> SandboxResult:
+    def _execute_tests(self, code: str, tests: Sequence[str]) -> SandboxResult:
         outcomes: list[TestResult] = []
         first: SandboxResult | None = None
         limits = self.limits
@@ -329,7 +329,7 @@ class CompiledRunner:
             elif harnesses.count_tests(self.language, test) == 0:
                 result = SandboxResult(Status.FAILED, error="the test program declares no tests")
             else:
-                result = self._run_plan(self._test_plan(code, test), nonce + "\n", limits)
+                result = self._execute_plan(self._test_plan(code, test), nonce + "\n", limits)
             records = result.metadata.get("harness", ())
             if result.status is Status.OK and not (isinstance(records, tuple)
                                                    and nonce in records):
@@ -356,7 +356,7 @@ class CompiledRunner:
 
     # -- build and run ----------------------------------------------------------------
 
-    def _run_plan(self, plan: _Plan, stdin: str, limits: SandboxLimits) -> SandboxResult:
+    def _execute_plan(self, plan: _Plan, stdin: str, limits: SandboxLimits) -> SandboxResult:
         build, cached = self.cache.get_or_build(self._key(plan), lambda: self._build(plan))
         facts: dict[str, object] = {"compile_cached": cached, "compile_s": round(build.seconds, 4)}
         if not build.ok:
@@ -573,7 +573,7 @@ class CompiledRunner:
     def _offer_crates(self, crates: str | os.PathLike[str] | RustCrates) -> None:
         """Compile Rust with the prebuilt ``crates`` (:mod:`.rust_crates`); a set that
         cannot serve (unreadable, another rustc's) is this runner's toolchain problem."""
-        from rewardkit_sandbox.rust_crates import CrateSetError, RustCrates, crates_at
+        from rewardkit_sandbox.languages.rust_crates import CrateSetError, RustCrates, crates_at
 
         if self.language != "rust":
             raise ValueError(f"rust_crates is for language rust, not {self.language}")

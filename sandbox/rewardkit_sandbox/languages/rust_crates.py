@@ -6,7 +6,7 @@ download anything (no network), so the crates are built once, outside it, with c
 and the same ``rustc`` the sandbox runs (an rlib only links with the compiler version
 that made it), into a directory every slot uid can read::
 
-    python -m rewardkit_sandbox.rust_crates /opt/rewardkit/rust-crates \\
+    python -m rewardkit_sandbox.languages.rust_crates /opt/rewardkit/rust-crates \\
         regex=1 md5=0.7 rand=0.8 --vendor /usr/share/cargo/registry
 
 ``--vendor`` builds offline from a directory of crate sources (Debian's
@@ -82,7 +82,7 @@ class RustCrates:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             raise CrateSetError(
                 f"{root} is not a crate directory ({MANIFEST}: {error}); build one with "
-                "`python -m rewardkit_sandbox.rust_crates`"
+                "`python -m rewardkit_sandbox.languages.rust_crates`"
             ) from None
         if not set(externs.values()) <= set(files):
             raise CrateSetError(f"{root}/{MANIFEST}: an extern names a file it does not list")
@@ -299,9 +299,9 @@ def _unreadable_by_others(root: str, files: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rewardkit_sandbox.rust_crates OUT NAME=VERSION... [--vendor DIR]``."""
+    """``python -m rewardkit_sandbox.languages.rust_crates OUT NAME=VERSION... [--vendor DIR]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m rewardkit_sandbox.rust_crates",
+        prog="python -m rewardkit_sandbox.languages.rust_crates",
         description="Build crates for sandboxed Rust programs into OUT (see docs/sandbox.md)",
     )
     parser.add_argument("out", help="the crate directory (outside /tmp, home and the repo)")

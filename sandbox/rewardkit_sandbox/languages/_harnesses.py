@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rewardkit_sandbox import _go_imports as go_imports
+from rewardkit_sandbox.languages import _go_imports as go_imports
 
 #: C and C++: the tests' own ``main`` is linked behind the harness's (``--wrap=main``:
 #: the C runtime calls ``__wrap_main``, which calls the tests' ``main`` as
