@@ -84,7 +84,7 @@ def test_stdin_cases_of_one_program_compile_once() -> None:
 def test_a_missing_toolchain_is_an_error_score_not_a_wrong_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("rewardkit_sandbox.languages.TASK_PATH", "/nonexistent")
+    monkeypatch.setattr("rewardkit_sandbox.languages.runner.TASK_PATH", "/nonexistent")
     score = CodeExecution({"language": "rust", "timeout_s": 5}).grade(
         Sample(completion="```rust\nfn main() {}\n```", reference={"cases": [
             {"stdin": "", "stdout": ""}]}))
