@@ -1,29 +1,43 @@
-"""math_answer against math-verify on a GRPO-shaped batch of competition answers.
+"""math_answer against math-verify on a GRPO-shaped batch of real competition answers.
 
-    python benchmarks/bench_math_symbolic.py [--prompts 64] [--group 16] [--repeats 5] [--json]
+    git clone https://github.com/arka-ritual/omni-math-rule-ca
+    git clone https://github.com/protagolabs/odyssey-math
+    python benchmarks/bench_math_symbolic.py --omni omni-math-rule-ca --odyssey odyssey-math \
+        [--golds 100] [--repeats 3] [--json] [--verdicts OUT.json]
 
-A GRPO step scores P prompts x G completions, and the G completions of a prompt share one
-reference and give a few distinct final answers. The batch here: ``--prompts`` problems
-whose references are competition answers of nine shapes (integer, fraction, radical,
-expression, equation, interval, set, tuple, matrix; the same number of problems each),
-``--group`` completions each. A group draws 2-4 distinct answers (the reference as
-written, the same value written differently, wrong values, now and then a decimal
-approximation) and its completions repeat them, as sampled completions do (some
-references, such as ``2\\sin x`` or ``e^{2}``, lie outside math_answer's exact fast path
-and go to math-verify); each completion is a few lines of reasoning ending in
-``\\boxed{...}`` (or "The final answer is $\\boxed{...}$"). Every completion is
-labelled: the reference or an equivalent form is right, anything else (the
-approximations included) is wrong.
+The real batch (issue 42 item 1): ``--golds`` problems drawn (seeded) from each of two
+public competition sets, read from a local copy (git clone or bare mirror) at the commit
+named below and checked against their SHA-256; nothing of them is stored here:
 
-Timed in one run, on the same rows: math_answer with its defaults through a RewardSet
-(its declared process mode: the default worker pool, IPC included), and math-verify's
-``verify(parse("$gold$"), parse(completion))`` per row in this process (the reference
-in math delimiters, as math-verify reads a LaTeX gold). Each repeat starts
-math_answer on fresh workers with empty caches (started and warmed up on one unrelated
-pair outside the timing), and the two graders alternate; medians are reported. Then, per
-shape, both graders in this process on that shape's rows (math_answer's caches emptied
-first). Verdicts are compared where math-verify is right. Target: math_answer at least
-10x math-verify's wall time.
+- Omni-MATH golds of ``arka-ritual/omni-math-rule-ca`` (the 500 problems of its evaluation
+  outputs, the files :mod:`bench_math_timeouts` reads), each with the final answers of its
+  eight real model runs;
+- MathOdyssey golds of ``protagolabs/odyssey-math`` (``final-odyssey-math-with-levels.jsonl``,
+  387 problems, the gold's trailing ``\\\\ \\noindent`` dropped), each with the final answers
+  of eight models from its ``jsonl/clean`` files.
+
+Each gold's group is 16 completions: its 8 real model answers, and 8 answers written from
+the gold (as written, without the spaces around non-letters, ``\\dfrac`` for ``\\frac``,
+in ``\\left( \\right)``:
+equal; a digit changed at its start and at its end, plus one, negated: wrong), each as a
+model ends (``The final answer is $\\boxed{...}$``). Only golds that math_answer grades
+symbolically are drawn (not plain numbers, word answers or choice letters, which never
+reach sympy; ``--every-gold`` draws from all).
+
+Without ``--omni``/``--odyssey`` the batch is the SYNTHETIC one this benchmark had before
+(hand-written references of nine shapes, ``--prompts`` x ``--group``): kept as a labelled
+fallback, not representative of real rows (most of it falls in math_answer's exact fast
+path).
+
+Timed in one run, on the same rows, at equal process count: math_answer with its defaults
+through a RewardSet with one worker (process mode, IPC included; CPU seconds are the
+worker's, read from /proc), and math-verify's ``verify(parse("$gold$"), parse(completion))``
+per row in this one process with its own timeouts on (its defaults: 5 s per parse and per
+verify). Each repeat starts math_answer on a fresh worker with empty caches (warmed up on
+unrelated pairs outside the timing), and the two alternate; medians and the per-repeat
+ratios are reported. Then, in this process, how each row is graded: math_answer's exact
+fast path, its fast path through math-verify, or its full symbolic path. Target:
+math_answer at least 10x math-verify's wall time.
 
 Needs ``pip install 'rewardkit[math]'``.
 """
@@ -31,17 +45,22 @@ Needs ``pip install 'rewardkit[math]'``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
+import os
 import random
+import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from rewardkit import RewardSet, Sample, get_reward
+from rewardkit import RewardSet, Sample
 
 #: per shape: (reference, equivalent forms, wrong answers, decimal approximations)
 BANK: dict[str, list[tuple[str, list[str], list[str], list[str]]]] = {
@@ -134,7 +153,150 @@ class Row:
     shape: str
     gold: str
     completion: str
-    correct: bool
+    correct: bool | None  # None: a real model answer, unlabelled
+
+
+# -- the real batch ------------------------------------------------------------------------
+OMNI = ("arka-ritual/omni-math-rule-ca", "811748a642551b77bda9fa6d52bd0efc4d87427f")
+ODYSSEY = ("protagolabs/odyssey-math", "fe9e83df06111728e1b06ddaee0a60837c07d6c9")
+ODYSSEY_GOLDS = ("final-odyssey-math-with-levels.jsonl",
+                 "b3dab75dbfc9a07f1f6096e060790630cdff96a70e3adf92b692c9316294290a")
+#: eight models' final answers to every MathOdyssey problem
+ODYSSEY_RUNS = {f"jsonl/clean/{name}.jsonl": digest for name, digest in (
+    ("gpt-4-turbo-2024-04-09-solution-clean",
+     "2bffc95ae4ddbd5366f26544b5cb381b94907184d6902ebc9058a3dfc938f786"),
+    ("gpt-4-o1-preview-solution-clean",
+     "6b844422958fdbdd498c181c6d713a273dd8aeac3a3b8436a242b405bb6532ff"),
+    ("deepseek-v3-Instruct-solution-clean",
+     "ff274043184e17134068fd9a10af6918cb5671090e5fe9ec9d87a73f2dbd77e3"),
+    ("gpt-4-0125-preview-solution-clean-new",
+     "addc599acc52a916a9ab51d9d00f41e4db391e3b68b592923d61789d3d52726b"),
+    ("gpt-3.5-turbo-0125-solution-clean-new",
+     "d4798c2b5ac684a1b935edf414d22c9ca245b4bef10e2c0db42e5e86434a4f2e"),
+    ("llama3-70b-solution-clean",
+     "d692faa06782f8419cf8d64fca349d9f13fcf340f771d4070c310ee51bb7dc18"),
+    ("dbrx-instruct-solution-clean",
+     "4b7cb03edd9e0f2ebca42171d86a2bd86c7023e3d830f87816141bbd7da8dc54"),
+    ("gpt-4-1106-preview-solution-clean-new",
+     "e4d9b764db82ac91b8bda3512200318161c600a45bd497ae4c3a198baff5095d"),
+)}
+
+
+def read_at(copy: Path, commit: str, path: str, digest: str) -> bytes:
+    """One file of a local copy (clone or bare mirror) at ``commit``, checked by SHA-256."""
+    git_dir = copy / ".git" if (copy / ".git").exists() else copy
+    done = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"],
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{copy}: cannot read {path} at {commit[:12]}: {done.stderr.decode().strip()}")
+    got = hashlib.sha256(done.stdout).hexdigest()
+    if got != digest:
+        sys.exit(f"{path}: SHA-256 {got[:16]}..., expected {digest[:16]}...")
+    return done.stdout
+
+
+_DIGIT = re.compile(r"\d")
+#: spaces around anything but a letter (``\\cdot x`` keeps its space)
+_SPACE_AROUND = re.compile(r"\s*([^A-Za-z\s\\])\s*")
+
+
+def written_from(gold: str) -> list[tuple[str, bool]]:
+    """Eight answers written from a gold: four equal to it (as written, without spaces,
+    ``\\dfrac`` for ``\\frac``, in ``\\left( \\right)``) and four wrong (a digit
+    changed at its start and at its end, plus one, negated); a gold without a digit gets
+    ``+2`` and ``+3`` instead of the changed digits."""
+    out = [(gold, True), (_SPACE_AROUND.sub(r"\1", gold), True),
+           (gold.replace("\\dfrac", "\\frac").replace("\\frac", "\\dfrac"), True),
+           (f"\\left({gold}\\right)", True)]
+    digits = [m.start() for m in _DIGIT.finditer(gold)]
+    for at in (digits[0], digits[-1]) if digits else ():
+        out.append((gold[:at] + str((int(gold[at]) + 5) % 10) + gold[at + 1:], False))
+    if not digits:
+        out += [(f"({gold})+2", False), (f"({gold})+3", False)]
+    out += [(f"({gold})+1", False), (f"-({gold})", False)]
+    return out[:8]
+
+
+_DELIMITED = re.compile(r"\s*(?:\$|\\\[)([^$]*?)(?:\$|\\\])\s*\.?\s*")
+
+
+def _boxed(answer: str) -> str:
+    return (f"The final answer is $\\boxed{{{answer}}}$" if answer
+            else "I could not determine the answer.")
+
+
+def _group(source: str, gold: str, answers: list[str]) -> list[Row]:
+    rows = [Row(f"{source} model", gold, _boxed(a), None) for a in answers]
+    bare = _DELIMITED.fullmatch(gold)  # "$2 \\sqrt{7}$.": rewrites of what it delimits
+    rows += [Row(f"{source} {'equal' if right else 'wrong'}", gold, _boxed(a), right)
+             for a, right in written_from(bare.group(1).strip() if bare else gold)]
+    return rows
+
+
+_CHOICE = re.compile(r"\W*[A-J]\W*")
+
+
+def symbolic_gold(gold: str) -> bool:
+    """A gold math_answer reads as mathematics (not a plain number, words or a
+    multiple-choice letter): the rows whose grading is symbolic."""
+    from rewardkit.builtin.math.params import MathParams
+    from rewardkit.builtin.math.references import SymbolicReference, reference_kind
+
+    params = MathParams()
+    return type(reference_kind(gold, params.decimal_comma, params.symbolic)) is \
+        SymbolicReference and not _CHOICE.fullmatch(gold)
+
+
+def omni_batch(copy: Path, golds: int, rng: random.Random,
+               every_gold: bool = False) -> list[Row]:
+    """Omni-MATH golds with eight real model answers each (bench_math_timeouts' files)."""
+    from bench_math_timeouts import COMMIT, FILES
+
+    assert OMNI[1] == COMMIT
+    runs = []
+    for path, digest in FILES.items():
+        data = read_at(copy, OMNI[1], path, digest)
+        runs.append({json.loads(line)["idx"]: json.loads(line)
+                     for line in data.decode().splitlines() if line.strip()})
+    ids = [i for i in sorted(set.intersection(*(set(r) for r in runs)))
+           if every_gold or symbolic_gold(str(runs[0][i]["gt"]).strip())]
+    rows: list[Row] = []
+    for idx in sorted(rng.sample(ids, min(golds, len(ids)))):
+        answers = []
+        for run in runs:
+            pred = run[idx].get("pred")
+            if isinstance(pred, list):
+                pred = pred[-1] if pred else ""
+            answers.append(str(pred or "").strip())
+        rows += _group("omni", str(runs[0][idx]["gt"]).strip(), answers)
+    return rows
+
+
+_ODYSSEY_TAIL = re.compile(r"(?:\s|\\\\|\\noindent)+$")
+
+
+def odyssey_batch(copy: Path, golds: int, rng: random.Random,
+                  every_gold: bool = False) -> list[Row]:
+    """MathOdyssey golds with eight models' final answers each."""
+    problems = {}
+    for line in read_at(copy, ODYSSEY[1], *ODYSSEY_GOLDS).decode().splitlines():
+        if line.strip():
+            (key, row), = json.loads(line).items()
+            problems[key] = _ODYSSEY_TAIL.sub("", str(row["answer"])).strip()
+    runs = []
+    for path, digest in ODYSSEY_RUNS.items():
+        run = {}
+        for line in read_at(copy, ODYSSEY[1], path, digest).decode().splitlines():
+            if line.strip():
+                (key, row), = json.loads(line).items()
+                run[key] = str(row.get("answer", "")).strip()
+        runs.append(run)
+    keys = sorted((k for k in problems if every_gold or symbolic_gold(problems[k])),
+                  key=lambda k: int(k.rsplit("_", 1)[1]))
+    rows: list[Row] = []
+    for key in sorted(rng.sample(keys, min(golds, len(keys))), key=keys.index):
+        rows += _group("odyssey", problems[key], [run.get(key, "") for run in runs])
+    return rows
 
 
 def completion(rng: random.Random, answer: str) -> str:
@@ -164,14 +326,17 @@ def batch(prompts: int, group: int, seed: int) -> list[Row]:
 
 
 def math_verify_grader() -> Callable[[str, str], bool]:
+    """math-verify as its README uses it, with its own timeouts on (5 s per parse and per
+    verify, its defaults)."""
     from math_verify import parse, verify
 
-    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    logging.getLogger("math_verify.parser").setLevel(logging.CRITICAL)
+    logging.getLogger("math_verify.grader").setLevel(logging.CRITICAL)
 
     def grade(gold: str, pred: str) -> bool:
         try:
-            return bool(verify(parse(f"${gold}$", parsing_timeout=None),
-                               parse(pred, parsing_timeout=None), timeout_seconds=None))
+            return bool(verify(parse(f"${gold}$"), parse(pred)))
         except Exception:
             return False
 
@@ -180,121 +345,213 @@ def math_verify_grader() -> Callable[[str, str], bool]:
 
 def _empty_caches() -> None:
     """math_answer's in-process caches, emptied: each timing starts cold."""
-    from rewardkit.builtin.math import fast_path as _math_fast
-    from rewardkit.builtin.math import references as _math_references
-    from rewardkit.builtin.math import sample as _math_sample
+    from rewardkit.builtin.math import fast_path, references, sample
 
-    for fn in (_math_fast.exact_value, _math_fast.exact_compare, _math_references.reference_kind,
-               _math_sample.ok_score):
-        fn.cache_clear()
+    for module in (fast_path, references, sample):
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)) and \
+                    getattr(value, "__module__", "") == module.__name__:
+                value.cache_clear()
 
 
 def _fresh_reward_set() -> RewardSet:
-    """A RewardSet with math_answer's defaults on fresh workers (empty caches), started
+    """A RewardSet with math_answer's defaults on one fresh worker (empty caches), started
     and warmed up on pairs outside the batch that math-verify grades (its imports,
-    regexes and sympy's simplify are ready in every worker, as in a training run past its
-    first step)."""
+    regexes and sympy's simplify are ready, as in a training run past its first step)."""
     from rewardkit.execution.pool import shared_pool
 
-    shared_pool().close()
+    shared_pool(1).close()  # the one-worker pool of the previous repeat, caches and all
     _empty_caches()
-    rs = RewardSet.from_dict({"rewards": {"math": {"reward": "math_answer"}}})
+    rs = RewardSet.from_dict({"rewards": {"math": {"reward": "math_answer"}}, "workers": 1})
     rs.score([Sample(completion=f"\\boxed{{{answer}}}", reference=gold)
               for gold, answer in WARM_UP for _ in range(16)])
     return rs
 
 
-def timed(fn: Callable[[], list[bool]]) -> tuple[list[bool], float]:
-    start = time.perf_counter()
+def _descendants_cpu() -> float:
+    """CPU seconds (user + system) of this process's live descendants, from /proc."""
+    parent: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)] = int(fields[1])
+        ticks[int(entry)] = int(fields[11]) + int(fields[12])
+    me, total = os.getpid(), 0
+    for pid in ticks:
+        p = pid
+        while p in parent and p != me and p > 1:
+            p = parent[p]
+        if p == me and pid != me:
+            total += ticks[pid]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def timed(fn: Callable[[], list[bool]], cpu: Callable[[], float]) -> tuple[list[bool], float,
+                                                                             float]:
+    start, cpu0 = time.perf_counter(), cpu()
     got = fn()
-    return got, time.perf_counter() - start
+    return got, time.perf_counter() - start, cpu() - cpu0
 
 
-def run(prompts: int, group: int, repeats: int, seed: int) -> dict[str, Any]:
-    rows = batch(prompts, group, seed)
+def how_graded(rows: list[Row]) -> dict[str, dict[str, int]]:
+    """Per row kind: how many rows math_answer grades by its exact fast path, by its fast
+    path through math-verify, or by its full symbolic path (or a plain-number / word
+    reference that needs neither), in this process."""
+    from rewardkit.builtin.math import fast_path
+    from rewardkit.builtin.math.params import MathParams
+    from rewardkit.builtin.math.references import SymbolicReference, plain_reference
+
+    _empty_caches()
+    params = MathParams()
+    original = fast_path.math_verify_verdict
+    called: list[bool] = []
+
+    def counting(gold: str, formula: str) -> bool | None:
+        called.append(True)
+        return original(gold, formula)
+
+    fast_path.math_verify_verdict = counting  # type: ignore[assignment]
+    counts: dict[str, dict[str, int]] = {}
+    try:
+        for r in rows:
+            called.clear()
+            sample = Sample(completion=r.completion, reference=r.gold)
+            if type(plain_reference(r.gold, params)) is not SymbolicReference:
+                kind = "plain reference"
+            else:
+                got = fast_path.fast_verdict(sample, params)
+                kind = ("symbolic path" if got is None else
+                        "fast path via math-verify" if called else "exact fast path")
+            per = counts.setdefault(r.shape.split()[0], {})
+            per[kind] = per.get(kind, 0) + 1
+    finally:
+        fast_path.math_verify_verdict = original  # type: ignore[assignment]
+    return counts
+
+
+def run(rows: list[Row], repeats: int) -> dict[str, Any]:
     samples = [Sample(completion=r.completion, reference=r.gold) for r in rows]
     mv = math_verify_grader()
     mv("1", "1")
     ours_s: list[float] = []
+    ours_cpu: list[float] = []
     mv_s: list[float] = []
+    mv_cpu: list[float] = []
     ours: list[bool] = []
     theirs: list[bool] = []
+    load = os.getloadavg()
     for _ in range(repeats):
         rs = _fresh_reward_set()
-        ours, secs = timed(lambda rs=rs: [v == 1.0 for v in rs.score(samples).values("math")])
+        ours, secs, cpu = timed(lambda rs=rs: [v == 1.0 for v in rs.score(samples).values(
+            "math")], _descendants_cpu)
         ours_s.append(secs)
-        theirs, secs = timed(lambda: [mv(r.gold, r.completion) for r in rows])
+        ours_cpu.append(cpu)
+        theirs, secs, cpu = timed(lambda: [mv(r.gold, r.completion) for r in rows],
+                                  time.process_time)
         mv_s.append(secs)
+        mv_cpu.append(cpu)
     n = len(rows)
-    mv_right = [i for i in range(n) if theirs[i] == rows[i].correct]
-    differ = [i for i in mv_right if ours[i] != theirs[i]]
-    reward = get_reward("math_answer")()
-    shapes: dict[str, dict[str, Any]] = {}
-    for shape in SHAPES:
-        idx = [i for i in range(n) if rows[i].shape == shape]
-        _empty_caches()
-        _, ma_secs = timed(lambda idx=idx: [reward.score(samples[i]).value == 1.0 for i in idx])
-        _, mv_secs = timed(lambda idx=idx: [mv(rows[i].gold, rows[i].completion) for i in idx])
-        shapes[shape] = {
-            "n": len(idx), "distinct": len({(rows[i].gold, rows[i].completion.rsplit(
-                "boxed", 1)[-1]) for i in idx}),
-            "math_answer_rows_per_s": len(idx) / ma_secs,
-            "math_verify_rows_per_s": len(idx) / mv_secs, "ratio": mv_secs / ma_secs,
-            "math_answer_right": sum(ours[i] == rows[i].correct for i in idx) / len(idx),
-            "math_verify_right": sum(theirs[i] == rows[i].correct for i in idx) / len(idx)}
+    labelled = [i for i in range(n) if rows[i].correct is not None]
+    kinds: dict[str, dict[str, Any]] = {}
+    for kind in sorted({r.shape for r in rows}):
+        idx = [i for i in range(n) if rows[i].shape == kind]
+        kinds[kind] = {"n": len(idx), "agree": sum(ours[i] == theirs[i] for i in idx)}
+        if rows[idx[0]].correct is not None:
+            kinds[kind]["math_answer_right"] = sum(ours[i] == rows[i].correct for i in idx)
+            kinds[kind]["math_verify_right"] = sum(theirs[i] == rows[i].correct for i in idx)
     ours_med, mv_med = statistics.median(ours_s), statistics.median(mv_s)
     return {
-        "prompts": prompts, "group": group, "n": n, "repeats": repeats,
-        "distinct_answers": len({(r.gold, r.completion.rsplit("boxed", 1)[-1]) for r in rows}),
+        "n": n, "golds": len({r.gold for r in rows}), "repeats": repeats,
+        "load_before": load, "load_after": os.getloadavg(),
+        "distinct_answers": len({(r.gold, r.completion) for r in rows}),
         "math_answer_s": ours_s, "math_verify_s": mv_s,
+        "math_answer_cpu_s": ours_cpu, "math_verify_cpu_s": mv_cpu,
         "math_answer_median_s": ours_med, "math_verify_median_s": mv_med,
         "ratio": mv_med / ours_med,
         "ratios": [m / o for o, m in zip(ours_s, mv_s, strict=True)],
-        "math_answer_right": sum(ours[i] == rows[i].correct for i in range(n)) / n,
-        "math_verify_right": len(mv_right) / n,
-        "math_verify_right_rows": len(mv_right),
-        "differs_from_math_verify_where_it_is_right": len(differ),
-        "differing_examples": [{"gold": rows[i].gold, "tail": rows[i].completion[-100:],
-                                "math_answer": ours[i]} for i in differ[:5]],
-        "shapes": shapes,
+        "cpu_ratio": statistics.median(mv_cpu) / max(statistics.median(ours_cpu), 1e-9),
+        "agree_with_math_verify": sum(ours[i] == theirs[i] for i in range(n)),
+        "labelled": len(labelled),
+        "math_answer_right": sum(ours[i] == rows[i].correct for i in labelled),
+        "math_verify_right": sum(theirs[i] == rows[i].correct for i in labelled),
+        "kinds": kinds,
+        "how_graded": how_graded(rows),
+        "verdicts": ours,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prompts", type=int, default=64, help="P, prompts in the batch")
-    parser.add_argument("--group", type=int, default=16, help="G, completions per prompt")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats (median)")
+    parser.add_argument("--omni", type=Path, help="a copy of " + OMNI[0])
+    parser.add_argument("--odyssey", type=Path, help="a copy of " + ODYSSEY[0])
+    parser.add_argument("--golds", type=int, default=80, help="golds drawn from each source")
+    parser.add_argument("--every-gold", action="store_true",
+                        help="draw from every gold, plain numbers and choice letters too "
+                        "(by default only golds math_answer grades symbolically)")
+    parser.add_argument("--prompts", type=int, default=64,
+                        help="synthetic fallback only: prompts in the batch")
+    parser.add_argument("--group", type=int, default=16,
+                        help="synthetic fallback only: completions per prompt")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats (median)")
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--verdicts", type=Path,
+                        help="write math_answer's verdict on every row here (to compare "
+                        "two commits)")
     args = parser.parse_args(argv)
-    got = run(args.prompts, args.group, args.repeats, args.seed)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    rng = random.Random(args.seed)
+    if args.omni or args.odyssey:
+        rows = (omni_batch(args.omni, args.golds, rng, args.every_gold) if args.omni
+                else []) + (odyssey_batch(args.odyssey, args.golds, rng, args.every_gold)
+                            if args.odyssey else [])
+        label = "REAL: " + ", ".join(f"{name}@{commit[:7]}" for (name, commit), copy in (
+            (OMNI, args.omni), (ODYSSEY, args.odyssey)) if copy)
+    else:
+        rows = batch(args.prompts, args.group, args.seed)
+        label = "SYNTHETIC (hand-written references; not representative of real rows)"
+    got = run(rows, args.repeats)
+    got["batch"] = label
+    if args.verdicts:
+        args.verdicts.write_text(json.dumps(got["verdicts"]))
+    del got["verdicts"]
     if args.json:
         print(json.dumps(got, indent=2))
         return 0
-    print(f"GRPO batch: {got['prompts']} prompts x {got['group']} completions = {got['n']} "
-          f"rows, {got['distinct_answers']} distinct (reference, answer) pairs; "
-          f"{got['repeats']} repeats, medians")
-    print(f"    {'grader':<44}{'median s':>10}{'rows/s':>10}{'right':>8}")
-    for name, key, right in (
-            ("math_answer (RewardSet, defaults, cold)", "math_answer", "math_answer_right"),
-            ("math-verify parse + verify", "math_verify", "math_verify_right")):
+    import rewardkit
+
+    print(f"batch {label}; {got['n']} rows, {got['golds']} golds, {got['distinct_answers']} "
+          f"distinct (gold, completion) pairs; {got['repeats']} repeats alternating, medians; "
+          f"rewardkit {Path(rewardkit.__file__).parent}; load average before "
+          f"{got['load_before'][0]:.2f}, after {got['load_after'][0]:.2f}")
+    print(f"    {'grader (one process each)':<48}{'median s':>10}{'CPU s':>8}{'rows/s':>10}")
+    for name, key in (("math_answer (RewardSet, defaults, 1 worker, cold)", "math_answer"),
+                      ("math-verify parse + verify (its timeouts on)", "math_verify")):
         secs = got[f"{key}_median_s"]
-        print(f"    {name:<44}{secs:>10.3f}{got['n'] / secs:>10,.0f}{got[right]:>8.1%}")
-    print(f"    math_answer vs math-verify wall time: {got['ratio']:.1f}x (median; per repeat "
-          + ", ".join(f"{r:.1f}x" for r in got["ratios"]) + "); target >= 10x")
-    print(f"    math_answer differs from math-verify where math-verify is right: "
-          f"{got['differs_from_math_verify_where_it_is_right']} of "
-          f"{got['math_verify_right_rows']}")
-    for d in got["differing_examples"]:
-        print(f"      gold {d['gold']!r} math_answer={d['math_answer']}: ...{d['tail']!r}")
-    print("per shape, both in this process (math_answer's caches emptied first):")
-    print(f"    {'shape':<12}{'rows':>6}{'distinct':>10}{'math_answer/s':>15}"
-          f"{'math-verify/s':>15}{'ratio':>8}{'ma right':>10}{'mv right':>10}")
-    for shape, r in got["shapes"].items():
-        print(f"    {shape:<12}{r['n']:>6}{r['distinct']:>10}{r['math_answer_rows_per_s']:>15,.0f}"
-              f"{r['math_verify_rows_per_s']:>15,.0f}{r['ratio']:>7.1f}x"
-              f"{r['math_answer_right']:>10.1%}{r['math_verify_right']:>10.1%}")
+        print(f"    {name:<48}{secs:>10.2f}{statistics.median(got[f'{key}_cpu_s']):>8.2f}"
+              f"{got['n'] / secs:>10,.0f}")
+    print(f"    math_answer vs math-verify wall time: {got['ratio']:.2f}x (median; per repeat "
+          + ", ".join(f"{r:.2f}x" for r in got["ratios"]) + f"); CPU {got['cpu_ratio']:.2f}x;"
+          " target >= 10x")
+    print(f"    same verdict as math-verify on {got['agree_with_math_verify']} of {got['n']}; "
+          f"labelled rows right: math_answer {got['math_answer_right']}, math-verify "
+          f"{got['math_verify_right']} of {got['labelled']}")
+    print("    per row kind: rows, same verdict as math-verify, right (labelled kinds)")
+    for kind, r in got["kinds"].items():
+        right = (f", right {r['math_answer_right']} / math-verify {r['math_verify_right']}"
+                 if "math_answer_right" in r else "")
+        print(f"      {kind:<20}{r['n']:>6} rows, agree {r['agree']}{right}")
+    print("    how math_answer grades them (in this process):")
+    for source, counts in got["how_graded"].items():
+        total = sum(counts.values())
+        print(f"      {source:<10}" + "; ".join(f"{k} {v} ({v / total:.0%})"
+                                               for k, v in sorted(counts.items())))
     return 0
 
 
