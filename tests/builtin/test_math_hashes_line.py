@@ -158,3 +158,51 @@ def test_the_short_cut_decides_as_the_full_reading_on_the_golden_cases() -> None
         except AssertionError as exc:
             raise AssertionError(name) from exc
     assert taken >= 3
+
+
+def test_the_last_sentence_end_is_the_one_every_sentence_end_listed_finds() -> None:
+    """_fallback_refusal finds the last sentence end before a number from the window's end;
+    the same position as the last of every sentence end listed (the rule before)."""
+    import random
+
+    from rewardkit.builtin.math import commitment
+
+    rng = random.Random(3)
+    texts = [r.text for r in solutions(200, seed=9, closings=("none", "eight_shot"))]
+    texts += ["", "a.", ".\n", "1.5 and 2. 3!x? 4\n\n5", "x" * 3000 + ". y", "e.g.3", "?\t."]
+    for text in texts:
+        for _ in range(30):
+            end = rng.randint(0, len(text))
+            lo = max(0, end - rng.choice((2000, 5, 0, 40)))
+            listed = max((m.end() for m in commitment._SENTENCE_END.finditer(text, lo, end)),
+                         default=0)
+            last = commitment._LAST_SENTENCE_END.match(text, lo, end)
+            assert (last.end() if last else 0) == listed, (text[lo:end][-40:], lo, end)
+
+
+def test_the_no_answer_rule_finds_the_same_in_lower_case_ascii() -> None:
+    """_fallback_refusal's "the output says it cannot answer" on an ASCII text: the lower
+    case form with letter-first alternatives finds a statement where the rule does."""
+    import random
+
+    from rewardkit.builtin.math import commitment
+
+    rng = random.Random(5)
+    words = ["I", "i", "we", "We", "WE", "cannot", "can't", "can not", "could not", "couldn't",
+             "am unable to", "are unable to", "was unable to", "do not", "don't", "solve",
+             "answer", "determine", "figure", "find", "know", "tell", "say", "be sure", "not",
+             "sure", "certain", "confident", "unsure", "no", "idea", "am", "are", "'m", "'re",
+             "just", "a", "guess", "guessing", "random", "Random", "x", "5", "hi", "NOT", "Sure",
+             "Unsure", "ai", "twe", "iam", "ino", "ideas", "surely", "\n", "\t", ",", "."]
+    texts = [r.text for r in solutions(200, seed=9, closings=("none",))]
+    for _ in range(6000):
+        texts.append(rng.choice(("", " ", "x")).join(
+            rng.choice(words) for _ in range(rng.randint(1, 8))))
+    found = 0
+    for text in texts:
+        end = rng.randint(0, len(text))
+        expected = commitment._NO_ANSWER.search(text, 0, end) is not None
+        found += expected
+        assert (commitment._NO_ANSWER_ASCII_LOWER.search(text.lower(), 0, end) is not None) \
+            == expected, (text, end)
+    assert found > 150

@@ -70,6 +70,19 @@ BOLD_SPAN = re.compile(r"(?<![\w)])\*\*(?=\S)([^*\n]{1,200}?)(?<=\S)\*\*")
 #: the output says it has no answer ("I do not know how to solve this"): then a number
 #: read from its text is not one
 _NO_ANSWER = re.compile(r"(?<![A-Za-z])(?:" + _GIVES_UP + ")", re.IGNORECASE)
+#: :data:`_NO_ANSWER` for an ASCII text in lower case, written so that each alternative
+#: starts with a plain letter (the regex engine then skips the positions that start none:
+#: several times faster on a long text); tests/builtin/test_math_hashes_line.py checks both
+#: find the same
+_MODAL_VERB = (r"\s+(?:cannot|can['’]t|can\s+not|could\s+not|couldn['’]t|am\s+unable\s+to|are"
+               r"\s+unable\s+to|was\s+unable\s+to|do\s+not|don['’]t)\s+(?:solve|answer|"
+               r"determine|figure|find|know|tell|say|be\s+sure)")
+_GUESSING = r"\s*(?:am|are|['’]m|['’]re)\s+(?:just\s+)?guessing"
+_NO_ANSWER_ASCII_LOWER = re.compile(
+    r"i(?<![a-z]i)(?:" + _MODAL_VERB + "|" + _GUESSING + ")"
+    r"|w(?<![a-z]w)e(?:" + _MODAL_VERB + "|" + _GUESSING + ")"
+    r"|n(?<![a-z]n)o(?:t\s+(?:sure|certain|confident)(?![A-Za-z])|\s+idea)"
+    r"|u(?<![a-z]u)nsure|j(?<![a-z]j)ust\s+(?:a\s+)?guess|r(?<![a-z]r)andom\s+guess")
 #: an answer called wrong right after it: "\boxed{18} is wrong", "18 is not the answer"
 _REFUTED = re.compile(r"[\s$)}\]]*(?:is|was|seems)\s+(?:(?:definitely|probably|clearly)\s+)?"
                       r"(?:wrong|incorrect|not\s+(?:right|correct|the\s+(?:final\s+)?answer))",
@@ -92,6 +105,9 @@ _LIST_GAP = re.compile(r"(?:[\s;&/\-–]|[,.](?=\s)|\\quad|\\qquad|\\text\{\s*(?
 #: a chat template's turn marker (``<|im_end|>``): nothing after it is the answer
 _TURN_END = re.compile(r"<\|[A-Za-z_]+\|>|</s>")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+#: the last :data:`_SENTENCE_END` of a window, found from the window's end (where it most
+#: often is) instead of by listing every sentence end before it
+_LAST_SENTENCE_END = re.compile(r".*(?:[.!?](?=\s|$)|\n)", re.DOTALL)
 
 
 def context_refusal(found: Found, first: bool = False, prompt: str = "") -> str:
@@ -207,8 +223,8 @@ def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
     (:data:`SUPERSEDED`), the output ends in a question, its sentence hedges, it is one
     of a list of numbers, or its sentence was copied from the prompt."""
     text = found.text
-    begin = max((m.end() for m in _SENTENCE_END.finditer(text, max(0, found.start - 2000),
-                                                         found.start)), default=0)
+    last = _LAST_SENTENCE_END.match(text, max(0, found.start - 2000), found.start)
+    begin = last.end() if last else 0
     end_match = _SENTENCE_END.search(text, found.end)
     end = end_match.end() if end_match else len(text)
     sentence = text[begin:end]
@@ -219,7 +235,8 @@ def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
             return SUPERSEDED
         if rest.rstrip().endswith("?"):
             return "no final answer: the output ends in a question"
-    if _NO_ANSWER.search(text, 0, found.start):
+    if (_NO_ANSWER_ASCII_LOWER.search(text.lower(), 0, found.start) if text.isascii()
+            else _NO_ANSWER.search(text, 0, found.start)):
         return "no final answer: the output says it cannot answer"
     if HEDGE_WORD.search(sentence):
         return "the last sentence hedges between values"
