@@ -206,3 +206,23 @@ def test_the_no_answer_rule_finds_the_same_in_lower_case_ascii() -> None:
         assert (commitment._NO_ANSWER_ASCII_LOWER.search(text.lower(), 0, end) is not None) \
             == expected, (text, end)
     assert found > 150
+
+
+def test_a_listed_line_is_told_as_before() -> None:
+    """_listed compares the letters of two lines before their number-free forms: lines whose
+    letters differ never had equal number-free forms (a number token holds no letter)."""
+    import random
+
+    from rewardkit.builtin.math import commitment
+
+    rng = random.Random(7)
+    parts = ["Candidate", "candidate", ":", " ", "17", "18", "$5", "1,000", "2.5", "50%", "-3",
+             "x", "e", "3e5", "12abc", "\\frac{1}{2}", "=", "and"]
+    for _ in range(4000):
+        previous = "".join(rng.choice(parts) for _ in range(rng.randint(1, 5)))
+        line = "".join(rng.choice(parts) for _ in range(rng.randint(1, 5)))
+        token = commitment.NUMBER_TOKEN
+        before = token.sub("#", previous).strip() == token.sub("#", line).strip()
+        letters_differ = commitment._NOT_A_LETTER.sub("", previous) != \
+            commitment._NOT_A_LETTER.sub("", line)
+        assert not (before and letters_differ), (previous, line)

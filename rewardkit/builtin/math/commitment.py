@@ -262,7 +262,12 @@ def _listed(text: str, sentence: str, found: Found) -> bool:
     previous = before[before.rfind("\n") + 1 :]
     if not previous.strip() or previous == line:
         return False
+    if _NOT_A_LETTER.sub("", previous) != _NOT_A_LETTER.sub("", line):
+        return False  # (a number token holds no letter: the lines differ outside numbers)
     return token.sub("#", previous).strip() == token.sub("#", line).strip()
+
+
+_NOT_A_LETTER = re.compile(r"[^A-Za-z]+")
 
 
 def read_answer(answer: str, decimal_comma: bool = False,
