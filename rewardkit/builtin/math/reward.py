@@ -182,8 +182,9 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
 
 #: the extraction order and tag the hashes-line short cut is proved for (the defaults)
 _DEFAULT_ORDER = ["answer_tag", "boxed", "hashes", "closing", "bare", "math_span", "last_number"]
-#: a box command (``\boxed``, ``\fbox``, ``\colorbox``, ...: every box statement_marks counts)
-_BOX_COMMAND = re.compile(r"\\[A-Za-z]*box")
+#: a box command (``\boxed``, ``\fbox``, ``\colorbox``, ...: every box statement_marks
+#: counts) or ``\textbf`` (one search that starts only at a backslash)
+_BOX_OR_BOLD_COMMAND = re.compile(r"\\(?:[A-Za-z]*box|textbf)")
 
 
 def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
@@ -212,7 +213,7 @@ def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
             or (pos and text[pos - 1] == "#") or "think>" in text or "**" in text
             or text.find("####", 0, pos) >= 0):
         return None
-    if "\\" in text and ("\\textbf" in text or ("box" in text and _BOX_COMMAND.search(text))):
+    if _BOX_OR_BOLD_COMMAND.search(text):
         return None
     low = text.lower()  # (ASCII: the same positions)
     if (low.find("answer", 0, pos) >= 0 or low.find("\na:", 0, pos) >= 0
