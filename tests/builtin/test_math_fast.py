@@ -142,3 +142,19 @@ def test_costly_answers_are_refused_not_computed() -> None:
                                   "\\sqrt[3]{2}", "50\\%", "(1, 2) \\cup (3, 4)", ""])
 def test_outside_the_exact_language_is_left_to_math_verify(text: str) -> None:
     assert _math_fast.exact_value(text) is None
+
+
+def test_an_answer_written_as_the_reference_up_to_layout_is_equal_without_a_comparison() -> None:
+    """Issue 42 item 1: ``\\dfrac`` for ``\\frac``, ``\\left( \\right)``, thin spaces and the
+    reference's own delimiters are what math-verify's normalisation drops: such an answer is
+    the reference as written, equal once the reference parses (no answer parse, no sympy)."""
+    alike = _math_fast.written_alike
+    assert alike(r"\dfrac{\sin x}{2}\left(x+1\right)", r"$\frac{\sin x}{2} (x+1)$.")
+    assert alike(r"2\,\ln x", r"\[2 \ln x\]")
+    assert not alike(r"\frac{\sin x}{3}", r"\frac{\sin x}{2}")
+    assert not alike(r"\leftarrow x", r"arrow x")  # a command that starts like \left
+    assert not alike(r"$a$ or $b$", r"a$ or $b")  # only delimiters around the whole answer
+    reward = get_reward("math_answer")()
+    for answer, value in ((r"\dfrac{\sin x}{2}", 1.0), (r"\dfrac{\sin x}{3}", 0.0)):
+        score = reward.score(Sample(completion=_boxed(answer), reference=r"$\frac{\sin x}{2}$."))
+        assert score.value == value, (answer, score)

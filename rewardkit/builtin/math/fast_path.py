@@ -144,6 +144,38 @@ def fast_verdict(sample: Sample, params: MathParams) -> Score | None:
     return verdict_score(verdict, params, found.how, found.answer)
 
 
+#: what math-verify's LaTeX normalisation drops or rewrites before it parses: ``\\left`` and
+#: ``\\right`` before a delimiter, ``\\dfrac`` / ``\\tfrac`` (read as ``\\frac``), thin
+#: and negative spaces, ``\\displaystyle``; and whitespace
+_LAYOUT = re.compile(r"\\(?:left|right)(?![A-Za-z])|\\displaystyle(?![A-Za-z])|\\[,;:!]|\s+")
+_FRAC = re.compile(r"\\[dt]frac(?![A-Za-z])")
+#: math delimiters around a whole answer, and a full stop after them
+_DELIMITED = re.compile(r"\s*(?:\$|\\\[|\\\()(.*?)(?:\$|\\\]|\\\))\s*\.?\s*", re.DOTALL)
+
+
+def layout_form(text: str) -> str:
+    r"""An answer with what math-verify reads past removed: its math delimiters (and a full
+    stop after them), ``\left`` / ``\right``, ``\dfrac`` and ``\tfrac`` written as
+    ``\frac``, thin spaces and whitespace. Two answers with the same layout form are
+    parsed alike.
+
+    >>> layout_form(r"$\dfrac{1}{2} \left( x+1 \right)$.")
+    '\\frac{1}{2}(x+1)'
+    """
+    m = _DELIMITED.fullmatch(text)
+    if m and "$" not in m.group(1):
+        text = m.group(1)
+    return _FRAC.sub(r"\\frac", _LAYOUT.sub("", text))
+
+
+def written_alike(answer: str, gold_text: str) -> bool:
+    """The answer is the reference as written, up to layout (:func:`layout_form`): equal
+    without a comparison."""
+    if "".join(answer.split()) == "".join(gold_text.split()):
+        return True
+    return layout_form(answer) == layout_form(gold_text)
+
+
 @lru_cache(maxsize=4096)
 def parse_gold_once(gold_text: str) -> tuple[Any, ...] | None:
     """math-verify's parse of a reference, once per distinct reference in this process."""
@@ -161,7 +193,7 @@ def math_verify_verdict(gold_text: str, formula: str) -> bool | None:
     gold = parse_gold_once(gold_text)
     if gold is None:
         return None
-    if "".join(formula.split()) == "".join(gold_text.split()):
+    if written_alike(formula, gold_text):
         return True  # the reference as written, which math-verify parses: no sympy needed
     mv = load_math_verify()
     region = as_one_formula(formula)
