@@ -34,10 +34,10 @@ through a RewardSet with one worker (process mode, IPC included; CPU seconds are
 worker's, read from /proc), and math-verify's ``verify(parse("$gold$"), parse(completion))``
 per row in this one process with its own timeouts on (its defaults: 5 s per parse and per
 verify). Each repeat starts math_answer on a fresh worker with empty caches (warmed up on
-unrelated pairs outside the timing), and the two alternate; medians and the per-repeat
-ratios are reported. Then, in this process, how each row is graded: math_answer's exact
-fast path, its fast path through math-verify, or its full symbolic path. Target:
-math_answer at least 10x math-verify's wall time.
+unrelated pairs outside the timing) and math-verify with its parse caches emptied, and
+the two alternate; medians and the per-repeat ratios are reported. Then, in this process,
+how each row is graded: math_answer's exact fast path, its fast path through math-verify,
+or its full symbolic path. Target: math_answer at least 10x math-verify's wall time.
 
 Needs ``pip install 'rewardkit[math]'``.
 """
@@ -354,6 +354,18 @@ def _empty_caches() -> None:
                 value.cache_clear()
 
 
+def _empty_math_verify_caches() -> None:
+    """math-verify's own caches of parses (``parse_latex_cached``, ``parse_expr_cached``,
+    ``extract_latex``), emptied: it starts each repeat cold, as math_answer does (its
+    compiled regexes stay, as a warm worker's do)."""
+    from math_verify import parser
+
+    for name in ("parse_latex_cached", "parse_expr_cached", "extract_latex"):
+        fn = getattr(parser, name, None)
+        if fn is not None and hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+
+
 def _fresh_reward_set() -> RewardSet:
     """A RewardSet with math_answer's defaults on one fresh worker (empty caches), started
     and warmed up on pairs outside the batch that math-verify grades (its imports,
@@ -452,6 +464,7 @@ def run(rows: list[Row], repeats: int) -> dict[str, Any]:
             "math")], _descendants_cpu)
         ours_s.append(secs)
         ours_cpu.append(cpu)
+        _empty_math_verify_caches()
         theirs, secs, cpu = timed(lambda: [mv(r.gold, r.completion) for r in rows],
                                   time.process_time)
         mv_s.append(secs)
