@@ -43,8 +43,11 @@ from typing import Any
 from pydantic import Field
 
 from rewardkit.authoring import Params, Reward, reward
+
+# choice as a module, not its names: choice.py reads this package's leaf modules, so
+# importing rewardkit.builtin.choice first comes back here before choice's names exist
+from rewardkit.builtin import choice
 from rewardkit.builtin._tag_blocks import tag_block, tag_blocks
-from rewardkit.builtin.choice import GOLD_LETTER, choice_score, sample_options
 from rewardkit.builtin.math.commitment import (
     competing_answers,
     competing_statements,
@@ -151,13 +154,13 @@ def _quick_verdict(sample: Sample, params: MathParams) -> Score | None:
     if type(gold) is SymbolicReference:
         if gold.comma_decimal is not None:  # paid as the decimal here, else as the list
             return _comma_decimal_verdict(sample, gold.comma_decimal, params)
-        letter = GOLD_LETTER.fullmatch(gold.text) if params.choice else None
+        letter = choice.GOLD_LETTER.fullmatch(gold.text) if params.choice else None
         if letter:  # an option letter: graded as multiple_choice grades it
             text = graded_text(sample.text, params.reasoning_tag)
             if text is None:
                 return Score.ok(params.wrong, "the reasoning never closes")
-            return choice_score(text, letter.group(1), sample_options(sample),
-                                params.answer_tag, params.score, params.wrong)
+            return choice.choice_score(text, letter.group(1), choice.sample_options(sample),
+                                       params.answer_tag, params.score, params.wrong)
         return None  # math-verify must first say whether the reference is an answer at all
     if type(gold) is PlainNumber and type(reference) is str:
         verdict = _hashes_line_verdict(sample, gold, reference, params)
