@@ -195,12 +195,16 @@ _DECORATION = re.compile(r"\\text(?:bf|rm|normal)?\s*\{([^{}]*)\}|\\mathrm\s*\{(
                          r"\\boxed\s*\{([^{}]*)\}")
 #: the answer opens with a letter: ``B``, ``(B)``, ``B)``, ``B.``, ``B:``, ``[B]``, ``option B``
 _LEADING_LETTER = re.compile(r"\s*(?:(?i:option|choice)\s*)?[(\[]?([A-J])(?:([)\].:])|(?=\s|$))")
+#: what makes a leading letter a term of an expression: ``(D)+1``, ``D) ^ 2``, ``(C)\\cdot 2``
+_OPERATED = re.compile(r"[+*/^_]|\\(?:cdot|times|div)\b")
 #: a letter named as a choice: ``(B)``, ``option B``, ``answer is B``; a letter standing
 #: alone counts in a short answer only (``A quick check`` is not option A)
 _NAMED_LETTER = re.compile(
-    r"\(([A-J])\)|(?i:option|choice|answer(?:\s+is)?|choose|pick|select)[ \t]{0,3}:?[ \t]{0,3}"
+    r"(?<![0-9+*/^_])\(([A-J])\)(?![0-9+*/^_])"
+    r"|(?i:option|choice|answer(?:\s+is)?|choose|pick|select)[ \t]{0,3}:?[ \t]{0,3}"
     r"\(?([A-J])\b"
-    r"(?![-'])|(?<![A-Za-z\\'-])([A-J])(?![A-Za-z'-])")
+    r"(?![-'])|(?<![A-Za-z0-9\\'^_+*/-])(?<![0-9+*/^_]\()([A-J])(?![A-Za-z0-9'^_+*/-])"
+    r"(?!\)[0-9+*/^_])")
 #: a letter standing alone: after a leading letter, another option named
 _LONE_LETTER = re.compile(r"(?<![A-Za-z\\'-])([A-J])(?![A-Za-z'-])")
 #: ``I`` as the pronoun: ``I think``, not option I
@@ -357,6 +361,8 @@ def _choose(answer: str, options: Mapping[str, str]) -> Choice:
         if named is not None and named != letter and letter in options:
             return Choice(None, f"the letter {letter} and the content of option {named} "
                                 "disagree")
+        if _OPERATED.match(content):  # "(D)+1", "D) * 2": an expression, not option D
+            return Choice(None, "an expression of an option letter, not an option")
         return Choice(letter)
     tail = s[-600:]
     letters = {n.group(1) or n.group(2) or n.group(3) for n in _NAMED_LETTER.finditer(tail)
