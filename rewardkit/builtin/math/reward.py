@@ -235,9 +235,7 @@ def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
     prompt = "" if sample.prompt is None else prompt_text(sample.prompt)
     if (prompt and copied_from(answer, prompt)) or several_values(answer, "hashes", prompt):
         return None
-    same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
-    if not same and reference and params.rel_tol is None:
-        same = _rounds_to(reference, gold, pred, answer)
+    same = _same_number(gold, pred, answer, reference, params)
     return ok_score(float(params.score if same else params.wrong), "hashes", answer)
 
 
@@ -302,18 +300,24 @@ def _plain_verdict(gold: PlainNumber, found: Found, params: MathParams,
             return Score.ok(params.wrong, "several different final answers", via=found.how,
                             extracted=found.answer[:200])
     if not (pred.percent and not gold.percent):  # the common case: one reading
-        same = numbers_match(gold, pred, params.abs_tol, params.rel_tol)
-        if not same and gold_text and params.rel_tol is None:
-            same = _rounds_to(gold_text, gold, pred, found.answer)
+        same = _same_number(gold, pred, found.answer, gold_text, params)
         return ok_score(float(params.score if same else params.wrong), found.how, found.answer)
     readings = _percent_readings(pred, gold, prompt)
     if not readings:
         return Score.ok(params.wrong, "a percentage is not the quantity asked for",
                         via=found.how, extracted=found.answer[:200])
-    same = any(numbers_match(gold, p, params.abs_tol, params.rel_tol) for p in readings)
-    if not same and gold_text and params.rel_tol is None:
-        same = any(_rounds_to(gold_text, gold, p, found.answer) for p in readings)
+    same = any(_same_number(gold, p, found.answer, gold_text, params) for p in readings)
     return ok_score(float(params.score if same else params.wrong), found.how, found.answer)
+
+
+def _same_number(gold: PlainNumber, pred: PlainNumber, answer: str, gold_text: str,
+                 params: MathParams) -> bool:
+    """``pred`` is the gold within the tolerances, or (a gold written as a decimal, no
+    relative tolerance) ``answer`` rounds to it (:func:`_rounds_to`)."""
+    if numbers_match(gold, pred, params.abs_tol, params.rel_tol):
+        return True
+    return bool(gold_text) and params.rel_tol is None and _rounds_to(gold_text, gold, pred,
+                                                                        answer)
 
 
 def _percent_readings(pred: PlainNumber, gold: PlainNumber, prompt: str) -> list[PlainNumber]:
