@@ -25,7 +25,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, BinaryIO
 
 _HEADER = struct.Struct("!Q")
 
@@ -47,24 +47,25 @@ def _read_header() -> dict[str, Any]:
     return header
 
 
+def _new_file(name: str, mode: int) -> BinaryIO:
+    """``name`` created for writing (its folders too); never an existing file or a link."""
+    directory = os.path.dirname(name)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    return os.fdopen(fd, "wb")
+
+
 def _write_files(files: dict[str, list[Any]]) -> None:
     for name, (mode, data) in files.items():
-        directory = os.path.dirname(name)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-        with os.fdopen(fd, "wb") as handle:
+        with _new_file(name, mode) as handle:
             handle.write(base64.b64decode(data))
 
 
 def _write_raw_files(files: list[list[Any]]) -> None:
     """Write ``[name, mode, size]`` files whose bytes follow the header on fd 0, in order."""
     for name, mode, size in files:
-        directory = os.path.dirname(name)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-        with os.fdopen(fd, "wb") as handle:
+        with _new_file(name, mode) as handle:
             left = int(size)
             while left > 0:
                 chunk = os.read(0, min(left, 1 << 20))
