@@ -23,6 +23,7 @@ from rewardkit_sandbox.pool import (
     DEFAULT_PRELOAD,
     SandboxPool,
     SandboxTask,
+    SandboxUidsTakenError,
     SandboxUnavailableError,
     detect_layers,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "SandboxPool",
     "SandboxResult",
     "SandboxTask",
+    "SandboxUidsTakenError",
     "SandboxUnavailableError",
     "Status",
     "TestResult",

@@ -21,6 +21,7 @@ from typing import Any
 
 from rewardkit_sandbox._memory_cgroup import MemoryCgroups
 from rewardkit_sandbox._protocol import Channel, ProtocolError
+from rewardkit_sandbox._uid_claims import UidClaim, UidsTakenError, claim_uids
 from rewardkit_sandbox._uid_kill import kill_every_process_of_uid
 from rewardkit_sandbox._verdict import verdict
 from rewardkit_sandbox.layers import REQUIRED_LAYERS, LayerReport
@@ -50,6 +51,11 @@ _BACKSTOP_GRACE_S = 10.0
 
 class SandboxUnavailableError(RuntimeError):
     """The machine lacks a layer the pool was told to require; the message says which."""
+
+
+class SandboxUidsTakenError(SandboxUnavailableError):
+    """The pool's uids are claimed by another live pool (an explicit ``uid_base``), or
+    no free range is left; the message says which uid and who holds it."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,7 @@ def _default_hidden_paths() -> list[str]:
     return hidden
 
 
-def _shutdown(slots: list[_Slot], cgroups: MemoryCgroups) -> None:
+def _shutdown(slots: list[_Slot], cgroups: MemoryCgroups, claim: UidClaim | None) -> None:
     for slot in slots:
         if slot.sock is not None:
             slot.sock.close()
@@ -137,6 +143,8 @@ def _shutdown(slots: list[_Slot], cgroups: MemoryCgroups) -> None:
                 slot.process.wait()
             slot.process = None
     cgroups.close()
+    if claim is not None:  # the zygotes (and their tasks) are gone: the uids are free
+        claim.release()
 
 
 #: Standard-library modules the zygotes import once, so that programs importing them do
@@ -162,11 +170,15 @@ class SandboxPool:
 
     One zygote per slot, each with its own unprivileged uid (``uid_base + slot``) when
     the pool runs as root, and one for the slot's judge (``uid_base + size + slot``, the
-    process that runs assert tests).  ``run`` is thread-safe: it waits for a free slot.
-    A zygote that dies is replaced on the slot's next use; the run it was serving ends with
-    ``Status.SANDBOX_ERROR``.  Missing isolation layers are logged as warnings and
-    listed in ``layers.missing``; without the ``require_layers`` the pool refuses to
-    start (``SandboxUnavailableError``).
+    process that runs assert tests).  As root the pool claims those ``2 * size`` uids
+    for its life (a lock file per uid, ``rewardkit_sandbox._uid_claims``), so no other
+    pool of the node, in this process or another, uses them: without ``uid_base`` it
+    takes the first free range from 60000 up (below 64000); an explicit ``uid_base``
+    that another live pool claims is a ``SandboxUidsTakenError``.  ``run`` is
+    thread-safe: it waits for a free slot.  A zygote that dies is replaced on the slot's
+    next use; the run it was serving ends with ``Status.SANDBOX_ERROR``.  Missing
+    isolation layers are logged as warnings and listed in ``layers.missing``; without the
+    ``require_layers`` the pool refuses to start (``SandboxUnavailableError``).
 
     ``preload``: modules every zygote imports at start (as the pool's user, before any
     task: list trusted modules only); a program importing them finds them loaded.  Each
@@ -182,7 +194,7 @@ class SandboxPool:
         size: int | None = None,
         limits: SandboxLimits | None = None,
         *,
-        uid_base: int = 60000,
+        uid_base: int | None = None,
         import_paths: Sequence[str] = (),
         hidden_paths: Sequence[str] | None = None,
         require_layers: Sequence[str] = REQUIRED_LAYERS,
@@ -201,13 +213,31 @@ class SandboxPool:
         self._is_root = os.geteuid() == 0
         # once per pool: every zygote (a replacement too) covers the same folders
         self._world_writable = find_world_writable(self._hidden_paths)
+        # as root, the slot and judge uids are this pool's alone until it closes
+        self._uid_claim: UidClaim | None = None
+        if self._is_root:
+            try:
+                self._uid_claim = claim_uids(2 * self.size, uid_base)
+            except UidsTakenError as error:
+                raise SandboxUidsTakenError(str(error)) from None
+            uid_base = self._uid_claim.first
+        elif uid_base is None:
+            uid_base = 60000
+        self.uid_base: int = uid_base
         self._slots = [_Slot(index, uid_base + index) for index in range(self.size)]
         # a memory cgroup per slot where the machine lets us (layer memory_cgroup)
-        self._cgroups = MemoryCgroups(self.size)
+        try:
+            self._cgroups = MemoryCgroups(self.size)
+        except BaseException:
+            if self._uid_claim is not None:
+                self._uid_claim.release()
+            raise
         self._free: queue.Queue[_Slot] = queue.Queue()
         self._closed = False
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _shutdown, self._slots, self._cgroups)
+        self._finalizer = weakref.finalize(
+            self, _shutdown, self._slots, self._cgroups, self._uid_claim
+        )
         self.layers: LayerReport
         try:
             for slot in self._slots:

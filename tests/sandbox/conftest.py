@@ -7,12 +7,12 @@ from collections.abc import Iterator
 import pytest
 from rewardkit_sandbox import SandboxPool
 from rewardkit_sandbox.audit import leftover_files, processes_of_uids
-from sandbox_audit import SLOT_UID_BASE, TEST_LIMITS
+from sandbox_audit import TEST_LIMITS
 
 
 @pytest.fixture(scope="session")
 def pool() -> Iterator[SandboxPool]:
-    with SandboxPool(size=2, limits=TEST_LIMITS, uid_base=SLOT_UID_BASE) as shared:
+    with SandboxPool(size=2, limits=TEST_LIMITS) as shared:
         yield shared
 
 

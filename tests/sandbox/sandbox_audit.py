@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rewardkit_sandbox import SandboxLimits
 
-SLOT_UID_BASE = 61000
 TEST_LIMITS = SandboxLimits(
     wall_time_s=2.0,
     cpu_time_s=1.0,

@@ -145,7 +145,7 @@ def test_secrets_of_the_parent_environment_are_not_visible() -> None:
     os.environ["AWS_SECRET_ACCESS_KEY"] = "do-not-leak-42"
     os.environ["HF_TOKEN"] = "hf_do-not-leak"
     try:
-        with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=61300) as pool:
+        with SandboxPool(size=1, limits=TEST_LIMITS) as pool:
             source = """
                 import os
                 print(sorted(os.environ))

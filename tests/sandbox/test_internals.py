@@ -140,7 +140,6 @@ def test_preload_is_configurable_and_a_failed_one_is_a_warning(
     with SandboxPool(
         size=1,
         limits=TEST_LIMITS,
-        uid_base=61500,
         preload=("heapq", "no_such_module_for_rewardkit"),
     ) as pool:
         result = run(pool, "import sys\nprint('heapq' in sys.modules, 'typing' in sys.modules)")
@@ -220,7 +219,7 @@ def test_the_channel_carries_bytes_and_large_messages() -> None:
 
 
 def test_a_slot_whose_files_cannot_be_removed_gets_a_new_zygote() -> None:
-    with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=61400) as pool:
+    with SandboxPool(size=1, limits=TEST_LIMITS) as pool:
         slot = pool._slots[0]
         first = slot.process
         assert first is not None and slot.channel is not None

@@ -49,7 +49,7 @@ def node_modules(tmp_path: Path) -> Path:
 
 @needs_node
 def test_a_node_modules_import_path_is_required_read_only(node_modules: Path) -> None:
-    with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=61100,
+    with SandboxPool(size=1, limits=TEST_LIMITS,
                      import_paths=[str(node_modules)]) as pool:
         runner = CompiledRunner(pool, "javascript", node_modules=node_modules,
                                 cache=CompileCache())

@@ -143,7 +143,7 @@ def test_an_oversized_program_is_refused_with_a_status(contained: SandboxPool) -
 
 
 def test_a_dead_zygote_is_replaced_and_its_run_is_a_sandbox_error() -> None:
-    with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=61100) as pool:
+    with SandboxPool(size=1, limits=TEST_LIMITS) as pool:
         [zygote] = pool.zygote_pids()
         killer = pool.run  # the run below is in flight when the zygote dies
         import threading
@@ -169,7 +169,7 @@ def test_the_pool_refuses_to_run_without_a_required_layer(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(LayerReport, "from_message", staticmethod(without_rlimits))
     with pytest.raises(SandboxUnavailableError, match="rlimits"):
-        SandboxPool(size=1, limits=TEST_LIMITS, uid_base=61200)
+        SandboxPool(size=1, limits=TEST_LIMITS)
 
 
 def test_every_layer_is_reported(contained: SandboxPool) -> None:
@@ -198,7 +198,7 @@ def test_import_paths_inside_tmp_stay_importable_and_read_only(tmp_path) -> None
         "except OSError:\n"
         "    print('read-only')\n"
     )
-    with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=61000,
+    with SandboxPool(size=1, limits=TEST_LIMITS,
                      import_paths=[str(package)]) as pool:
         result = pool.run(code)
     assert result.status is Status.OK, result.stderr

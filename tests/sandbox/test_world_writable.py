@@ -20,7 +20,7 @@ import pytest
 import rewardkit_sandbox
 from rewardkit_sandbox import SandboxPool
 from rewardkit_sandbox.audit import leftover_files
-from sandbox_audit import SLOT_UID_BASE, TEST_LIMITS
+from sandbox_audit import TEST_LIMITS
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="private mounts need root here")
 
@@ -40,7 +40,7 @@ def planted() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def ww_pool(planted: str) -> Iterator[SandboxPool]:
     limits = TEST_LIMITS.__class__(**{**TEST_LIMITS.__dict__, "wall_time_s": 8.0})
-    with SandboxPool(size=2, limits=limits, uid_base=SLOT_UID_BASE + 200) as pool:
+    with SandboxPool(size=2, limits=limits) as pool:
         yield pool
 
 
@@ -109,7 +109,7 @@ def test_an_import_path_inside_a_discovered_folder_is_still_importable(planted: 
     with open(os.path.join(library, "rk_ww_module.py"), "w") as module:
         module.write("ANSWER = 42\n")
     try:
-        with SandboxPool(size=1, limits=TEST_LIMITS, uid_base=SLOT_UID_BASE + 210,
+        with SandboxPool(size=1, limits=TEST_LIMITS,
                          import_paths=[library]) as pool:
             assert planted in pool.world_writable_dirs
             result = pool.run(
