@@ -40,14 +40,19 @@ NEGATION_BEFORE = re.compile(
     r"that|at\s+all)\s*){0,3}[\s$({\[\\]*(?:boxed|fbox)?\s*\{?$", re.IGNORECASE)
 #: an answer whose own sentence ends in a question mark
 _QUESTIONED = re.compile(r"[^.!?\n]{0,30}\?")
+#: the phrases by which an output gives up (:data:`_GIVES_UP`), in parts: a modal verb and
+#: what it cannot do after "I" / "we", guessing after them, and the rest of "not sure",
+#: "no idea", "just a guess" ("unsure" and "random guess" are whole)
+_MODAL_VERB = (r"\s+(?:cannot|can['’]t|can\s+not|could\s+not|couldn['’]t|am\s+unable\s+to|are"
+               r"\s+unable\s+to|was\s+unable\s+to|do\s+not|don['’]t)\s+(?:solve|answer|"
+               r"determine|figure|find|know|tell|say|be\s+sure)")
+_GUESSING = r"\s*(?:am|are|['’]m|['’]re)\s+(?:just\s+)?guessing"
+_NOT_SURE = r"\s+(?:sure|certain|confident)(?![A-Za-z])"
+_NO_IDEA = r"\s+idea"
+_JUST_GUESS = r"\s+(?:a\s+)?guess"
 #: what withdraws an answer stated before it
-_GIVES_UP = (
-    r"(?:i|we)\s+(?:cannot|can['’]t|can\s+not|could\s+not|couldn['’]t|am\s+unable\s+to|are\s+"
-    r"unable\s+to|was\s+unable\s+to|do\s+not|don['’]t)\s+(?:solve|answer|determine|figure|"
-    r"find|know|tell|say|be\s+sure)"
-    r"|not\s+(?:sure|certain|confident)(?![A-Za-z])|unsure|no\s+idea"
-    r"|(?:i|we)\s*(?:am|are|['’]m|['’]re)\s+(?:just\s+)?guessing|just\s+(?:a\s+)?guess|random\s+"
-    r"guess")
+_GIVES_UP = (r"(?:i|we)" + _MODAL_VERB + r"|not" + _NOT_SURE + r"|unsure|no" + _NO_IDEA
+             + r"|(?:i|we)" + _GUESSING + r"|just" + _JUST_GUESS + r"|random\s+guess")
 RETRACTION = re.compile(
     r"(?<![A-Za-z])(?:(?:that|this|it|which|the\s+above|my\s+answer|the\s+answer)"
     r"(?:['’]s|\s+is|\s+was|\s+(?:may|might|must|could)\s+be)\s+(?:(?:definitely|probably|"
@@ -72,17 +77,13 @@ BOLD_SPAN = re.compile(r"(?<![\w)])\*\*(?=\S)([^*\n]{1,200}?)(?<=\S)\*\*")
 _NO_ANSWER = re.compile(r"(?<![A-Za-z])(?:" + _GIVES_UP + ")", re.IGNORECASE)
 #: :data:`_NO_ANSWER` for an ASCII text in lower case, written so that each alternative
 #: starts with a plain letter (the regex engine then skips the positions that start none:
-#: several times faster on a long text); tests/builtin/test_math_hashes_line.py checks both
-#: find the same
-_MODAL_VERB = (r"\s+(?:cannot|can['’]t|can\s+not|could\s+not|couldn['’]t|am\s+unable\s+to|are"
-               r"\s+unable\s+to|was\s+unable\s+to|do\s+not|don['’]t)\s+(?:solve|answer|"
-               r"determine|figure|find|know|tell|say|be\s+sure)")
-_GUESSING = r"\s*(?:am|are|['’]m|['’]re)\s+(?:just\s+)?guessing"
+#: several times faster on a long text); built from :data:`_GIVES_UP`'s parts, and
+#: tests/builtin/test_math_hashes_line.py checks both find the same
 _NO_ANSWER_ASCII_LOWER = re.compile(
     r"i(?<![a-z]i)(?:" + _MODAL_VERB + "|" + _GUESSING + ")"
     r"|w(?<![a-z]w)e(?:" + _MODAL_VERB + "|" + _GUESSING + ")"
-    r"|n(?<![a-z]n)o(?:t\s+(?:sure|certain|confident)(?![A-Za-z])|\s+idea)"
-    r"|u(?<![a-z]u)nsure|j(?<![a-z]j)ust\s+(?:a\s+)?guess|r(?<![a-z]r)andom\s+guess")
+    r"|n(?<![a-z]n)o(?:t" + _NOT_SURE + "|" + _NO_IDEA + ")"
+    r"|u(?<![a-z]u)nsure|j(?<![a-z]j)ust" + _JUST_GUESS + r"|r(?<![a-z]r)andom\s+guess")
 #: an answer called wrong right after it: "\boxed{18} is wrong", "18 is not the answer"
 _REFUTED = re.compile(r"[\s$)}\]]*(?:is|was|seems)\s+(?:(?:definitely|probably|clearly)\s+)?"
                       r"(?:wrong|incorrect|not\s+(?:right|correct|the\s+(?:final\s+)?answer))",
