@@ -17,8 +17,10 @@ def verdict(
     stdout: bytes,
     stderr: bytes,
     wall_time_s: float,
+    raw_stdout: bool = False,
 ) -> SandboxResult:
-    """Turn the zygote's facts about a run into a status."""
+    """Turn the zygote's facts about a run into a status (``raw_stdout``: stdout kept as
+    bytes, in ``stdout_bytes``, not decoded)."""
     exit_code = finished.get("exit_code")
     signal_number = finished.get("signal")
     cpu_time_s = float(finished.get("cpu_time_s", 0.0))
@@ -34,7 +36,7 @@ def verdict(
         status=status,
         exit_code=exit_code,
         signal=signal_number,
-        stdout=stdout.decode("utf-8", errors="replace"),
+        stdout="" if raw_stdout else stdout.decode("utf-8", errors="replace"),
         stderr=stderr.decode("utf-8", errors="replace"),
         stdout_truncated=stdout_truncated,
         stderr_truncated=stderr_truncated,
@@ -44,6 +46,7 @@ def verdict(
         error=error,
         metadata={"max_rss_kib": finished.get("max_rss_kib"),
                   **({"harness": tuple(finished["harness"])} if finished.get("harness") else {})},
+        stdout_bytes=stdout if raw_stdout else None,
     )
 
 

@@ -363,12 +363,14 @@ class SandboxPool:
         test_timeout_s: float | None = None,
         stop_on_first_failure: bool = False,
         limits: SandboxLimits | None = None,
+        raw_stdout: bool = False,
     ) -> SandboxResult:
         """Run ``code`` as a Python program in a fresh confined child and wait for it.
 
         With ``tests`` (assert-style snippets), each test runs in its own process after
         the program, with ``test_timeout_s`` each; ``stop_on_first_failure`` skips the rest
-        after a failing one.  Otherwise ``stdin`` is fed to the program.
+        after a failing one.  Otherwise ``stdin`` is fed to the program.  ``raw_stdout``:
+        the program's stdout comes back as bytes (``stdout_bytes``), not decoded.
         """
         limits = limits or self.limits
         size = len(code.encode("utf-8", errors="surrogatepass"))
@@ -401,7 +403,9 @@ class SandboxPool:
                 self._ensure_alive(slot)
             except (OSError, SandboxUnavailableError) as error:
                 return SandboxResult(Status.SANDBOX_ERROR, error=f"zygote restart failed: {error}")
-            return self._execute_on_slot(slot, request, stdin_bytes, limits, tests_blob)
+            return self._execute_on_slot(
+                slot, request, stdin_bytes, limits, tests_blob, raw_stdout
+            )
         finally:
             self._free.put(slot)
 
@@ -471,6 +475,7 @@ class SandboxPool:
         stdin_bytes: bytes,
         limits: SandboxLimits,
         tests_blob: bytes = b"",
+        raw_stdout: bool = False,
     ) -> SandboxResult:
         """One round trip: the zygote feeds stdin, drains and caps the outputs, and answers."""
         assert slot.sock is not None and slot.channel is not None
@@ -514,6 +519,7 @@ class SandboxPool:
             finished.get("stdout") or b"",
             finished.get("stderr") or b"",
             wall_time_s,
+            raw_stdout,
         )
 
 

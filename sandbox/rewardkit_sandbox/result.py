@@ -64,6 +64,9 @@ class SandboxResult:
     tests: tuple[TestResult, ...] | None = None
     error: str | None = None
     metadata: dict[str, object] = field(default_factory=dict)
+    #: stdout as written, for a run asked with ``raw_stdout=True`` (``stdout`` is then
+    #: empty): a task that answers with binary data (a compiled-language build)
+    stdout_bytes: bytes | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:

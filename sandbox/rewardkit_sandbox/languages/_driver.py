@@ -8,15 +8,17 @@ compiler steps, send back the artifacts) or ``execute()`` (write the artifacts, 
 compiler or program it starts: nothing here runs outside the sandbox.
 
 Both read their instructions from stdin: one length-prefixed JSON header (``!Q`` + bytes),
-then, for ``execute``, the artifacts' bytes (raw, in the order and sizes the header
-lists) and whatever stdin the program itself gets (read by the program from the same
-descriptor, after them). The compiler's output is capped here, before it
-ever reaches the zygote's pipes.
+then the files to write (raw, in the order and sizes the header's ``raw_files`` lists:
+the sources and the Go cache seed for ``build``, the artifacts for ``execute``), then,
+for ``execute``, whatever stdin the program itself gets (read by the program from the
+same descriptor, after them). ``build`` answers the same way on stdout: one
+length-prefixed JSON verdict whose ``raw_files`` lists the artifacts, then their bytes,
+raw (no base64: a Go binary of 1.3 MB is not 1.75 MB of text to encode and decode).
+The compiler's output is capped here, before it ever reaches the zygote's pipes.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import resource
@@ -54,12 +56,6 @@ def _new_file(name: str, mode: int) -> BinaryIO:
         os.makedirs(directory, exist_ok=True)
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     return os.fdopen(fd, "wb")
-
-
-def _write_files(files: dict[str, list[Any]]) -> None:
-    for name, (mode, data) in files.items():
-        with _new_file(name, mode) as handle:
-            handle.write(base64.b64decode(data))
 
 
 def _write_raw_files(files: list[list[Any]]) -> None:
@@ -141,9 +137,9 @@ def _refused(own: list[str], rules: list[list[str]]) -> str | None:
     return None
 
 
-def _collect(paths: list[str], limit: int) -> dict[str, list[Any]]:
-    """The build's artifacts (regular files only, no links followed), base64."""
-    found: dict[str, list[Any]] = {}
+def _collect(paths: list[str], limit: int) -> list[tuple[str, int, bytes]]:
+    """The build's artifacts (regular files only, no links followed): (path, mode, bytes)."""
+    found: list[tuple[str, int, bytes]] = []
     total = 0
     pending = list(paths)
     while pending:
@@ -161,14 +157,26 @@ def _collect(paths: list[str], limit: int) -> dict[str, list[Any]]:
         if total > limit:
             raise OSError(f"build artifacts exceed {limit} bytes")
         with open(path, "rb") as handle:
-            found[path] = [info.st_mode & 0o755, base64.b64encode(handle.read()).decode()]
+            data = handle.read(info.st_size + 1)
+        if len(data) != info.st_size:
+            raise OSError(f"{path} changed while it was read")
+        found.append((path, info.st_mode & 0o755, data))
     return found
 
 
+def _write_out(data: bytes) -> None:
+    """All of ``data`` on fd 1 (raw: the text stream would encode it)."""
+    sys.stdout.flush()
+    with memoryview(data) as view:
+        while view:
+            view = view[os.write(1, view):]
+
+
 def build() -> None:
-    """Compile: write the sources, run each step; print one JSON verdict on stdout."""
+    """Compile: write the sources, run each step; answer on stdout with one framed JSON
+    verdict and the artifacts' bytes after it."""
     header = _read_header()
-    _write_files(header["files"])
+    _write_raw_files(header["raw_files"])
     _limit_data(header.get("data_bytes"))
     env = _environment(header)
     cap = int(header["log_bytes"])
@@ -191,14 +199,16 @@ def build() -> None:
         if code != 0:
             verdict = {"ok": False, "exit": code, "step": step.get("name", step["argv"][0])}
             break
+    artifacts: list[tuple[str, int, bytes]] = []
     if verdict["ok"]:
         try:
-            verdict["files"] = _collect(header["collect"], int(header["artifact_bytes"]))
+            artifacts = _collect(header["collect"], int(header["artifact_bytes"]))
         except OSError as error:
             verdict = {"ok": False, "exit": None, "step": "collect", "problem": str(error)}
+    verdict["raw_files"] = [[name, mode, len(data)] for name, mode, data in artifacts]
     verdict["log"] = log.decode("utf-8", "replace")
-    sys.stdout.write(json.dumps(verdict))
-    sys.stdout.flush()
+    body = json.dumps(verdict).encode()
+    _write_out(b"".join([_HEADER.pack(len(body)), body, *(data for _, _, data in artifacts)]))
 
 
 def _interpreter_of(path: str) -> str | None:

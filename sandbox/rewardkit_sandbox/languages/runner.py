@@ -5,7 +5,9 @@ layer a Python task has (rlimits, seccomp, no network, private work directory, t
 uid): a *build* task (the compiler, with :data:`COMPILE_LIMITS`: compilers need more
 memory, processes and threads than a candidate program) whose artifacts come back as
 data, and a *run* task that writes them into a fresh work directory and executes them
-with the run limits. The trusted driver of both is :mod:`._driver`.
+with the run limits. The trusted driver of both is :mod:`._driver`. Files travel raw both
+ways, after a framed JSON header that lists them (name, mode, size): the sources to the
+build task, the artifacts back from it (its stdout read as bytes) and on to the run task.
 
 Builds are cached by what was compiled (language, toolchain, flags, every source file):
 the G completions of a prompt that are the same program, every stdin/stdout case of one
@@ -27,7 +29,6 @@ rewrite (:mod:`._harnesses`).
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import hashlib
 import json
@@ -150,11 +151,11 @@ def find_toolchain(language: Language) -> tuple[dict[str, str], str | None]:
 @dataclass
 class Build:
     """One compile: ``ok``, the capped compiler output, and the artifacts (path ->
-    [mode, bytes])."""
+    (mode, bytes))."""
 
     ok: bool
     log: str
-    files: dict[str, list[Any]] = field(default_factory=dict)
+    files: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     status: Status = Status.OK
     error: str | None = None
     seconds: float = 0.0
@@ -219,11 +220,6 @@ _shared_cache = CompileCache()
 def shared_compile_cache() -> CompileCache:
     """The process's compile cache (every ``CompiledRunner`` uses it unless given one)."""
     return _shared_cache
-
-
-def _b64(text: str | bytes) -> str:
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return base64.b64encode(data).decode()
 
 
 @dataclass(frozen=True)
@@ -366,10 +362,9 @@ class CompiledRunner:
         # the files travel raw after the header, not base64 in it: a Go binary (1.3 MB)
         # costs the run task a third less to receive, and no decoding
         files = [(name, mode, data) for name, (mode, data) in build.files.items()]
-        files += [(name, 0o644, text.encode("utf-8", "surrogatepass"))
+        files += [(name, 0o644, _encoded(text))
                   for name, text in plan.sources.items() if name.endswith(".js")]
-        header: dict[str, Any] = {"raw_files": [[name, mode, len(data)]
-                                                for name, mode, data in files],
+        header: dict[str, Any] = {"raw_files": _listed(files),
                                   "argv": plan.argv, "env": plan.env,
                                   "exec_only": list(plan.exec_only),
                                   "private_loader": plan.private_loader}
@@ -391,11 +386,13 @@ class CompiledRunner:
     def _build(self, plan: _Plan) -> Build:
         if not plan.steps:
             return Build(True, "")
-        files = {name: [0o644, _b64(text)] for name, text in plan.sources.items()}
+        files = [(name, 0o644, _encoded(text)) for name, text in plan.sources.items()]
         if plan.go_seed:
-            files.update(self._go_cache_seed())
+            seed = self._go_cache_seed()
+            files += [(name, mode, data) for name, (mode, data) in seed.items()
+                      if name not in plan.sources]
         header: dict[str, Any] = {
-            "files": files,
+            "raw_files": _listed(files),
             "steps": plan.steps,
             "collect": plan.collect,
             "env": plan.env,
@@ -405,16 +402,17 @@ class CompiledRunner:
         }
         started = time.monotonic()
         result = self.pool.run(
-            _DRIVER + "\nbuild()\n", stdin=_framed(header), limits=self.compile_limits
+            _DRIVER + "\nbuild()\n",
+            stdin=b"".join([_framed(header), *(data for _, _, data in files)]),
+            limits=self.compile_limits,
+            raw_stdout=True,
         )
         seconds = time.monotonic() - started
         if result.status is Status.TIMEOUT:
             why = f"compile timeout: {result.error}"
             return Build(False, "", status=Status.COMPILE_TIMEOUT, error=why, seconds=seconds)
-        try:
-            verdict = json.loads(result.stdout) if result.ok else None
-        except ValueError:
-            verdict = None
+        answer = _build_answer(result.stdout_bytes or b"", header["artifact_bytes"])
+        verdict, artifacts = answer if result.ok and answer else (None, {})
         if verdict is None:
             detail = result.error or result.stderr[-300:] or result.status
             error = f"the build task failed ({result.status}): {detail}"
@@ -424,9 +422,7 @@ class CompiledRunner:
             first = next((line for line in log.splitlines() if "error" in line.lower()), "")
             error = f"compile error ({verdict.get('step')}): {first[:300] or log[-300:]}"
             return Build(False, log, status=Status.COMPILE_ERROR, error=error, seconds=seconds)
-        files = {name: [mode, base64.b64decode(data)]  # decoded once, not per run
-                 for name, (mode, data) in (verdict.get("files") or {}).items()}
-        return Build(True, log, files=files, seconds=seconds)
+        return Build(True, log, files=artifacts, seconds=seconds)
 
     def _key(self, plan: _Plan) -> str:
         crates = self.rust_crates.digest if self.rust_crates else None  # the crate set
@@ -434,7 +430,7 @@ class CompiledRunner:
                     [(path, os.stat(path).st_mtime_ns) for path in self.tools.values()]]
         return hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()
 
-    def _go_cache_seed(self) -> dict[str, list[Any]]:
+    def _go_cache_seed(self) -> dict[str, tuple[int, bytes]]:
         """The files of a Go build cache seeded with what every test build repeats (the
         standard library's module index, the vendored assert package), as build files:
         each test build writes them into its own empty ``gocache``, so a build reads them
@@ -451,7 +447,7 @@ class CompiledRunner:
                 plan = dataclasses.replace(self._test_plan(GO_SEED_CODE, GO_SEED_TEST),
                                            collect=["gocache"], go_seed=False)
                 made = self._build(plan)
-                seed = {name: [0o644, _b64(data)] for name, (_, data) in made.files.items()
+                seed = {name: (0o644, data) for name, (_, data) in made.files.items()
                         if made.ok and name.startswith("gocache/")}
                 _go_seeds[key] = seed
             return seed
@@ -622,7 +618,7 @@ GO_SEED_TEST = (
     "func TestSeed(t *testing.T) { assert.Equal(t, 1, rewardkitSeed()) }\n"
 )
 #: toolchain key -> the Go build cache seed's files (``CompiledRunner._go_cache_seed``)
-_go_seeds: dict[str, dict[str, list[Any]]] = {}
+_go_seeds: dict[str, dict[str, tuple[int, bytes]]] = {}
 _go_seed_lock = threading.Lock()
 
 
@@ -654,3 +650,50 @@ def _crates_visible(pool: SandboxPool, crates: RustCrates) -> str | None:
 def _framed(header: dict[str, Any]) -> bytes:
     body = json.dumps(header).encode()
     return _HEADER.pack(len(body)) + body
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _listed(files: list[tuple[str, int, bytes]]) -> list[list[Any]]:
+    """The header's ``raw_files``: [name, mode, size] of each file whose bytes follow it."""
+    return [[name, mode, len(data)] for name, mode, data in files]
+
+
+def _build_answer(
+    answer: bytes, limit: int
+) -> tuple[dict[str, Any], dict[str, tuple[int, bytes]]] | None:
+    """A build task's stdout read: (its JSON verdict, its artifacts: path -> (mode,
+    bytes)), or None unless it is exactly one framed verdict and the bytes of the files
+    it lists, each a relative path without ``..`` (under the build's work directory, as
+    the run task writes it), at most ``limit`` bytes in all."""
+    if len(answer) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack_from(answer)
+    start = _HEADER.size + size
+    if start > len(answer):
+        return None
+    try:
+        verdict = json.loads(answer[_HEADER.size:start])
+    except ValueError:
+        return None
+    listed = verdict.get("raw_files") if isinstance(verdict, dict) else None
+    if not isinstance(listed, list):
+        return None
+    artifacts: dict[str, tuple[int, bytes]] = {}
+    offset = start
+    for entry in listed:
+        if not (isinstance(entry, list) and len(entry) == 3):
+            return None
+        name, mode, length = entry
+        if not (isinstance(name, str) and type(mode) is int and type(length) is int):
+            return None
+        parts = name.split("/")
+        if (not name or name.startswith("/") or "\0" in name or ".." in parts
+                or name in artifacts or mode & ~0o755 or length < 0
+                or offset + length > len(answer) or offset + length - start > limit):
+            return None
+        artifacts[name] = (mode, answer[offset:offset + length])
+        offset += length
+    return (verdict, artifacts) if offset == len(answer) else None
