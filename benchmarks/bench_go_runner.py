@@ -29,8 +29,9 @@ import subprocess
 import tempfile
 import time
 
-from rewardkit_sandbox import SandboxPool, languages
+from rewardkit_sandbox import SandboxPool
 from rewardkit_sandbox.languages import CompileCache, CompiledRunner
+from rewardkit_sandbox.languages import runner as languages  # where the seeds are kept
 
 PROGRAM = ('package main\nimport ("fmt"; "sort"; "strings")\nfunc main() {\n'
            '\ts := []int{3, 1, 2}\n\tsort.Ints(s)\n\tvar x string\n\tfmt.Scan(&x)\n'
