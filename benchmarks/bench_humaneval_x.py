@@ -209,7 +209,10 @@ def main(argv: list[str] | None = None) -> None:
                     row[name]["passed_ids"] = passed  # type: ignore[index]
                 print(f"{language} {name}: {len(passed)}/{len(jobs)} passed, "
                       f"{len(jobs) / seconds:.2f} programs/s", flush=True)
-            row["cache"] = {"hits": cache.hits, "misses": cache.misses}
+            builds = len(cache._builds)  # what the cache holds: compiler logs and artifacts
+            row["cache"] = {"hits": cache.hits, "misses": cache.misses, "builds": builds,
+                            "bytes": cache._bytes,
+                            "mb_per_build": round(cache._bytes / max(builds, 1) / 1e6, 2)}
             figures[language] = row
             print(json.dumps({language: row}, indent=1), flush=True)
     if args.json:  # the languages run replace theirs; the others are kept
