@@ -226,3 +226,52 @@ def test_a_listed_line_is_told_as_before() -> None:
         letters_differ = commitment._NOT_A_LETTER.sub("", previous) != \
             commitment._NOT_A_LETTER.sub("", line)
         assert not (before and letters_differ), (previous, line)
+
+
+def test_the_eight_shot_lead_in_is_cut_as_strip_lead_in_cuts_it() -> None:
+    """The short cut cuts the 8-shot line's lead-in by its literal where no space, colon or
+    end follows it: the same answer as strip_lead_in's regex, for every ASCII character
+    (and pair of characters) after it."""
+    from rewardkit.builtin.math.extraction import strip_lead_in
+    from rewardkit.builtin.math.reward import _EIGHT_SHOT_LEAD_IN, _LEAD_IN_GOES_ON
+
+    assert {c for c in map(chr, range(128)) if c.isspace()} | {":", ""} == _LEAD_IN_GOES_ON
+    ascii_chars = [chr(i) for i in range(128)]
+    checked = 0
+    for first in ["", *ascii_chars]:
+        for rest in ("", "18", " 18", ":", "\n", "x"):
+            line = _EIGHT_SHOT_LEAD_IN + first + rest
+            if line[21:22] in _LEAD_IN_GOES_ON:
+                continue
+            assert line[21:].strip() == strip_lead_in(line).strip(), repr(line)
+            checked += 1
+    assert checked > 600
+
+
+def test_the_negation_pretest_passes_every_window_the_negation_regex_matches() -> None:
+    """The short cut tries negated_before only on a window that ends on a letter before
+    whitespace, $, (, {, [ or backslashes: on random ASCII windows built from the negation
+    rule's words and marks, every window it matches passes that test."""
+    import random
+
+    from rewardkit.builtin.math.commitment import NEGATION_BEFORE, negated_before
+    from rewardkit.builtin.math.reward import _NEGATION_TAIL
+
+    rng = random.Random(11)
+    parts = ["not", "NOT", "never", "n't", "can't", "isn't", "\\ne", "\\neq", "be", "equal",
+             "to", "the", "answer", "is", "it", "at all", "boxed", "fbox", "nothing", "x", "5",
+             " ", "  ", "\n", "\t", "$", "(", "{", "[", "\\", ".", ",", ":", "?", "}", ")", "=",
+             "\x0b", "\x1c"]
+    matched = 0
+    texts = [r.text for r in solutions(100, seed=13, closings=("eight_shot",))]
+    for _ in range(20000):
+        window = "".join(rng.choice(parts) for _ in range(rng.randint(1, 9)))
+        text = rng.choice(texts)[: rng.randint(0, 120)] + window + "#### 5"
+        pos = text.rfind("####")
+        low = text.lower()
+        negated = negated_before(text, pos)
+        matched += negated
+        passes = low[max(0, pos - 80) : pos].rstrip(_NEGATION_TAIL)[-1:].isalpha()
+        assert passes or not negated, repr(window)
+        assert negated == (NEGATION_BEFORE.search(text[max(0, pos - 80) : pos]) is not None)
+    assert matched > 1000

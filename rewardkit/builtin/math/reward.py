@@ -207,36 +207,60 @@ def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
     before it (checked) nor a copied prompt sentence (checked); statement_marks counts
     one statement, so there is no competing one; and a plain number is its own reading
     (``read_answer``). The differential test (tests/builtin/test_math_hashes_line.py)
-    compares both on the benchmark's rows and the golden cases."""
+    compares both on the benchmark's rows and the golden cases.
+
+    Each check is one C-level scan (a fused regex is slower: ``re`` tries every position
+    where an alternative may start); the 8-shot line's lead-in is cut by its literal."""
     text = sample.text
     pos = text.rfind("####")
-    if (pos < 0 or params.reasoning_tag is not None or params.occurrence != "last"
-            or params.decimal_comma or not text.isascii() or params.answer_tag != "answer"
-            or params.extract != _DEFAULT_ORDER or text.find("\n", pos) >= 0
-            or (pos and text[pos - 1] == "#") or "think>" in text or "**" in text
-            or text.find("####", 0, pos) >= 0):
-        return None
-    if _BOX_OR_BOLD_COMMAND.search(text):
+    if (pos < 0 or text.find("\n", pos) >= 0 or (pos and text[pos - 1] == "#")
+            or not text.isascii() or params.reasoning_tag is not None
+            or params.occurrence != "last" or params.decimal_comma
+            or params.answer_tag != "answer" or params.extract != _DEFAULT_ORDER
+            or "think>" in text or "**" in text or text.find("####", 0, pos) >= 0
+            or _BOX_OR_BOLD_COMMAND.search(text)):
         return None
     low = text.lower()  # (ASCII: the same positions)
-    if (low.find("answer", 0, pos) >= 0 or low.find("\na:", 0, pos) >= 0
+    if (low.find("answer", 0, pos) >= 0 or "\na:" in low  # (no line break after pos)
             or low.startswith("a:")):
         return None  # a closing phrase, an answer block or an "A:" line before the line
     line = text[pos + 4 :]
-    closings = low.count("answer is", pos) + low.count("answer:", pos)
-    if closings > 1 or "</answer>" in line:
+    if (low.count("answer is", pos) + low.count("answer:", pos) > 1
+            or "</answer>" in line):
         return None
-    answer = strip_lead_in(line).strip()
+    if line.startswith(_EIGHT_SHOT_LEAD_IN) and line[21:22] not in _LEAD_IN_GOES_ON:
+        answer = line[21:].strip()  # what strip_lead_in's regex cuts from this line
+    else:
+        answer = strip_lead_in(line).strip()
     if not answer:
         return None
     pred = read_number(answer)
-    if pred is None or (pred.percent and not gold.percent) or negated_before(text, pos):
+    if pred is None or (pred.percent and not gold.percent):
+        return None
+    # negated_before's own plain test, on the lower case text already made (an ASCII
+    # text holds none of its non-ASCII marks); and its regex, which must end on a word
+    # (the negation, a filler word, boxed or fbox) followed only by spaces, $ ( { [ or a
+    # backslash, is not tried on a window that ends otherwise ("mixed up.\n")
+    window = low[max(0, pos - 80) : pos]
+    if (("not" in window or "never" in window or "n't" in window or "\\ne" in window)
+            and window.rstrip(_NEGATION_TAIL)[-1:].isalpha() and negated_before(text, pos)):
         return None
     prompt = "" if sample.prompt is None else prompt_text(sample.prompt)
     if (prompt and copied_from(answer, prompt)) or several_values(answer, "hashes", prompt):
         return None
     same = _same_number(gold, pred, answer, reference, params)
     return ok_score(float(params.score if same else params.wrong), "hashes", answer)
+
+
+#: the 8-shot closing's lead-in; :data:`~rewardkit.builtin.math.extraction.ANSWER_LEAD_IN`
+#: cuts exactly these 21 characters unless a space or colon follows them (then it cuts
+#: those too), or nothing does
+_EIGHT_SHOT_LEAD_IN = " The final answer is "
+#: what may follow a negation to the end of negated_before's window in an ASCII text,
+#: besides words: whitespace (``\\s``), ``$``, ``(``, ``{``, ``[`` and a backslash
+_NEGATION_TAIL = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f$({[\\"
+_LEAD_IN_GOES_ON = frozenset({"", ":", " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d",
+                              "\x1e", "\x1f"})
 
 
 def _answer_read(sample: Sample, params: MathParams) -> Score | tuple[str, str, Found | None]:
