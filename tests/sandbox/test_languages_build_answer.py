@@ -118,3 +118,24 @@ def test_the_driver_sends_regular_files_only_and_keeps_its_cap(
     over = capped._build(big)
     assert over.status is Status.COMPILE_ERROR and "collect" in str(over.error), over
     assert over.files == {}
+
+
+@needs_c
+def test_a_compiler_step_gets_what_popen_gave_it(contained: SandboxPool) -> None:
+    """The driver starts each step with posix_spawnp: stdin /dev/null, stdout and
+    stderr one pipe (the log), no other descriptor, SIGPIPE and SIGXFSZ not ignored."""
+    runner = CompiledRunner(contained, "c", cache=CompileCache())
+    script = ("for fd in 3 4 5 6 7 8 9 10 11 12; do [ -e /proc/self/fd/$fd ] && "
+              "echo inherited $fd; done; echo stdin $(readlink /proc/self/fd/0); "
+              "grep SigIgn /proc/self/status; echo to-stderr >&2; exit 3")
+    plan = _Plan({"main.c": HELLO}, [{"argv": ["/bin/sh", "-c", script], "name": "probe"}],
+                 ["prog"], ["./prog"])
+    build = runner._build(plan)
+    assert build.status is Status.COMPILE_ERROR and "(probe)" in str(build.error), build
+    assert "inherited" not in build.log, build.log
+    assert "stdin /dev/null" in build.log and "to-stderr" in build.log, build.log
+    ignored = int(build.log.split("SigIgn:")[1].split()[0], 16)
+    assert not ignored & (1 << (13 - 1) | 1 << (25 - 1)), build.log  # SIGPIPE, SIGXFSZ
+    missing = _Plan({"main.c": HELLO}, [{"argv": ["/no/such/compiler"], "name": "cc"}],
+                    ["prog"], ["./prog"])
+    assert runner._build(missing).status is Status.SANDBOX_ERROR

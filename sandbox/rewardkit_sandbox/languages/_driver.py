@@ -86,18 +86,49 @@ def _environment(header: dict[str, Any]) -> dict[str, str]:
 
 
 def _run_step(argv: list[str], env: dict[str, str], cap: int) -> tuple[int, bytes]:
-    """Run one compiler step; (exit code or -signal, its output up to ``cap`` bytes)."""
-    import subprocess  # here: ``execute`` (every run of a program) does without it
+    """Run one compiler step; (exit code or -signal, its output up to ``cap`` bytes).
 
-    process = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
-    )
-    assert process.stdout is not None
+    Started with ``posix_spawnp`` as ``subprocess.Popen`` would start it (stdin from
+    /dev/null, stdout and stderr into one pipe, no descriptor but those three passed on,
+    SIGPIPE and SIGXFSZ back to their defaults), without importing ``subprocess``
+    (10-60 ms of a build on a busy machine)."""
+    import signal
+
+    _no_descriptors_inherited()
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.posix_spawnp(
+            argv[0], argv, env,
+            file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                          (os.POSIX_SPAWN_DUP2, write_end, 1),
+                          (os.POSIX_SPAWN_DUP2, write_end, 2)],
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    finally:
+        os.close(write_end)
     kept = bytearray()
-    while chunk := process.stdout.read(65536):
-        if len(kept) < cap:
-            kept += chunk[: cap - len(kept)]
-    return process.wait(), bytes(kept)
+    try:
+        while chunk := os.read(read_end, 65536):
+            if len(kept) < cap:
+                kept += chunk[: cap - len(kept)]
+    finally:
+        os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), bytes(kept)
+
+
+def _no_descriptors_inherited() -> None:
+    """Every descriptor above 2 close-on-exec (what ``Popen(close_fds=True)`` ensures)."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every descriptor the limit allows
+        fds = list(range(resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+    for fd in fds:
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                os.set_inheritable(fd, False)
+        except OSError:  # not open (the listing's own descriptor, closed by now)
+            continue
 
 
 def _own_lines(preprocessed: bytes, source: str) -> list[str]:
