@@ -209,21 +209,79 @@ def group_key(sample: Sample) -> Hashable:
     """
     group = sample.group
     if group is not None:
-        try:
-            hash(group)
-        except TypeError:  # a list or mapping from a JSON column
-            return json.dumps(group, sort_keys=True, default=str)
-        return group
+        return _hashable(group)
     prompt = sample.prompt
     key = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
     step = sample.metadata.get("step") if sample.metadata else None
     if step is None:
         return key
+    return (_hashable(step), key)
+
+
+class _Unhashable:
+    """The key of a group value that is neither JSON nor hashable: its type and text,
+    equal to no string, number or tuple."""
+
+    __slots__ = ("kind", "text")
+
+    def __init__(self, value: Any) -> None:
+        self.kind, self.text = type(value).__name__, str(value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Unhashable) and (self.kind, self.text) == (other.kind, other.text)
+
+    def __hash__(self) -> int:
+        return hash((_Unhashable, self.kind, self.text))
+
+
+def _hashable(value: Any) -> Hashable:
+    """``value`` as a hashable key that equals another's exactly when the values are
+    equal: a JSON list is the tuple of its items (a list group ``[1]`` is not the string
+    group ``"[1]"``), a mapping the frozenset of its items."""
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, Mapping):
+        return frozenset((_hashable(k), _hashable(v)) for k, v in value.items())
+    if isinstance(value, set | frozenset):
+        return frozenset(_hashable(v) for v in value)
     try:
-        hash(step)
+        hash(value)
     except TypeError:
-        step = json.dumps(step, sort_keys=True, default=str)
-    return (step, key)
+        return _Unhashable(value)
+    return value
+
+
+def group_key_text(key: Hashable) -> str:
+    """A :func:`group_key` value as text, for an on-disk group index or a shard boundary:
+    two keys give the same text exactly when they are one group (``==``): 1, 1.0 and
+    True give one text, 7 and "7" two, the list group ``[1]`` and the string ``"[1]"``
+    two.
+
+    >>> group_key_text(1) == group_key_text(1.0) == group_key_text(True)
+    True
+    >>> group_key_text(7) == group_key_text("7")
+    False
+    """
+    return json.dumps(_tagged(key), ensure_ascii=False, separators=(",", ":"))
+
+
+def _tagged(key: Any) -> Any:
+    if isinstance(key, str):
+        return key  # a bare JSON string: every other kind below is a list
+    if isinstance(key, bool | int):
+        return ["n", int(key)]
+    if isinstance(key, float):
+        return ["n", int(key)] if key.is_integer() else ["n", repr(key)]
+    if key is None:
+        return ["z"]
+    if isinstance(key, tuple):
+        return ["t", [_tagged(k) for k in key]]
+    if isinstance(key, frozenset):
+        items = [_tagged(k) for k in key]
+        return ["m", sorted(items, key=lambda t: json.dumps(t, ensure_ascii=False))]
+    if isinstance(key, _Unhashable):
+        return ["o", key.kind, key.text]
+    return ["o", type(key).__name__, str(key)]
 
 
 def group_members(keys: Iterable[Hashable]) -> list[list[int]]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -43,7 +42,7 @@ from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.scoring.metrics import RunningMetrics
 from rewardkit.scoring.output import STDIN, OutputLock, ScoringFileError, check_paths
 from rewardkit.scoring.rows import count_lines, parse_line, read_lines, render, scored_row
-from rewardkit.types import Sample, group_key
+from rewardkit.types import Sample, group_key, group_key_text
 
 ProgressFn = Callable[[int, int | None], None]
 #: where a batch's scored lines go: (line number, the line)
@@ -122,8 +121,7 @@ def _needs_whole_groups(rs: RewardSet) -> bool:
 
 
 def _key_digest(row: dict[str, Any]) -> bytes:
-    key = group_key(Sample.from_dict(row))
-    text = key if isinstance(key, str) else json.dumps(key, sort_keys=True, default=str)
+    text = group_key_text(group_key(Sample.from_dict(row)))
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 

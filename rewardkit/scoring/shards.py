@@ -18,7 +18,7 @@ from typing import Any
 
 from rewardkit.scoring.manifest import ResumeError
 from rewardkit.scoring.rows import read_lines, row_problem
-from rewardkit.types import Sample, group_key
+from rewardkit.types import Sample, group_key, group_key_text
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,7 @@ def plan_shards(path: Path, fmt: str, batch_size: int, max_bytes: int) -> list[S
 def row_key(row: dict[str, Any]) -> Any:
     """The group (prompt) of ``row``, comparable and hashable: shards end only where it
     changes."""
-    key = group_key(Sample.from_dict(row))
-    return key if isinstance(key, str | int | float) else json.dumps(key, default=str)
+    return group_key_text(group_key(Sample.from_dict(row)))
 
 
 def _plan_jsonl(path: Path, batch_size: int, max_bytes: int) -> list[Shard]:

@@ -137,3 +137,35 @@ def test_the_trainers_impute_within_the_groups_the_scoring_normalises():
     assert trainers.group_members(keys) == core
     imputed = trainers.neutralise_failed_rows([1.0, 0.0, 0.0, 1.0, 1.0, None], keys, {5})
     assert imputed[5] == pytest.approx(1 / 3)
+
+
+#: rows whose groups the scoring must tell apart or join exactly as ``==`` does: 1, 1.0
+#: and True one group far apart in the file; 7 and "7" two; the list [1] and the string
+#: "[1]" two (a list group used to be keyed by its JSON text, the same as the string)
+_SPELLED_GROUPS = [1, 7, [1], 1.0, "7", "[1]", True, 7, [1], "[1]", "7", 1]
+
+
+def test_the_file_scoring_groups_rows_as_the_in_memory_scoring_does(tmp_path: Path):
+    """score_jsonl's group index (whole groups gathered from anywhere in the file) keyed
+    a group by its JSON text: 1 / 1.0 / True were three groups there and one in
+    RewardSet.score, 7 and "7" one there and two in RewardSet.score."""
+    from rewardkit.scoring.shards import row_key
+    from rewardkit.types import group_key_text
+
+    rows = [{"prompt": "q", "completion": NUMBER if i % 3 else WORD, "group": g}
+            for i, g in enumerate(_SPELLED_GROUPS)]
+    samples = [Sample.from_dict(r) for r in rows]
+    keys = [group_key(s) for s in samples]
+    assert keys[2] != keys[5] and keys[1] != keys[4] and keys[0] == keys[3] == keys[6]
+    texts = [group_key_text(k) for k in keys]
+    assert [texts.index(t) for t in texts] == [keys.index(k) for k in keys]
+    assert [row_key(r) for r in rows] == texts
+    rs = RewardSet.from_dict({"aggregate": "normalize_then_sum",
+                              "rewards": {"number": {"reward": "answer_is_number"}}})
+    expected = rs.score(samples).totals
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    score_jsonl(rs, src, dst, batch_size=2)
+    scored, _ = read_scored(dst)
+    assert [r["reward"] for r in scored] == pytest.approx(expected)
+    assert len(set(expected)) > 1  # the groups have reward variance: a real check
