@@ -275,3 +275,77 @@ def test_the_negation_pretest_passes_every_window_the_negation_regex_matches() -
         assert passes or not negated, repr(window)
         assert negated == (NEGATION_BEFORE.search(text[max(0, pos - 80) : pos]) is not None)
     assert matched > 1000
+
+
+def test_the_box_or_bold_test_finds_what_the_search_finds() -> None:
+    """The short cut's box/bold test (the regex tried at each backslash, then its own scan)
+    says what ``_BOX_OR_BOLD_COMMAND.search`` says, on random texts with few and many
+    backslashes."""
+    import random
+
+    from rewardkit.builtin.math.reward import _BOX_OR_BOLD_COMMAND, _box_or_bold
+
+    rng = random.Random(17)
+    parts = ["\\", "\\\\", "\\times", "\\frac{1}{2}", "\\boxed{3}", "\\fbox{3}", "\\colorbox",
+             "\\textbf{x}", "\\text{b}", "box", "textbf", "\\b", "\\ox", "x", " ", "\n", "7",
+             "\\framebox", "\\mbox", "\\tex", "tbf"]
+    found = 0
+    for _ in range(20000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 14)))
+        expected = _BOX_OR_BOLD_COMMAND.search(text) is not None
+        found += expected
+        assert _box_or_bold(text) == expected, repr(text)
+    assert 3000 < found < 17000
+
+
+def _listed_as_before(text: str, sentence: str, start: int) -> bool:
+    """commitment._listed as it was written before its cheap tests came first."""
+    import re
+
+    from rewardkit.builtin.math import commitment
+
+    token = commitment.NUMBER_TOKEN
+    numbers = token.findall(sentence)
+    if len(set(numbers)) >= 2 and not commitment.LATIN_WORD.search(sentence) and not re.search(
+            r"[=+*×^]|\\times|\\cdot", sentence):
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line = text[line_start : len(text) if line_end < 0 else line_end]
+    before = text[: max(0, line_start - 1)].rstrip("\n")
+    previous = before[before.rfind("\n") + 1 :]
+    if not previous.strip() or previous == line:
+        return False
+    if commitment._NOT_A_LETTER.sub("", previous) != commitment._NOT_A_LETTER.sub("", line):
+        return False
+    return token.sub("#", previous).strip() == token.sub("#", line).strip()
+
+
+def test_a_list_is_told_as_before_with_the_cheap_tests_first() -> None:
+    """_listed (a word in the sentence tested before its numbers are listed; two ASCII
+    lines whose first letters differ told apart before their letters are listed) finds
+    what the rule as written before finds, on random lines, ASCII or not."""
+    import random
+
+    from rewardkit.builtin.math import commitment
+    from rewardkit.builtin.math.extraction import Found
+
+    rng = random.Random(19)
+    parts = ["Candidate", "candidate", "Cand", "x", "é", "É", "ß", ":", " ", "17", "18", "$5",
+             "1,000", "2.5", "50%", "-3", "\\frac{1}{2}", "=", "and", "\n", "\n", "+", "×",
+             "Step", "step", "2", ".", "Ω"]
+    listed = 0
+    for _ in range(12000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(1, 14)))
+        matches = list(commitment.NUMBER_TOKEN.finditer(text))
+        if not matches:
+            continue
+        m = rng.choice(matches)
+        lo = rng.randint(0, m.start())
+        hi = rng.randint(m.end(), len(text))
+        sentence = text[lo:hi]
+        found = Found("last_number", m.group(0), text, m.start(), m.end())
+        expected = _listed_as_before(text, sentence, m.start())
+        listed += expected
+        assert commitment._listed(text, sentence, found) == expected, (text, sentence)
+    assert listed > 500

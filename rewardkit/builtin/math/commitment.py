@@ -252,9 +252,9 @@ def _listed(text: str, sentence: str, found: Found) -> bool:
     """The number is one of a list: its sentence is numbers only, or its line repeats the
     line before with another number ("Candidate: 17" / "Candidate: 18")."""
     token = NUMBER_TOKEN
-    numbers = token.findall(sentence)
-    if len(set(numbers)) >= 2 and not LATIN_WORD.search(sentence) and not re.search(
-            r"[=+*×^]|\\times|\\cdot", sentence):
+    # (a word in the sentence is tested first: the cheap test, and most often it decides)
+    if not LATIN_WORD.search(sentence) and len(set(token.findall(sentence))) >= 2 and not (
+            re.search(r"[=+*×^]|\\times|\\cdot", sentence)):
         return True
     line_start = text.rfind("\n", 0, found.start) + 1
     line_end = text.find("\n", found.start)
@@ -263,12 +263,17 @@ def _listed(text: str, sentence: str, found: Found) -> bool:
     previous = before[before.rfind("\n") + 1 :]
     if not previous.strip() or previous == line:
         return False
+    if (previous.isascii() and line.isascii()
+            and previous.lstrip(_ASCII_NOT_A_LETTER)[:1] != line.lstrip(_ASCII_NOT_A_LETTER)[:1]):
+        return False  # their first letters differ (or one has none): so do their letters
     if _NOT_A_LETTER.sub("", previous) != _NOT_A_LETTER.sub("", line):
         return False  # (a number token holds no letter: the lines differ outside numbers)
     return token.sub("#", previous).strip() == token.sub("#", line).strip()
 
 
 _NOT_A_LETTER = re.compile(r"[^A-Za-z]+")
+#: the ASCII characters :data:`_NOT_A_LETTER` matches
+_ASCII_NOT_A_LETTER = "".join(c for c in map(chr, range(128)) if not c.isalpha())
 
 
 def read_answer(answer: str, decimal_comma: bool = False,
