@@ -116,6 +116,10 @@ def main() -> None:
     home = os.path.abspath("gohome")
     for sub in ("cache", "path", "tmp"):
         os.makedirs(os.path.join(home, sub))
+    # the empty cache starts as a copy of the seed (written before any code under test
+    # runs; the copy is this run's, gone with its work directory)
+    seed = header.get("gocache") or {}
+    _write(os.path.join(home, "cache"), {name: [0o644, data] for name, data in seed.items()})
     env = {"PATH": f"{header['goroot']}/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home,
            "GOROOT": header["goroot"], "GOCACHE": f"{home}/cache", "GOPATH": f"{home}/path",
            "GOTMPDIR": f"{home}/tmp", "TMPDIR": f"{home}/tmp", "GOENV": "off",
@@ -144,6 +148,7 @@ def main() -> None:
             os.unlink(binary)
         else:
             binaries[package] = None
+    cache_files = sum(len(names) for _, _, names in os.walk(os.path.join(home, "cache")))
     run_env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home,
                "TMPDIR": f"{home}/tmp", "GOMAXPROCS": "2"}
     results: dict[str, object] = {}
@@ -158,5 +163,6 @@ def main() -> None:
         if outcome["timed_out"]:
             break
     tail = "\n".join(log)[-_LOG_TAIL:]
-    sys.stdout.write(json.dumps({"results": results, "log": tail}))
+    cache = {"seeded_files": len(seed), "files_after_builds": cache_files}
+    sys.stdout.write(json.dumps({"results": results, "log": tail, "gocache": cache}))
     sys.stdout.flush()

@@ -38,7 +38,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from rewardkit_sandbox import SandboxLimits
+from rewardkit_sandbox import SandboxLimits, SandboxPool
+from rewardkit_sandbox.languages import go_cache_seed
 
 from rewardkit import Score
 from rewardkit_repo.sandboxed import run_driver
@@ -298,10 +299,21 @@ def run(workspace: Workspace, wanted: list[str], params: Any) -> Score:
                            file_size_bytes=256 * 1024 * 1024, open_files=512,
                            disk_bytes=1024 * 1024 * 1024, processes=256)
     report = run_driver(driver, header, limits, (goroot(),), params.concurrency,
-                        params.time_budget_s, "Go driver", **details)
+                        params.time_budget_s, "Go driver", prepare=_seeded, **details)
     if isinstance(report, Score):
         return report
+    if isinstance(report.get("gocache"), dict):
+        details["go_build_cache"] = report["gocache"]
     return _verdict(report, header["tests"], details, params)
+
+
+def _seeded(pool: SandboxPool, header: dict[str, Any]) -> None:
+    """The build's empty GOCACHE starts as a copy of the sandbox's Go build cache seed
+    (``rewardkit_sandbox.languages.go_cache_seed``: the standard library's module index,
+    made once per process by a build task that compiles no candidate's code), as the
+    code reward's Go test builds do; none when the tests build with another toolchain."""
+    seed = go_cache_seed(pool, os.path.join(header["goroot"], "bin", "go"))
+    header["gocache"] = {name: base64.b64encode(data).decode() for name, data in seed.items()}
 
 
 def _outcome(result: Mapping[str, Any] | None, test: Mapping[str, Any]) -> tuple[str, str | None]:

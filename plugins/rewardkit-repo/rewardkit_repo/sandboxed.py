@@ -10,23 +10,28 @@ without a verdict (the driver shares the tests' uid: killed, out of memory or ou
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rewardkit_code.sandboxes import local_budget, shared_sandbox_pool
-from rewardkit_sandbox import SandboxLimits, SandboxUnavailableError, Status
+from rewardkit_sandbox import SandboxLimits, SandboxPool, SandboxUnavailableError, Status
 
 from rewardkit import Score
 
 
 def run_driver(driver: str, header: dict[str, Any], limits: SandboxLimits,
                import_paths: tuple[str, ...], concurrency: int | None, time_budget_s: float,
-               name: str, **details: Any) -> Score | dict[str, Any]:
-    """The driver's report (a dict), or the score that ends the row without one."""
+               name: str, prepare: Callable[[SandboxPool, dict[str, Any]], None] | None = None,
+               **details: Any) -> Score | dict[str, Any]:
+    """The driver's report (a dict), or the score that ends the row without one.
+    ``prepare(pool, header)``: adds to the header what needs the pool (in the budget)."""
     try:
         pool = shared_sandbox_pool(concurrency, import_paths)
     except SandboxUnavailableError as error:
         return Score.error(f"no sandbox: {error}")
     with local_budget(concurrency).acquire():
+        if prepare is not None:
+            prepare(pool, header)
         result = pool.run(driver + "\nmain()\n", stdin=json.dumps(header), limits=limits)
     if result.status is Status.TIMEOUT:
         return Score.timeout(f"the tests ran past {time_budget_s:g} s")

@@ -28,6 +28,7 @@ from rewardkit_sandbox.languages.runner import (
     CompiledRunner,
     Language,
     find_toolchain,
+    go_cache_seed,
     language_named,
     shared_compile_cache,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "CompiledRunner",
     "Language",
     "find_toolchain",
+    "go_cache_seed",
     "language_named",
     "shared_compile_cache",
 ]

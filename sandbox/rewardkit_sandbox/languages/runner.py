@@ -622,6 +622,22 @@ _go_seeds: dict[str, dict[str, tuple[int, bytes]]] = {}
 _go_seed_lock = threading.Lock()
 
 
+def go_cache_seed(pool: SandboxPool, go: str) -> dict[str, bytes]:
+    """The Go build cache seed (``CompiledRunner._go_cache_seed``) for another Go build
+    in a task of ``pool``: path inside the build's empty ``GOCACHE`` -> bytes. Empty
+    unless ``go`` is the toolchain the sandbox runs (the ``go`` on :data:`TASK_PATH`,
+    links followed): another toolchain's cache entries would not match. Made once per
+    process and toolchain; every caller gets the same files, theirs to copy, not
+    change."""
+    runner = CompiledRunner(pool, "go")
+    if runner.toolchain_problem is not None:
+        return {}
+    if os.path.realpath(go) != os.path.realpath(runner.tools["go"]):
+        return {}
+    prefix = "gocache/"
+    return {name[len(prefix):]: data for name, (_, data) in runner._go_cache_seed().items()}
+
+
 #: pool -> (crate directory, digest) -> why the pool's tasks cannot read the crates, or None
 _visible: weakref.WeakKeyDictionary[SandboxPool, dict[str, str | None]] = (
     weakref.WeakKeyDictionary()
