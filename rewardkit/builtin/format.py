@@ -356,7 +356,10 @@ def final_answer_line(sample: Sample, params: LineParams) -> float:
     if found is None:
         return 0.0
     if params.ends_output:
-        line, _, after = text[found.end() :].partition("\n")
+        rest = text[found.end() :]
+        if not rest:  # the match ends the output (the common case)
+            return params.score
+        line, _, after = rest.partition("\n")
         line = line[_NUMBER_TAIL.match(line).end() :]  # type: ignore[union-attr]
         if any(ch.isdigit() for ch in line) or visible_length(after):
             return 0.0

@@ -277,27 +277,6 @@ def test_the_negation_pretest_passes_every_window_the_negation_regex_matches() -
     assert matched > 1000
 
 
-def test_the_box_or_bold_test_finds_what_the_search_finds() -> None:
-    """The short cut's box/bold test (the regex tried at each backslash, then its own scan)
-    says what ``_BOX_OR_BOLD_COMMAND.search`` says, on random texts with few and many
-    backslashes."""
-    import random
-
-    from rewardkit.builtin.math.reward import _BOX_OR_BOLD_COMMAND, _box_or_bold
-
-    rng = random.Random(17)
-    parts = ["\\", "\\\\", "\\times", "\\frac{1}{2}", "\\boxed{3}", "\\fbox{3}", "\\colorbox",
-             "\\textbf{x}", "\\text{b}", "box", "textbf", "\\b", "\\ox", "x", " ", "\n", "7",
-             "\\framebox", "\\mbox", "\\tex", "tbf"]
-    found = 0
-    for _ in range(20000):
-        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 14)))
-        expected = _BOX_OR_BOLD_COMMAND.search(text) is not None
-        found += expected
-        assert _box_or_bold(text) == expected, repr(text)
-    assert 3000 < found < 17000
-
-
 def _listed_as_before(text: str, sentence: str, start: int) -> bool:
     """commitment._listed as it was written before its cheap tests came first."""
     import re

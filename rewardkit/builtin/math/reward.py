@@ -218,7 +218,7 @@ def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
             or params.occurrence != "last" or params.decimal_comma
             or params.answer_tag != "answer" or params.extract != _DEFAULT_ORDER
             or "think>" in text or "**" in text or text.find("####", 0, pos) >= 0
-            or _box_or_bold(text)):
+            or _BOX_OR_BOLD_COMMAND.search(text)):
         return None
     low = text.lower()  # (ASCII: the same positions)
     if (low.find("answer", 0, pos) >= 0 or "\na:" in low  # (no line break after pos)
@@ -248,21 +248,11 @@ def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
     prompt = "" if sample.prompt is None else prompt_text(sample.prompt)
     if (prompt and copied_from(answer, prompt)) or several_values(answer, "hashes", prompt):
         return None
-    same = _same_number(gold, pred, answer, reference, params)
+    # (a right answer, the common case, is numbers_match's first test: pred is no percent
+    # here unless the gold is one)
+    same = (not gold.percent and gold.value == pred.value) or _same_number(
+        gold, pred, answer, reference, params)
     return ok_score(float(params.score if same else params.wrong), "hashes", answer)
-
-
-def _box_or_bold(text: str) -> bool:
-    """``_BOX_OR_BOLD_COMMAND.search(text)``: tried at each backslash (found by a plain
-    scan; a GRPO row has a few, ``\\times``), by the regex's own scan past the fourth."""
-    start = text.find("\\")
-    for _ in range(4):
-        if start < 0:
-            return False
-        if _BOX_OR_BOLD_COMMAND.match(text, start):
-            return True
-        start = text.find("\\", start + 1)
-    return start >= 0 and _BOX_OR_BOLD_COMMAND.search(text, start) is not None
 
 
 #: the 8-shot closing's lead-in; :data:`~rewardkit.builtin.math.extraction.ANSWER_LEAD_IN`
