@@ -176,6 +176,10 @@ def _without_comments(text: str) -> str:
 
 COMMANDS = collect()
 
+#: under pytest-xdist (-n 2 --dist loadgroup) every command runs on one
+#: worker, in order: a later command uses what an earlier one wrote (:func:`scratch`)
+pytestmark = pytest.mark.xdist_group("doc_commands")
+
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:

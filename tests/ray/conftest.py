@@ -26,6 +26,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).parent == HERE:
             item.add_marker(pytest.mark.slow)
+            # under pytest-xdist (--dist loadgroup) one worker runs them all: a second
+            # three-node cluster on the other worker would double the cost, not halve it
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(scope="session")
