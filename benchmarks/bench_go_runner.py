@@ -15,6 +15,11 @@ goes (issue 42 item 5).
 3. The runner's test builds (``run(code, tests=[...])``, ``--n`` distinct candidates) with
    the Go build cache seed (``CompiledRunner._go_cache_seed``) and without it (an empty
    seed: every build's cache starts empty, as before the seed), timed in turn.
+4. With ``--against CHECKOUT`` (another commit's tree, e.g. a ``git worktree``): that
+   commit's ``languages/runner.py`` (its driver and protocol) and this one's, on the same
+   pool, interleaved program by program with the bare loop between them (``--n``
+   programs each, the order swapped every program): each one's ratio to the bare loop
+   and theirs to each other. Only parts 1 and 4 run with it.
 
 On the shared 2-core machine the load average is printed with the figures.
 """
@@ -22,10 +27,12 @@ On the shared 2-core machine the load average is printed with the figures.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -139,14 +146,70 @@ def seeded_vs_cold(pool: SandboxPool, n: int) -> None:
           f"(candidates {min(ratios):.2f}-{max(ratios):.2f}x)")
 
 
+def against(pool: SandboxPool, n: int, checkout: str) -> None:
+    path = os.path.join(checkout, "sandbox", "rewardkit_sandbox", "languages", "runner.py")
+    spec = importlib.util.spec_from_file_location("other_runner", path)
+    assert spec is not None and spec.loader is not None, path
+    other = importlib.util.module_from_spec(spec)
+    sys.modules["other_runner"] = other  # its dataclasses look their module up
+    spec.loader.exec_module(other)
+    runners = {"that": other.CompiledRunner(pool, "go", cache=other.CompileCache()),
+               "this": CompiledRunner(pool, "go", cache=CompileCache())}
+    env = dict(os.environ, GO111MODULE="off", CGO_ENABLED="0", GOTOOLCHAIN="local",
+               GOMAXPROCS="2", GOFLAGS="")
+    work = tempfile.mkdtemp()
+
+    def bare(i: int) -> None:
+        with open(f"{work}/main.go", "w") as handle:
+            handle.write(PROGRAM % i)
+        subprocess.run(["go", "build", "-o", "prog", *runners["this"].flags, "main.go"],
+                       cwd=work, env=env, check=True)
+        out = subprocess.run(["./prog"], cwd=work, input="abc", capture_output=True,
+                             text=True, check=True).stdout
+        assert out.startswith("ABC"), out
+
+    for runner in runners.values():
+        assert runner.run(PROGRAM % 0, stdin="warm").ok
+    bare(-1)
+    times: dict[str, list[float]] = {"that": [], "this": [], "bare": []}
+    builds: dict[str, list[float]] = {"that": [], "this": []}
+    for i in range(n):
+        for label in (["that", "bare", "this"] if i % 2 == 0 else ["this", "bare", "that"]):
+            t0 = time.perf_counter()
+            if label == "bare":
+                bare(30000 + i)
+            else:
+                result = runners[label].run(PROGRAM % ((10000 if label == "that" else 20000)
+                                                       + i), stdin="abc")
+                assert result.ok and result.stdout.startswith("ABC"), result
+                builds[label].append(float(result.metadata["compile_s"]))
+            times[label].append(time.perf_counter() - t0)
+    print(f"interleaved with {checkout}: {n} programs each; load {load()}")
+    for label in ("that", "this"):
+        ratios = [a / b for a, b in zip(times[label], times["bare"], strict=True)]
+        print(f"  {label} runner {statistics.median(times[label]):.3f} s/program (its build "
+              f"{statistics.median(builds[label]):.3f} s), runner / bare "
+              f"{statistics.median(ratios):.2f}x (programs {min(ratios):.2f}-{max(ratios):.2f}x)")
+    print(f"  bare loop   {statistics.median(times['bare']):.3f} s/program")
+    ratios = [a / b for a, b in zip(times["this"], times["that"], strict=True)]
+    print(f"  this / that {statistics.median(ratios):.2f}x "
+          f"(programs {min(ratios):.2f}-{max(ratios):.2f}x)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=6, help="programs timed (default 6)")
     ap.add_argument("--bare-cold", action="store_true",
                     help="also time the bare loop with an empty GOCACHE for each build")
+    ap.add_argument("--against", metavar="CHECKOUT",
+                    help="also time another checkout's runner, interleaved (part 4 only)")
     args = ap.parse_args()
     with SandboxPool(size=1) as pool:
         runner_vs_bare(pool, args.n, cold=False)
+        if args.against:
+            against(pool, args.n, args.against)
+            return
         if args.bare_cold:
             runner_vs_bare(pool, args.n, cold=True)
         test_build_cache(pool)
