@@ -168,8 +168,13 @@ def process_exits(sample: Sample) -> float:
 
 @reward(mode="process")
 def echo_after(sample: Sample) -> float:
-    """Sleeps ``metadata.sleep`` seconds, then returns ``metadata.v``."""
+    """Sleeps ``metadata.sleep`` seconds, waits (at most 120 s) until the file
+    ``metadata.gate`` exists when given, then returns ``metadata.v``."""
     time.sleep(float(sample.metadata.get("sleep", 0)))
+    gate = sample.metadata.get("gate")
+    deadline = time.monotonic() + 120
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return float(sample.metadata["v"])
 
 

@@ -20,7 +20,12 @@ def test_a_second_run_on_the_same_out_refuses_while_the_first_runs(tmp_path: Pat
     cfg = tmp_path / "c.yaml"
     cfg.write_text("rewards:\n  e: {reward: echo_after}\n")
     src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps({"completion": str(i), "v": i, "sleep": 1}) + "\n"
+    # the last row waits for the gate, opened once the second run has been refused: the
+    # first run is still running then however slow the machine (with rows of 1 s each
+    # it could finish before the second run had started, under load or pytest -n 2)
+    gate = tmp_path.parent / f"{tmp_path.name}.gate"
+    src.write_text("".join(json.dumps({"completion": str(i), "v": i, "sleep": 0.2,
+                                       **({"gate": str(gate)} if i == 5 else {})}) + "\n"
                            for i in range(6)))
     out = tmp_path / "out.jsonl"
     first = subprocess.Popen([sys.executable, FAULTY_CLI, "score", str(cfg), str(src),
@@ -34,6 +39,7 @@ def test_a_second_run_on_the_same_out_refuses_while_the_first_runs(tmp_path: Pat
                              "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert second.returncode == 2
     assert "is being written by another run" in second.stderr
+    gate.touch()
     _, stderr = first.communicate(timeout=120)
     assert first.returncode == 0, stderr
     assert [json.loads(x)["reward"] for x in out.read_text().splitlines()] == \
