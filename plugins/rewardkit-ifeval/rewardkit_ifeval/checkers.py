@@ -84,10 +84,16 @@ def registry() -> Mapping[str, type]:
     try:
         from if_verifiable.ifbench import instructions_util as ifbench_util
         from if_verifiable.ifbench.instructions_registry import INSTRUCTION_DICT as IFBENCH
+        from if_verifiable.ifeval import instructions as ifeval_instructions
         from if_verifiable.ifeval import instructions_util as ifeval_util
         from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT as IFEVAL
     finally:
         nltk.download = download
+    from rewardkit_ifeval.language import LANGDETECT
+
+    # IFEval's language checks ask langdetect through its module name: the same answers,
+    # faster (rewardkit_ifeval.language)
+    ifeval_instructions.langdetect = LANGDETECT
     # the sentence splitters both packages and nltk.word_tokenize reach for
     ifeval_util._get_sentence_tokenizer = punkt_tokenizer
     ifbench_util._get_sentence_tokenizer = punkt_tokenizer
@@ -103,21 +109,55 @@ def instruction_ids() -> list[str]:
     return sorted(registry())
 
 
+#: the module-level functions of ``random`` that draw from its hidden shared generator
+#: (``random.choice``, ``random.randint``, ``random.sample``, ...)
+_DRAWS = tuple(name for name in random.__all__
+               if getattr(getattr(random, name, None), "__self__", None)
+               is vars(random)["_inst"])
+
+
+class _Draws:
+    """The generator one :func:`seeded` block draws from, seeded on its first draw."""
+
+    __slots__ = ("key", "rng")
+
+    def __init__(self, instruction_id: str, kwargs: Mapping[str, Any] | None) -> None:
+        self.key = (instruction_id, kwargs)
+        self.rng: random.Random | None = None
+
+    def method(self, name: str) -> Any:
+        def draw(*args: Any, **kw: Any) -> Any:
+            if self.rng is None:
+                iid, kwargs = self.key
+                self.rng = random.Random(
+                    f"{iid}:{json.dumps(kwargs, sort_keys=True, default=str)}")
+            return getattr(self.rng, name)(*args, **kw)
+        return draw
+
+
 @contextlib.contextmanager
 def seeded(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Iterator[None]:
-    """The global ``random`` seeded from the instruction and its kwargs, then restored.
+    """``random``'s module-level draws seeded from the instruction and its kwargs, the
+    global generator left as it was.
 
     A checker whose kwargs miss a value or give an invalid one (a letter frequency with
     no letter) draws it at random, as Google's does: seeded, the draw is the same on
     every run, so a row's reward is a function of the row. (A letter frequency with one
     character that is not a letter, ``letter: "!"``, counts that character:
-    :func:`checker`.)"""
-    state = random.getstate()
-    random.seed(f"{instruction_id}:{json.dumps(kwargs, sort_keys=True, default=str)}")
+    :func:`checker`.) Inside the block ``random.choice``, ``random.randint`` and the
+    other module-level draws (what the checkers call) draw from a generator seeded with
+    ``"<id>:<kwargs as sorted JSON>"``, the draws ``random.seed`` of that text gives the
+    global one; it is made at the first draw, so the checkers that draw nothing (their
+    kwargs complete) pay for no seeding, and the global generator is never touched."""
+    draws = _Draws(instruction_id, kwargs)
+    saved = {name: getattr(random, name) for name in _DRAWS}
+    for name in _DRAWS:
+        setattr(random, name, draws.method(name))
     try:
         yield
     finally:
-        random.setstate(state)
+        for name, fn in saved.items():
+            setattr(random, name, fn)
 
 
 def checker(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str) -> Any:
@@ -164,8 +204,10 @@ def loose_variants(response: str) -> list[str]:
 
 
 def follows(check: Any, responses: Sequence[str]) -> bool:
-    """Whether any non-blank one of ``responses`` follows the instruction."""
-    for text in responses:
+    """Whether any non-blank one of ``responses`` follows the instruction (each distinct
+    text checked once: loose mode's variants often coincide, as a response without
+    ``*`` is its own starless variant)."""
+    for text in dict.fromkeys(responses):
         try:
             if text.strip() and check.check_following(text):
                 return True

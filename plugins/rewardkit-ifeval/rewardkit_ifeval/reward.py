@@ -58,6 +58,8 @@ REPEAT_TYPES = frozenset({
 #: a prompt this long found whole in an answer is a copy, not a coincidence
 ECHO_MIN_WORDS = 8
 _WORD = re.compile(r"\w+")
+#: a printable ASCII character, visible in any text: no need to scan it whole
+_ASCII_VISIBLE = re.compile("[!-~]")
 
 
 class InstructionParams(Params):
@@ -173,8 +175,10 @@ def _off_task(text: str, prompt: str, ids: Sequence[str],
     lookalikes read as the Latin letters they look like), so an echo with its spacing,
     case or markup changed, invisible characters put between or inside its words, or
     one letter swapped for its lookalike, is still an echo."""
-    if not visible_length(text):
+    if not (_ASCII_VISIBLE.search(text) or visible_length(text)):
         return "no visible text"
+    if not refuse_echo and min_words == 0:
+        return ""
     words = " ".join(_WORD.findall(folded(text)))
     echo = " ".join(_WORD.findall(folded(prompt)))
     rest = words.replace(echo, " ") if echo else words
