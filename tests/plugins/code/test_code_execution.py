@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,19 +183,34 @@ def test_params_are_checked_when_the_config_loads(params: dict[str, Any], messag
         CodeExecution(params)
 
 
-def test_a_batch_uses_every_sandbox_slot() -> None:
-    # eight programs that each sleep 0.4 s: one slot would take 3.2 s, two ~1.6 s
-    sleeper = "```python\nimport time\ntime.sleep(0.4)\n```"
-    rs = RewardSet.from_dict(
-        {"rewards": {"code": {"reward": "code_execution", "params": {"concurrency": 2}}}}
-    )
-    reference = [{"stdin": "", "stdout": ""}]
-    rs.score([Sample(completion=ADD, reference=ADD_TESTS)])  # start the pool
-    started = time.monotonic()
-    result = rs.score([Sample(prompt=str(i), completion=sleeper, reference=reference)
-                       for i in range(8)])
-    elapsed = time.monotonic() - started
-    assert result.values("code") == [1.0] * 8
+#: scores the eight sleepers of the test below and prints the values and the seconds
+BATCH_OF_SLEEPERS = """
+import json, sys, time
+from rewardkit import RewardSet, Sample
+add, tests = json.loads(sys.argv[1])
+sleeper = "```python\\nimport time\\ntime.sleep(0.4)\\n```"
+rs = RewardSet.from_dict(
+    {"rewards": {"code": {"reward": "code_execution", "params": {"concurrency": 2}}}})
+rs.score([Sample(completion=add, reference=tests)])  # start the pool
+started = time.monotonic()
+result = rs.score([Sample(prompt=str(i), completion=sleeper,
+                          reference=[{"stdin": "", "stdout": ""}]) for i in range(8)])
+print(json.dumps([result.values("code"), time.monotonic() - started]))
+"""
+
+
+def test_a_batch_uses_every_sandbox_slot(tmp_path: Path) -> None:
+    # eight programs that each sleep 0.4 s: one slot would take 3.2 s, two ~1.6 s. In a
+    # process of its own with a node budget of its own (RK_BUDGET_DIR): the node's
+    # budget of local sandbox runs (CPU count slots) is shared by every process, so under
+    # pytest -n 2 the other worker's sandbox tests held its slots (4.04 s measured)
+    env = {**os.environ, "RK_BUDGET_DIR": str(tmp_path / "budget")}
+    done = subprocess.run([sys.executable, "-c", BATCH_OF_SLEEPERS,
+                           json.dumps([ADD, ADD_TESTS])],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    values, elapsed = json.loads(done.stdout.splitlines()[-1])
+    assert values == [1.0] * 8
     assert elapsed < 2.7, f"{elapsed:.2f}s: the batch did not run in parallel"
 
 
