@@ -11,6 +11,7 @@ import pytest
 import rewardkit.builtin.math.reward as builtin_math
 from rewardkit import Sample, get_reward
 from rewardkit.builtin.math import fast_path as _math_fast
+from rewardkit.builtin.math import references as _references
 
 math_verify = pytest.importorskip("math_verify")
 
@@ -68,7 +69,7 @@ def parse_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     monkeypatch.setattr(math_verify, "parse", counted)
     for fn in (_math_fast.exact_value, _math_fast.exact_compare, _math_fast.parse_gold_once,
-               _math_fast.math_verify_verdict):
+               _math_fast.math_verify_verdict, _references._parsed_reference):
         fn.cache_clear()
     yield calls
 

@@ -121,8 +121,15 @@ def reference_kind(
 
 def symbolic_reference(mv: Any, reference: Any) -> list[Any] | Score:
     """math-verify's parse of a gold answer that is not a plain number; status error when
-    it cannot be parsed or is too costly to."""
-    gold_text = reference_text(reference) or ""
+    it cannot be parsed or is too costly to. Parsed once per distinct text in a process:
+    the reward's symbolic path and its fast path ask for the same gold (a parse cut short
+    by the deadline raises and is not kept)."""
+    parsed = _parsed_reference(mv, reference_text(reference) or "")
+    return parsed if isinstance(parsed, Score) else list(parsed)
+
+
+@lru_cache(maxsize=4096)
+def _parsed_reference(mv: Any, gold_text: str) -> tuple[Any, ...] | Score:
     refusal = too_costly(gold_text, 10_000, max_powers=None)
     if refusal:
         return Score.error(f"reference cannot be graded: {refusal}")
@@ -133,7 +140,7 @@ def symbolic_reference(mv: Any, reference: Any) -> list[Any] | Score:
         parsed = parse_answer(mv, gold_text, fallback=_balanced(gold_text))
     if not parsed:
         return Score.error(f"reference {gold_text[:80]!r} cannot be parsed")
-    return parsed
+    return tuple(parsed)
 
 
 def _balanced(text: str) -> bool:

@@ -6,7 +6,9 @@ missing) with its signal timeouts off (math_answer bounds its symbolic steps wit
 rewritten into the LaTeX it reads where it misreads a form (``√2``, ``∞``, MATLAB
 matrices, trailing phrases, units in a list), bare answers are parsed as one formula,
 and two exact numbers it calls equal after rounding are checked exactly
-(:func:`exactly_different`). Shared by the reward's symbolic path and its exact fast
+(:func:`exactly_different`). Its LaTeX parser is bypassed for small formulas in
+math_answer's own calls (:mod:`~rewardkit.builtin.math.latex_reader`: the same sympy
+objects, read by hand). Shared by the reward's symbolic path and its exact fast
 path.
 """
 
@@ -25,7 +27,10 @@ MAX_PARSED_REGION = 8000
 def parse_output(mv: Any, text: str) -> list[Any]:
     """math-verify's parse of a model output with its default extraction (LaTeX anywhere,
     boxed first, then expressions and numbers), signals off."""
-    return list(mv.parse(text, parsing_timeout=None) or [])
+    from rewardkit.builtin.math.latex_reader import reading_fast  # (needs math-verify)
+
+    with reading_fast():
+        return list(mv.parse(text, parsing_timeout=None) or [])
 
 
 def parse_answer(mv: Any, text: str, fallback: bool) -> list[Any]:
@@ -38,10 +43,13 @@ def parse_answer(mv: Any, text: str, fallback: bool) -> list[Any]:
     delimited = stripped.startswith(("$", "\\(", "\\[")) or "\\boxed" in stripped
     candidates = [stripped] if delimited else [f"${stripped}$"]
     candidates += [f"${normalise(text)}$", text]
-    for candidate in candidates:
-        got = mv.parse(candidate, fallback_mode=mode, parsing_timeout=None)
-        if got:
-            return list(got)
+    from rewardkit.builtin.math.latex_reader import reading_fast  # (needs math-verify)
+
+    with reading_fast():
+        for candidate in candidates:
+            got = mv.parse(candidate, fallback_mode=mode, parsing_timeout=None)
+            if got:
+                return list(got)
     return []
 
 
@@ -162,6 +170,9 @@ def load_math_verify() -> Any:
             return None
         for name in ("math_verify.parser", "math_verify.grader"):
             logging.getLogger(name).addFilter(_drop_timeout_warning)
+        from rewardkit.builtin.math.latex_reader import install
+
+        install(math_verify.parser)  # small formulas read by hand, in math_answer's calls
         _mv_module = math_verify
     return _mv_module
 

@@ -1,0 +1,213 @@
+"""math_answer's hand-written LaTeX reader (issue 42 item 1) gives, text for text, the very
+sympy object latex2sympy2_extended gives (the parser math-verify calls), or declines:
+checked on every LaTeX text math-verify hands its parser while reading the golds and
+outputs of the golden cases (tests/cases/builtin/math_answer*.yaml) and of bench_math's
+own pairs, on the real competition rows of bench_math_symbolic when their copies are on
+this machine, and on random formulas of the subset."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+math_verify = pytest.importorskip("math_verify")
+
+from latex2sympy2_extended.latex2sympy2 import latex2sympy  # noqa: E402
+from math_verify import parser  # noqa: E402
+from sympy import srepr  # noqa: E402
+
+from rewardkit.builtin.math.latex_reader import read_latex, reading_fast  # noqa: E402
+from rewardkit.builtin.math.symbolic import load_math_verify  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+MIRRORS = Path(os.environ.get("REWARDKIT_MIRRORS", "/work/.mirror"))
+
+
+def _parser_reading(latex: str) -> Any:
+    """latex2sympy2_extended's reading, as math-verify calls it; the exception's type
+    when it cannot read the text."""
+    try:
+        return latex2sympy(latex, is_real=not parser.should_treat_as_complex(latex),
+                           convert_degrees=False, normalization_config=None)
+    except Exception as exc:  # (the parser raises plain Exceptions)
+        return type(exc)
+
+
+def _identical(mine: Any, theirs: Any) -> bool:
+    """The same object: same class, equal (argument order and symbol assumptions
+    included) and printed alike."""
+    return (type(mine) is type(theirs) and mine == theirs and mine.args == theirs.args
+            and srepr(mine) == srepr(theirs))
+
+
+def _check(texts: set[str]) -> int:
+    """Each text read by hand is read as the parser reads it; how many were read."""
+    read = 0
+    for latex in sorted(texts):
+        mine = read_latex(latex, not parser.should_treat_as_complex(latex))
+        if mine is None:
+            continue
+        read += 1
+        theirs = _parser_reading(latex)
+        assert _identical(mine, theirs), (latex, srepr(mine), theirs)
+    return read
+
+
+def _handed_to_parser(texts: list[str]) -> set[str]:
+    """The LaTeX texts math-verify hands its parser while reading ``texts`` (each as an
+    answer, ``$text$``, and as a whole output), with its own parser."""
+    load_math_verify()
+    original = getattr(parser.parse_latex_cached, "__wrapped__", parser.parse_latex_cached)
+    seen: set[str] = set()
+
+    def recording(latex: str) -> Any:
+        seen.add(latex)
+        return original(latex)
+
+    saved = parser.parse_latex_cached
+    parser.parse_latex_cached = recording
+    try:
+        for text in texts:
+            for candidate in (f"${text}$", text):
+                parser.extract_latex.cache_clear()
+                math_verify.parse(candidate, parsing_timeout=None)
+    finally:
+        parser.parse_latex_cached = saved
+    return seen
+
+
+def _golden_texts() -> list[str]:
+    texts = []
+    for path in sorted((ROOT / "tests" / "cases" / "builtin").glob("math_answer*.yaml")):
+        for case in yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]:
+            for key in ("reference", "completion"):
+                if isinstance(case.get(key), str):
+                    texts.append(case[key])
+    for line in (ROOT / "benchmarks" / "data" / "math_pairs.jsonl").read_text(
+            encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            texts += [row["gold"], row["pred"]]
+    return texts
+
+
+def test_reads_as_the_parser_on_the_golden_cases_and_own_pairs() -> None:
+    texts = _handed_to_parser(_golden_texts())
+    assert len(texts) > 300
+    assert _check(texts) > 150  # the reader reads the common answers, not nothing
+
+
+def test_reads_as_the_parser_on_real_competition_rows() -> None:
+    omni = MIRRORS / "arka-ritual+omni-math-rule-ca" / "repo"
+    odyssey = MIRRORS / "protagolabs+odyssey-math" / "repo"
+    if not (omni.exists() and odyssey.exists()):
+        pytest.skip("copies of omni-math-rule-ca and odyssey-math are not on this machine")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_math_symbolic as bench
+
+    rng = random.Random(21)
+    rows = bench.omni_batch(omni, 40, rng) + bench.odyssey_batch(odyssey, 40, rng)
+    texts = sorted({r.gold for r in rows} | {r.completion for r in rows})
+    handed = _handed_to_parser(texts)
+    assert len(handed) > 300
+    assert _check(handed) > 100
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _formula(rng: random.Random, depth: int = 0) -> str:
+    def atom() -> str:
+        r = rng.random()
+        if r < 0.3 or depth > 2:
+            return str(rng.choice([0, 1, 2, 3, 10, 12, 2018, rng.randint(0, 99999)]))
+        if r < 0.35:
+            return f"{rng.randint(0, 99)}.{rng.randint(0, 999)}"
+        if r < 0.55:
+            return rng.choice(_LETTERS)
+        if r < 0.62:
+            return rng.choice(["\\pi", "\\infty", f"\\binom{{{rng.randint(0, 12)}}}{{3}}"])
+        if r < 0.74:
+            return f"\\frac{{{_formula(rng, depth + 1)}}}{{{_formula(rng, depth + 1)}}}"
+        if r < 0.82:
+            return f"\\sqrt{{{_formula(rng, depth + 1)}}}"
+        if r < 0.92:
+            return f"({_formula(rng, depth + 1)})"
+        return atom() + "!"
+
+    def power() -> str:
+        base = atom()
+        if rng.random() < 0.2:
+            base += "^" + rng.choice(["2", "n", "{-1}", "\\pi", "23",
+                                      "{" + _formula(rng, depth + 1) + "}"])
+        return base
+
+    def term() -> str:
+        sign = rng.choice(["", "", "", "-", "+", "- "])
+        return sign + rng.choice(["", " "]).join(power() for _ in range(rng.choice([1, 1, 2, 3])))
+
+    out = term()
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        out += rng.choice(["+", "-", " - ", "\\cdot ", "\\times ", "*", "/", "\\div "]) + term()
+    return out
+
+
+def _top(rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        return _formula(rng)
+    body = rng.choice([",", ", "]).join(_formula(rng, 1) for _ in range(rng.choice([2, 2, 3])))
+    r = rng.random()
+    if r < 0.3:
+        return body
+    if r < 0.5:
+        return "\\{" + body + "\\}"
+    return rng.choice("([") + body + rng.choice(")]")
+
+
+def test_reads_as_the_parser_on_random_formulas() -> None:
+    rng = random.Random(42)
+    texts = {_top(rng) for _ in range(600)}
+    assert _check(texts) > 80
+
+
+@pytest.mark.parametrize("latex", [
+    "\\pi(37)", "\\pi (x)", "f(x)", "x (y)", "1,234", "-1,234", "2 3", "x1", "xy", "e^{2}",
+    "2e", "i", "dx", "\\frac{1}{dx}", "a_1", "x=1", "\\sqrt[3]{2}", "2^{3}^{4}", "(1,2),(3,4)",
+    "1.5.2", "p^{-1} (7)", "\\pi^2(x)", "\\ln x", "\\frac12", "3 \\%", "",
+])
+def test_declines_what_the_parser_reads_by_context(latex: str) -> None:
+    assert read_latex(latex) is None
+
+
+@pytest.mark.parametrize("latex", [
+    "2\\frac{1}{2}", "-2\\frac{1}{2}", "(1)(2)", "\\{x, 2\\}", "(y, x)", "[x, x]", "(x, x)",
+    "[x, \\pi, 2]", "(-\\infty, x]", "(x, y)", "\\frac{1}{2}, x", "-\\frac{9\\sqrt{31}}{15}",
+    "2 \\cdot 3 x", "2/3 x", "\\binom{34}{9}",
+    "3^5", "0.4330127018922193", "-(8)", "x - 2 - 3", "-x^2", "\\frac{4\\sqrt{5}}{7}\\pi",
+])
+def test_reads_forms_the_parser_reads_its_own_way(latex: str) -> None:
+    mine = read_latex(latex, True)
+    assert mine is not None
+    assert _identical(mine, _parser_reading(latex)), latex
+
+
+def test_only_math_answers_own_calls_read_by_hand() -> None:
+    """Installed, the reader serves math_answer's calls; math-verify called directly
+    still runs its own parser (the same answer either way)."""
+    mv = load_math_verify()
+    assert getattr(parser.parse_latex_cached, "_rewardkit_reader", False)
+    read_latex.cache_clear()
+    plain = mv.parse("$\\frac{1}{2}+x$", parsing_timeout=None)
+    assert read_latex.cache_info().currsize == 0
+    parser.extract_latex.cache_clear()
+    with reading_fast():
+        fast = mv.parse("$\\frac{1}{2}+x$", parsing_timeout=None)
+    assert read_latex.cache_info().currsize == 1
+    assert _identical(plain[0], fast[0]) and plain[1] == fast[1]
