@@ -12,9 +12,10 @@ who wants to verify a pool after a run.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from rewardkit_sandbox.pool import SandboxPool
+if TYPE_CHECKING:  # the pool asks processes_of_uids which uids are busy: no import cycle
+    from rewardkit_sandbox.pool import SandboxPool
 
 #: the scratch directories every zygote mounts privately (relative to its root)
 SCRATCH_DIRS = ("tmp", "dev/shm", "var/tmp")
