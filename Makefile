@@ -68,13 +68,8 @@ $(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) trainers/backends
 backends: setup
 	PYTHON=$(PYTHON) trainers/scripts/make_backend_venvs.sh swift verl
 
-# two pytest workers (pytest-xdist): much of the suite waits on subprocesses, sandboxes
-# and servers, and two workers overlap those waits (docs/testing.md); the tests that share
-# state or one heavy fixture (the documented commands, the Ray cluster) are an
-# xdist_group, run by one worker (--dist loadgroup). TEST_WORKERS=0: one process
-TEST_WORKERS ?= 2
 test: setup backends
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q
 
 # the main job: GRPO with TRL on CPU on the embedded default (tiny model, generated data),
 # reward curves in runs/quickstart/, then base vs trained evaluation
