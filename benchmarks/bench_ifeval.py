@@ -44,6 +44,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from process_cpu import descendants_cpu
+
 from rewardkit import Reward, RewardSet, Sample, get_reward
 
 MANIFEST = Path(__file__).resolve().parent / "ifeval_sources.toml"
@@ -213,30 +217,6 @@ WARM_UP = [Sample.from_dict({
                {"min_words": 5, "max_words": 50}]})]
 
 
-def _descendants_cpu() -> float:
-    """CPU seconds (user + system) of this process's live descendants, from /proc."""
-    parent: dict[int, int] = {}
-    ticks: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry)] = int(fields[1])
-        ticks[int(entry)] = int(fields[11]) + int(fields[12])
-    me, total = os.getpid(), 0
-    for pid in ticks:
-        p = pid
-        while p in parent and p != me and p > 1:
-            p = parent[p]
-        if p == me and pid != me:
-            total += ticks[pid]
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def _empty_caches() -> None:
     """instruction_following's in-process caches (langdetect's answers per text), where
     the plugin has them (a commit before them times as it is)."""
@@ -260,7 +240,7 @@ def speed(registry: dict[str, Any], rows: list[dict[str, Any]], samples: list[Sa
     from rewardkit.execution.pool import shared_pool
 
     def both() -> float:
-        return time.process_time() + _descendants_cpu()
+        return time.process_time() + descendants_cpu()
 
     out: dict[str, Any] = {"repeats": repeats, "load_before": os.getloadavg()}
     for mode in ("strict", "loose"):

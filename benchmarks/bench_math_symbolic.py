@@ -60,6 +60,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from process_cpu import descendants_cpu
+
 from rewardkit import RewardSet, Sample
 
 #: per shape: (reference, equivalent forms, wrong answers, decimal approximations)
@@ -380,30 +384,6 @@ def _fresh_reward_set() -> RewardSet:
     return rs
 
 
-def _descendants_cpu() -> float:
-    """CPU seconds (user + system) of this process's live descendants, from /proc."""
-    parent: dict[int, int] = {}
-    ticks: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry)] = int(fields[1])
-        ticks[int(entry)] = int(fields[11]) + int(fields[12])
-    me, total = os.getpid(), 0
-    for pid in ticks:
-        p = pid
-        while p in parent and p != me and p > 1:
-            p = parent[p]
-        if p == me and pid != me:
-            total += ticks[pid]
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def timed(fn: Callable[[], list[bool]], cpu: Callable[[], float]) -> tuple[list[bool], float,
                                                                              float]:
     start, cpu0 = time.perf_counter(), cpu()
@@ -461,7 +441,7 @@ def run(rows: list[Row], repeats: int) -> dict[str, Any]:
     for _ in range(repeats):
         rs = _fresh_reward_set()
         ours, secs, cpu = timed(lambda rs=rs: [v == 1.0 for v in rs.score(samples).values(
-            "math")], _descendants_cpu)
+            "math")], descendants_cpu)
         ours_s.append(secs)
         ours_cpu.append(cpu)
         _empty_math_verify_caches()
