@@ -8,6 +8,7 @@ answer equal to langdetect's own on texts of many scripts and on random characte
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -39,18 +40,15 @@ TEXTS = [
 
 
 def _reference(text: str) -> tuple[list[str], list[float]] | str:
-    detector = detector_factory._factory.create()
-    detector.append(text)
-    try:
-        detector.get_probabilities()
-    except LangDetectException as exc:
-        return type(exc).__name__
-    detector.cleaning_text()
-    return detector._extract_ngrams(), detector.langprob
+    return _detected(detector_factory._factory.create(), text)
 
 
 def _ours(text: str) -> tuple[list[str], list[float]] | str:
-    detector = language._Detector(detector_factory._factory)
+    return _detected(language._Detector(detector_factory._factory), text)
+
+
+def _detected(detector: Any, text: str) -> tuple[list[str], list[float]] | str:
+    """The detector's n-grams and probabilities for ``text``, or its exception's name."""
     detector.append(text)
     try:
         detector.get_probabilities()
