@@ -63,14 +63,18 @@ def _process_tree_cpu_s(pids: list[int]) -> float:
     total = 0.0
     for pid in pids:
         total += _stat_cpu_s(pid, waited_for=True)
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children") as listing:
-                children = [int(child) for child in listing.read().split()]
-        except OSError:
-            children = []
-        for child in children:
+        for child in _live_children(pid):
             total += _stat_cpu_s(child, waited_for=False)
     return total
+
+
+def _live_children(pid: int) -> list[int]:
+    """The live children of ``pid`` (/proc/PID/task/PID/children); none when it ended."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as listing:
+            return [int(child) for child in listing.read().split()]
+    except OSError:
+        return []
 
 
 def _stat_cpu_s(pid: int, waited_for: bool) -> float:
@@ -101,12 +105,7 @@ def _sandbox_parts(zygotes: list[int]) -> dict[str, float]:
         parts["task_children_cpu_s"] += (int(fields[13]) + int(fields[14])) * _TICK_S
         parts["zygote_faults"] += int(fields[7])  # minflt
         parts["task_children_faults"] += int(fields[8])  # cminflt
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children") as listing:
-                children = [int(child) for child in listing.read().split()]
-        except OSError:
-            children = []
-        for child in children:
+        for child in _live_children(pid):
             judge = _stat_fields(child)
             if judge is not None:
                 parts["judges_cpu_s"] += (int(judge[11]) + int(judge[12])) * _TICK_S
