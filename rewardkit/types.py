@@ -211,11 +211,31 @@ def group_key(sample: Sample) -> Hashable:
     if group is not None:
         return _hashable(group)
     prompt = sample.prompt
-    key = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+    key: Hashable = prompt if isinstance(prompt, str) else _Prompt(_hashable(prompt))
     step = sample.metadata.get("step") if sample.metadata else None
     if step is None:
         return key
     return (_hashable(step), key)
+
+
+class _Prompt:
+    """The key of a prompt that is not a string (a chat's messages): equal to the key of
+    an equal prompt only, never to a string (a string prompt that spells a chat's JSON
+    text is its own group) nor to an explicit ``group`` value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Hashable) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Prompt) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash((_Prompt, self.value))
+
+    def __repr__(self) -> str:
+        return f"prompt({self.value!r})"
 
 
 class _Unhashable:
@@ -255,7 +275,7 @@ def group_key_text(key: Hashable) -> str:
     """A :func:`group_key` value as text, for an on-disk group index or a shard boundary:
     two keys give the same text exactly when they are one group (``==``): 1, 1.0 and
     True give one text, 7 and "7" two, the list group ``[1]`` and the string ``"[1]"``
-    two.
+    two, a chat prompt and the string of its JSON text two.
 
     >>> group_key_text(1) == group_key_text(1.0) == group_key_text(True)
     True
@@ -279,6 +299,8 @@ def _tagged(key: Any) -> Any:
     if isinstance(key, frozenset):
         items = [_tagged(k) for k in key]
         return ["m", sorted(items, key=lambda t: json.dumps(t, ensure_ascii=False))]
+    if isinstance(key, _Prompt):
+        return ["p", _tagged(key.value)]
     if isinstance(key, _Unhashable):
         return ["o", key.kind, key.text]
     return ["o", type(key).__name__, str(key)]

@@ -17,7 +17,9 @@ from typing import IO, Any
 
 from rewardkit.config import RewardConfig
 
-MANIFEST_VERSION = 1
+#: 2: a chat prompt's group is keyed by its messages, not their JSON text (a string
+#: prompt spelling that text is another group), so shards may end elsewhere than under 1
+MANIFEST_VERSION = 2
 
 
 class ResumeError(Exception):
@@ -50,6 +52,12 @@ def load_manifest(text: str, manifest: Path, partial: Path, expected: dict[str, 
         raise ResumeError(f"{manifest}: unreadable manifest header; {start_over}") from exc
     if not isinstance(header, dict):
         raise ResumeError(f"{manifest}: line 1 is not a manifest header; {start_over}")
+    if header.get("version") != expected.get("version"):
+        raise ResumeError(
+            f"{manifest}: written by another rewardkit (manifest version "
+            f"{header.get('version')!r}, this one writes {expected.get('version')!r}): its "
+            "shards were cut by another group rule (a chat prompt's group was its JSON "
+            f"text), so they cannot be resumed; {start_over}")
     changed = [k for k in expected if header.get(k) != expected[k]]
     if changed:
         raise ResumeError(

@@ -169,3 +169,65 @@ def test_the_file_scoring_groups_rows_as_the_in_memory_scoring_does(tmp_path: Pa
     scored, _ = read_scored(dst)
     assert [r["reward"] for r in scored] == pytest.approx(expected)
     assert len(set(expected)) > 1  # the groups have reward variance: a real check
+
+
+_CHAT = [{"role": "user", "content": "What is 2+2?"}]
+
+
+def test_a_string_prompt_spelling_a_chat_prompt_is_its_own_group(tmp_path: Path):
+    """A chat prompt's group was keyed by its JSON text, so a string prompt equal to that
+    text joined the chat prompt's group (in memory, in the file's group index and at the
+    shard boundaries alike): a policy's prompt can spell another's key."""
+    from rewardkit.reward_set import group_indices
+    from rewardkit.scoring.shards import row_key
+    from rewardkit.types import group_key_text
+
+    spelled = json.dumps(_CHAT, sort_keys=True)
+    rows = [{"prompt": p, "completion": c}
+            for p, c in ((_CHAT, NUMBER), (spelled, WORD), (_CHAT, WORD), (spelled, NUMBER),
+                         (_CHAT, NUMBER), (spelled, NUMBER))]
+    samples = [Sample.from_dict(r) for r in rows]
+    assert group_indices(samples) == [[0, 2, 4], [1, 3, 5]]
+    keys = [group_key(s) for s in samples]
+    assert len({group_key_text(k) for k in keys}) == 2
+    assert row_key(rows[0]) != row_key(rows[1])
+    stepped = [Sample.from_dict({**r, "step": 3}) for r in rows[:2]]
+    assert group_key(stepped[0]) != group_key(stepped[1])
+    assert group_key_text(group_key(stepped[0])) != group_key_text(group_key(stepped[1]))
+    # equal chat prompts are one group however their keys are ordered or spelled
+    other = Sample.from_dict({"prompt": [{"content": "What is 2+2?", "role": "user"}],
+                              "completion": "x"})
+    assert group_key(other) == keys[0]
+    assert group_key_text(group_key(other)) == group_key_text(keys[0])
+    rs = RewardSet.from_dict({"aggregate": "normalize_then_sum",
+                              "rewards": {"number": {"reward": "answer_is_number"}}})
+    expected = rs.score(samples).totals
+    assert expected[5] > 0 > expected[1]  # two groups of three, each with variance
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    score_jsonl(rs, src, dst, batch_size=2)
+    scored, _ = read_scored(dst)
+    assert [r["reward"] for r in scored] == pytest.approx(expected)
+
+
+def test_a_resume_manifest_of_the_old_group_rule_is_refused_by_name(tmp_path: Path):
+    """The Ray engine's shards end where the group key changes, so a run begun under the
+    old key (a chat prompt keyed by its JSON text, manifest version 1) may have cut other
+    shards than a resume would: resuming it is refused with a clear message, never mixed."""
+    from rewardkit.scoring.manifest import Checkpoint, ResumeError, fingerprint
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"prompt": _CHAT, "completion": NUMBER}) + "\n")
+    config = RewardSet.from_dict({"rewards": {"number": {"reward": "answer_is_number"}}}).config
+    expected = fingerprint(config, src, 1024, 0)
+    manifest, partial = tmp_path / "out.jsonl.progress", tmp_path / "out.jsonl.partial"
+    entry = {"shard": 0, "rows": 1, "end_offset": 10, "bad": [], "latencies": {}}
+    manifest.write_text(json.dumps({**expected, "version": 1}) + "\n" + json.dumps(entry) + "\n")
+    partial.write_bytes(b"x" * 10)
+    with (manifest.open("r+b") as log, partial.open("r+b") as out,
+          pytest.raises(ResumeError) as caught):
+        Checkpoint(log, out, manifest, partial).begin(expected, fresh=False)
+    message = str(caught.value)
+    assert "manifest version 1" in message and "group" in message
+    assert "to score from the start" in message
+    assert partial.read_bytes() == b"x" * 10  # nothing of the earlier run is touched
