@@ -114,12 +114,12 @@ def folded_with_positions(text: str) -> tuple[str, list[int]]:
         return text.lower(), list(range(len(text)))
     out: list[str] = []
     where: list[int] = []
+    table = _FOLDS
     for i, ch in enumerate(text):
-        if unicodedata.category(ch) in FOLD_DROPPED:
-            continue
-        for piece in unicodedata.normalize("NFKC", ch).casefold().translate(LOOKALIKES):
+        piece = table[ord(ch)]
+        if piece:
             out.append(piece)
-            where.append(i)
+            where.extend([i] * len(piece))
     return "".join(out), where
 
 
@@ -134,6 +134,31 @@ def folded(text: str) -> str:
     """
     if text.isascii():
         return text.lower()
-    return "".join(piece for ch in text if unicodedata.category(ch) not in FOLD_DROPPED
-                   for piece in unicodedata.normalize("NFKC", ch).casefold()
-                   .translate(LOOKALIKES))
+    return text.translate(_FOLDS)
+
+
+def _fold_one(ch: str) -> str:
+    """The folded form of one character (what :func:`folded` makes of it: each character
+    is folded on its own)."""
+    if unicodedata.category(ch) in FOLD_DROPPED:
+        return ""
+    return unicodedata.normalize("NFKC", ch).casefold().translate(LOOKALIKES)
+
+
+class _FoldTable(dict[int, str]):
+    """Code point -> its folded form (:func:`_fold_one`), filled as characters are met:
+    ``str.translate`` reads it at C speed, so a text pays the Unicode database once per
+    distinct character, not once per character. Emptied when it holds
+    :data:`FOLD_TABLE_MAX` characters (a stream of ever-new characters cannot grow it
+    without bound)."""
+
+    def __missing__(self, code: int) -> str:
+        if len(self) >= FOLD_TABLE_MAX:
+            self.clear()
+        piece = self[code] = _fold_one(chr(code))
+        return piece
+
+
+#: most characters :data:`_FOLDS` remembers
+FOLD_TABLE_MAX = 1 << 16
+_FOLDS = _FoldTable()
