@@ -99,6 +99,15 @@ def _compile(source: str, filename: str) -> types.CodeType:
     return compile(source, filename, "exec", dont_inherit=True)
 
 
+#: a trusted program compiled once, in the zygote: (its code, its source's lines)
+Precompiled = tuple[types.CodeType, list[str]]
+
+
+def precompile(source: str) -> Precompiled:
+    """``source`` compiled as :func:`run_program` compiles it (``main.py``), once."""
+    return compile(source, "main.py", "exec", dont_inherit=True), source.splitlines(True)
+
+
 def _print_exception(error: BaseException) -> None:
     # Drop this module's own frame from the traceback.
     trace = error.__traceback__.tb_next if error.__traceback__ else None
@@ -142,11 +151,17 @@ def _finish(exit_code: int) -> NoReturn:
     os._exit(exit_code)
 
 
-def run_program(source: str, report_fd: int) -> NoReturn:
-    """Run ``source`` as ``__main__``; exit with its exit code."""
+def run_program(source: str, report_fd: int, compiled: Precompiled | None = None) -> NoReturn:
+    """Run ``source`` as ``__main__``; exit with its exit code. ``compiled``: ``source``
+    as :func:`precompile` made it (not compiled again here)."""
     namespace = _fresh_main_namespace()
     try:
-        exec(_compile(source, "main.py"), namespace)
+        if compiled is None:
+            code = _compile(source, "main.py")
+        else:
+            code, lines = compiled
+            linecache.cache["main.py"] = (len(source), None, lines, "main.py")
+        exec(code, namespace)
         exit_code = 0
     except SystemExit as stop:
         exit_code = _exit_code_of(stop)
