@@ -177,11 +177,11 @@ class MemoryCgroups:
         folder = self.slots[index]
         if self.version == 2:
             return {"folder": folder, "limit": "memory.max", "swap": None,
-                    "events": "memory.events"}
+                    "events": "memory.events", "join": "cgroup.procs"}
         swap = "memory.memsw.limit_in_bytes"
         return {"folder": folder, "limit": "memory.limit_in_bytes",
                 "swap": swap if os.path.exists(os.path.join(folder, swap)) else None,
-                "events": "memory.oom_control"}
+                "events": "memory.oom_control", "join": "tasks"}
 
     def close(self) -> None:
         """Remove the cgroups (each is empty once its zygote and tasks are gone)."""
@@ -195,13 +195,23 @@ class SlotMemory:
     """The zygote's side: set a task's limit, let a task child join, count OOM kills.
 
     Opened once at start-up, before the zygote's mounts, and kept open: the limit files
-    as the zygote (the limit is set before each fork), ``cgroup.procs`` for the children,
-    who write ``0`` (themselves) into it before they drop their privileges.
+    as the zygote (the limit is set before each fork), and the file the children join
+    by, writing ``0`` (themselves) into it before they drop their privileges.
+
+    Under cgroup v1 that file is ``tasks`` (move the calling thread), not ``cgroup.procs``
+    (move its whole thread group): the kernel takes its global threadgroup lock for
+    writing, and so waits for an RCU grace period (~10-25 ms of wall time on a busy
+    machine whenever no other cgroup write came just before), only for a thread group;
+    for the calling thread alone it skips it (~0.1 ms). A task child has one thread (a
+    fork copies only the thread that forked) and joins before it runs anything, so the
+    whole process moves, and every thread or process it starts later is born in the
+    cgroup. Under v2 a thread cannot leave its domain alone: ``cgroup.procs``.
     """
 
     def __init__(self, config: dict[str, Any]) -> None:
         folder = config["folder"]
-        self.procs = os.open(os.path.join(folder, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+        join = str(config.get("join") or "cgroup.procs")
+        self.procs = os.open(os.path.join(folder, join), os.O_WRONLY | os.O_CLOEXEC)
         self.limit = os.open(os.path.join(folder, config["limit"]), os.O_WRONLY | os.O_CLOEXEC)
         self.swap = -1
         if config.get("swap"):
@@ -232,7 +242,8 @@ class SlotMemory:
         return 0
 
     def join(self) -> None:
-        """Move the calling process (a task child, still privileged) into the cgroup."""
+        """Move the calling process (a task child, still privileged, with one thread)
+        into the cgroup."""
         os.write(self.procs, b"0")
 
 
