@@ -280,6 +280,76 @@ def test_workers_die_with_their_parent_however_it_dies(tmp_path, sig, whole_grou
     assert not alive, "the worker outlived its parent"
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except OSError:
+        return []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("reaper_first", [False, True])
+def test_idle_workers_of_the_shared_pool_die_with_their_parent(tmp_path, reaper_first):
+    """The process-wide pool keeps its workers between calls (a trainer's scoring process,
+    a pytest worker): idle, they wait on their pipe. Kill the parent (SIGKILL: no atexit,
+    no pool close) while they idle, also after the reaper process was killed first (a
+    scheduler's kill -9 of everything in any order): each worker still exits by itself
+    within seconds (its pipe closes; it watches its parent), never left an orphan."""
+    ready = tmp_path / "ready"
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, time, pathlib\n"
+        f"sys.path.insert(0, {str(HERE)!r})\n"
+        "import faulty_rewards\n"
+        "from rewardkit import RewardSet, registry\n"
+        "for cls in faulty_rewards.ALL:\n"
+        "    registry.register(cls, 'tests')\n"
+        "rs = RewardSet.from_dict({'workers': 2, 'rewards': {'r': {'reward': 'dies'}}})\n"
+        "assert rs.score([{'completion': f'fine {i}'} for i in range(4)]).totals == [1.0] * 4\n"
+        f"pathlib.Path({str(ready)!r}).write_text('ok')\n"
+        "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert parent.poll() is None, parent.communicate()[1].decode()[-2000:]
+            assert time.monotonic() < deadline, "the parent never scored"
+            time.sleep(0.1)
+        children = _children(parent.pid)
+        workers = [c for c in children if "rewardkit.execution.worker" in _cmdline(c)]
+        reapers = [c for c in children if c not in workers and "-c" in _cmdline(c)]
+        assert len(workers) == 2 and all(_alive(w) for w in workers), children
+        if reaper_first:
+            assert len(reapers) == 1, children
+            os.kill(reapers[0], signal.SIGKILL)
+            time.sleep(0.5)
+            assert all(_alive(w) for w in workers)  # the reaper's death kills nothing
+        parent.kill()
+        parent.communicate(timeout=20)
+        deadline = time.monotonic() + 10
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [w for w in workers if _alive(w)]
+        assert not left, f"idle workers {left} outlived their parent by 10 s"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.communicate(timeout=20)
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+
+
 # -- 8. valid JSON lines that crashed the run -----------------------------------------------
 def test_hostile_but_valid_json_lines_are_scored_or_reported_by_line(tmp_path):
     cfg = tmp_path / "c.yaml"
