@@ -1,14 +1,16 @@
 """The Go local runner against a bare ``go build`` + run loop, and where a Go build's time
 goes (issue 42 item 5).
 
-    python benchmarks/bench_go_runner.py [--n 6]
+    python benchmarks/bench_go_runner.py [--n 6] [--programs-only]
 
 1. ``CompiledRunner(pool, "go")`` (a fresh compile cache: every program is built) runs
    ``--n`` distinct small programs (stdin in, stdout checked), timed in turn with a bare
    loop of the same programs: ``go build -o prog -ldflags=-s -w main.go`` (the runner's
    flags and environment, the user's own warm ``GOCACHE``; with ``--bare-cold`` also an
    empty one per build, as the runner's) then ``./prog``. Ratio: median of the
-   per-program ratios (runner / bare), with the spread.
+   per-program ratios (runner / bare), with the spread; and CPU: this process, the
+   sandbox's zygotes and the task children they reaped, against the go command and the
+   program (``--programs-only``: this part alone).
 2. The runner's test build (``go test -c``, the vendored assert package, the plan's
    environment) run outside the sandbox with its ``GOCACHE`` empty, as every sandboxed
    build starts, and then warm: wall and CPU seconds (the go command and its children).
@@ -57,6 +59,21 @@ def children_cpu() -> float:
     return t.children_user + t.children_system
 
 
+def sandbox_cpu(pool: SandboxPool) -> float:
+    """CPU seconds of the pool's zygotes with every task child and judge they reaped."""
+    total = 0
+    for pid in pool.zygote_pids():
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 def runner_vs_bare(pool: SandboxPool, n: int, cold: bool) -> None:
     runner = CompiledRunner(pool, "go", cache=CompileCache())
     env = dict(os.environ, GO111MODULE="off", CGO_ENABLED="0", GOTOOLCHAIN="local",
@@ -79,25 +96,30 @@ def runner_vs_bare(pool: SandboxPool, n: int, cold: bool) -> None:
     assert runner.run(PROGRAM % 0, stdin="warm").ok
     bare(-1)
     ours, theirs, builds = [], [], []
+    our_cpu = their_cpu = 0.0
     for i in range(1, n + 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), own_cpu() + sandbox_cpu(pool)
         result = runner.run(PROGRAM % (1000 + i), stdin="abc")
-        t1 = time.perf_counter()
+        t1, c1, k1 = time.perf_counter(), own_cpu() + sandbox_cpu(pool), children_cpu()
         assert result.ok and result.stdout.startswith("ABC"), result
         bare(2000 + i)
         t2 = time.perf_counter()
         ours.append(t1 - t0)
         theirs.append(t2 - t1)
+        our_cpu += c1 - c0
+        their_cpu += children_cpu() - k1
         builds.append(float(result.metadata["compile_s"]))
     ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
     print(f"programs: {n}, each built and run once; load {load()}")
     print(f"  go runner   {statistics.median(ours):.3f} s/program (its build "
-          f"{statistics.median(builds):.3f} s)")
+          f"{statistics.median(builds):.3f} s), CPU {our_cpu / n:.3f} s/program")
     cache = "an empty GOCACHE each" if cold else "the user's warm GOCACHE"
     print(f"  bare loop   {statistics.median(theirs):.3f} s/program (go build + ./prog, "
-          f"{cache})")
+          f"{cache}), CPU {their_cpu / n:.3f} s/program")
     print(f"  ratio runner / bare {statistics.median(ratios):.2f}x "
-          f"(programs {min(ratios):.2f}-{max(ratios):.2f}x)")
+          f"(programs {min(ratios):.2f}-{max(ratios):.2f}x), CPU "
+          f"{our_cpu / their_cpu:.2f}x (this process, the zygotes and their task children "
+          "against the go command and the program)")
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -204,9 +226,13 @@ def main() -> None:
                     help="also time the bare loop with an empty GOCACHE for each build")
     ap.add_argument("--against", metavar="CHECKOUT",
                     help="also time another checkout's runner, interleaved (part 4 only)")
+    ap.add_argument("--programs-only", action="store_true",
+                    help="part 1 only (the runner against the bare loop)")
     args = ap.parse_args()
     with SandboxPool(size=1) as pool:
         runner_vs_bare(pool, args.n, cold=False)
+        if args.programs_only:
+            return
         if args.against:
             against(pool, args.n, args.against)
             return
