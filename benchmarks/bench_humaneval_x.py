@@ -152,8 +152,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N problems only")
     parser.add_argument("--slots", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
-    parser.add_argument("--uid-base", type=int, default=62000,
-                        help="first slot uid (two runs at once need different ones)")
+    parser.add_argument("--uid-base", type=int, default=None,
+                        help="first slot uid (default: a free range the pool claims, so two "
+                        "runs at once never share uids)")
     parser.add_argument("--rust-crates", default=None,
                         help="a crate directory (rewardkit_sandbox.languages.rust_crates) for Rust")
     parser.add_argument("--flags", default=None,

@@ -65,7 +65,6 @@ HOSTILE_LIMITS = SandboxLimits(
     stderr_bytes=16 * 1024,
     disk_bytes=8 * 1024 * 1024,
 )
-UID_BASE = 62000
 
 MIXED_PROGRAMS: dict[str, tuple[float, str, set[str]]] = {
     # name: (share of the stream, source, acceptable statuses)
@@ -347,7 +346,7 @@ def main() -> None:
     sizes = (300, 40, 20, 1000, 2) if arguments.quick else (3000, 300, 200, 10_000, 5)
     pool_tasks, subprocess_tasks, human_eval_tasks, mixed_tasks, rounds = sizes
 
-    with SandboxPool(size=workers, limits=LIMITS, uid_base=UID_BASE) as pool:
+    with SandboxPool(size=workers, limits=LIMITS) as pool:
         pool.run(PROGRAM)  # warm
         zygotes = pool.zygote_pids()
         rows = interleaved(
