@@ -24,7 +24,9 @@ scores all of them in one call:
   rows given up by the executor's breaker (a call stops trying a reward whose workers
   keep dying: those rows may be another request's) or with a failure of the call itself
   (a bug: 500), each request it touched is scored again on its own, as it would have been
-  without batching.
+  without batching; the others are answered at once, and those scored again go fewest
+  failing rows of their own first, each answered when done (a request whose rows were
+  only given up does not wait for the failing request's second round of deaths).
 
 Admission: at most ``queue`` batches' worth of rows (``queue * max_batch_rows``) wait for
 a worker; a request beyond that (unless nothing waits) or during a drain is refused (the
@@ -42,7 +44,7 @@ from typing import Any
 from rewardkit.execution.executor import Outcome
 from rewardkit.reward_set import RewardSet, ScoreResult
 from rewardkit.serve.metrics import ServeMetrics
-from rewardkit.types import Sample, group_key
+from rewardkit.types import Sample, Status, group_key
 
 #: how the breaker's Score of a row it did not try begins (:meth:`Breaker.given_up`)
 GIVEN_UP = "not run: the reward failed on"
@@ -109,6 +111,13 @@ def _given_up_rows(result: ScoreResult, start: int, end: int) -> bool:
     """Whether a row in ``start:end`` was given up by the executor's breaker."""
     return any(start <= i < end and score.reason.startswith(GIVEN_UP)
                for out in result.outcomes.values() for i, score in out.scores.items())
+
+
+def _own_failures(result: ScoreResult, start: int, end: int) -> int:
+    """How many rows of ``start:end`` failed when tried (not given up by the breaker)."""
+    return sum(1 for out in result.outcomes.values() for i, score in out.scores.items()
+               if start <= i < end and score.status is not Status.OK
+               and not score.reason.startswith(GIVEN_UP))
 
 
 class MicroBatcher:
@@ -202,12 +211,13 @@ class MicroBatcher:
             self.metrics.in_flight += len(batch)
             self._leading = False
             self._next_leader()
+        answered: list[Entry] = []  # answered before the batch's end
         try:
-            self._score_batch(batch)
+            self._score_batch(batch, answered)
         finally:
             with self._lock:
                 self._idle += 1
-                self.metrics.in_flight -= len(batch)
+                self.metrics.in_flight -= len(batch) - len(answered)
                 self._next_leader()
             for entry in batch:
                 entry.done.set()
@@ -246,24 +256,44 @@ class MicroBatcher:
         self._pending = rest
         return batch
 
-    def _score_batch(self, batch: list[Entry]) -> None:
+    def _score_batch(self, batch: list[Entry], answered: list[Entry]) -> None:
+        """Score ``batch`` in one call. A request the call may have cost (rows given up by
+        the breaker, a failed call) is scored again on its own; then the others are
+        answered at once (``answered``), and the requests scored again go fewest rows of
+        their own failing first, each answered when done: a request whose rows were only
+        given up does not wait for another's rows to kill their workers a second time."""
         step = batch[0].step
         rows = [row for entry in batch for row in entry.rows]
         result, error = self._call(rows, step)
         self.metrics.batch(len(rows), len(batch))
+        again: list[tuple[int, int, Entry]] = []
         start = 0
-        for entry in batch:
+        for position, entry in enumerate(batch):
             end = start + len(entry.rows)
-            alone = len(batch) > 1 and (result is None or _given_up_rows(result, start, end))
-            if alone:  # another request's rows may have cost it: score it on its own
-                own, own_error = self._call(entry.rows, step)
-                self.metrics.batch(len(entry.rows), 1)
-                entry.result, entry.error = own, own_error
+            if len(batch) > 1 and (result is None or _given_up_rows(result, start, end)):
+                own = 0 if result is None else _own_failures(result, start, end)
+                again.append((own, position, entry))
             elif result is not None:
                 entry.result = part_of(result, start, end)
             else:
                 entry.error = error
             start = end
+        if not again:
+            return  # every request is answered when the batch ends
+        for entry in batch:
+            if entry.result is not None or entry.error is not None:
+                self._answer(entry, answered)
+        for _, _, entry in sorted(again, key=lambda item: item[:2]):
+            entry.result, entry.error = self._call(entry.rows, step)
+            self.metrics.batch(len(entry.rows), 1)
+            self._answer(entry, answered)
+
+    def _answer(self, entry: Entry, answered: list[Entry]) -> None:
+        """Hand ``entry`` its part before the batch ends (no longer in flight)."""
+        with self._lock:
+            self.metrics.in_flight -= 1
+        answered.append(entry)
+        entry.done.set()
 
     def _call(self, rows: Sequence[dict[str, Any]], step: int
               ) -> tuple[ScoreResult | None, ScoringFailed | None]:

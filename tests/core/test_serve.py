@@ -96,15 +96,15 @@ def start(tmp_path: Path, config: str, *args: str, env: dict[str, str] | None = 
 
 
 def request(url: str, body: Any = None, *, raw: bytes | None = None,
-            headers: dict[str, str] | None = None, method: str | None = None
-            ) -> tuple[int, dict[str, str], bytes]:
+            headers: dict[str, str] | None = None, method: str | None = None,
+            timeout: float = REQUEST_TIMEOUT) -> tuple[int, dict[str, str], bytes]:
     """(status, headers, body) of one request; HTTP errors are answers, not exceptions."""
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
     req = urllib.request.Request(url, data=data, method=method,
                                  headers={"Content-Type": "application/json",
                                           **(headers or {})})
     try:
-        with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, dict(resp.headers), resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), exc.read()
@@ -1180,20 +1180,41 @@ def test_a_failing_row_of_one_request_costs_another_request_nothing(tmp_path: Pa
     rest of its call; scored in one batch with them, another request's rows would be
     given up too. The batch's first request is the dying one (sent first, the other
     after /health shows it waiting); the other request is answered with its own rows
-    scored, and the dying rows get their own statuses."""
+    scored, and the dying rows get their own statuses.
+
+    Nor does it wait for them: the batch's breaker gave up the other request's rows, and
+    scoring the requests again one by one began with the dying one (16 more worker
+    deaths) and answered everyone at the end, so the other request waited for both
+    rounds of deaths (past the 30 s request timeout at load 12-20). Now it is scored
+    again first and answered at once: it is answered before the dying request. Each
+    worker death costs a process start, so the requests here may take as long as the
+    machine needs (``slow``); what is checked is the order, not a time."""
+    slow = REQUEST_TIMEOUT * 8
     srv = start(tmp_path, DYING_CONFIG, "--max-batch-rows", "23", "--batch-wait-ms",
                 "60000")
     try:
-        dying, answers = _in_background(
-            f"{srv.url}/score", {"samples": [{"completion": "die"}] * 20})
+        answered: dict[str, float] = {}
+
+        def send_dying() -> tuple[int, dict[str, str], bytes]:
+            got = request(f"{srv.url}/score", {"samples": [{"completion": "die"}] * 20},
+                          timeout=slow)
+            answered["dying"] = time.monotonic()
+            return got
+
+        answers: list[Any] = []
+        dying = threading.Thread(target=lambda: answers.append(send_dying()))
+        dying.start()
         _wait_for(srv.url, "queued", 1)
         code, _, body = request(f"{srv.url}/score",
-                                {"samples": [{"completion": f"fine {i}"} for i in range(3)]})
+                                {"samples": [{"completion": f"fine {i}"} for i in range(3)]},
+                                timeout=slow)
+        answered["fine"] = time.monotonic()
         assert code == 200, body
         fine = json.loads(body)
         assert fine["rewards"] == [1.0, 1.0, 1.0], fine
         assert {r["components"]["dies"]["status"] for r in fine["rows"]} == {"ok"}
-        dying.join(timeout=REQUEST_TIMEOUT * 2)
+        dying.join(timeout=slow * 2)
+        assert answered["fine"] < answered["dying"], answered
         (code, _, body), = answers
         assert code == 200, body
         got = json.loads(body)
