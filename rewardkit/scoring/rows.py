@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -77,6 +78,9 @@ def parse_line(raw: bytes, line_no: int) -> tuple[dict[str, Any] | None, str]:
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
     except ValueError as exc:
+        if "integer string conversion" in str(exc):  # int()'s digit limit, in our terms
+            return None, ("a number too long to read (over "
+                          f"{sys.get_int_max_str_digits():,} digits)")
         return None, str(exc)
     except RecursionError:
         return None, f"nested more than {MAX_DEPTH} levels deep"

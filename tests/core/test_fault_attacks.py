@@ -377,6 +377,23 @@ def test_hostile_but_valid_json_lines_are_scored_or_reported_by_line(tmp_path):
     assert not list(tmp_path.glob("*.partial"))
 
 
+def test_a_line_with_an_integer_too_long_to_read_says_so_in_the_files_terms():
+    """A 5,000-digit integer in a scored line (both engines' reader): the skip reason was
+    Python's own ("Exceeds the limit (4300 digits) for integer string conversion ...; use
+    sys.set_int_max_str_digits() to increase the limit"), advice no user of the CLI can
+    take. It now says what the serve and config readers say: the number is too long."""
+    from rewardkit.scoring.rows import parse_line
+
+    for raw in (b'{"completion": "4", "group": ' + b"9" * 5000 + b"}",
+                b'{"completion": "4", "m": [1, -' + b"7" * 4301 + b"]}"):
+        row, why = parse_line(raw, 2)
+        assert row is None
+        assert "too long to read" in why and "over 4,300 digits" in why, why
+        assert "sys." not in why, why
+    row, why = parse_line(b'{"completion": "4", "group": ' + b"9" * 4300 + b"}", 2)
+    assert why == "" and row is not None  # at the limit: read
+
+
 def test_sample_that_cannot_be_pickled_is_its_rows_error_in_process_mode():
     nested: dict[str, object] = {}
     inner = nested
