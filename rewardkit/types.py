@@ -333,7 +333,7 @@ def coerce_value(value: Any) -> Score:
             if v is None or isinstance(v, bool) or not isinstance(v, int | float):
                 return Score.error(f"ok score with value {v!r}")
             if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
-                return _out_of_range(float(v))
+                return _out_of_range(v)
         return value
     if value is None:
         return Score.skip("reward returned None")
@@ -356,5 +356,10 @@ def coerce_value(value: Any) -> Score:
 def _out_of_range(value: float) -> Score:
     if isinstance(value, float) and not math.isfinite(value):
         return Score.error(f"reward returned {value!r}")
-    return Score.error(f"reward returned {value:.6g}, beyond the value bound "
+    try:
+        shown = f"{value:.6g}"
+    except OverflowError:  # an int past the float range (a grader's 10**400)
+        bits = int(value).bit_length()  # str() refuses past 4,300 digits
+        shown = f"an integer of about {int(bits * math.log10(2)) + 1:,} digits"
+    return Score.error(f"reward returned {shown}, beyond the value bound "
                        f"+-{MAX_ABS_VALUE:g}")

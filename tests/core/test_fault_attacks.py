@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit import RewardSet, Sample, Status
+from rewardkit import RewardSet, Sample, Score, Status
 
 HERE = Path(__file__).parent
 FAULTY_CLI = str(HERE / "faulty_cli.py")
@@ -111,6 +111,35 @@ def test_huge_reward_values_are_errors_never_inf_or_an_exception(aggregate):
     assert res.totals[1] is None and res.totals[0] is not None
     strict_json(json.dumps(res.metrics, allow_nan=False).replace("NaN", "null"))
     assert all(math.isfinite(v) for v in res.flat_metrics().values())
+
+
+def test_an_integer_past_the_float_range_is_that_rows_error_not_the_runs_end(tmp_path):
+    """A grader that evaluates the model's expression may return an int such as 10**400
+    (a JSON row can hold one too: ``metadata_value`` returns it as given). Its error text
+    formatted it as a float (``{value:.6g}``): OverflowError out of RewardSet.score, so
+    one row ended the whole call (and ``rewardkit score``, with a traceback); a Score
+    holding it did the same. Now that row is an error naming the bound."""
+    from rewardkit.types import coerce_value
+
+    for value in (10**400, -(10**5000), Score(10**400)):
+        score = coerce_value(value)
+        assert score.status is Status.ERROR and "beyond the value bound" in score.reason
+        assert "digits" in score.reason
+    assert "1e+20" in coerce_value(10**20).reason  # within the float range: its value
+    rs = RewardSet.from_dict({"rewards": {"v": {"reward": "metadata_value"}}})
+    res = rs.score([{"completion": "x", "metadata": {"value": v}} for v in (1, 10**400, 2)])
+    assert res.values("v") == [1.0, None, 2.0]
+    assert res.outcomes["v"].score(1).status is Status.ERROR
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  v: {reward: metadata_value}\n")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join('{"completion": "x", "metadata": {"value": ' + v + "}}\n"
+                           for v in ("1", "9" * 400, "2")))
+    out = tmp_path / "out.jsonl"
+    proc = cli("score", str(cfg), str(src), "--out", str(out))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    rows = [strict_json(line) for line in out.read_text().splitlines()]
+    assert [r["reward"] for r in rows] == [1.0, None, 2.0]  # type: ignore[index]
 
 
 def test_huge_values_through_the_cli_give_standard_json(tmp_path):
