@@ -84,6 +84,26 @@ _NO_ANSWER_ASCII_LOWER = re.compile(
     r"|w(?<![a-z]w)e(?:" + _MODAL_VERB + "|" + _GUESSING + ")"
     r"|n(?<![a-z]n)o(?:t" + _NOT_SURE + "|" + _NO_IDEA + ")"
     r"|u(?<![a-z]u)nsure|j(?<![a-z]j)ust" + _JUST_GUESS + r"|r(?<![a-z]r)andom\s+guess")
+#: a word every match of :data:`_NO_ANSWER` holds: the verb after a modal (``be sure``
+#: ends in "sure"), "sure" / "certain" / "confident", "idea", "guess" (in "guessing" too);
+#: written from :data:`_GIVES_UP`'s parts and kept with them
+_NO_ANSWER_WORDS = ("sure", "know", "find", "answer", "solve", "tell", "say", "guess", "idea",
+                    "figure", "determine", "certain", "confident")
+
+
+def _says_no_answer(text: str, end: int) -> bool:
+    """Whether ``text[:end]`` says it has no answer (:data:`_NO_ANSWER`). An ASCII text
+    holding none of :data:`_NO_ANSWER_WORDS` there (most) is told by plain searches,
+    without the regex (tests/builtin/test_math_scan_rewrites.py)."""
+    if not text.isascii():
+        return _NO_ANSWER.search(text, 0, end) is not None
+    low = text.lower()
+    for word in _NO_ANSWER_WORDS:
+        if low.find(word, 0, end) >= 0:
+            return _NO_ANSWER_ASCII_LOWER.search(low, 0, end) is not None
+    return False
+
+
 #: an answer called wrong right after it: "\boxed{18} is wrong", "18 is not the answer"
 _REFUTED = re.compile(r"[\s$)}\]]*(?:is|was|seems)\s+(?:(?:definitely|probably|clearly)\s+)?"
                       r"(?:wrong|incorrect|not\s+(?:right|correct|the\s+(?:final\s+)?answer))",
@@ -93,6 +113,23 @@ HEDGE_WORD = re.compile(
     r"(?<![\\A-Za-z])(?:or|either|maybe|perhaps|possibly|guess)(?![A-Za-z])|\\pm|\\mp|±"
     r"|\\lor(?![A-Za-z])|\\vee(?![A-Za-z])",
     re.IGNORECASE)
+#: :data:`HEDGE_WORD` for an ASCII text in lower case (where IGNORECASE reads an ASCII
+#: letter as its lower case: ``\\PM`` as ``\\pm``), each alternative starting with a plain
+#: character so that the regex engine skips the positions that start none (about twice
+#: as fast); tests/builtin/test_math_scan_rewrites.py checks both find the same
+_HEDGE_WORD_ASCII_LOWER = re.compile(
+    r"o(?<![\\a-z]o)r(?![a-z])|e(?<![\\a-z]e)ither(?![a-z])|m(?<![\\a-z]m)aybe(?![a-z])"
+    r"|p(?<![\\a-z]p)(?:erhaps|ossibly)(?![a-z])|g(?<![\\a-z]g)uess(?![a-z])|\\pm|\\mp"
+    r"|\\lor(?![a-z])|\\vee(?![a-z])")
+
+
+def hedge_word_in(text: str) -> bool:
+    """Whether :data:`HEDGE_WORD` finds a hedge word in ``text``."""
+    if text.isascii():
+        return _HEDGE_WORD_ASCII_LOWER.search(text.lower()) is not None
+    return HEDGE_WORD.search(text) is not None
+
+
 #: a bound is not a value: "at least 18", "more than 18", "between 17 and 18", "\geq 18"
 _BOUND = re.compile(
     r"(?<![\\A-Za-z])(?:at\s+(?:least|most)|(?:more|less|fewer|greater|smaller)\s+than|up"
@@ -236,10 +273,9 @@ def _fallback_refusal(found: Found, first: bool, prompt: str) -> str:
             return SUPERSEDED
         if rest.rstrip().endswith("?"):
             return "no final answer: the output ends in a question"
-    if (_NO_ANSWER_ASCII_LOWER.search(text.lower(), 0, found.start) if text.isascii()
-            else _NO_ANSWER.search(text, 0, found.start)):
+    if _says_no_answer(text, found.start):
         return "no final answer: the output says it cannot answer"
-    if HEDGE_WORD.search(sentence):
+    if hedge_word_in(sentence):
         return "the last sentence hedges between values"
     if _listed(text, sentence, found):
         return "a list of numbers, not an answer"
@@ -375,7 +411,7 @@ _WITHDRAWAL_HINTS = ("wrong", "incorrect", "not right", "not correct", "scratch"
 def hedged(answer: str) -> bool:
     """Whether an answer hedges between values: ``17 or 18``, ``maybe 18``, ``18 \\pm 1``,
     ``17 \\text{ or } 18``."""
-    return HEDGE_WORD.search(TEXT_COMMAND.sub(lambda t: " " + t.group(1) + " ", answer)) is not None
+    return hedge_word_in(TEXT_COMMAND.sub(lambda t: " " + t.group(1) + " ", answer))
 
 
 def competing_answers(found: Found, order: Sequence[str], answer_tag: str,

@@ -92,13 +92,17 @@ def hashes_line(text: str, first: bool = False) -> str | None:
 
 
 #: a number in prose; a decimal comma where it cannot be a list or thousands (``2,74``: one
-#: comma, no comma before it, fewer than three digits after it) is one number
+#: comma, no comma before it, fewer than three digits after it) is one number. Each token
+#: starts with a sign, ``$``, a digit or a point: the look-ahead that says so first lets
+#: ``re`` give up at every other position at once (a scan is about twice as fast; the
+#: tokens are the same: tests/builtin/test_math_scan_rewrites.py)
 NUMBER_TOKEN = re.compile(
-    r"(?<![A-Za-z\d.])[-+]?\$?(?:\d{1,3}(?:(?:,|,\\!\s*|\{,\})\d{3})+(?:\.\d+)?"
+    r"(?=[-+$\d.])(?<![A-Za-z\d.])[-+]?\$?(?:\d{1,3}(?:(?:,|,\\!\s*|\{,\})\d{3})+(?:\.\d+)?"
     r"|(?<!\d,)\d+,\d{1,2}(?![\d,]|\.\d)|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?(?![A-Za-z]*\d)"
 )
 NUMBER_TOKEN_DECIMAL_COMMA = re.compile(
-    r"(?<![A-Za-z\d,])[-+]?\$?(?:\d{1,3}(?:[. ]\d{3})+(?:,\d+)?|\d+(?:,\d+)?)%?(?![A-Za-z]*\d)"
+    r"(?=[-+$\d])(?<![A-Za-z\d,])[-+]?\$?(?:\d{1,3}(?:[. ]\d{3})+(?:,\d+)?|\d+(?:,\d+)?)%?"
+    r"(?![A-Za-z]*\d)"
 )
 
 

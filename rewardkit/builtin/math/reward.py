@@ -188,6 +188,12 @@ _DEFAULT_ORDER = ["answer_tag", "boxed", "hashes", "closing", "bare", "math_span
 #: a box command (``\boxed``, ``\fbox``, ``\colorbox``, ...: every box statement_marks
 #: counts) or ``\textbf`` (one search that starts only at a backslash)
 _BOX_OR_BOLD_COMMAND = re.compile(r"\\(?:[A-Za-z]*box|textbf)")
+#: plain substrings searched by ``re`` where its literal search is faster than ``in`` on
+#: a long text whose first character is common (``*`` in "11 * 23", line breaks): "**",
+#: "####" and a line starting "a:" (the same finds, tests/builtin/test_math_scan_rewrites.py)
+_TWO_STARS = re.compile(r"\*\*")
+_HASHES = re.compile("####")
+_A_LINE = re.compile("\na:")
 
 
 def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
@@ -210,18 +216,19 @@ def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
     compares both on the benchmark's rows and the golden cases.
 
     Each check is one C-level scan (a fused regex is slower: ``re`` tries every position
-    where an alternative may start); the 8-shot line's lead-in is cut by its literal."""
+    where an alternative may start; a literal regex search is faster than ``in`` for
+    three of them); the 8-shot line's lead-in is cut by its literal."""
     text = sample.text
     pos = text.rfind("####")
     if (pos < 0 or text.find("\n", pos) >= 0 or (pos and text[pos - 1] == "#")
             or not text.isascii() or params.reasoning_tag is not None
             or params.occurrence != "last" or params.decimal_comma
             or params.answer_tag != "answer" or params.extract != _DEFAULT_ORDER
-            or "think>" in text or "**" in text or text.find("####", 0, pos) >= 0
+            or "think>" in text or _TWO_STARS.search(text) or _HASHES.search(text, 0, pos)
             or _BOX_OR_BOLD_COMMAND.search(text)):
         return None
     low = text.lower()  # (ASCII: the same positions)
-    if (low.find("answer", 0, pos) >= 0 or "\na:" in low  # (no line break after pos)
+    if (low.find("answer", 0, pos) >= 0 or _A_LINE.search(low)  # (no line break after pos)
             or low.startswith("a:")):
         return None  # a closing phrase, an answer block or an "A:" line before the line
     line = text[pos + 4 :]
