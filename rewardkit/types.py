@@ -13,6 +13,9 @@ from typing import Any
 #: output controls what a number-parsing grader returns; with this bound (and the weight
 #: bound of the config) no sum, square or mean of scores can overflow to inf.
 MAX_ABS_VALUE = 1e12
+#: longest reason a reward's verdict keeps: a longer one (a whole input echoed) is cut
+#: where the verdict is taken (:func:`coerce_value`), saying how much was cut
+MAX_REASON_CHARS = 10_000
 
 
 class Status(StrEnum):
@@ -334,6 +337,12 @@ def coerce_value(value: Any) -> Score:
                 return Score.error(f"ok score with value {v!r}")
             if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
                 return _out_of_range(v)
+        reason = value.reason
+        if isinstance(reason, str) and len(reason) > MAX_REASON_CHARS:
+            cut = len(reason) - MAX_REASON_CHARS
+            return Score(value.value, value.status,
+                         f"{reason[:MAX_REASON_CHARS]}... ({cut:,} characters cut)",
+                         value.details)
         return value
     if value is None:
         return Score.skip("reward returned None")

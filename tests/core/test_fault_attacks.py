@@ -142,6 +142,24 @@ def test_an_integer_past_the_float_range_is_that_rows_error_not_the_runs_end(tmp
     assert [r["reward"] for r in rows] == [1.0, None, 2.0]  # type: ignore[index]
 
 
+def test_a_reason_of_megabytes_is_cut_where_the_verdict_is_taken():
+    """A reward whose reason holds a whole input (a 5 MB completion echoed, a parser's
+    dump) kept it whole in every row: 1,024 rows a batch of 5 MB reasons held 5 GB and
+    wrote them all out. A reward's reason is cut at MAX_REASON_CHARS where its verdict is
+    taken (inline, group and process mode alike), saying how much was cut; an exception's
+    text was already cut at 500 characters."""
+    from rewardkit.types import MAX_REASON_CHARS, coerce_value
+
+    for verdict in (Score(0.5, Status.OK, "r" * 5_000_000), Score.skip("s" * 5_000_000),
+                    Score.error("e" * 5_000_000)):
+        score = coerce_value(verdict)
+        assert len(score.reason) <= MAX_REASON_CHARS + 60, len(score.reason)
+        assert score.reason.endswith(f"({5_000_000 - MAX_REASON_CHARS:,} characters cut)")
+        assert (score.status, score.value) == (verdict.status, verdict.value)
+    short = Score(0.5, Status.OK, "r" * MAX_REASON_CHARS)
+    assert coerce_value(short) is short  # a reason within the bound is untouched
+
+
 def test_huge_values_through_the_cli_give_standard_json(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("rewards:\n  h: {reward: huge}\n")
