@@ -301,7 +301,7 @@ def _tagged(key: Any) -> Any:
         return ["t", [_tagged(k) for k in key]]
     if isinstance(key, frozenset):
         items = [_tagged(k) for k in key]
-        return ["m", sorted(items, key=lambda t: json.dumps(t, ensure_ascii=False))]
+        return ["m", sorted(items, key=repr)]  # repr: one text per item, cheaper than JSON
     if isinstance(key, _Prompt):
         return ["p", _tagged(key.value)]
     if isinstance(key, _Unhashable):
