@@ -111,6 +111,12 @@ def _formula(rng: random.Random, depth: int = 0) -> str:
             return rng.choice(_LETTERS)
         if r < 0.62:
             return rng.choice(["\\pi", "\\infty", f"\\binom{{{rng.randint(0, 12)}}}{{3}}"])
+        if r < 0.68:
+            return rng.choice([
+                "e", "e^{" + _formula(rng, depth + 1) + "}", "e^" + rng.choice("2nx"), "e^\\pi",
+                "\\ln(" + _formula(rng, depth + 1) + ")", "\\ln " + _formula(rng, depth + 1),
+                "\\ln" + rng.choice(["2", "{x}", "^2 x", " -x", " x / 2", " \\ln x"]),
+                "\\lfloor " + _formula(rng, depth + 1) + " \\rfloor"])
         if r < 0.74:
             return f"\\frac{{{_formula(rng, depth + 1)}}}{{{_formula(rng, depth + 1)}}}"
         if r < 0.82:
@@ -154,10 +160,25 @@ def test_reads_as_the_parser_on_random_formulas() -> None:
     assert _check(texts) > 80
 
 
+def test_reads_lists_of_numbers_as_the_parser() -> None:
+    """Numbers before a comma (``(0,1/2)``, ``(106.44, 109.12)``, ``1,2``) are items of a
+    list to the parser, except a whole text in the thousands shape (``1,234``: a number)."""
+    rng = random.Random(7)
+    items = ["0", "-1", "x", "e", "2018", "12345", "106.44", "\\frac{1}{2}", "\\ln 2", "3"]
+    texts = set()
+    for _ in range(300):
+        body = "".join(rng.choice(items) + rng.choice([",", ", ", " ,"])
+                       for _ in range(rng.choice([1, 1, 2, 3]))) + rng.choice(items)
+        texts.add(rng.choice(["", "(", "[", "\\{"]) + body + rng.choice(["", ")", "]", "\\}"]))
+    assert _check(texts) > 50
+
+
 @pytest.mark.parametrize("latex", [
-    "\\pi(37)", "\\pi (x)", "f(x)", "x (y)", "1,234", "-1,234", "2 3", "x1", "xy", "e^{2}",
+    "\\pi(37)", "\\pi (x)", "f(x)", "x (y)", "1,234", "-1,234", "2 3", "x1", "xy", "2e3",
     "2e", "i", "dx", "\\frac{1}{dx}", "a_1", "x=1", "\\sqrt[3]{2}", "2^{3}^{4}", "(1,2),(3,4)",
-    "1.5.2", "p^{-1} (7)", "\\pi^2(x)", "\\ln x", "\\frac12", "3 \\%", "",
+    "1.5.2", "p^{-1} (7)", "\\pi^2(x)", "\\ln^2 x", "\\frac12", "3 \\%", "", "e^{x}^{2}",
+    "e(x)", "e^e", "xe", "\\ln x / 2", "\\ln x \\ln y", "\\ln{x} y", "\\ln x \\cdot 2",
+    "\\lfloor x",
 ])
 def test_declines_what_the_parser_reads_by_context(latex: str) -> None:
     assert read_latex(latex) is None
@@ -168,6 +189,11 @@ def test_declines_what_the_parser_reads_by_context(latex: str) -> None:
     "[x, \\pi, 2]", "(-\\infty, x]", "(x, y)", "\\frac{1}{2}, x", "-\\frac{9\\sqrt{31}}{15}",
     "2 \\cdot 3 x", "2/3 x", "\\binom{34}{9}",
     "3^5", "0.4330127018922193", "-(8)", "x - 2 - 3", "-x^2", "\\frac{4\\sqrt{5}}{7}\\pi",
+    "e", "e^{2}", "e^{0}", "e^{1}", "-e^{-x}", "\\frac{1}{2} e^{-1}", "e^{2}!", "\\sqrt{e}",
+    "\\ln x", "\\ln(x)+1", "\\ln 2x + 1", "\\ln x^2 y", "\\ln(2)^2", "\\ln (x) (y)",
+    "2 \\ln x+3 \\ln (y^{2}-z)-\\frac{1}{2} \\ln (y+1)", "\\ln\\sqrt{3}", "\\ln e",
+    "\\lfloor\\frac{2n}{3}\\rfloor+1", "\\lfloor x \\rfloor^2", "\\lfloor x \\rfloor (2)",
+    "(0,1/2)", "(106.44, 109.12)", "(1,\\frac{1}{2})", "1,2", "(12,345,6)",
 ])
 def test_reads_forms_the_parser_reads_its_own_way(latex: str) -> None:
     mine = read_latex(latex, True)

@@ -3,18 +3,19 @@
 math-verify reads every answer's LaTeX with latex2sympy2_extended, an ANTLR parser in
 pure Python: tens of milliseconds an answer (most of math_answer's time on real
 competition answers that its exact fast path does not settle). Most of those answers
-are small formulas: integers and decimals, letters, ``\\pi``, ``\\frac``, ``\\sqrt``,
-powers, ``+ - * / \\cdot \\times \\div``, parentheses, ``!``. This module reads that
+are small formulas: integers and decimals, letters, ``\\pi``, ``e`` and ``e^{x}``,
+``\\frac``, ``\\sqrt``, ``\\ln``, ``\\lfloor \\rfloor``, powers,
+``+ - * / \\cdot \\times \\div``, parentheses, ``!``, lists. This module reads that
 subset by hand into the very sympy object latex2sympy2_extended builds from it (the
 same unevaluated ``Add`` / ``Mul`` / ``Pow`` with the same argument order, its mixed
 fractions ``2\\frac{1}{2}``, its real symbols), and declines (None) everything else: any
-other command, letters whose meaning depends on context (``d``, ``e``, ``i``, ``j``,
-``I``, ``E``, ``o``, two letters in a row, a letter before a parenthesis, which may be
-a function), commas, relations, sets, subscripts, digits split by a space, chained
-powers. Declined text takes latex2sympy2_extended as before. tests/builtin/
-test_math_latex_reader.py checks, text by text, that the two give the same object on
-real answers, math-verify's and rewardkit's own cases and random formulas of the
-subset.
+other command, letters whose meaning depends on context (``d``, ``i``, ``j``, ``I``,
+``E``, ``o``, ``e`` after a digit, two letters in a row, a letter before a parenthesis,
+which may be a function), ``\\ln`` before a quotient or another factor, relations,
+subscripts, digits split by a space, chained powers. Declined text takes
+latex2sympy2_extended as before. tests/builtin/test_math_latex_reader.py checks, text
+by text, that the two give the same object on real answers, math-verify's and
+rewardkit's own cases and random formulas of the subset.
 
 It is used only inside math_answer's own calls to math-verify
 (:func:`reading_fast`): math-verify called by anyone else in the process parses as it
@@ -35,11 +36,14 @@ from latex2sympy2_extended.sets import FiniteSet
 
 #: letters latex2sympy2_extended reads as something other than a real symbol, or as part
 #: of a longer token (a differential, Euler's number, the imaginary unit, ...)
-_SPECIAL_LETTERS = frozenset("deEiIjo")
+_SPECIAL_LETTERS = frozenset("dEiIjo")
 _TOKEN = re.compile(
     r"\s+|(?P<num>\d+(?:\.\d+)?)|(?P<letter>[A-Za-z])|(?P<cmd>\\[A-Za-z]+)|(?P<op>[-+*/^(){}!,\[\]]|\\[{}])")
 _COMMANDS = frozenset({"\\frac", "\\sqrt", "\\pi", "\\cdot", "\\times", "\\div", "\\infty",
-                       "\\binom"})
+                       "\\binom", "\\ln", "\\lfloor", "\\rfloor"})
+#: what may follow ``\ln``'s argument written without parentheses (``\ln 2x + 1``): the
+#: parser's argument runs over a product, a quotient, another ``\ln``, which are declined
+_AFTER_LN_ARGUMENT = frozenset({None, "+", "-", ")", "}", ",", "]", "\\rfloor"})
 #: latex2sympy2_extended reads a whole text of this shape as one number (``1,234``)
 _COMMA_NUMBER = re.compile(r"^\s*-?\d{1,3}(,\d{3})+(\.\d+)?\s*$")
 _OPENING = {"(": ")", "[": "]", "\\{": "\\}"}
@@ -83,7 +87,9 @@ def _tokens(text: str) -> list[tuple[str, str]]:
                 raise _Decline
             if kind == "num" and out[-1][1] == ".":
                 raise _Decline
-        if kind == "num" and pos < len(text) and text[pos] in ".,":
+            if value == "e" and last_kind == "num":
+                raise _Decline  # "2e3", "1e-5": a number in E notation to the lexer
+        if kind == "num" and pos < len(text) and text[pos] == ".":
             raise _Decline
         out.append((kind, value))
         previous_space = False
@@ -184,7 +190,7 @@ class _Reader:
     def _starts_postfix(self) -> bool:
         kind, value = self.tokens[self.pos]
         return kind in ("num", "letter") or value in (
-            "(", "\\pi", "\\frac", "\\sqrt", "\\infty", "\\binom")
+            "(", "\\pi", "\\frac", "\\sqrt", "\\infty", "\\binom", "\\ln", "\\lfloor")
 
     def postfix(self) -> Any:
         value = self.exp()
@@ -198,6 +204,8 @@ class _Reader:
     def exp(self) -> Any:
         if self.pos >= len(self.tokens):
             raise _Decline
+        if self.tokens[self.pos] == ("letter", "e"):
+            return self.euler()
         named = self.tokens[self.pos][0] == "letter" or self.tokens[self.pos][1] in (
             "\\pi", "\\infty")
         base = self.comp()
@@ -219,6 +227,49 @@ class _Reader:
         if self.peek() in ("^", "!") or (named and self.peek() == "("):
             raise _Decline  # "p^{-1}(7)": a function to the parser
         return sympy.Pow(base, exponent, evaluate=False)
+
+    def euler(self) -> Any:
+        """``e`` and ``e^{x}``: Euler's number and its power, which the parser reads as
+        ``sympy.exp`` of the exponent, evaluated (``e^{1}`` is ``E``, ``e^{0}`` is 1)."""
+        self.take()
+        exponent: Any = sympy.Integer(1)
+        if self.peek() == "^":
+            self.take()
+            kind, value = self.take()
+            if value == "{":
+                exponent = self.expr()
+                self.take("}")
+            elif kind == "num" and len(value) == 1:
+                exponent = sympy.Integer(int(value))
+            elif kind == "letter" and value != "e":
+                exponent = sympy.Symbol(value.lower(), real=self.is_real)
+            elif value == "\\pi":
+                exponent = sympy.pi
+            else:
+                raise _Decline
+        if self.peek() in ("^", "("):
+            raise _Decline
+        return sympy.exp(exponent)
+
+    def logarithm(self) -> Any:
+        """``\\ln(x)`` (its argument in parentheses, then a factor like any other) and
+        ``\\ln 2x`` (its argument a product of factors up to a sum's sign, a closing
+        bracket, a comma or the end; a quotient or another factor after it is declined)."""
+        if self.peek() == "(":
+            self.take()
+            argument = self.expr()
+            self.take(")")
+            return sympy.log(argument, sympy.E, evaluate=False)
+        if self.pos >= len(self.tokens) or not self._starts_postfix() or self.peek() in (
+                "(", "\\ln"):
+            raise _Decline
+        items = [self.postfix()]
+        while (self.pos < len(self.tokens) and self._starts_postfix()
+               and self.peek() not in ("(", "\\ln")):
+            items.append(self.postfix())
+        if self.peek() not in _AFTER_LN_ARGUMENT:
+            raise _Decline
+        return sympy.log(_postfix_list(items), sympy.E, evaluate=False)
 
     def comp(self) -> Any:
         kind, value = self.take()
@@ -247,6 +298,12 @@ class _Reader:
             return sympy.Mul(top, sympy.Pow(bottom, -1, evaluate=False), evaluate=False)
         if value == "\\sqrt":
             return sympy.Pow(self.braced(), sympy.S.Half, evaluate=False)
+        if value == "\\ln":
+            return self.logarithm()
+        if value == "\\lfloor":
+            inner = self.expr()
+            self.take("\\rfloor")
+            return sympy.floor(inner, evaluate=False)
         raise _Decline
 
     def braced(self) -> Any:
