@@ -65,7 +65,8 @@ from rewardkit.execution.timeouts import LOAD_TIMEOUT
 from rewardkit.types import Score, Status
 
 #: chunks per worker a call aims at, so that a worker slowed by other load leaves a
-#: short tail
+#: short tail (with one worker there is no one to take a tail: consecutive chunks go in
+#: one message, see ``_Call``)
 CHUNKS_PER_WORKER = 16
 
 
@@ -174,6 +175,17 @@ class WorkerPool:
         return fresh
 
 
+def _joined(chunks: list[list[int]]) -> list[list[int]]:
+    """Consecutive ``chunks`` put together, in order, up to :data:`MAX_CHUNK` items each."""
+    out: list[list[int]] = []
+    for chunk in chunks:
+        if out and len(out[-1]) + len(chunk) <= MAX_CHUNK:
+            out[-1] += chunk
+        else:
+            out.append(list(chunk))
+    return out
+
+
 class _Call:
     """The state of one ``WorkerPool.execute``: the queue of chunks, what each worker holds,
     results."""
@@ -195,8 +207,13 @@ class _Call:
         n = len(items)
         size = max(1, min(MAX_CHUNK, n // (pool.size * CHUNKS_PER_WORKER) or 1))
         n_chunks = -(-n // size)
-        self.queue: collections.deque[list[int]] = collections.deque(
-            list(range(j, n, n_chunks)) for j in range(n_chunks))
+        chunks = [list(range(j, n, n_chunks)) for j in range(n_chunks)]
+        if pool.size == 1:
+            # one worker has no tail to share: consecutive strided chunks go in one
+            # message of up to MAX_CHUNK items (the items are tried in the same order, one
+            # round trip instead of one per chunk)
+            chunks = _joined(chunks)
+        self.queue: collections.deque[list[int]] = collections.deque(chunks)
         self.workers = list(pool._workers)
         self.breaker = Breaker("samples")
 

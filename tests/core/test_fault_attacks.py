@@ -77,6 +77,18 @@ def test_burst_of_rows_that_kill_their_worker_costs_only_those_rows():
     assert res.values("d")[16:] == [1.0] * 48
 
 
+def test_one_worker_tries_a_burst_of_rows_that_kill_it_spread_over_the_batch():
+    # one worker gets the strided chunks joined into messages of up to 256 rows, tried in
+    # the strided order: 17 adjacent rows that kill it are not the first 17 tried, so the
+    # breaker (16 failures, 90% of those tried) does not give up on the batch
+    rs = RewardSet.from_dict({"workers": 1, "rewards": {"d": {"reward": "dies"}}})
+    batch = [{"completion": "die" if i < 17 else f"fine {i}"} for i in range(340)]
+    res = rs.score(batch)
+    assert all(s.status is Status.ERROR and "exited with code 3" in s.reason
+               for s in res.scores("d")[:17])
+    assert res.values("d")[17:] == [1.0] * 323
+
+
 def test_scattered_hangs_with_many_workers_cost_only_those_rows():
     rs = RewardSet.from_dict({"workers": 8,
                               "rewards": {"h": {"reward": "hangs", "timeout": 1}}})
