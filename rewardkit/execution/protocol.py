@@ -113,13 +113,26 @@ def wire_score(score: Score) -> tuple[Any, str, str, Any]:
         if type(details) is not dict:
             details = dict(details)
         for value in details.values():
-            if type(value) not in _SIMPLE:
+            if type(value) not in _SIMPLE and not _plain_list(value, 2):
                 details = _safe_details(details)
                 break
     status = score.status
     reason = score.reason
     return (score.value, "ok" if status is _OK else str(status),
             reason if type(reason) is str else str(reason), details)
+
+
+def _plain_list(value: Any, depth: int) -> bool:
+    """A list or tuple of plain values, or (``depth`` 2) of such lists (what a reward's
+    details usually hold, ``[["id", True], ...]``): it pickles and unpickles as it is,
+    with no trial round trip."""
+    if type(value) is not list and type(value) is not tuple:
+        return False
+    simple = _SIMPLE
+    for item in value:
+        if type(item) not in simple and (depth < 2 or not _plain_list(item, 1)):
+            return False
+    return True
 
 
 def _safe_details(details: dict[Any, Any]) -> dict[Any, Any]:

@@ -65,3 +65,31 @@ def test_a_worker_killed_mid_chunk_costs_its_row_and_keeps_the_rows_it_finished(
     # were kept (shared memory), the unstarted ones went to its replacement
     lines = log.read_text().split()
     assert sorted(lines) == sorted(f"row{i}" for i in range(200))
+
+
+def test_details_cross_the_pipe_as_a_pickle_round_trip_gives_them() -> None:
+    # lists of plain values (instruction_following's [[id, followed], ...]) go as they are,
+    # with no trial round trip; anything else still takes it (a lock inside a list: its
+    # repr; a list holding itself pickles, so it goes too)
+    import pickle
+    import threading
+
+    from rewardkit import Score
+    from rewardkit.execution.protocol import to_score, wire_score
+
+    looped: list = [1]
+    looped.append(looped)
+    for details, plain in (
+            ({"followed": [["a:b", True], ["c:d", False]], "n": 1}, True),
+            ({"pairs": (("x", 1.5), [None, 2])}, True),
+            ({"deep": [[[1]]]}, False),
+            ({"handle": [threading.Lock()]}, False),
+            ({"loop": looped}, False)):
+        wire = wire_score(Score.ok(1.0, **details))
+        back = to_score(pickle.loads(pickle.dumps(wire)))
+        if "handle" in details:
+            assert isinstance(back.details["handle"], str) and "lock" in back.details["handle"]
+            continue
+        assert (wire[3] is not None) and set(back.details) == set(details)
+        if plain:
+            assert back.details == details
