@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "xdist_groups"]  # xdist_groups: tests/xdist_groups.py
 
 ROOT = Path(__file__).resolve().parents[1]
 THIRDPARTY = Path(__file__).resolve().parent / "thirdparty"

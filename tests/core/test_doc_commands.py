@@ -177,7 +177,8 @@ def _without_comments(text: str) -> str:
 COMMANDS = collect()
 
 #: under pytest-xdist (-n 2 --dist loadgroup) every command runs on one
-#: worker, in order: a later command uses what an earlier one wrote (:func:`scratch`)
+#: worker, in order: a later command uses what an earlier one wrote (:func:`scratch`;
+#: tests/xdist_groups.py keeps the group whole on pytest 9.2)
 pytestmark = pytest.mark.xdist_group("doc_commands")
 
 
