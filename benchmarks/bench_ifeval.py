@@ -23,11 +23,14 @@ repeat, warmed up on rows outside the batch): one process each. Wall and CPU sec
 per repeat, the median and the spread, the load average before and after. Our caches
 start empty in each timed run (the reference has none); both sides have their imports,
 langdetect's profiles and NLTK's Punkt model loaded first.
+The reference runs with NLTK's own resource lookup (instruction_following makes NLTK
+remember a resource it did not find, which would reach the reference in this process).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib
 import json
@@ -39,7 +42,7 @@ import time
 import tomllib
 import types
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -227,6 +230,30 @@ def _empty_caches() -> None:
     language.forget()
 
 
+@contextlib.contextmanager
+def _nltk_as_shipped() -> Iterator[None]:
+    """NLTK's own resource lookup for the reference while it is timed: instruction_following
+    makes NLTK remember a resource it did not find (``rewardkit_ifeval.checkers``), which
+    would speed the reference up in this shared process too."""
+    import nltk.data
+
+    ours = nltk.data.find
+    shipped = getattr(ours, "unremembering", None)
+    perceptron = sys.modules.get("nltk.tag.perceptron")
+    if shipped is None:  # a commit before the memory: nothing to undo
+        yield
+        return
+    nltk.data.find = shipped
+    if perceptron is not None:
+        perceptron.find = shipped  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        nltk.data.find = ours
+        if perceptron is not None:
+            perceptron.find = ours  # type: ignore[attr-defined]
+
+
 def _timed(fn: Callable[[], Any], cpu: Callable[[], float]) -> tuple[float, float]:
     start, cpu0 = time.perf_counter(), cpu()
     fn()
@@ -247,15 +274,17 @@ def speed(registry: dict[str, Any], rows: list[dict[str, Any]], samples: list[Sa
         loose = mode == "loose"
         params = {"mode": mode, "min_words": 0, "refuse_echo": False}
         ours = get_reward("instruction_following")(params)
-        for row, sample in zip(rows, samples, strict=True):  # both sides warm
-            reference_verdicts(registry, row, sample.text, loose, seed=False)
+        with _nltk_as_shipped():  # both sides warm
+            for row, sample in zip(rows, samples, strict=True):
+                reference_verdicts(registry, row, sample.text, loose, seed=False)
         [ours.score(s) for s in WARM_UP + samples]
         runs: dict[str, list[tuple[float, float]]] = {"reference": [], "inline": [],
                                                       "worker": []}
 
         def reference(loose: bool = loose) -> None:
-            for row, sample in zip(rows, samples, strict=True):
-                reference_verdicts(registry, row, sample.text, loose, seed=False)
+            with _nltk_as_shipped():
+                for row, sample in zip(rows, samples, strict=True):
+                    reference_verdicts(registry, row, sample.text, loose, seed=False)
 
         def inline(ours: Reward = ours) -> None:
             for sample in samples:

@@ -16,11 +16,11 @@ profiles and is seeded (0) so a language verdict is the same on every run.
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import json
 import random
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,10 +98,52 @@ def registry() -> Mapping[str, type]:
     ifeval_util._get_sentence_tokenizer = punkt_tokenizer
     ifbench_util._get_sentence_tokenizer = punkt_tokenizer
     nltk.tokenize._get_punkt_tokenizer = _english_punkt
+    _remember_missing_data(nltk)
     merged: dict[str, type] = {}
     for table in (IFEVAL, IFBENCH):
         merged.update(table)
     return merged
+
+
+#: how long NLTK's answer that a resource is not installed is taken as still true
+MISSING_DATA_SECONDS = 30.0
+
+
+def _remember_missing_data(nltk: Any) -> None:
+    """NLTK's resource lookup (``nltk.data.find``, as the corpora and the POS tagger
+    reach it) remembers for :data:`MISSING_DATA_SECONDS` a resource it did not find, and
+    raises the same ``LookupError`` again without searching: a row whose instruction
+    needs data that is not installed (``ratio:stop_words``, ``words:start_verb``) paid
+    about 4 ms for the search of every data folder (1,188 file tests for 24 such
+    instructions). What is found is not remembered, and a search is made again once the
+    time is up or when ``nltk.data.path`` changes, so data installed while the process
+    runs is seen."""
+    import time
+
+    data = nltk.data
+    find = data.find
+    if getattr(find, "remembers_missing", False):
+        return
+    missing: dict[tuple[Any, ...], tuple[float, LookupError]] = {}
+
+    def find_remembering(resource_name: str, paths: Any = None) -> Any:
+        key = (resource_name, tuple(data.path if paths is None else paths))
+        seen = missing.get(key)
+        now = time.monotonic()
+        if seen is not None and now - seen[0] < MISSING_DATA_SECONDS:
+            raise type(seen[1])(*seen[1].args)
+        try:
+            return find(resource_name, paths)
+        except LookupError as exc:
+            missing[key] = (now, exc)
+            raise
+
+    find_remembering.remembers_missing = True  # type: ignore[attr-defined]
+    find_remembering.unremembering = find  # type: ignore[attr-defined]
+    data.find = find_remembering
+    perceptron = sys.modules.get("nltk.tag.perceptron")
+    if perceptron is not None and getattr(perceptron, "find", None) is find:
+        perceptron.find = find_remembering  # type: ignore[attr-defined]
 
 
 def instruction_ids() -> list[str]:
@@ -125,18 +167,31 @@ class _Draws:
         self.key = (instruction_id, kwargs)
         self.rng: random.Random | None = None
 
-    def method(self, name: str) -> Any:
-        def draw(*args: Any, **kw: Any) -> Any:
-            if self.rng is None:
-                iid, kwargs = self.key
-                self.rng = random.Random(
-                    f"{iid}:{json.dumps(kwargs, sort_keys=True, default=str)}")
-            return getattr(self.rng, name)(*args, **kw)
-        return draw
+    def generator(self) -> random.Random:
+        if self.rng is None:
+            iid, kwargs = self.key
+            self.rng = random.Random(f"{iid}:{json.dumps(kwargs, sort_keys=True, default=str)}")
+        return self.rng
 
 
-@contextlib.contextmanager
-def seeded(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Iterator[None]:
+#: the draws of the :func:`seeded` blocks open now, the innermost last
+_OPEN: list[_Draws] = []
+
+
+def _seeded_draw(name: str) -> Any:
+    def draw(*args: Any, **kw: Any) -> Any:
+        return getattr(_OPEN[-1].generator(), name)(*args, **kw)
+    draw.__name__ = name
+    return draw
+
+
+#: what ``random``'s module-level draws are inside a :func:`seeded` block (made once:
+#: entering a block puts them in ``random``'s namespace in one dict update)
+_SEEDED_DRAWS = {name: _seeded_draw(name) for name in _DRAWS}
+_RANDOM_NAMESPACE = vars(random)
+
+
+class seeded:
     """``random``'s module-level draws seeded from the instruction and its kwargs, the
     global generator left as it was.
 
@@ -148,16 +203,24 @@ def seeded(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Iterator[No
     other module-level draws (what the checkers call) draw from a generator seeded with
     ``"<id>:<kwargs as sorted JSON>"``, the draws ``random.seed`` of that text gives the
     global one; it is made at the first draw, so the checkers that draw nothing (their
-    kwargs complete) pay for no seeding, and the global generator is never touched."""
-    draws = _Draws(instruction_id, kwargs)
-    saved = {name: getattr(random, name) for name in _DRAWS}
-    for name in _DRAWS:
-        setattr(random, name, draws.method(name))
-    try:
-        yield
-    finally:
-        for name, fn in saved.items():
-            setattr(random, name, fn)
+    kwargs complete) pay for no seeding, and the global generator is never touched.
+    Entering and leaving a block are two dict updates of ``random``'s namespace (no
+    function made per block)."""
+
+    __slots__ = ("draws", "saved")
+
+    def __init__(self, instruction_id: str, kwargs: Mapping[str, Any] | None) -> None:
+        self.draws = _Draws(instruction_id, kwargs)
+
+    def __enter__(self) -> None:
+        namespace = _RANDOM_NAMESPACE
+        self.saved = {name: namespace[name] for name in _DRAWS}
+        _OPEN.append(self.draws)
+        namespace.update(_SEEDED_DRAWS)
+
+    def __exit__(self, *exc: object) -> None:
+        _RANDOM_NAMESPACE.update(self.saved)
+        _OPEN.pop()
 
 
 def checker(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str) -> Any:

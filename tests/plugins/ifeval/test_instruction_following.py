@@ -111,3 +111,52 @@ def test_an_ifbench_type_without_its_nltk_data_is_an_error_not_a_download(tmp_pa
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True).stdout
     assert out.startswith("error") and "NLTK data" in out, out
+
+
+def test_missing_nltk_data_is_remembered_and_data_added_later_is_seen(tmp_path):
+    # a type whose data is missing is an error each time, with the same reason (NLTK's
+    # lookup remembers the miss instead of searching every data folder again); data put
+    # on nltk.data.path while the process runs is found and the row graded
+    (tmp_path / "empty").mkdir()
+    words = tmp_path / "added" / "corpora" / "stopwords"
+    words.mkdir(parents=True)
+    (words / "english").write_text("the\nof\nto\nus\nfor\nsome\n")
+    code = ("import nltk.data\n"
+            "from rewardkit import Sample, get_reward\n"
+            "s = Sample.from_dict({'prompt': 'p', 'completion': 'Go to the shop and buy"
+            " some bread for the two of us today.', 'instruction_id_list':"
+            " ['ratio:stop_words'], 'kwargs': [{'percentage': 50}]})\n"
+            "r = get_reward('instruction_following')({})\n"
+            "a, b = r.score(s), r.score(s)\n"
+            "print(a.status, b.status, a.reason == b.reason, "
+            "getattr(nltk.data.find, 'remembers_missing', False))\n"
+            f"nltk.data.path.append({str(tmp_path / 'added')!r})\n"
+            "c = r.score(s)\n"
+            "print(c.status, c.value, c.details['followed'])\n")
+    env = {"PATH": "/usr/bin:/bin", "NLTK_DATA": str(tmp_path / "empty"),
+           "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout.splitlines()
+    assert out[0] == "error error True True", out
+    # 6 of the 12 words are stop words: 50% is at most 50%
+    assert out[1] == "ok 1.0 [['ratio:stop_words', True]]", out
+
+
+def test_seeded_draws_come_from_the_rows_generator_and_leave_the_global_one_alone():
+    import json
+    import random
+
+    from rewardkit_ifeval.checkers import seeded
+
+    state = random.getstate()
+    with seeded("keywords:letter_frequency", {"let_frequency": 3}):
+        got = [random.randint(1, 100), random.choice("abcdef"), random.sample(range(50), 3)]
+        with seeded("other:id", None):
+            inner = random.random()
+        after_inner = random.randint(1, 100)
+    assert random.getstate() == state
+    rng = random.Random("keywords:letter_frequency:"
+                        + json.dumps({"let_frequency": 3}, sort_keys=True))
+    assert got == [rng.randint(1, 100), rng.choice("abcdef"), rng.sample(range(50), 3)]
+    assert after_inner == rng.randint(1, 100)
+    assert inner == random.Random("other:id:null").random()
