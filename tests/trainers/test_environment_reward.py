@@ -8,6 +8,7 @@ and logs it as the class's own reward column.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -76,6 +77,23 @@ def test_what_get_reward_cannot_do_is_refused_by_name(tmp_path, monkeypatch):
         graded(scheduled)().get_reward()
     with pytest.raises(ConfigError, match=r"normalize_then_sum|no group"):
         graded({**FROM_ROWS, "aggregate": "normalize_then_sum"})().get_reward()
+
+
+def test_a_class_made_after_another_was_dropped_reads_its_own_config(tmp_path, monkeypatch):
+    """Classes made at run time (``type(...)``) and dropped: a new one often lands at the
+    freed one's address; the RewardSets were keyed by ``id(cls)``, and the new class got
+    the old one's (29 of 30 rounds here: a refused config scored, a good one refused in
+    whichever test of this file ran after another, as on two pytest workers)."""
+    monkeypatch.setenv(WORKSPACES_ENV, str(tmp_path))
+    for _ in range(10):
+        env = graded(FROM_ROWS)()
+        env.reset(**ROWS[0])
+        assert env.get_reward() == 0.0
+        del env
+        gc.collect()
+        with pytest.raises(ConfigError, match="no group to normalise"):
+            graded({**FROM_ROWS, "aggregate": "normalize_then_sum"})().get_reward()
+        gc.collect()
 
 
 def test_trls_grpo_trainer_logs_get_reward_as_the_environments_column(tmp_path,

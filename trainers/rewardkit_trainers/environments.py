@@ -126,7 +126,11 @@ class RewardkitReward:
     """
 
     reward_config: ClassVar[Any] = None
-    _reward_sets: ClassVar[dict[int, RewardSet]] = {}
+    #: each class's RewardSet, built once; keyed by the class itself, held weakly: a key
+    #: of ``id(cls)`` outlived a class made and dropped at run time (``type(...)``), and a
+    #: new class at the freed address got its RewardSet, config and refusals unread
+    _reward_sets: ClassVar[weakref.WeakKeyDictionary[type, tuple[Any, RewardSet]]] = (
+        weakref.WeakKeyDictionary())
 
     def reset(self, **row: Any) -> Any:
         self._rewardkit_row = dict(row)
@@ -135,9 +139,9 @@ class RewardkitReward:
 
     @classmethod
     def _rewardkit_set(cls) -> RewardSet:
-        key = id(cls)
-        if key not in RewardkitReward._reward_sets:
-            config = cls.reward_config
+        config = cls.reward_config
+        cached = RewardkitReward._reward_sets.get(cls)
+        if cached is None or cached[0] is not config:  # none yet, or reward_config replaced
             where = f"{cls.__name__}.reward_config"
             if config is None:
                 raise ConfigError(where, [("", "name the rewardkit config (a file, a "
@@ -156,8 +160,8 @@ class RewardkitReward:
                                  "normalise over (use weighted_sum)"))
             if problems:
                 raise ConfigError(where, problems)
-            RewardkitReward._reward_sets[key] = reward_set
-        return RewardkitReward._reward_sets[key]
+            cached = RewardkitReward._reward_sets[cls] = (config, reward_set)
+        return cached[1]
 
     def get_reward(self) -> float | None:
         row = dict(getattr(self, "_rewardkit_row", {}))
