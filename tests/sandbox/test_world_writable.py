@@ -164,6 +164,28 @@ def test_doctor_lists_the_world_writable_folders() -> None:
     assert "/run/lock" in report["world_writable"]
 
 
+def test_a_folder_removed_between_the_search_and_its_mount_is_gone_not_shared(tmp_path) -> None:
+    """Another process's world-writable folder (another test worker's /run/rk-ww-<pid>)
+    removed after the pool's search and before the zygote covers it: nothing to cover,
+    named as gone; it was a failed mount that turned the layer off (the doctor's
+    "SHARED (mount failed): ... No such file or directory" on two test workers)."""
+    from rewardkit_sandbox.zygote.mounts import NamespacesAndMounts
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    gone.chmod(0o1777)
+    search = {"paths": [str(gone)], "complete": True}
+    gone.rmdir()
+    layers: dict[str, dict[str, object]] = {}
+    mounts = NamespacesAndMounts(layers, [])
+    failed = mounts._cover_world_writable((str(gone),), 0)  # no mount: the lstat finds none
+    mounts._report_world_writable([str(gone)], failed, search)
+    assert failed == {} and mounts.mounted == []
+    layer = layers["private_world_writable"]
+    assert layer["active"] is True, layer
+    assert f"gone since the search: {gone}" in str(layer["detail"])
+
+
 @pytest.mark.skipif(
     shutil.which("setpriv") is None or not os.path.exists("/usr/bin/python3"),
     reason="needs setpriv and a system python3 that uid nobody can run",

@@ -43,6 +43,9 @@ class NamespacesAndMounts:
         self.netns = False
         self.mountns = False
         self.mounted: list[str] = []
+        #: world-writable folders the walk found and that were gone when they were to be
+        #: covered (another process's folder, removed at that moment): no task reaches them
+        self.vanished: list[str] = []
         self.scratch_dirs: tuple[str, ...] = SCRATCH_DIRS
 
     def enter_subreaper(self) -> None:
@@ -79,6 +82,7 @@ class NamespacesAndMounts:
         world_writable: dict[str, Any] = config.get("world_writable") or {}
         self.mountns = False
         self.mounted = []
+        self.vanished = []
         found = [str(path) for path in world_writable.get("paths") or []]
         others = tuple(path for path in found if path not in SCRATCH_DIRS)
         self.scratch_dirs = SCRATCH_DIRS + others
@@ -134,6 +138,9 @@ class NamespacesAndMounts:
                            f"uid={info.st_uid},gid={info.st_gid}")
                 confinement.mount("tmpfs", path, "tmpfs", flags, options)
             except OSError as error:
+                if not os.path.lexists(path):  # removed since the walk: nothing to cover
+                    self.vanished.append(path)
+                    continue
                 failed[path] = str(error)
                 continue
             self.mounted.append(path)
@@ -144,6 +151,8 @@ class NamespacesAndMounts:
     ) -> None:
         private = [path for path in found if path in self.mounted]
         detail = "private tmpfs over " + (" ".join(private) or "nothing")
+        if self.vanished:
+            detail += "; gone since the search: " + " ".join(sorted(self.vanished))
         if failed:
             detail += "; SHARED (mount failed): " + "; ".join(
                 f"{path}: {why}" for path, why in sorted(failed.items()))
