@@ -1,15 +1,17 @@
 """math_answer's hand-written LaTeX reader (issue 42 item 1) gives, text for text, the very
 sympy object latex2sympy2_extended gives (the parser math-verify calls), or declines:
-checked on every LaTeX text math-verify hands its parser while reading the golds and
-outputs of the golden cases (tests/cases/builtin/math_answer*.yaml) and of bench_math's
-own pairs, on the real competition rows of bench_math_symbolic when their copies are on
-this machine, and on random formulas of the subset."""
+checked on every LaTeX text math-verify hands its parser while reading the short (up to
+60 characters) golds and outputs of the golden cases (tests/cases/builtin/
+math_answer*.yaml), of bench_math's own pairs and of the real competition rows of
+bench_math_symbolic when their copies are on this machine, and on random formulas of the
+subset."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from latex2sympy2_extended.latex2sympy2 import latex2sympy  # noqa: E402
 from math_verify import parser  # noqa: E402
 from sympy import srepr  # noqa: E402
 
+from rewardkit.builtin.math.cost_guards import too_costly  # noqa: E402
 from rewardkit.builtin.math.latex_reader import read_latex, reading_fast  # noqa: E402
 from rewardkit.builtin.math.symbolic import load_math_verify  # noqa: E402
 
@@ -95,6 +98,61 @@ def _golden_texts() -> list[str]:
             row = json.loads(line)
             texts += [row["gold"], row["pred"]]
     return texts
+
+
+#: the longest answer text sent through math-verify's extraction in the two tests below
+#: (their whole outputs handed every span to the ANTLR parser: over 10 minutes)
+_SHORT = 60
+
+
+def _handed_short(texts: list[str]) -> set[str]:
+    """The LaTeX texts math-verify hands its parser while reading the short ``texts`` (each
+    as an answer, ``$text$``, and as written), not parsed there: the reader's reading or a
+    refusal is handed back, so only the texts the reader reads meet the ANTLR parser, in
+    :func:`_check`. Texts math_answer refuses as too costly for sympy are left out, as
+    math_answer leaves them (``\\binom{10000000}{5000000}`` takes minutes either way)."""
+    load_math_verify()
+    seen: set[str] = set()
+
+    def recording(latex: str) -> Any:
+        seen.add(latex)
+        value = read_latex(latex, not parser.should_treat_as_complex(latex))
+        if value is None:
+            raise ValueError("declined")  # (math-verify moves on, as on a parse error)
+        return value
+
+    saved = parser.parse_latex_cached
+    parser.parse_latex_cached = recording
+    try:
+        for text in sorted({t for t in texts if len(t) <= _SHORT and not too_costly(t, _SHORT)}):
+            for candidate in (f"${text}$", text):
+                parser.extract_latex.cache_clear()
+                math_verify.parse(candidate, parsing_timeout=None)
+    finally:
+        parser.parse_latex_cached = saved
+        parser.extract_latex.cache_clear()
+    return seen
+
+
+def test_reads_as_the_parser_on_the_short_golden_cases_and_own_pairs() -> None:
+    handed = _handed_short(_golden_texts())
+    assert len(handed) > 300
+    assert _check(handed) > 150
+
+
+def test_reads_as_the_parser_on_short_real_competition_rows() -> None:
+    omni = MIRRORS / "arka-ritual+omni-math-rule-ca" / "repo"
+    odyssey = MIRRORS / "protagolabs+odyssey-math" / "repo"
+    if not (omni.exists() and odyssey.exists()):
+        pytest.skip("copies of omni-math-rule-ca and odyssey-math are not on this machine")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_math_symbolic as bench
+
+    rng = random.Random(21)
+    rows = bench.omni_batch(omni, 40, rng) + bench.odyssey_batch(odyssey, 40, rng)
+    handed = _handed_short(sorted({r.gold for r in rows} | {r.completion for r in rows}))
+    assert len(handed) > 100
+    assert _check(handed) > 50
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
