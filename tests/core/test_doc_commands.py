@@ -41,7 +41,8 @@ SKIP: list[tuple[str, str]] = [
     (r"^swift rlhf\s", "trains a 7B model with vLLM (GPU)"),
     (r"python3 -m verl\.trainer\.main", "trains with vLLM rollouts under Ray (GPU)"),
     (r"gpu_check\.sh", "needs an NVIDIA GPU (recorded in docs/records/gpu-check-h200.txt)"),
-    (r"^make test\b", "runs the whole test suite, this test included"),
+    (r"^make test\b", "runs the test suite (`make test-slow`: the slow tests, this one "
+                      "included)"),
     (r"^make demo-record\b", "runs the demo (`rewardkit train` and `rewardkit eval` of "
                              "examples/quickstart.yaml run here as their own documented "
                              "commands) and rewrites docs/records; "

@@ -60,7 +60,18 @@ def test_setup_installs_the_toolchains_ci_used_to():
     assert re.search(r"^setup: .*\btoolchains\b", makefile, re.M)
     ci = (ROOT / ".ci" / "run").read_text()
     commands = [line for line in ci.splitlines() if line and not line.startswith("#")]
-    assert commands[-1] == "make test" and not any("apt-get" in c for c in commands)
+    assert commands[-2:] == ["make test", "make test-slow"]
+    assert not any("apt-get" in c for c in commands)
+
+
+def test_make_test_and_make_test_slow_split_the_suite_by_the_slow_mark():
+    """The README's `make test` leaves the slow tests out and `make test-slow` runs only
+    them, so the two (which CI runs) cover the whole suite once."""
+    makefile = (ROOT / "Makefile").read_text()
+    fast = re.search(r"^test: setup backends\n\t(.*)$", makefile, re.M)
+    slow = re.search(r"^test-slow: setup backends\n\t(.*)$", makefile, re.M)
+    assert fast is not None and slow is not None
+    assert '-m "not slow"' in fast.group(1) and "-m slow" in slow.group(1)
 
 
 def test_pytest_summary_counts_the_tests_skipped_for_a_missing_toolchain(

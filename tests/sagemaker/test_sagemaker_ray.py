@@ -105,6 +105,7 @@ def start_cluster(
     ]
 
 
+@pytest.mark.slow  # ~55 s a case: a Ray job on the moto server killed mid-save, restarted
 def test_killed_mid_save_then_restarted_resumes_from_the_last_complete_step(
     cluster: Cluster, s3, bucket, tmp_path, ray_tmp, home
 ):
@@ -156,6 +157,7 @@ def test_killed_mid_save_then_restarted_resumes_from_the_last_complete_step(
     assert merged["Body"].read().decode() == "s4r0+s4r1+s4r2"
 
 
+@pytest.mark.slow  # ~13 s a case: the head waits out nodes that never join
 def test_head_fails_clearly_when_not_every_node_joins(
     cluster: Cluster, s3, bucket, tmp_path, ray_tmp, home
 ):

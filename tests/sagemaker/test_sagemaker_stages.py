@@ -100,6 +100,7 @@ def test_easyr1_stages_run_in_turn_in_one_job(cluster: Cluster, s3, bucket, tmp_
     assert steps_in_s3(s3, bucket) == [1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.slow  # 13-17 s a case: a staged job on the moto server, restarted
 @pytest.mark.parametrize(("hang_at", "resumed"), [
     (2, ["start 1 reward_step 0 until 3", "saved 2", "saved 3", "done",
          "start 3 reward_step 3 until 6"]),            # inside stage 0: finish it first
@@ -143,6 +144,7 @@ def test_a_stage_that_ends_before_its_boundary_fails_the_job_clearly(
     assert steps_in_s3(s3, bucket) == [1, 2]  # what was complete is synced
 
 
+@pytest.mark.slow  # ~16 s: a staged verl job on the moto server
 def test_verl_stages_compose_with_verl_own_config(cluster: Cluster, s3, bucket, tmp_path):
     config = write_config(tmp_path, "verl", bucket, [*STUB, "trainer.save_freq=1"])
     events, argv_log = tmp_path / "events", tmp_path / "argv"

@@ -261,6 +261,7 @@ def test_a_server_that_dies_before_it_is_ready_stops_the_run(tmp_path):
 # ---------------------------------------------------------------- one launched process
 
 
+@pytest.mark.slow  # ~18 s: a launched process trains
 def test_a_launched_process_trains_with_the_resolved_train_section(tmp_path):
     """What each `accelerate launch -m rewardkit_trainers.launch.trl_train` process runs, run here
     as the single process of a CPU machine."""

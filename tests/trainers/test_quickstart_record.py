@@ -83,6 +83,7 @@ def _script():
     return module
 
 
+@pytest.mark.slow  # ~37 s: a short quickstart training run
 def test_the_record_is_one_command_and_the_page_quotes_it(tmp_path: Path):
     """A short run through the script: the record holds both outputs under a header with
     the machine and the load; the figures give the docs' block."""

@@ -125,6 +125,7 @@ def test_swift_rlhf_command_parses_with_ms_swift_own_arguments(tmp_path: Path):
     assert parsed["max_steps"] == 6 and parsed["use_vllm"] is False
 
 
+@pytest.mark.slow  # ~48 s: a real ms-swift GRPO job in its own venv
 def test_rewardkit_train_runs_a_real_swift_grpo_job(tmp_path: Path):
     result = run_in_venv("swift", "swift_train_check.py", str(tmp_path), timeout=600)
     assert result["returncode"] == 0, result["tail"]
