@@ -257,6 +257,25 @@ class _Unhashable:
         return hash((_Unhashable, self.kind, self.text))
 
 
+class _NaN:
+    """The key of a NaN group value: NaN is not equal to itself, so without it each row
+    given the group NaN was a group of its own in memory (one in the file's index)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NaN)
+
+    def __hash__(self) -> int:
+        return hash(_NaN)
+
+    def __repr__(self) -> str:
+        return "nan"
+
+
+_NAN = _NaN()
+
+
 def _hashable(value: Any) -> Hashable:
     """``value`` as a hashable key that equals another's exactly when the values are
     equal: a JSON list is the tuple of its items (a list group ``[1]`` is not the string
@@ -267,6 +286,8 @@ def _hashable(value: Any) -> Hashable:
         return frozenset((_hashable(k), _hashable(v)) for k, v in value.items())
     if isinstance(value, set | frozenset):
         return frozenset(_hashable(v) for v in value)
+    if isinstance(value, float) and value != value:
+        return _NAN
     try:
         hash(value)
     except TypeError:
@@ -295,6 +316,8 @@ def _tagged(key: Any) -> Any:
         return ["n", int(key)]
     if isinstance(key, float):
         return ["n", int(key)] if key.is_integer() else ["n", repr(key)]
+    if isinstance(key, _NaN):
+        return ["n", "nan"]  # the text a float NaN had: one group, as before on disk
     if key is None:
         return ["z"]
     if isinstance(key, tuple):

@@ -231,3 +231,25 @@ def test_a_resume_manifest_of_the_old_group_rule_is_refused_by_name(tmp_path: Pa
     assert "manifest version 1" in message and "group" in message
     assert "to score from the start" in message
     assert partial.read_bytes() == b"x" * 10  # nothing of the earlier run is touched
+
+
+def test_rows_whose_group_is_nan_are_one_group_in_memory_as_in_the_file_index():
+    """NaN is not equal to itself, so rows given the group NaN (Python's json reads a NaN
+    column) were as many groups as rows in memory while the file's group index, keyed by
+    text, made them one: in memory and on disk they are one group now, nested NaN too."""
+    from rewardkit.reward_set import group_indices
+    from rewardkit.types import group_key_text
+
+    for group in (float("nan"), [float("nan"), 1]):
+        samples = [Sample.from_dict({"prompt": "p", "completion": c,
+                                     "group": json.loads(json.dumps(group))})
+                   for c in (NUMBER, WORD, NUMBER)]
+        keys = [group_key(s) for s in samples]
+        assert len({group_key_text(k) for k in keys}) == 1
+        assert group_indices(samples) == [[0, 1, 2]], group
+    rs = RewardSet.from_dict({"aggregate": "normalize_then_sum",
+                              "rewards": {"number": {"reward": "answer_is_number"}}})
+    rows = [{"prompt": "p", "completion": c, "group": float("nan")}
+            for c in (NUMBER, WORD, NUMBER, WORD)]
+    totals = rs.score([Sample.from_dict(r) for r in rows]).totals
+    assert totals[0] > 0 > totals[1]  # one group of four, with variance
