@@ -212,21 +212,26 @@ class _Reader:
         if self.peek() != "^":
             return base
         self.take()
+        exponent = self.exponent(letter_e=True)
+        if self.peek() in ("^", "!") or (named and self.peek() == "("):
+            raise _Decline  # "p^{-1}(7)": a function to the parser
+        return sympy.Pow(base, exponent, evaluate=False)
+
+    def exponent(self, *, letter_e: bool) -> Any:
+        """What follows ``^``: a braced expression, one digit, a letter (``e`` too only
+        where ``letter_e``) or ``\\pi``; anything else is declined."""
         kind, value = self.take()
         if value == "{":
             exponent = self.expr()
             self.take("}")
-        elif kind == "num" and len(value) == 1:
-            exponent = sympy.Integer(int(value))
-        elif kind == "letter":
-            exponent = sympy.Symbol(value.lower(), real=self.is_real)
-        elif value == "\\pi":
-            exponent = sympy.pi
-        else:
-            raise _Decline
-        if self.peek() in ("^", "!") or (named and self.peek() == "("):
-            raise _Decline  # "p^{-1}(7)": a function to the parser
-        return sympy.Pow(base, exponent, evaluate=False)
+            return exponent
+        if kind == "num" and len(value) == 1:
+            return sympy.Integer(int(value))
+        if kind == "letter" and (letter_e or value != "e"):
+            return sympy.Symbol(value.lower(), real=self.is_real)
+        if value == "\\pi":
+            return sympy.pi
+        raise _Decline
 
     def euler(self) -> Any:
         """``e`` and ``e^{x}``: Euler's number and its power, which the parser reads as
@@ -235,18 +240,7 @@ class _Reader:
         exponent: Any = sympy.Integer(1)
         if self.peek() == "^":
             self.take()
-            kind, value = self.take()
-            if value == "{":
-                exponent = self.expr()
-                self.take("}")
-            elif kind == "num" and len(value) == 1:
-                exponent = sympy.Integer(int(value))
-            elif kind == "letter" and value != "e":
-                exponent = sympy.Symbol(value.lower(), real=self.is_real)
-            elif value == "\\pi":
-                exponent = sympy.pi
-            else:
-                raise _Decline
+            exponent = self.exponent(letter_e=False)
         if self.peek() in ("^", "("):
             raise _Decline
         return sympy.exp(exponent)
