@@ -22,7 +22,12 @@ repeat, warmed up on rows outside the batch): one process each. Wall and CPU sec
 (this process's, plus its workers' for the worker run), our time over the reference's
 per repeat, the median and the spread, the load average before and after. Our caches
 start empty in each timed run (the reference has none); both sides have their imports,
-langdetect's profiles and NLTK's Punkt model loaded first.
+langdetect's profiles and NLTK's Punkt model loaded first. What is outside the timed
+runs: the reference's import and its earlier passes over the same rows in this process
+(its regular expressions compiled); inline's the same; the worker's start, its import of
+the checkers, the reward's load (``Reward.warm`` where the plugin has it) and the
+warm-up row, timed apart as the worker's start-up (spawn to first answer, CPU of this
+process and the worker). The worker is timed on its first pass over these rows.
 The reference runs with NLTK's own resource lookup (instruction_following makes NLTK
 remember a resource it did not find, which would reach the reference in this process).
 """
@@ -86,11 +91,24 @@ def _without_downloads() -> Callable[[], None]:
     return lambda: setattr(nltk, "download", download)
 
 
+def _nltk_whole() -> None:
+    """NLTK imported whole, as the references import it: instruction_following leaves
+    the rest of ``nltk/__init__`` until a name it did not import is asked for
+    (``rewardkit_ifeval.checkers._deferred_package``; a plugin before that imports it
+    whole)."""
+    import nltk
+
+    complete = vars(nltk).get("__getattr__")
+    if complete is not None:
+        complete("__version__")
+
+
 def google_registry(folder: Path) -> dict[str, Any]:
     """Google's instruction registry, imported from the copy, its Punkt model given."""
     from rewardkit_ifeval.checkers import punkt_tokenizer, registry
 
     registry()  # seeds langdetect and gives nltk its offline Punkt model
+    _nltk_whole()
     try:
         import absl.logging
     except ImportError:  # the reference uses absl for logging only
@@ -111,6 +129,7 @@ def ifbench_registry(folder: Path) -> dict[str, Any]:
     from rewardkit_ifeval.checkers import punkt_tokenizer, registry
 
     registry()
+    _nltk_whole()
     _without_downloads()
     spacy, cli = types.ModuleType("spacy"), types.ModuleType("spacy.cli")
     cli.download = lambda *args, **kwargs: None  # type: ignore[attr-defined]
@@ -279,7 +298,7 @@ def speed(registry: dict[str, Any], rows: list[dict[str, Any]], samples: list[Sa
                 reference_verdicts(registry, row, sample.text, loose, seed=False)
         [ours.score(s) for s in WARM_UP + samples]
         runs: dict[str, list[tuple[float, float]]] = {"reference": [], "inline": [],
-                                                      "worker": []}
+                                                      "worker": [], "worker_start": []}
 
         def reference(loose: bool = loose) -> None:
             with _nltk_as_shipped():
@@ -297,7 +316,7 @@ def speed(registry: dict[str, Any], rows: list[dict[str, Any]], samples: list[Sa
             shared_pool(1).close()  # a fresh worker, its caches empty
             rs = RewardSet.from_dict({"workers": 1, "rewards": {"if": {
                 "reward": "instruction_following", "params": params}}})
-            rs.score(WARM_UP)
+            runs["worker_start"].append(_timed(partial(rs.score, WARM_UP), both))
             runs["worker"].append(_timed(partial(rs.score, samples), both))
         ref = runs["reference"]
         result: dict[str, Any] = {name: {"wall_s": [w for w, _ in r], "cpu_s": [c for _, c in r]}
@@ -365,6 +384,13 @@ def show(title: str, report: dict[str, Any]) -> None:
                          f"{max(m[n]['wall_ratios']):.2f}], {m[n]['cpu_ratio']:.2f}x CPU "
                          f"[{min(m[n]['cpu_ratios']):.2f}-{max(m[n]['cpu_ratios']):.2f}]")
             print(line)
+            start = m.get("worker_start")
+            if start:
+                print(f"            worker start-up (spawn, import, load, one row): "
+                      f"{statistics.median(start['wall_s']):.2f} s wall "
+                      f"[{min(start['wall_s']):.2f}-{max(start['wall_s']):.2f}], "
+                      f"{statistics.median(start['cpu_s']):.2f} s CPU "
+                      f"[{min(start['cpu_s']):.2f}-{max(start['cpu_s']):.2f}]")
 
 
 def main() -> None:

@@ -152,6 +152,13 @@ class Reward(metaclass=_RewardClass):
     def setup(self) -> None:
         """Called once per instance, in the process that scores (also in workers)."""
 
+    def warm(self) -> None:
+        """Called once in a process-mode worker right after it loads this reward, before
+        its first item's clock starts (under the load allowance, not an item's timeout):
+        import and prepare what scoring needs (modules, compiled patterns, tables) so
+        that a fresh worker's first batch does not pay for it. Not called inline (the
+        trainer's process pays on first use, as it would anyway). Nothing by default."""
+
     def score(self, sample: Sample) -> RewardValue | Awaitable[RewardValue]:
         raise NotImplementedError(f"{type(self).__name__} implements neither score nor score_group")
 

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import collections
 import functools
+import importlib
+import importlib.util
 import json
 import random
 import sys
+import threading
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -75,11 +79,12 @@ def _refused_download(name: Any = None, *args: Any, **kwargs: Any) -> bool:
 def registry() -> Mapping[str, type]:
     """Instruction id -> checker class, IFEval's and IFBench's (their ids are disjoint)."""
     import langdetect
-    import nltk
-    import nltk.tokenize
+
+    nltk = _checkers_nltk()  # nltk.tokenize imported
 
     langdetect.DetectorFactory.seed = 0
-    download = nltk.download
+    _deferred_package("if_verifiable")  # its __init__ imports `datasets` for its downloads
+    download = nltk.__dict__.get("download")
     nltk.download = _refused_download  # IFBench's module downloads its data on import
     try:
         from if_verifiable.ifbench import instructions_util as ifbench_util
@@ -88,7 +93,10 @@ def registry() -> Mapping[str, type]:
         from if_verifiable.ifeval import instructions_util as ifeval_util
         from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT as IFEVAL
     finally:
-        nltk.download = download
+        if download is None:  # NLTK not imported whole: its own comes with the rest
+            del nltk.download
+        else:
+            nltk.download = download
     from rewardkit_ifeval.language import LANGDETECT
 
     # IFEval's language checks ask langdetect through its module name: the same answers,
@@ -103,6 +111,90 @@ def registry() -> Mapping[str, type]:
     for table in (IFEVAL, IFBENCH):
         merged.update(table)
     return merged
+
+
+def _deferred_package(name: str) -> types.ModuleType:
+    """The package ``name`` with its ``__init__`` not run yet (the one in ``sys.modules``
+    when it is imported already): its submodules import as usual, and the first access
+    to a name the package does not hold yet runs ``__init__``, after which it is the
+    package as imported. A ``from <name> import <submodule>`` is left to the import
+    system (which imports the submodule), as in a package whose ``__init__`` is under
+    way. For NLTK and if-verifiable, whose ``__init__`` import what the checkers never
+    use (scipy.stats, scikit-learn, pandas, datasets: seconds of a worker's start)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        return importlib.import_module(name)
+    module = importlib.util.module_from_spec(spec)
+    loader = spec.loader
+    lock = threading.RLock()
+
+    def __getattr__(attr: str) -> Any:
+        with lock:
+            if module.__dict__.get("__getattr__") is __getattr__:
+                if sys._getframe(1).f_code.co_name == "_handle_fromlist":
+                    # `from <name> import <attr>`: a submodule, imported next
+                    raise AttributeError(attr)
+                del module.__dict__["__getattr__"]
+                loader.exec_module(module)
+        return getattr(module, attr)
+
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+    sys.modules[name] = module
+    return module
+
+
+def _checkers_nltk() -> Any:
+    """NLTK with what the checkers use (``word_tokenize``, ``ngrams``, ``data``,
+    ``tokenize``), without ``nltk/__init__``'s import of every NLTK module
+    (:func:`_deferred_package`: about 3 s of a worker's CPU, scipy.stats and scikit-learn
+    among them). ``nltk.pos_tag`` and ``nltk.corpus.stopwords`` (``words:start_verb``,
+    ``ratio:stop_words``) first look for their data as NLTK does: where it is installed
+    the rest of NLTK is imported and they run; where it is not, NLTK's own "Resource ...
+    not found" is raised, as theirs would be, without importing it."""
+    nltk = _deferred_package("nltk")
+    if "__getattr__" not in nltk.__dict__:  # imported whole already
+        return nltk
+    import nltk.data
+    import nltk.tokenize
+    import nltk.util
+
+    def whole() -> None:
+        complete = nltk.__dict__.get("__getattr__")
+        if complete is not None:
+            complete("__version__")
+
+    def installed(*names: str) -> None:
+        """NLTK's lookup of the first of ``names`` found; its error for the first where
+        none is (a LazyCorpusLoader's order: the folder, then the zip)."""
+        first: LookupError | None = None
+        for name in names:
+            try:
+                nltk.data.find(name)
+                return
+            except LookupError as exc:
+                first = first or exc
+        assert first is not None
+        raise first
+
+    class _Corpus(types.ModuleType):
+        def __getattr__(self, attr: str) -> Any:
+            if attr == "stopwords":
+                installed("corpora/stopwords", "corpora/stopwords.zip/stopwords/")
+            whole()
+            return getattr(nltk.corpus, attr)
+
+    def pos_tag(tokens: Any, tagset: Any = None, lang: str = "eng") -> Any:
+        if lang == "eng":
+            installed("taggers/averaged_perceptron_tagger_eng/")
+        whole()
+        return nltk.pos_tag(tokens, tagset, lang)
+
+    vars(nltk).update(word_tokenize=nltk.tokenize.word_tokenize, ngrams=nltk.util.ngrams,
+                      pos_tag=pos_tag, corpus=_Corpus("nltk.corpus"))
+    return nltk
 
 
 #: how long NLTK's answer that a resource is not installed is taken as still true
@@ -255,6 +347,29 @@ def _count_the_character_given(check: Any, letter: Any) -> None:
     lowercased response, so the character goes there, lowercased as it does letters."""
     if isinstance(letter, str) and len(letter.strip()) == 1 and hasattr(check, "_letter"):
         check._letter = letter.strip().lower()
+
+
+#: what :func:`warm` checks with every instruction type: sentences, a title, a list, a
+#: section, a quotation, a postscript, digits, an e-mail and non-ASCII letters, so the
+#: checkers' common paths (their regular expressions, the sentence and word tokenizers,
+#: the language profiles) are loaded and compiled
+WARM_TEXT = ("<<A Lamp>>\n\nSECTION 1\n* A warm lamp lights the room, Dr. Smith said. "
+             "It is small; it costs $12.50 (about 11 euros)!\n* \"Une lampe chaude "
+             "\u00e9claire la pi\u00e8ce.\"\n\nIs it bright? Yes -- very bright: see "
+             "lamp@example.com or 2024-01-31.\n\nP.S. THANK YOU.")
+
+
+def warm() -> None:
+    """Import the checkers and run each instruction type's once (its kwargs drawn, seeded,
+    as for a row that gives none) on :data:`WARM_TEXT`, in strict and loose mode: what a
+    fresh process's first rows would pay (regular expressions compiled on first use,
+    tables built) is paid here. Verdicts and errors are thrown away."""
+    for iid in registry():
+        try:
+            follows(checker(iid, None, "Write a short note about a lamp."),
+                    loose_variants(WARM_TEXT))
+        except Exception:  # a checker that cannot run on it: nothing to warm
+            continue
 
 
 def loose_variants(response: str) -> list[str]:

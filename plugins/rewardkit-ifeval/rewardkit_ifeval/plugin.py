@@ -1,7 +1,7 @@
 """rewardkit plugin entry point of ``rewardkit-ifeval``: registers ``instruction_following``.
 
-The checkers (and their ~2 s import) load on the first score, not here, so listing or
-validating a config stays fast."""
+The checkers load on the first score (in a worker: when it loads the reward,
+``InstructionFollowing.warm``), not here, so listing or validating a config stays fast."""
 
 from __future__ import annotations
 

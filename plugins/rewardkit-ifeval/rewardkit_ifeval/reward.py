@@ -36,7 +36,7 @@ from rewardkit import (
     visible_length,
 )
 from rewardkit.text.visible import folded
-from rewardkit_ifeval.checkers import MissingData, UnknownInstruction, evaluate
+from rewardkit_ifeval.checkers import MissingData, UnknownInstruction, evaluate, warm
 
 #: instruction types whose honest answer may be a word or two (one option, a copied span,
 #: a reversal): the word floor yields to them
@@ -107,8 +107,17 @@ class InstructionFollowing(Reward):
     name: ClassVar[str] = "instruction_following"
     Params: ClassVar[type[Params]] = InstructionParams
     mode: ClassVar[ExecutionMode] = ExecutionMode.PROCESS
-    #: the first score in a worker imports the checkers (2 s quiet, 10 s on a loaded machine)
+    #: the first score in a process imports the checkers (about 0.5 s quiet: NLTK's and
+    #: if-verifiable's package imports are left out, rewardkit_ifeval.checkers; seconds
+    #: on a loaded machine); in a worker that is done at load (``warm``)
     timeout: ClassVar[float | None] = 60.0
+
+    def warm(self) -> None:
+        """In a process-mode worker, at load: import the checkers and run each
+        instruction type once (:func:`rewardkit_ifeval.checkers.warm`), so the first
+        batch does not compile their regular expressions or load langdetect's profiles
+        and the Punkt model."""
+        warm()
 
     def score(self, sample: Sample) -> Score:
         params: InstructionParams = self.params  # type: ignore[assignment]

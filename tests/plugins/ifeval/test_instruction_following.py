@@ -160,3 +160,60 @@ def test_seeded_draws_come_from_the_rows_generator_and_leave_the_global_one_alon
     assert got == [rng.randint(1, 100), rng.choice("abcdef"), rng.sample(range(50), 3)]
     assert after_inner == rng.randint(1, 100)
     assert inner == random.Random("other:id:null").random()
+
+
+#: a row per NLTK name the checkers reach (word_tokenize, ngrams, Punkt sentences, the
+#: stop word corpus and the POS tagger, whose data is not installed here)
+NLTK_ROWS = (
+    "rows = [(['ratio:overlap'], [{'reference_text': 'the lamp lights the room', "
+    "'percentage': 10}]), (['words:keywords_specific_position'], [{'keyword': 'lamp', "
+    "'n': 2, 'm': 1}]), (['length_constraints:number_sentences'], [{'relation': 'at least',"
+    " 'num_sentences': 2}]), (['detectable_format:title'], [{}]), (['ratio:stop_words'], "
+    "[{'percentage': 50}]), (['words:start_verb'], [{}])]\n"
+    "from rewardkit import Sample, get_reward\n"
+    "r = get_reward('instruction_following')({'min_words': 0})\n"
+    "text = '<<Lamp>> The lamp lights the room. Dr. Smith reads by it every night.'\n"
+    "got = [r.score(Sample.from_dict({'prompt': 'p', 'completion': text, "
+    "'instruction_id_list': i, 'kwargs': k})) for i, k in rows]\n"
+    "print([(str(s.status), s.value, s.reason) for s in got])\n")
+
+
+def test_the_checkers_load_without_nltks_whole_import_and_give_the_same_verdicts(tmp_path):
+    # NLTK's __init__ imports every NLTK module (scipy.stats, scikit-learn) and
+    # if-verifiable's imports `datasets`: the reward leaves both out; a name it did not
+    # import brings in the rest of NLTK, and the verdicts are then the same with the
+    # NLTK functions themselves (pos_tag, the stop word corpus: no data installed here)
+    code = NLTK_ROWS + (
+        "import sys\n"
+        "print(sorted(m for m in ('scipy', 'sklearn', 'datasets', 'pandas', 'nltk.tag', "
+        "'nltk.corpus') if m in sys.modules))\n"
+        "import nltk\n"
+        "print(nltk.FreqDist('abca')['a'], nltk.pos_tag is nltk.tag.pos_tag, "
+        "type(nltk.corpus).__name__)\n"
+        "again = [r.score(Sample.from_dict({'prompt': 'p', 'completion': text, "
+        "'instruction_id_list': i, 'kwargs': k})) for i, k in rows]\n"
+        "print([(str(s.status), s.value, s.reason) for s in again])\n")
+    env = {"PATH": "/usr/bin:/bin", "NLTK_DATA": str(tmp_path), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout.splitlines()
+    assert out[0].count("'error'") == 2 and "'ok', 1.0" in out[0], out
+    assert out[1] == "[]", out
+    assert out[2] == "2 True LazyModule", out
+    assert out[3] == out[0], out
+
+
+def test_the_checkers_warm_compiles_what_a_first_batch_would():
+    # warm() runs every instruction type once: a first batch's rows then compile next to
+    # no regular expression of the checkers (they did 21, ~12 ms, in a fresh process)
+    code = (
+        "import re\n"
+        "from rewardkit_ifeval import checkers\n"
+        "checkers.warm()\n"
+        "before = set(re._cache)\n"
+        "checkers.evaluate('Hello; a short note. 2024-01-31.', ['detectable_format:title',"
+        " 'count:numbers', 'format:emoji', 'count:words_japanese'], [None, None, None, None],"
+        " 'Write a note.', loose=True)\n"
+        "print(len(set(re._cache) - before))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "0", out
