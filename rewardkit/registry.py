@@ -7,6 +7,8 @@ plugins registered through the same hooks as third-party ones. ``REWARDKIT_PLUGI
 restricts which installed plugins load: a comma-separated list of distribution (or
 entry-point) names; empty means built-ins only. ``REWARDKIT_TRACE_PLUGINS=1`` prints, on
 standard error, which plugin registered which reward, config section and command.
+``REWARDKIT_PLUGIN_IMPORT_TIMEOUT`` (seconds, default 30) bounds each plugin's import: one
+that has not finished by then is listed as failed, naming its entry point, and left out.
 
 Each hook implementation is called on its own, one plugin at a time (built-ins first,
 then entry points by name), so that what a plugin registered is credited to its
@@ -43,6 +45,11 @@ PLUGINS_ENV = "REWARDKIT_PLUGINS"
 #: set to 1 to print which plugin registered what (standard error)
 TRACE_ENV = "REWARDKIT_TRACE_PLUGINS"
 BUILTIN_DISTRIBUTION = "rewardkit"
+#: seconds a plugin's import may take before the plugin is listed as failed and left out
+IMPORT_TIMEOUT_ENV = "REWARDKIT_PLUGIN_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT = 30.0
+#: a plugin still importing after this long is named on standard error while it is waited for
+IMPORT_NOTE_AFTER = 5.0
 
 DEFAULT_PLUGINS = (
     "rewardkit.builtin.format",
@@ -162,6 +169,7 @@ class Registry:
                 self._add_plugin(importlib.import_module(module_name), module_name,
                                  BUILTIN_DISTRIBUTION, metadata_version("rewardkit"))
             allowed = _allowed_plugins()
+            limit = self._import_timeout()
             found = sorted(_entry_points(), key=lambda e: e.name)
             if allowed:
                 known = {ep.name for ep in found} | {ep.dist.name for ep in found if ep.dist}
@@ -177,7 +185,12 @@ class Registry:
                     continue
                 version = ep.dist.version if ep.dist else ""
                 try:
-                    module = ep.load()
+                    module = _import_within(ep, dist, limit)
+                except _ImportTimedOut as exc:
+                    self._plugins.append(PluginInfo(ep.name, dist, version, (), str(exc)))
+                    self.warnings.append(f"plugin {ep.name} ({dist}): {exc}")
+                    _trace(f"{ep.name} ({dist}): {exc}")
+                    continue
                 except (Exception, SystemExit) as exc:
                     # a broken plugin must not take the others down, nor one that exits
                     # at import (a module-level ``argparse`` parser, ``sys.exit``)
@@ -185,6 +198,21 @@ class Registry:
                                                     f"failed to import: {exc!r}"))
                     continue
                 self._add_plugin(module, ep.name, dist, version)
+
+    def _import_timeout(self) -> float:
+        raw = os.environ.get(IMPORT_TIMEOUT_ENV, "").strip()
+        if not raw:
+            return DEFAULT_IMPORT_TIMEOUT
+        try:
+            limit = float(raw)
+        except ValueError:
+            limit = -1.0
+        if not 0 < limit <= 86_400:  # NaN too
+            self.warnings.append(
+                f"{IMPORT_TIMEOUT_ENV}={raw!r} is not a number of seconds between 0 and "
+                f"86,400; plugins get the default {DEFAULT_IMPORT_TIMEOUT:g} s to import")
+            return DEFAULT_IMPORT_TIMEOUT
+        return limit
 
     def load_default(self, module_name: str) -> None:
         """Register a module of the rewardkit distribution as a default plugin (once)."""
@@ -360,6 +388,43 @@ def _trace(line: str) -> None:
     """One line of the plugin trace, when ``REWARDKIT_TRACE_PLUGINS`` is set (not 0)."""
     if os.environ.get(TRACE_ENV, "") not in ("", "0"):
         print(f"rewardkit plugins: {line}", file=sys.stderr, flush=True)
+
+
+class _ImportTimedOut(Exception):
+    """A plugin's import did not finish within the limit."""
+
+
+def _import_within(ep: metadata.EntryPoint, dist: str, limit: float) -> Any:
+    """``ep.load()`` given ``limit`` seconds: the import runs in a daemon thread, so a
+    plugin whose import never ends (a download, a server it waits for, a lock) is named
+    and left behind rather than hanging the process. Python cannot stop an import, so a
+    plugin past the limit goes on in its thread, unused (it ends with the process)."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, ep.load()))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name=f"rewardkit plugin import: {ep.name}",
+                              daemon=True)
+    thread.start()
+    thread.join(min(limit, IMPORT_NOTE_AFTER))
+    if thread.is_alive() and limit > IMPORT_NOTE_AFTER:
+        print(f"rewardkit: still importing plugin {ep.name} ({dist}, entry point "
+              f"{ep.name} = {ep.value}) after {IMPORT_NOTE_AFTER:g} s; giving up at "
+              f"{limit:g} s ({IMPORT_TIMEOUT_ENV})", file=sys.stderr, flush=True)
+        thread.join(limit - IMPORT_NOTE_AFTER)
+    if not outcome:
+        raise _ImportTimedOut(
+            f"its import did not finish within {limit:g} s (entry point {ep.name} = "
+            f"{ep.value}); left out of this run: fix the plugin, leave it out with "
+            f"{PLUGINS_ENV}, or give it more time with {IMPORT_TIMEOUT_ENV}")
+    loaded, got = outcome[0]
+    if not loaded:
+        raise got
+    return got
 
 
 def _entry_points() -> list[metadata.EntryPoint]:

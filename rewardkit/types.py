@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Hashable, Iterable, Mapping
@@ -16,6 +17,13 @@ MAX_ABS_VALUE = 1e12
 #: longest reason a reward's verdict keeps: a longer one (a whole input echoed) is cut
 #: where the verdict is taken (:func:`coerce_value`), saying how much was cut
 MAX_REASON_CHARS = 10_000
+#: most characters a reward's details keep (about, as JSON): larger ones (an input echoed,
+#: a parser's dump) are cut where the verdict is taken (:func:`coerce_value`), entries
+#: small enough kept whole and the key ``details_cut`` saying what was cut. Larger than
+#: the reason's bound: details carry per-test outcomes and per-turn values
+MAX_DETAILS_CHARS = 100_000
+#: the key a cut ``details`` gains, saying what was cut
+DETAILS_CUT = "details_cut"
 
 
 class Status(StrEnum):
@@ -361,11 +369,16 @@ def coerce_value(value: Any) -> Score:
             if not -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE:
                 return _out_of_range(v)
         reason = value.reason
-        if isinstance(reason, str) and len(reason) > MAX_REASON_CHARS:
-            cut = len(reason) - MAX_REASON_CHARS
-            return Score(value.value, value.status,
-                         f"{reason[:MAX_REASON_CHARS]}... ({cut:,} characters cut)",
-                         value.details)
+        details = value.details
+        long_reason = isinstance(reason, str) and len(reason) > MAX_REASON_CHARS
+        long_details = (details is not None
+                        and _json_size(details, MAX_DETAILS_CHARS) > MAX_DETAILS_CHARS)
+        if long_reason or long_details:
+            if long_reason:
+                cut = len(reason) - MAX_REASON_CHARS
+                reason = f"{reason[:MAX_REASON_CHARS]}... ({cut:,} characters cut)"
+            return Score(value.value, value.status, reason,
+                         _cut_details(details) if long_details else details)
         return value
     if value is None:
         return Score.skip("reward returned None")
@@ -395,3 +408,196 @@ def _out_of_range(value: float) -> Score:
         shown = f"an integer of about {int(bits * math.log10(2)) + 1:,} digits"
     return Score.error(f"reward returned {shown}, beyond the value bound "
                        f"+-{MAX_ABS_VALUE:g}")
+
+
+_FIXED_SIZE = {bool: 5, type(None): 4, float: 12}
+
+
+def _json_size(value: Any, budget: float) -> int:
+    """About how many characters ``value`` takes as JSON, counted until the count passes
+    ``budget`` (then a number past it is returned): bounded work whatever ``value`` holds.
+    Walked without recursion, so nesting of any depth is counted."""
+    size = 0
+    stack = [value]
+    pop, add = stack.pop, stack.append
+    fixed = _FIXED_SIZE
+    while stack:
+        v = pop()
+        kind = type(v)
+        if kind is str:
+            size += len(v) + 2
+        elif kind is list or kind is tuple:
+            size += len(v) + 2
+            if size > budget:
+                return size
+            for item in v:  # plain items counted here: details' usual lists, quickly
+                item_kind = type(item)
+                if item_kind is str:
+                    size += len(item) + 2
+                elif item_kind in fixed:
+                    size += fixed[item_kind]
+                elif item_kind is list or item_kind is tuple:  # [[id, followed], ...]
+                    size += len(item) + 2
+                    if size > budget:
+                        return size
+                    for inner in item:
+                        inner_kind = type(inner)
+                        if inner_kind is str:
+                            size += len(inner) + 2
+                        elif inner_kind in fixed:
+                            size += fixed[inner_kind]
+                        else:
+                            add(inner)
+                else:
+                    add(item)
+            if size > budget:
+                return size
+        elif kind is bool or v is None:
+            size += 5
+        elif kind is dict:
+            size += 4 * len(v) + 2
+            if size > budget:
+                return size
+            for key, item in v.items():
+                size += len(key) if type(key) is str else 8
+                item_kind = type(item)
+                if item_kind is str:
+                    size += len(item) + 2
+                elif item_kind in fixed:
+                    size += fixed[item_kind]
+                else:
+                    add(item)
+        elif kind is float:
+            size += 12
+        elif kind is int:
+            size += v.bit_length() // 3 + 1  # a little more than its digits
+        else:
+            size += _other_size(v, budget - size)
+        if size > budget:
+            return size
+    return size
+
+
+def _other_size(value: Any, budget: float) -> int:
+    """:func:`_json_size` of what is not a plain JSON value: a subclass of one (a str
+    enum, a numpy float), another mapping or sequence, a buffer (its bytes), else its
+    text (what the output's ``default=str`` writes)."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, bool | int):
+        return int(value).bit_length() // 3 + 1
+    if isinstance(value, float):
+        return 12
+    if isinstance(value, Mapping):
+        return _json_size(dict(value.items()), budget)
+    if isinstance(value, list | tuple | set | frozenset):
+        return _json_size(list(value), budget)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return len(value)
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    try:
+        return len(str(value)) + 2
+    except Exception:
+        return 16
+
+
+def _cut_details(details: Any) -> dict[Any, Any]:
+    """``details`` cut to about :data:`MAX_DETAILS_CHARS`: the smallest entries kept whole,
+    the others as the start of their text ending ``... (N characters cut)`` while room is
+    left, the rest left out; :data:`DETAILS_CUT` says so."""
+    entries = list(details.items()) if isinstance(details, Mapping) else [("details", details)]
+    sizes = [_json_size(k, MAX_DETAILS_CHARS) + _json_size(v, MAX_DETAILS_CHARS) + 2
+             for k, v in entries]
+    room = MAX_DETAILS_CHARS - 1_000  # for the marker
+    whole: set[int] = set()
+    for i in sorted(range(len(entries)), key=sizes.__getitem__):
+        if sizes[i] > room:
+            break
+        whole.add(i)
+        room -= sizes[i]
+    shortened, left_out = [], 0
+    out: dict[Any, Any] = {}
+    rest = len(entries) - len(whole)
+    for i, (key, value) in enumerate(entries):
+        if i in whole:
+            out[key] = value
+            continue
+        share = max(200, room // max(1, rest))
+        if room < 200:
+            left_out += 1
+            continue
+        out[key] = _shortened(value, min(share, room))
+        room -= len(out[key]) + len(str(key)) + 6
+        shortened.append(repr(key) if len(repr(key)) <= 60 else f"{repr(key)[:60]}...")
+        rest -= 1
+    total = _json_size(details, float("inf"))
+    what = [f"{', '.join(shortened)} shortened"] if shortened else []
+    if left_out:
+        what.append(f"{left_out:,} more left out")
+    out[DETAILS_CUT] = (f"details of about {total:,} characters cut to about "
+                        f"{MAX_DETAILS_CHARS:,}: {'; '.join(what)}")
+    return out
+
+
+def _shortened(value: Any, limit: int) -> str:
+    """The start of ``value``'s text (a string's own characters, else JSON-like text),
+    about ``limit`` characters, ending ``... (N characters cut)``."""
+    if isinstance(value, str):
+        text, total, about = value[:limit], len(value), ""
+    else:
+        text, total, about = _text_within(value, limit), _json_size(value, float("inf")), "about "
+    written = len(json.dumps(text, ensure_ascii=False))  # quotes and controls escaped
+    if written > limit:
+        text = text[:len(text) * limit // written]
+    return f"{text}... ({about}{max(0, total - len(text)):,} characters cut)"
+
+
+class _Piece(str):
+    """Text of the JSON-like rendering itself (a bracket, a separator), not a value."""
+
+
+def _text_within(value: Any, limit: int) -> str:
+    """The first ``limit`` characters of ``value`` written as JSON-like text, in work
+    bounded by ``limit`` (only as many items are looked at as can be written)."""
+    parts: list[str] = []
+    written = 0
+    stack: list[Any] = [value]
+    while stack and written < limit:
+        v = stack.pop()
+        if type(v) is _Piece:
+            piece = str(v)
+        elif isinstance(v, str):
+            piece = json.dumps(v[:limit - written], ensure_ascii=False)
+        elif isinstance(v, list | tuple):
+            items = list(v[:limit - written])
+            stack.append(_Piece("]"))
+            for j in range(len(items) - 1, -1, -1):
+                stack.append(items[j])
+                if j:
+                    stack.append(_Piece(", "))
+            piece = "["
+        elif isinstance(v, Mapping):
+            pairs = list(itertools.islice(v.items(), max(0, limit - written)))
+            stack.append(_Piece("}"))
+            for j in range(len(pairs) - 1, -1, -1):
+                key, item = pairs[j]
+                stack.append(item)
+                stack.append(_Piece(f"{json.dumps(str(key)[:limit])}: "))
+                if j:
+                    stack.append(_Piece(", "))
+            piece = "{"
+        elif v is None or isinstance(v, bool | float):
+            piece = json.dumps(v)
+        elif isinstance(v, int):
+            piece = str(v) if v.bit_length() < 1_000 else f"<an integer of {v.bit_length()} bits>"
+        else:
+            try:
+                piece = json.dumps(str(v)[:limit - written], ensure_ascii=False)
+            except Exception:
+                piece = f"<{type(v).__name__}>"
+        parts.append(piece)
+        written += len(piece)
+    return "".join(parts)[:limit]
+

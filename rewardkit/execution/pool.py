@@ -110,6 +110,9 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closed = False
         self.restarts = 0
+        #: one of the process-wide pools (:func:`shared_pool`), which hand each other
+        #: their idle workers
+        self._shared = False
 
     # -- life cycle ----------------------------------------------------------------
     def _ensure_started(self) -> None:
@@ -124,6 +127,29 @@ class WorkerPool:
                 self.restarts += 1
         while len(self._workers) < self.size:
             self._workers.append(spawn())
+
+    def _share_idle_workers(self) -> None:
+        """The shared pools of other sizes hand this one their idle workers before it
+        starts any, and keep no more idle workers than the largest pool needs beyond this
+        one's: a process scoring with ``workers`` 1, then 2, then 4 holds 4 workers, not 7,
+        and going back to a size seen before starts none. A pool in use (its lock held by
+        a call in another thread) is left alone. Called with this pool's lock held."""
+        others = [p for p in list(_pools.instances.values()) if p is not self and not p._closed]
+        if not others:
+            return
+        spare = max([p.size for p in others] + [self.size]) - self.size
+        for other in others:
+            if not other._lock.acquire(blocking=False):
+                continue  # scoring in another thread: its workers are busy
+            try:
+                while other._workers and len(self._workers) < self.size:
+                    self._workers.append(other._workers.pop())
+                keep = min(len(other._workers), spare)
+                spare -= keep
+                while len(other._workers) > keep:
+                    retire(other._workers.pop())
+            finally:
+                other._lock.release()
 
     def close(self) -> None:
         with self._lock:
@@ -155,6 +181,8 @@ class WorkerPool:
         if not items:
             return CallResult(0)
         with self._lock:
+            if self._shared:
+                self._share_idle_workers()
             self._ensure_started()
             call = _Call(self, next(_call_ids), key, reward_blob, group, items, timeout)
             try:
@@ -451,7 +479,14 @@ _pools: SharedInstances[int, WorkerPool] = SharedInstances(
 
 def shared_pool(size: int | None = None) -> WorkerPool:
     """The process-wide pool of ``size`` workers (default: usable cores), created on first
-    use and closed at exit. Configs asking for different sizes get separate pools."""
+    use and closed at exit. Configs asking for different sizes get separate pools, which
+    hand each other their idle workers (``WorkerPool._share_idle_workers``): together
+    they keep as many idle workers as the largest needs."""
     wanted = size or usable_cores()
-    return _pools.get(wanted, lambda: WorkerPool(wanted))
+    return _pools.get(wanted, lambda: _shared(WorkerPool(wanted)))
+
+
+def _shared(pool: WorkerPool) -> WorkerPool:
+    pool._shared = True
+    return pool
 

@@ -170,7 +170,7 @@ def _answer(got: Any) -> Any:
         if type(value) is float and -MAX_ABS_VALUE <= value <= MAX_ABS_VALUE:
             if not got.reason and not got.details:
                 return value
-            return wire_score(got)
+            return wire_score(coerce_value(got))  # reason and details cut to their bounds
     verdict = coerce_value(got)
     if (verdict.status is _OK and type(verdict.value) is float
             and not verdict.reason and not verdict.details):

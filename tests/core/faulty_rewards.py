@@ -264,3 +264,31 @@ def raises_interrupt(sample: Sample) -> float:
 
 
 ALL.append(raises_interrupt)
+
+
+def _details_asked(sample: Sample) -> dict[str, object]:
+    """A completion saying "dump" gets 5 MB of text in its details (an input echoed), one
+    saying "pairs" 200,000 ``[id, followed]`` pairs (~3 MB as JSON), any other two pairs."""
+    if "dump" in sample.text:
+        return {"kind": "dump", "dump": "x" * 5_000_000}
+    if "pairs" in sample.text:
+        return {"kind": "pairs", "followed": [[f"id{i}", i % 2 == 0] for i in range(200_000)]}
+    return {"kind": "small", "followed": [["a", True], ["b", False]]}
+
+
+def _reason_asked(sample: Sample) -> str:
+    """A completion saying "dump" gets 5 MB of reason too."""
+    return "r" * 5_000_000 if "dump" in sample.text else "scored"
+
+
+@reward
+def big_details(sample: Sample) -> Score:
+    return Score.ok(1.0, _reason_asked(sample), **_details_asked(sample))
+
+
+@reward(mode="process")
+def process_big_details(sample: Sample) -> Score:
+    return Score.ok(1.0, _reason_asked(sample), **_details_asked(sample))
+
+
+ALL += [big_details, process_big_details]

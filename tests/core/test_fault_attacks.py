@@ -885,3 +885,145 @@ def test_score_memory_is_bounded_by_the_line_cap_not_the_line(tmp_path):
     src.unlink()
     # reading the 100 MB line whole once peaked at 4.2 times its size
     assert peak_kb / 1024 < 100, peak_kb / 1024
+
+
+# -- 20. a plugin whose import hangs ---------------------------------------------------------
+_HANGS_AT_IMPORT = "import time\nwhile True:\n    time.sleep(60)\n"
+
+
+@pytest.mark.parametrize("command", [["plugins", "--json"], ["rewards", "--json"],
+                                     ["validate", "CFG"],
+                                     ["score", "CFG", "ROWS", "--out", "-"]])
+def test_a_plugin_whose_import_hangs_is_a_failed_plugin_named_not_a_hang(tmp_path, command):
+    """A plugin whose import never ends (a model download, a server it waits for) hung
+    every command, with no message: the plugins are imported before any command runs.
+    Its import is now given REWARDKIT_PLUGIN_IMPORT_TIMEOUT seconds; past that the plugin
+    is a failed plugin named with its entry point, the command goes on without it."""
+    env = _plugin_site(tmp_path, "hangs", _HANGS_AT_IMPORT)
+    env["REWARDKIT_PLUGIN_IMPORT_TIMEOUT"] = "2"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  f: {reward: soft_format}\n")
+    rows = write_jsonl(tmp_path / "in.jsonl", [{"completion": "<answer>1</answer>"}])
+    args = [str(cfg) if a == "CFG" else str(rows) if a == "ROWS" else a for a in command]
+    try:
+        proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", *args],
+                              capture_output=True, text=True, timeout=45, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"rewardkit {' '.join(command)} hung on a plugin whose import hangs")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    said = ("plugin hangs (rewardkit-hangs): its import did not finish within 2 s "
+            "(entry point hangs = rewardkit_hangs)")
+    assert said in proc.stderr, proc.stderr
+    if command[0] == "plugins":
+        listed = {p["name"]: p for p in json.loads(proc.stdout)}
+        assert "did not finish within 2 s" in listed["hangs"]["error"]
+        assert all(p["error"] == "" for n, p in listed.items() if n != "hangs")
+
+
+def test_a_reward_of_a_plugin_whose_import_hangs_is_unknown_naming_the_plugin(tmp_path):
+    env = _plugin_site(tmp_path, "hangs", _HANGS_AT_IMPORT)
+    env["REWARDKIT_PLUGIN_IMPORT_TIMEOUT"] = "1"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rewards:\n  h: {reward: hanging_reward}\n")
+    proc = subprocess.run([sys.executable, "-m", "rewardkit.cli", "validate", str(cfg)],
+                          capture_output=True, text=True, timeout=45, env=env)
+    assert proc.returncode == 2
+    assert "unknown reward 'hanging_reward'" in proc.stderr
+    assert "hangs (rewardkit-hangs): its import did not finish within 1 s" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# -- 21. details of megabytes ------------------------------------------------------------------
+_SCORES_BIG_DETAILS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import faulty_rewards
+from rewardkit import RewardSet, registry
+for cls in faulty_rewards.ALL:
+    registry.register(cls, "tests")
+rs = RewardSet.from_dict({"rewards": {"inline": {"reward": "big_details"},
+                                      "process": {"reward": "process_big_details"}}})
+result = rs.score([{"completion": c} for c in ("dump", "pairs", "small")])
+print(json.dumps({"bytes": len(json.dumps(result.to_rows())), "rows": result.to_rows()}))
+"""
+
+
+def test_details_of_megabytes_are_cut_where_the_verdict_is_taken():
+    """A reward whose details hold a whole input (5 MB of text, 200,000 [id, followed]
+    pairs) kept them whole: every scored row held them (a 1,024-row batch gigabytes) and
+    wrote them out (``ScoreResult.to_rows``, ``rewardkit test --json``). They are cut at
+    MAX_DETAILS_CHARS where the verdict is taken, inline and process mode alike, saying
+    what was cut; details within the bound are kept as they are. A process-mode ``ok``
+    Score with a float value crossed to the parent without the reason's cut (row 48):
+    its 5 MB reason is cut there too."""
+    from rewardkit.types import MAX_DETAILS_CHARS, MAX_REASON_CHARS
+
+    proc = subprocess.run([sys.executable, "-c", _SCORES_BIG_DETAILS, str(HERE)],
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    # before: 37,978,566 bytes
+    assert got["bytes"] < 4 * MAX_DETAILS_CHARS + 2 * MAX_REASON_CHARS + 5_000, got["bytes"]
+    dump, pairs, small = (row["components"] for row in got["rows"])
+    for mode in ("inline", "process"):
+        assert small[mode]["details"] == {"kind": "small",
+                                          "followed": [["a", True], ["b", False]]}
+        assert dump[mode]["reason"].endswith(
+            f"... ({5_000_000 - MAX_REASON_CHARS:,} characters cut)"), mode
+        for row, key in ((dump, "dump"), (pairs, "followed")):
+            score = row[mode]
+            assert (score["value"], score["status"]) == (1.0, "ok")
+            details = score["details"]
+            assert details["kind"] == key if key == "dump" else details["kind"] == "pairs"
+            assert "characters cut" in details[key], details[key][-80:]
+            assert details["details_cut"].startswith("details of "), details
+            assert len(json.dumps(details)) <= MAX_DETAILS_CHARS + 300
+
+
+# -- 22. pools of several sizes ----------------------------------------------------------------
+_SCORES_WITH_THREE_POOL_SIZES = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import faulty_rewards
+from rewardkit import RewardSet, registry
+for cls in faulty_rewards.ALL:
+    registry.register(cls, "tests")
+
+def workers():
+    with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as fh:
+        children = [int(c) for c in fh.read().split()]
+    found = []
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"rewardkit.execution.worker" in fh.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return sorted(found)
+
+seen = []
+for size in (1, 2, 4, 1, 4, 2):
+    rs = RewardSet.from_dict({"workers": size, "rewards": {"p": {"reward": "worker_pid"}}})
+    pids = rs.score([{"completion": f"row {i}"} for i in range(16)]).values("p")
+    seen.append({"size": size, "used": sorted({int(p) for p in pids}), "idle": workers()})
+print(json.dumps(seen))
+"""
+
+
+def test_pools_of_several_sizes_keep_no_more_idle_workers_than_the_largest():
+    """Each requested pool size kept its own workers for the process's life: scoring with
+    workers 1, then 2, then 4 left 7 idle workers. A pool now takes over the idle workers
+    of the others before it starts any: 1, 2, 4 leave 4, and going back to a size
+    already seen starts none."""
+    proc = subprocess.run([sys.executable, "-c", _SCORES_WITH_THREE_POOL_SIZES, str(HERE)],
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    steps = json.loads(proc.stdout)
+    assert [len(s["idle"]) for s in steps] == [1, 2, 4, 4, 4, 4], steps  # before: 1, 3, 7...
+    for step in steps:
+        assert len(step["used"]) <= step["size"]
+        assert set(step["used"]) <= set(step["idle"]), step  # scored by the live workers
+    # the last three steps use only workers the first three started
+    assert {p for s in steps[3:] for p in s["idle"]} <= set(steps[2]["idle"]), steps
