@@ -41,7 +41,10 @@ if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per
     from typing import Any
 
 _HEADER = struct.Struct("!I")
-_READ_CHUNK = 65536
+#: a read of a message (or of its rest, when that is larger): most are a few dozen
+#: bytes, and a 64 KiB read buffer costs a fresh candidate heap pages (copy-on-write
+#: faults) for nothing
+_READ_CHUNK = 4096
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _MAX_DEPTH = 100
 _SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})

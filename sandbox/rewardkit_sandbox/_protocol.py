@@ -6,8 +6,9 @@ A frame is ``!I`` (length) + a ``marshal``-encoded dict of str/int/float/bool/No
 and it is several times cheaper, which counts in the zygote, where every page touched
 after a fork is a copy-on-write fault.  Never used for anything a task wrote (the task
 child reports in JSON lines).  A frame is written with one ``writev`` and usually read
-with one ``readv``; the raw descriptor is used, so the zygote (``python -I -S``) needs
-neither ``socket`` nor ``selectors``.
+with two ``readv`` (its length, then the rest: never beyond it, so raw bytes that follow
+reach only :meth:`Channel.receive_raw`); the raw descriptor is used, so the zygote
+(``python -I -S``) needs neither ``socket`` nor ``selectors``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ MAX_MESSAGE_BYTES = 2**32 - 1
 _RECEIVE_CHUNK = 64 * 1024
 
 
-_ZERO_CHUNK = bytes(_RECEIVE_CHUNK)
+_ZERO_VIEW = memoryview(bytes(_RECEIVE_CHUNK))
+
+
+def _zero(view: memoryview) -> None:
+    """Overwrite ``view`` with zero bytes in place (no temporary copy of its size)."""
+    for start in range(0, len(view), _RECEIVE_CHUNK):
+        part = view[start : start + _RECEIVE_CHUNK]
+        part[:] = _ZERO_VIEW[: len(part)]
 
 
 def _write_all(fd: int, view: memoryview) -> None:
@@ -52,6 +60,8 @@ class Channel:
         self.fd = fd
         self._buffer = bytearray()
         self._chunk = bytearray(_RECEIVE_CHUNK)
+        #: how much of ``_chunk`` a read has written since it was last zeroed
+        self._chunk_used = 0
         self._poll: Any = None
 
     def send(
@@ -100,23 +110,32 @@ class Channel:
         copy of them in this process: every buffer they passed through is zeroed.
 
         The zygote takes a task's tests this way, so that a candidate it forks later
-        cannot find them in its own (copy-on-write) memory.  Blocking.
+        cannot find them in its own (copy-on-write) memory.  They go from the read buffer
+        (``_chunk``, of which only the part reads wrote to is zeroed) to ``fd``; never
+        into ``_buffer`` (``receive`` reads no further than its message), whose storage a
+        shrink or a move frees unzeroed.  Blocking.
         """
         held = min(size, len(self._buffer))
         if held:
             with memoryview(self._buffer) as view:
                 _write_all(fd, view[:held])
-            self._buffer[:held] = bytes(held)
+                _zero(view[:held])
             del self._buffer[:held]
         left = size - held
         while left > 0:
             received = os.readv(self.fd, [memoryview(self._chunk)[: min(left, _RECEIVE_CHUNK)]])
             if not received:
                 break
+            self._chunk_used = max(self._chunk_used, received)
             with memoryview(self._chunk) as view:
                 _write_all(fd, view[:received])
             left -= received
-        self._chunk[:] = _ZERO_CHUNK
+        # Only the part a read wrote to: zeroing all 64 KiB (through a temporary copy,
+        # as a bytearray slice assignment from bytes makes) touched ~30 pages of the
+        # zygote's heap per task, each a copy-on-write fault after the fork before.
+        with memoryview(self._chunk) as view:
+            _zero(view[: self._chunk_used])
+        self._chunk_used = 0
         if left:
             raise ProtocolError(f"the stream ended {left} bytes before the raw part did")
 
@@ -124,12 +143,16 @@ class Channel:
         while len(self._buffer) < size:
             if deadline is not None:
                 self._wait(select.POLLIN, deadline)
+            # Never past the message: raw bytes that follow it (a task's tests) must not
+            # enter ``_buffer``, whose storage is freed unzeroed when it shrinks or moves.
+            wanted = min(size - len(self._buffer), _RECEIVE_CHUNK)
             try:
-                received = os.readv(self.fd, [self._chunk])
+                received = os.readv(self.fd, [memoryview(self._chunk)[:wanted]])
             except BlockingIOError:
                 continue
             if not received:
                 return False
+            self._chunk_used = max(self._chunk_used, received)
             self._buffer += memoryview(self._chunk)[:received]
         return True
 

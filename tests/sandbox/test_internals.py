@@ -218,6 +218,62 @@ def test_the_channel_carries_bytes_and_large_messages() -> None:
         assert receiver2.receive(deadline=time.monotonic() + 1) is None
 
 
+@pytest.mark.parametrize("raw_size", [1500, 200_000])
+def test_the_raw_part_leaves_no_copy_in_the_channel(raw_size: int) -> None:
+    """The zygote's tests go from the channel's read buffer into a memory file: never
+    into the message buffer (whose storage is freed unzeroed when it shrinks), and none
+    of them stays behind, though only the part of the 64 KiB read buffer that reads
+    wrote to is zeroed."""
+    raw = (b"assert candidate(1) == 2  # secret\n" * (raw_size // 36 + 1))[:raw_size]
+    left, right = socket.socketpair()
+    with left, right:
+        sender, receiver = Channel(left.fileno()), Channel(right.fileno())
+        import threading
+
+        thread = threading.Thread(target=sender.send, args=({"tests_bytes": len(raw)}, None, raw))
+        thread.start()
+        message = receiver.receive()
+        assert message == {"tests_bytes": len(raw)}
+        assert not receiver._buffer  # read no further than the message
+        memory_file = os.memfd_create("raw-test")
+        try:
+            receiver.receive_raw(memory_file, len(raw))
+            thread.join()
+            assert os.pread(memory_file, len(raw) + 1, 0) == raw
+        finally:
+            os.close(memory_file)
+        assert not any(receiver._chunk) and not any(receiver._buffer)
+        assert receiver._chunk_used == 0
+        sender.send({"after": 1})
+        assert receiver.receive() == {"after": 1}  # the channel still works
+
+
+def test_the_call_link_carries_small_and_large_messages() -> None:
+    """A judge <-> candidate link reads a small message in one short read and a large one
+    (longer than that read) whole."""
+    from rewardkit_sandbox._calls import Link
+
+    to_read, to_write = os.pipe()
+    back_read, back_write = os.pipe()
+    try:
+        sender, receiver = Link(back_read, to_write), Link(to_read, back_write)
+        import threading
+
+        large = ["x" * 1000] * 3000  # ~3 MB, beyond the pipe's buffer
+        def send_both() -> None:
+            sender.send(("call", 1))
+            sender.send(large)
+
+        thread = threading.Thread(target=send_both)
+        thread.start()
+        assert receiver.receive() == ("call", 1)
+        assert receiver.receive() == large
+        thread.join()
+    finally:
+        for fd in (to_read, to_write, back_read, back_write):
+            os.close(fd)
+
+
 def test_a_slot_whose_files_cannot_be_removed_gets_a_new_zygote() -> None:
     with SandboxPool(size=1, limits=TEST_LIMITS) as pool:
         slot = pool._slots[0]

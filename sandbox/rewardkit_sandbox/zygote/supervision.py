@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # no ``typing`` in the zygote: every module there is paid per
 REPORT_LIMIT_BYTES = 4 * 1024 * 1024
 KILL_GRACE_S = 5.0
 _READ_CHUNK = 65536
+#: read_rest's first read: what is left in a pipe is usually little or nothing (EOF), and
+#: a 64 KiB read buffer costs heap pages (copy-on-write faults after a fork) even then
+_FIRST_READ = 4096
 
 
 class Output:
@@ -209,7 +212,7 @@ def read_rest(fd: int, limit: int) -> bytes:
     """
     rest = bytearray()
     while len(rest) < limit and select.select([fd], (), (), 0)[0]:
-        chunk = os.read(fd, min(_READ_CHUNK, limit - len(rest)))
+        chunk = os.read(fd, min(_READ_CHUNK if rest else _FIRST_READ, limit - len(rest)))
         if not chunk:
             break
         rest += chunk
