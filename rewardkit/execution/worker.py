@@ -213,7 +213,10 @@ def main(fd: int, parent: int, area_fd: int) -> None:
         _, call, seq, key, blob, group, slot, encoded = message
         if blob is not None:
             try:
-                rewards[key] = _load(blob)
+                rewards[key] = loaded = _load(blob)
+                warm = getattr(loaded, "warm", None)
+                if callable(warm):  # Reward.warm: set-up a first batch would pay
+                    warm()
                 failed.pop(key, None)
             except BaseException as exc:
                 rewards.pop(key, None)
