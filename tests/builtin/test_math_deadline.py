@@ -3,10 +3,13 @@
 On real Omni-MATH golds about 1% of an 8-answer batch ran past the 10 s hard timeout
 (math-verify called with its signal timeouts off, sympy running until the worker was
 killed) and was masked; the same pair timed out again for each completion of its group,
-and a ``mode: inline`` component hung. The pair below is one of them: math-verify
-expands the gamma functions of ``\\binom{n+m-1}{m}^{7}`` for 5-12 s. Here it must come
-back graded (status ok, value ``wrong``) well inside the hard timeout, in a worker, inline
-and off the main thread; and a group of identical slow completions is graded once.
+and a ``mode: inline`` component hung. The pair below is one of them, written as
+equations: math-verify expands the gamma functions of ``\\binom{n+m-1}{m}^{7}`` for 5-12
+s (the bare pair is now shown different numerically before sympy, by
+:mod:`~rewardkit.builtin.math.disproof`; equations still reach sympy's ``simplify``). Here
+it must come back graded (status ok, value ``wrong``) well inside the hard timeout, in a
+worker, inline and off the main thread; and a group of identical slow completions is
+graded once.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from rewardkit import RewardSet, Sample, Status, get_reward
 from rewardkit.builtin.math import reward as math_module
 from rewardkit.builtin.math.deadline import SymbolicTimeout, bounded, deadline_left
 
-GOLD = "\\binom{n+m-1}{m}^{2}"
-SLOW = "The final answer is $\\boxed{\\binom{n+m-1}{m}^{7}}$"
+GOLD = "y = \\binom{n+m-1}{m}^{2}"
+SLOW = "The final answer is $\\boxed{y = \\binom{n+m-1}{m}^{7}}$"
 #: the component's hard timeout: sympy alone runs past it on this pair
 HARD = 3.0
 

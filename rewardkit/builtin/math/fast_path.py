@@ -41,6 +41,7 @@ from typing import Any
 
 from rewardkit.builtin.math.commitment import competing_statements, hedged
 from rewardkit.builtin.math.cost_guards import too_costly
+from rewardkit.builtin.math.disproof import verify
 from rewardkit.builtin.math.exact_numbers import NAMED_CONSTANTS
 from rewardkit.builtin.math.exact_structures import exact_value, same
 from rewardkit.builtin.math.extraction import STATEMENTS, reference_text
@@ -200,5 +201,5 @@ def math_verify_verdict(gold_text: str, formula: str) -> bool | None:
     pred = parse_output(mv, region)
     if not pred:
         return None
-    same = bool(mv.verify(list(gold), pred, timeout_seconds=None))
+    same = verify(mv, list(gold), pred)  # math-verify's verdict, wrong ones cheaper
     return same and not exactly_different(list(gold), pred, region)

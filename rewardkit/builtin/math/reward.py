@@ -58,6 +58,7 @@ from rewardkit.builtin.math.commitment import (
 )
 from rewardkit.builtin.math.cost_guards import too_costly
 from rewardkit.builtin.math.deadline import SymbolicTimeout, bounded
+from rewardkit.builtin.math.disproof import verify
 from rewardkit.builtin.math.extraction import (
     STATEMENTS,
     Found,
@@ -579,7 +580,7 @@ def _several_answers(mv: Any, found: Found, params: MathParams, one_value: bool)
         if too_costly(other, params.max_symbolic_chars):
             return True
         theirs = parse_answer(mv, other, fallback=True)
-        if mine and theirs and not mv.verify(mine, theirs, timeout_seconds=None):
+        if mine and theirs and not verify(mv, mine, theirs):
             return True
     return False
 
@@ -625,7 +626,7 @@ def _symbolic(gold: list[Any], text: str, found: Found | None, params: MathParam
     if not pred:
         return Score.ok(params.wrong, "no answer found" if found is None else
                         "answer cannot be parsed", via=how)
-    same = bool(mv.verify(gold, pred, timeout_seconds=None))
+    same = verify(mv, gold, pred)  # math-verify's verdict (disproof.py)
     if same and exactly_different(gold, pred, region):
         same = False
     return Score.ok(params.score if same else params.wrong, via=how,
