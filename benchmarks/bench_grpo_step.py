@@ -9,6 +9,11 @@ completions (``gsm8k_style.py``: ~1 KB model-style solutions, 60% right, some th
 reach the closing line). Timed side by side in one run against a hand-written regex loop
 doing the same two checks (format regex; number after ``####``, ``,`` and ``$`` removed,
 equal to the gold within 1e-6), and the per-sample totals must be identical.
+The loop does less than the rewards: its format test does not check that the line ends
+the output (``final_answer_line`` does), and its number is taken with no check that the
+output stands by it, where ``math_answer`` first refuses hedged, negated, retracted,
+questioned, listed, copied and competing answers. The totals agree because these rows
+hold none of those; the ratio is the price of those checks (docs/performance.md).
 Target: at most 1.5 s on 2 cores, and within 3x of the regex loop. Timed over ``--rounds``
 steps, each on new completions (as in training: the number-reading caches are warm only
 where answers repeat), medians reported.

@@ -159,3 +159,27 @@ def test_no_answer_is_told_as_before_with_its_words_searched_first() -> None:
         text = sample.text
         for end in (len(text), len(text) // 2):
             assert commitment._says_no_answer(text, end) == _says_no_answer_as_before(text, end)
+
+
+def test_the_hashes_line_one_character_pretests_decline_as_the_scans_alone() -> None:
+    """The hashes-line short cut looks for ``>``, ``#`` before the line and a backslash
+    (one-character searches) before ``think>``, an earlier ``####`` and a box or bold
+    command: the three tests together say what the scans alone said, on random texts of
+    those characters and near misses, and on the benchmark's rows."""
+    rng = random.Random(11)
+    parts = [">", "think>", "think", "hink>", "#", "##", "####", "\\", "\\boxed", "\\fbox",
+             "\\textbf", "\\text", "box", "\\\\", "\n", "x", " ", "é", "*", "<think>"]
+    texts = _random_texts(rng, parts, 20000, 10)
+    texts += [s.text for s in solutions(200, seed=5, closings=("eight_shot", "none"))]
+    hits = [0, 0, 0]
+    for text in texts:
+        pos = rng.randint(0, len(text))
+        before = ("think>" in text, math_reward._HASHES.search(text, 0, pos) is not None,
+                  math_reward._BOX_OR_BOLD_COMMAND.search(text) is not None)
+        after = (">" in text and "think>" in text,
+                 text.find("#", 0, pos) >= 0 and math_reward._HASHES.search(text, 0, pos)
+                 is not None,
+                 "\\" in text and math_reward._BOX_OR_BOLD_COMMAND.search(text) is not None)
+        assert after == before, (text, pos)
+        hits = [h + b for h, b in zip(hits, before, strict=True)]
+    assert min(hits) > 1000

@@ -218,15 +218,20 @@ def _hashes_line_verdict(sample: Sample, gold: PlainNumber, reference: str,
 
     Each check is one C-level scan (a fused regex is slower: ``re`` tries every position
     where an alternative may start; a literal regex search is faster than ``in`` for
-    three of them); the 8-shot line's lead-in is cut by its literal."""
+    three of them); the 8-shot line's lead-in is cut by its literal. Three scans first
+    look for one character with ``in`` / ``find`` (a ``memchr``, many times faster than
+    a search for several characters): ``>`` before ``think>``, ``#`` before the line
+    before an earlier ``####`` (most outputs have no ``#`` but the line's) and a
+    backslash before a box or bold command."""
     text = sample.text
     pos = text.rfind("####")
     if (pos < 0 or text.find("\n", pos) >= 0 or (pos and text[pos - 1] == "#")
             or not text.isascii() or params.reasoning_tag is not None
             or params.occurrence != "last" or params.decimal_comma
             or params.answer_tag != "answer" or params.extract != _DEFAULT_ORDER
-            or "think>" in text or _TWO_STARS.search(text) or _HASHES.search(text, 0, pos)
-            or _BOX_OR_BOLD_COMMAND.search(text)):
+            or (">" in text and "think>" in text) or _TWO_STARS.search(text)
+            or (text.find("#", 0, pos) >= 0 and _HASHES.search(text, 0, pos))
+            or ("\\" in text and _BOX_OR_BOLD_COMMAND.search(text))):
         return None
     low = text.lower()  # (ASCII: the same positions)
     if (low.find("answer", 0, pos) >= 0 or _A_LINE.search(low)  # (no line break after pos)
