@@ -45,12 +45,44 @@ DIFFERENT = [
 #: asked here
 SLOW_DIFFERENT = (r"\binom{n+m-1}{m}^{2}", r"\binom{n+m-1}{m}^{7}")
 
-#: pairs the disproof leaves to math-verify (relations, sets, symbols, functions it does
-#: not evaluate)
-LEFT_TO_MATH_VERIFY = [
-    ("y = e^{-x}", "y = e^{-2x}"),
+#: sets, tuples, intervals and equations against values that math-verify calls different,
+#: disproved element by element (issue 42 item 1)
+STRUCTURES_DIFFERENT = [
     (r"\{1, 2\}", r"\{1, 3\}"),
     ("(1, 2)", "[1, 2]"),
+    ("(1,2)", r"\{1,3\}"),
+    (r"[0, \infty)", "5"),
+    ("(0,1)", "0.5"),
+    ("5", "x=6"),
+    ("x=5", "6"),
+    ("(1,2,3)", "(1,2,4)"),
+    (r"\{1,2\}", "1"),
+    (r"\{1\}", "2"),
+    (r"[\sqrt 2, 3]", r"[\sqrt 2, 4]"),
+    ("(x, 2x)", "(x, 3x)"),
+    (r"\left(\frac{1}{2}, \sqrt{3}\right)", r"\left(\frac{1}{2}, \sqrt{2}\right)"),
+    (r"\{-\sqrt{2}, \sqrt{2}\}", r"\{-2, 2\}"),
+]
+
+#: math-verify calls these equal: never disproved
+STRUCTURES_EQUAL = [
+    ("(1,2)", r"\{1,2\}"),
+    ("x = 5", "5"),
+    ("5", "x=5"),
+    (r"\{(1,2),(3,4)\}", r"\{(3,4),(1,2)\}"),
+    (r"\{\sqrt{2}/2, 1\}", r"\{1, \frac{1}{\sqrt{2}}\}"),
+    (r"\{1\}", "1"),
+    (r"x \in (1,2)", "(1,2)"),
+    (r"\{1/3, 2\}", r"\{0.333333, 2\}"),
+    (r"[-\infty, 3)", r"(-\infty, 3)"),
+]
+
+#: pairs the disproof leaves to math-verify (relations, symbols inside sets, symbolic
+#: interval ends, functions it does not evaluate)
+LEFT_TO_MATH_VERIFY = [
+    ("y = e^{-x}", "y = e^{-2x}"),
+    (r"\{x, 1\}", r"\{y, 1\}"),
+    ("(a, b)", "(1, 2)"),
     ("x", "y"),
     (r"\int_0^1 x\,dx", r"\frac{1}{3}"),
     (r"\lambda \ge 1", r"\lambda \ge 2"),
@@ -84,6 +116,59 @@ def test_wrong_plain_expressions_are_disproved_with_math_verifys_verdict() -> No
     start = time.process_time()
     assert not verify(mv, gold, pred)
     assert time.process_time() - start < 1.0
+
+
+def test_structures_get_math_verifys_verdict_and_wrong_ones_are_disproved() -> None:
+    mv = load_math_verify()
+    for (g_text, p_text), (gold, pred) in zip(STRUCTURES_DIFFERENT,
+                                              _pairs(mv, STRUCTURES_DIFFERENT), strict=True):
+        assert numerically_different(gold[0], pred[0]), (g_text, p_text)
+        assert not mv.verify(gold, pred, timeout_seconds=None), (g_text, p_text)
+        assert not verify(mv, gold, pred), (g_text, p_text)
+    for (g_text, p_text), (gold, pred) in zip(STRUCTURES_EQUAL,
+                                              _pairs(mv, STRUCTURES_EQUAL), strict=True):
+        assert mv.verify(gold, pred, timeout_seconds=None), (g_text, p_text)
+        assert not any(numerically_different(g, p) for g in gold for p in pred), (g_text,
+                                                                                  p_text)
+        assert verify(mv, gold, pred), (g_text, p_text)
+
+
+def _random_structure(rng: random.Random) -> str:
+    leaves = ["1", "2", "-1", r"\frac{1}{2}", "0.5", r"\sqrt{2}", r"\frac{\sqrt{2}}{2}",
+              r"\frac{1}{\sqrt{2}}", r"\pi", "x", "2x", r"\infty", r"-\infty", "3"]
+    items = [rng.choice(leaves) for _ in range(rng.randint(1, 3))]
+    shape = rng.randrange(6)
+    if shape == 0:
+        return r"\{" + ", ".join(items) + r"\}"
+    if shape == 1:
+        return "(" + ", ".join(items) + ")"
+    if shape == 2:
+        return rng.choice("([") + f"{items[0]}, {rng.choice(leaves)}" + rng.choice(")]")
+    if shape == 3:
+        return f"x = {items[0]}"
+    if shape == 4:
+        return rng.choice(leaves)
+    return r"\{(" + ", ".join(items) + r"), (1, 2)\}"
+
+
+@pytest.mark.slow
+def test_random_structures_get_math_verifys_verdict() -> None:
+    """Random sets, tuples, intervals, assignments and values against each other and
+    against themselves: verify() answers as math-verify's verify on each pair."""
+    mv = load_math_verify()
+    rng = random.Random(7)
+    checked, disproved = 0, 0
+    while checked < 120:
+        text = _random_structure(rng)
+        other = _random_structure(rng) if rng.random() < 0.7 else text
+        gold, pred = _parse(mv, text), _parse(mv, other)
+        if not gold or not pred:
+            continue
+        theirs = bool(mv.verify(gold, pred, timeout_seconds=None))
+        assert verify(mv, gold, pred) == theirs, (text, other)
+        disproved += any(numerically_different(g, p) for g in gold for p in pred)
+        checked += 1
+    assert disproved >= 20
 
 
 def test_relations_sets_and_symbols_are_left_to_math_verify() -> None:
