@@ -1,7 +1,7 @@
 """The Go local runner against a bare ``go build`` + run loop, and where a Go build's time
 goes (issue 42 item 5).
 
-    python benchmarks/bench_go_runner.py [--n 6] [--programs-only]
+    python benchmarks/bench_go_runner.py [--n 6] [--programs-only] [--bare-dir /dev/shm]
 
 1. ``CompiledRunner(pool, "go")`` (a fresh compile cache: every program is built) runs
    ``--n`` distinct small programs (stdin in, stdout checked), timed in turn with a bare
@@ -10,7 +10,12 @@ goes (issue 42 item 5).
    empty one per build, as the runner's) then ``./prog``. Ratio: median of the
    per-program ratios (runner / bare), with the spread; and CPU: this process, the
    sandbox's zygotes and the task children they reaped, against the go command and the
-   program (``--programs-only``: this part alone).
+   program (``--programs-only``: this part alone). A second bare figure: the same loop
+   with the environment the runner gives its builds only (``GO_BUILD_ENV``: no garbage
+   collection in the go command, compiler and linker below 512 MiB), timed in turn too.
+   ``--bare-dir DIR``: the bare loop works (and its go command keeps ``$WORK``) in DIR,
+   e.g. ``/dev/shm``: a tmpfs, as the sandbox's work directories are; by default in the
+   system's temporary folder (on a disk here, slower to write to on a busy machine).
 2. The runner's test build (``go test -c``, the vendored assert package, the plan's
    environment) run outside the sandbox with its ``GOCACHE`` empty, as every sandboxed
    build starts, and then warm: wall and CPU seconds (the go command and its children).
@@ -50,6 +55,13 @@ TEST = ('package main\nimport (\n\t"testing"\n\t"github.com/stretchr/testify/ass
         "func TestAdd(t *testing.T) { assert.Equal(t, 3, Add(1, 2)) }\n")
 
 
+#: what the runner's Go builds (and only they) run with since issue 42 item 5; the same
+#: for a runner of an older checkout (``--against``, another tree first on PYTHONPATH)
+BUILD_ENV: dict[str, str] = getattr(languages, "GO_BUILD_ENV",
+                                    {"GOGC": "off", "GOMEMLIMIT": "512MiB"})
+BUILD_ENV_TEXT = " ".join(f"{name}={value}" for name, value in BUILD_ENV.items())
+
+
 def load() -> str:
     return " ".join(open("/proc/loadavg").read().split()[:3])
 
@@ -74,43 +86,62 @@ def own_cpu() -> float:
     return t.user + t.system
 
 
-def runner_vs_bare(pool: SandboxPool, n: int, cold: bool) -> None:
+def bare_work(bare_dir: str | None, env: dict[str, str]) -> str:
+    """The bare loop's work directory: the system's temporary folder, or one in
+    ``bare_dir`` (e.g. a tmpfs, as the sandbox's work directories are), which is then the
+    go command's ``TMPDIR`` too (its ``$WORK``), as a sandboxed build's is its own."""
+    work = tempfile.mkdtemp(dir=bare_dir)
+    if bare_dir:
+        env["TMPDIR"] = work
+    return work
+
+
+def runner_vs_bare(pool: SandboxPool, n: int, cold: bool, bare_dir: str | None = None) -> None:
     runner = CompiledRunner(pool, "go", cache=CompileCache())
     env = dict(os.environ, GO111MODULE="off", CGO_ENABLED="0", GOTOOLCHAIN="local",
                GOMAXPROCS="2", GOFLAGS="")
-    work = tempfile.mkdtemp()
+    work = bare_work(bare_dir, env)
     if cold:  # each bare build starts from an empty cache, as the runner's do
         env["GOCACHE"] = f"{work}/gocache"
 
-    def bare(i: int) -> None:
+    # the same loop with the environment the runner gives its builds only (the second
+    # bare figure: the go command, compiler and linker with the runner's GC settings)
+    tuned = dict(env, **BUILD_ENV)
+
+    def bare(i: int, build_env: dict[str, str] = env) -> None:
         if cold:
             shutil.rmtree(env["GOCACHE"], ignore_errors=True)
         with open(f"{work}/main.go", "w") as handle:
             handle.write(PROGRAM % i)
         subprocess.run(["go", "build", "-o", "prog", *runner.flags, "main.go"], cwd=work,
-                       env=env, check=True)
+                       env=build_env, check=True)
         out = subprocess.run(["./prog"], cwd=work, input="abc", capture_output=True,
                              text=True, check=True).stdout
         assert out.startswith("ABC"), out
 
     assert runner.run(PROGRAM % 0, stdin="warm").ok
     bare(-1)
-    ours, theirs, builds = [], [], []
-    our_cpu = their_cpu = 0.0
+    ours, theirs, builds, tuned_times = [], [], [], []
+    our_cpu = their_cpu = tuned_cpu = 0.0
     for i in range(1, n + 1):
         t0, c0 = time.perf_counter(), own_cpu() + sandbox_cpu(pool)
         result = runner.run(PROGRAM % (1000 + i), stdin="abc")
         t1, c1, k1 = time.perf_counter(), own_cpu() + sandbox_cpu(pool), children_cpu()
         assert result.ok and result.stdout.startswith("ABC"), result
         bare(2000 + i)
-        t2 = time.perf_counter()
+        t2, k2 = time.perf_counter(), children_cpu()
+        bare(3000 + i, tuned)
+        tuned_times.append(time.perf_counter() - t2)
+        tuned_cpu += children_cpu() - k2
         ours.append(t1 - t0)
         theirs.append(t2 - t1)
         our_cpu += c1 - c0
-        their_cpu += children_cpu() - k1
+        their_cpu += k2 - k1
         builds.append(float(result.metadata["compile_s"]))
     ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
-    print(f"programs: {n}, each built and run once; load {load()}")
+    tuned_ratios = [a / b for a, b in zip(ours, tuned_times, strict=True)]
+    where = f" (bare loop in {bare_dir})" if bare_dir else ""
+    print(f"programs: {n}, each built and run once; load {load()}{where}")
     print(f"  go runner   {statistics.median(ours):.3f} s/program (its build "
           f"{statistics.median(builds):.3f} s), CPU {our_cpu / n:.3f} s/program")
     cache = "an empty GOCACHE each" if cold else "the user's warm GOCACHE"
@@ -120,6 +151,11 @@ def runner_vs_bare(pool: SandboxPool, n: int, cold: bool) -> None:
           f"(programs {min(ratios):.2f}-{max(ratios):.2f}x), CPU "
           f"{our_cpu / their_cpu:.2f}x (this process, the zygotes and their task children "
           "against the go command and the program)")
+    print(f"  bare loop with the runner's build environment ({BUILD_ENV_TEXT}): "
+          f"{statistics.median(tuned_times):.3f} s/program, CPU {tuned_cpu / n:.3f} s/program; "
+          f"runner / it {statistics.median(tuned_ratios):.2f}x "
+          f"(programs {min(tuned_ratios):.2f}-{max(tuned_ratios):.2f}x), CPU "
+          f"{our_cpu / tuned_cpu:.2f}x")
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -168,7 +204,7 @@ def seeded_vs_cold(pool: SandboxPool, n: int) -> None:
           f"(candidates {min(ratios):.2f}-{max(ratios):.2f}x)")
 
 
-def against(pool: SandboxPool, n: int, checkout: str) -> None:
+def against(pool: SandboxPool, n: int, checkout: str, bare_dir: str | None = None) -> None:
     path = os.path.join(checkout, "sandbox", "rewardkit_sandbox", "languages", "runner.py")
     spec = importlib.util.spec_from_file_location("other_runner", path)
     assert spec is not None and spec.loader is not None, path
@@ -179,7 +215,7 @@ def against(pool: SandboxPool, n: int, checkout: str) -> None:
                "this": CompiledRunner(pool, "go", cache=CompileCache())}
     env = dict(os.environ, GO111MODULE="off", CGO_ENABLED="0", GOTOOLCHAIN="local",
                GOMAXPROCS="2", GOFLAGS="")
-    work = tempfile.mkdtemp()
+    work = bare_work(bare_dir, env)
 
     def bare(i: int) -> None:
         with open(f"{work}/main.go", "w") as handle:
@@ -206,7 +242,8 @@ def against(pool: SandboxPool, n: int, checkout: str) -> None:
                 assert result.ok and result.stdout.startswith("ABC"), result
                 builds[label].append(float(result.metadata["compile_s"]))
             times[label].append(time.perf_counter() - t0)
-    print(f"interleaved with {checkout}: {n} programs each; load {load()}")
+    where = f", bare loop in {bare_dir}" if bare_dir else ""
+    print(f"interleaved with {checkout}: {n} programs each; load {load()}{where}")
     for label in ("that", "this"):
         ratios = [a / b for a, b in zip(times[label], times["bare"], strict=True)]
         print(f"  {label} runner {statistics.median(times[label]):.3f} s/program (its build "
@@ -228,16 +265,19 @@ def main() -> None:
                     help="also time another checkout's runner, interleaved (part 4 only)")
     ap.add_argument("--programs-only", action="store_true",
                     help="part 1 only (the runner against the bare loop)")
+    ap.add_argument("--bare-dir", metavar="DIR",
+                    help="the bare loop's work directory and TMPDIR in DIR (e.g. /dev/shm, a "
+                    "tmpfs as the sandbox's); default: the system's temporary folder")
     args = ap.parse_args()
     with SandboxPool(size=1) as pool:
-        runner_vs_bare(pool, args.n, cold=False)
+        runner_vs_bare(pool, args.n, cold=False, bare_dir=args.bare_dir)
         if args.programs_only:
             return
         if args.against:
-            against(pool, args.n, args.against)
+            against(pool, args.n, args.against, args.bare_dir)
             return
         if args.bare_cold:
-            runner_vs_bare(pool, args.n, cold=True)
+            runner_vs_bare(pool, args.n, cold=True, bare_dir=args.bare_dir)
         test_build_cache(pool)
         seeded_vs_cold(pool, args.n)
 

@@ -237,6 +237,8 @@ class _Plan:
     private_loader: bool = False
     #: a Go test build: its empty GOCACHE starts as a copy of the runner's seed
     go_seed: bool = False
+    #: environment of the build task only (over ``env``): never the program's
+    build_env: dict[str, str] = field(default_factory=dict)
 
 
 class CompiledRunner:
@@ -395,7 +397,7 @@ class CompiledRunner:
             "raw_files": _listed(files),
             "steps": plan.steps,
             "collect": plan.collect,
-            "env": plan.env,
+            "env": {**plan.env, **plan.build_env},
             "log_bytes": COMPILER_OUTPUT_BYTES,
             "artifact_bytes": self.compile_limits.stdout_bytes // 2,
             "data_bytes": 2 * _GIB,
@@ -597,8 +599,15 @@ class CompiledRunner:
         else:
             argv = [go, "build", "-o", "prog", *self.flags, "main.go"]
         run = ["./prog", "-test.count=1"] if test else ["./prog"]
-        return _Plan(sources, [{"argv": argv, "name": "go build"}], ["prog"], run, env=env)
+        return _Plan(sources, [{"argv": argv, "name": "go build"}], ["prog"], run, env=env,
+                     build_env=GO_BUILD_ENV)
 
+
+#: the go command, compiler and linker of a Go build collect no garbage until a process
+#: holds 512 MiB (then they do, as the limit asks): Go 1.19's toolchain otherwise starts
+#: collecting at a 4 MB heap, ~10-15% of a small program's build CPU in the sandbox
+#: (docs/performance.md, item 5). The build's only: the program runs with Go's defaults.
+GO_BUILD_ENV = {"GOGC": "off", "GOMEMLIMIT": "512MiB"}
 
 #: what the Go build cache seed is made from (``CompiledRunner._go_cache_seed``): a test
 #: program importing the standard packages candidates use most, and the assert package
