@@ -7,14 +7,16 @@ and a ``mode: inline`` component hung. The pair below is one of them, written as
 equations: math-verify expands the gamma functions of ``\\binom{n+m-1}{m}^{7}`` for 5-12
 s (the bare pair is now shown different numerically before sympy, by
 :mod:`~rewardkit.builtin.math.disproof`; equations still reach sympy's ``simplify``). Here
-it must come back graded (status ok, value ``wrong``) well inside the hard timeout, in a
-worker, inline and off the main thread; and a group of identical slow completions is
-graded once.
+it must come back graded (status ok, value ``wrong``, cut short by ``symbolic_timeout``)
+inside the hard timeout, in a worker, inline and off the main thread; and a group of
+identical slow completions is graded once. ``symbolic_timeout`` counts CPU seconds of the
+grading thread, so an ordinary pair keeps its verdict on a loaded machine.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -25,8 +27,10 @@ from rewardkit.builtin.math.deadline import SymbolicTimeout, bounded, deadline_l
 
 GOLD = "y = \\binom{n+m-1}{m}^{2}"
 SLOW = "The final answer is $\\boxed{y = \\binom{n+m-1}{m}^{7}}$"
-#: the component's hard timeout: sympy alone runs past it on this pair
-HARD = 3.0
+#: the component's hard timeout (wall time): room for 1 s of symbolic CPU time on a
+#: loaded machine (3 s ran out at load 6 on 2 cores); sympy left alone takes 5-12 s CPU
+#: on this pair, so a grading not cut by the deadline still fails the reason's check
+HARD = 30.0
 
 
 def _slow_sample(prompt: str = "How many?") -> Sample:
@@ -122,6 +126,19 @@ def test_bounded_interrupts_python_and_leaves_nothing_pending() -> None:
         assert total > 0
     assert bounded(5.0, lambda: 42) == 42
     assert deadline_left() is None
+
+
+def test_the_deadline_counts_the_threads_cpu_time_not_the_wall_clock() -> None:
+    # a step that waits (here: sleeps) spends no CPU: a loaded machine, where the grading
+    # thread waits for a core, must not cut an ordinary pair short
+    def wait_then_spin() -> float:
+        time.sleep(0.6)
+        started = time.thread_time()
+        while time.thread_time() - started < 0.1:
+            pass
+        return 1.0
+
+    assert bounded(0.4, wait_then_spin) == 1.0
 
 
 def test_an_inner_step_keeps_the_sooner_outer_deadline() -> None:

@@ -76,8 +76,9 @@ class MathParams(Params):
     )
     symbolic_timeout: float = Field(
         7.0, gt=0, le=3600,
-        description="seconds the symbolic grading of one sample may take all together "
-        "(math-verify's parses and comparisons, sympy's simplification), inline or in a "
+        description="CPU seconds the symbolic grading of one sample may take all together "
+        "(math-verify's parses and comparisons, sympy's simplification; the grading "
+        "thread's CPU time, so a loaded machine does not change a verdict), inline or in a "
         "worker; past it the sample is `wrong`, not shown equal (as math-verify's own 5 s "
         "timeout counts it), with the reason 'symbolic grading ran past symbolic_timeout', "
         "instead of a timeout that masks it; keep it below the component's timeout (10 s "
