@@ -72,9 +72,9 @@ def test_long_hostile_outputs_are_read_in_bounded_time() -> None:
     for text in ("(A) " * 50_000, "A or " * 50_000, "\\boxed{A}" * 20_000,
                  "**" * 100_000 + "B", "(" * 100_000, "answer is" + " " * 8000 + "!",
                  "option" + " " * 8000 + "!"):
-        start = time.perf_counter()
+        start = time.process_time()  # CPU: the cost, whatever the machine's load
         score = reward.score(Sample(prompt=prompt, completion=text, reference="B"))
-        assert time.perf_counter() - start < 0.5, text[:20]
+        assert time.process_time() - start < 0.5, text[:20]
         assert score.value == 0.0
 
 

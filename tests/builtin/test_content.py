@@ -86,9 +86,9 @@ def test_keyword_coverage_pays_negated_mentions_unless_the_negation_check_is_on(
 
 def test_keyword_coverage_negation_check_stays_linear_on_negated_keyword_spam() -> None:
     reward = get_reward("keyword_coverage")({**SYMPTOMS, "negation": True})
-    start = time.perf_counter()
+    start = time.process_time()  # CPU: the cost, whatever the machine's load
     score = reward.score(Sample(completion="no fever and no rest " * 50_000))
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert score.value == 0.0
 
 

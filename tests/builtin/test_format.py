@@ -33,9 +33,9 @@ def test_format_rewards_are_inline(name: str) -> None:
 @pytest.mark.parametrize("text", sorted(ADVERSARIAL))
 def test_format_rewards_stay_linear_on_adversarial_tags(reward: str, text: str) -> None:
     instance = get_reward(reward)()
-    start = time.perf_counter()
+    start = time.process_time()  # CPU: the cost, whatever the machine's load
     instance.score(Sample(completion=ADVERSARIAL[text]))
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 def test_soft_format_pays_what_strict_format_pays() -> None:

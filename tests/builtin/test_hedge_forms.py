@@ -80,10 +80,10 @@ def test_one_value_golds(gold: str, single: bool) -> None:
     "\\atop 1 " * 100_000,
 ])
 def test_reading_stays_cheap_on_any_input(text: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU: the cost, whatever the machine's load
     several_values(text, "boxed")
     several_values(text[:4999], "boxed")
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 @pytest.mark.parametrize("text", [

@@ -20,7 +20,7 @@ def test_an_amount_above_the_burst_leaves_a_debt_that_later_takers_wait_out(
         tmp_path: Path) -> None:
     budget = ExecutionBudget("tpm", slots=1, rate_per_s=100, burst=10,
                              directory=str(tmp_path))
-    assert _timed(budget, 30) < 0.05          # a full bucket pays it at once
+    assert budget.try_take(30) == 0.0         # a full bucket pays it at once
     assert _timed(budget, 1) >= 0.18          # 20 in debt + 1, at 100/s: ~0.21 s
 
 
@@ -32,7 +32,7 @@ def test_charge_corrects_the_estimate_up_and_down(tmp_path: Path) -> None:
     assert _timed(budget, 1) >= 0.18
     budget.take_token(10)
     budget.charge(-10)                        # it cost 10 less: given back
-    assert _timed(budget, 5) < 0.05
+    assert budget.try_take(5) == 0.0          # paid at once (a wall bound flaked under load)
 
 
 def test_two_budgets_of_one_name_share_the_bucket(tmp_path: Path) -> None:
@@ -60,10 +60,12 @@ def test_a_charge_leaves_at_most_a_minute_of_debt(tmp_path: Path) -> None:
 
 
 def test_try_take_takes_or_says_how_long_to_wait(tmp_path: Path) -> None:
-    budget = ExecutionBudget("try", slots=1, rate_per_s=10, burst=1,
+    budget = ExecutionBudget("try", slots=1, rate_per_s=1, burst=1,
                              directory=str(tmp_path))
     assert budget.try_take(1) == 0.0          # a full bucket pays at once
-    wait = budget.try_take(1)                 # empty now: ~0.1 s at 10/s
-    assert 0.05 <= wait <= 0.2, wait
+    # empty now: ~1 s at 1/s, less what refilled between the calls (at 10/s a 50 ms
+    # stall of a loaded machine between them left too little of a 0.1 s wait to check)
+    wait = budget.try_take(1)
+    assert 0.5 <= wait <= 1.1, wait
     time.sleep(wait)
     assert budget.try_take(1) == 0.0

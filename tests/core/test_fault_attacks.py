@@ -518,10 +518,10 @@ def test_yaml_loading_refuses_an_alias_bomb_in_well_under_a_second(tmp_path):
     cfg = tmp_path / "bomb.yaml"
     cfg.write_text("x:\n" + "\n".join("  " + line for line in BOMB.splitlines())
                    + "\nrewards:\n  f:\n    reward: soft_format\n    when: {task: *a9}\n")
-    start = time.monotonic()
+    start = time.process_time()  # CPU: the cost, whatever the machine's load
     with pytest.raises(ConfigError, match="expands to more than"):
         load_config(cfg)
-    assert time.monotonic() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 # -- 11. the .partial output file -------------------------------------------------------------

@@ -297,8 +297,9 @@ def test_a_daemon_that_keeps_stdout_open_does_not_hang_the_run(contained: Sandbo
         print("returned")
     """
     result = run(contained, source)
-    assert result.stdout == "returned\n"
-    assert result.wall_time_s < 1.5
+    # ok, not the 2 s wall limit's timeout a wait for the daemon's stdout would end in (a
+    # bound of 1.5 s on the run's wall time also caught a slow start on a loaded machine)
+    assert (result.status, result.stdout) == (Status.OK, "returned\n")
 
 
 def test_segfault_through_ctypes_is_a_crash(contained: SandboxPool) -> None:

@@ -211,7 +211,8 @@ def test_a_batch_uses_every_sandbox_slot(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     values, elapsed = json.loads(done.stdout.splitlines()[-1])
     assert values == [1.0] * 8
-    assert elapsed < 2.7, f"{elapsed:.2f}s: the batch did not run in parallel"
+    # one at a time cannot take less than 8 x 0.4 s, whatever the load; in parallel ~1.6 s
+    assert elapsed < 8 * 0.4, f"{elapsed:.2f}s: the batch did not run in parallel"
 
 
 @pytest.mark.parametrize("mode", ["inline", "process"])

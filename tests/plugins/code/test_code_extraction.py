@@ -74,6 +74,6 @@ def test_inline_backticks_are_not_a_block() -> None:
 
 def test_a_megabyte_of_fences_is_read_in_linear_time() -> None:
     text = "```python\n" * 200_000
-    started = time.perf_counter()
+    started = time.process_time()  # CPU: the cost, whatever the machine's load
     code_blocks(text)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
