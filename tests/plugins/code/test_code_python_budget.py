@@ -41,6 +41,20 @@ _WORKER = textwrap.dedent(
              f"    return float(sum(range({spins})) > 0)\\n"
     reward = PythonReward({"source": source, "concurrency": slots, "timeout_s": 60})
     reward.setup()
+    # says "blocked" the first time this process finds every slot of the node held (a
+    # waiter's cue: sleeping a fixed time instead raced its pool's start-up under load)
+    from rewardkit.execution.budget import ExecutionBudget
+    real_try = ExecutionBudget._try_slots
+    said = []
+
+    def try_slots(budget):
+        slot = real_try(budget)
+        if slot is None and not said:
+            said.append(1)
+            print("blocked", flush=True)
+        return slot
+
+    ExecutionBudget._try_slots = try_slots
     print("warming", flush=True)
     # the pool starts before the measured runs
     warm = reward.grade(Sample(completion="warm-up")).details["queued_s"]
@@ -134,13 +148,16 @@ def test_a_sigkilled_holder_gives_its_slot_back(tmp_path: Path, no_leftovers: No
     assert holder.stdout.readline().strip() == "running"  # holds the node's one slot
     waiter = _start(tmp_path / "budget", 1, n=1, spins=10)
     assert waiter.stdout is not None and waiter.stdout.readline().strip() == "warming"
-    time.sleep(3.0)
-    assert waiter.poll() is None  # its warm-up call waits for the held slot
+    # its warm-up call found the node's one slot held (after its pool's start-up, which
+    # took over 3 s on a loaded machine: a fixed sleep let the holder die first) ...
+    assert waiter.stdout.readline().strip() == "blocked"
+    time.sleep(1.0)
+    assert waiter.poll() is None  # ... and still waits for it
     killed_at = time.monotonic()
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait(timeout=30)
     result = _result(waiter)
     assert result["values"] == [1.0]
-    # it waited for the holder (the 3 s less its own pool's start-up), then got the slot
+    # it waited for the holder (from before "blocked" to the kill), then got the slot
     assert result["warm"] >= 1.0
     assert time.monotonic() - killed_at < 60
