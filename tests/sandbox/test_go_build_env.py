@@ -24,19 +24,21 @@ func main() {
 """
 
 
-@pytest.fixture(scope="module")
-def runner():
-    with SandboxPool(size=1) as pool:
-        yield CompiledRunner(pool, "go", cache=CompileCache())
+@pytest.fixture
+def runner(contained: SandboxPool) -> CompiledRunner:
+    # the shared pool's limits are a Python task's: a Go binary is 1.3 MB
+    limits = dataclasses.replace(contained.limits, wall_time_s=10.0, cpu_time_s=10.0,
+                                 memory_bytes=1 << 30, file_size_bytes=64 << 20)
+    return CompiledRunner(contained, "go", limits=limits, cache=CompileCache())
 
 
-def test_the_program_runs_with_gos_defaults(runner):
+def test_the_program_runs_with_gos_defaults(runner: CompiledRunner) -> None:
     result = runner.run(PROGRAM)
     assert result.ok, result
     assert result.stdout.strip() == 'GOGC="" GOMEMLIMIT="" percent=100'
 
 
-def test_the_build_steps_run_with_the_build_environment(runner):
+def test_the_build_steps_run_with_the_build_environment(runner: CompiledRunner) -> None:
     plan = runner._program_plan(PROGRAM)
     shell = {"argv": ["/bin/sh", "-c", 'echo "GOGC=$GOGC GOMEMLIMIT=$GOMEMLIMIT" && '
                       'cp /bin/true prog'], "name": "env"}
