@@ -86,3 +86,15 @@ def test_without_its_forker_the_zygote_forks_its_tasks_itself(one_slot: SandboxP
         assert [t.status for t in tested.tests or []] == [Status.OK, Status.FAILED], tested
     assert _forkers(zygote) == []
     assert one_slot.zygote_pids() == [zygote]
+
+
+def test_a_program_too_big_for_the_forkers_message_is_forked_by_the_zygote(
+    one_slot: SandboxPool,
+) -> None:
+    (zygote,) = one_slot.zygote_pids()
+    big = "# " + "x" * 70_000 + "\nimport os\nprint(os.getppid())\n"
+    ran = one_slot.run(big)
+    assert (ran.status, ran.stdout) == (Status.OK, f"{zygote}\n"), ran
+    tested = one_slot.run(big + PROGRAM, tests=["assert f(1) == 2", "assert f(1) == 3"])
+    assert [t.status for t in tested.tests or []] == [Status.OK, Status.FAILED], tested
+    assert len(_forkers(zygote)) == 1  # still there for the next small one
