@@ -232,11 +232,20 @@ def test_reads_lists_of_numbers_as_the_parser() -> None:
 
 
 @pytest.mark.parametrize("latex", [
-    "\\pi(37)", "\\pi (x)", "f(x)", "x (y)", "1,234", "-1,234", "2 3", "x1", "xy", "2e3",
-    "2e", "i", "dx", "\\frac{1}{dx}", "a_1", "x=1", "\\sqrt[3]{2}", "2^{3}^{4}", "(1,2),(3,4)",
+    "\\pi(37)", "\\pi (x)", "f(x)", "x (y)", "1,234", "-1,234", "2 3", "x1", "2e3",
+    "2e", "dx", "\\frac{1}{dx}", "\\sqrt[3]{2}", "2^{3}^{4}", "(1,2),(3,4)",
     "1.5.2", "p^{-1} (7)", "\\pi^2(x)", "\\ln^2 x", "\\frac12", "3 \\%", "", "e^{x}^{2}",
-    "e(x)", "e^e", "xe", "\\ln x / 2", "\\ln x \\ln y", "\\ln{x} y", "\\ln x \\cdot 2",
+    "e(x)", "e^e", "\\ln x / 2", "\\ln x \\ln y", "\\ln{x} y", "\\ln x \\cdot 2",
     "\\lfloor x",
+    # a transpose, a run of letters the lexer reads as one name, a differential, ``I``
+    "x^T", "x^{T}", "trace", "x tr", "ones", "SVD", "Tr", "eig", "beige", "dp", "I", "Ix",
+    "\\ln 2\\sqrt{3}", "\\ln x\\sqrt{3}", "x<=1", "x->1",
+    # subscripts other than digits or one letter, or before a parenthesis
+    "a_1(x)", "x_{n+1}", "x_1.5", "x_{1}_{2}", "x^2_1",
+    # chained relations, relations in a list or a set, unknown relations
+    "x=y=z", "1<x<2", "x=1, y=2", "0<<1", "k\\leqslant 2", "\\{x=1\\}",
+    # bars other than one ``|...|`` pair, or after a factor
+    "2|x|", "||x||", "|x|-|y|",
 ])
 def test_declines_what_the_parser_reads_by_context(latex: str) -> None:
     assert read_latex(latex) is None
@@ -252,9 +261,13 @@ def test_declines_what_the_parser_reads_by_context(latex: str) -> None:
     "2 \\ln x+3 \\ln (y^{2}-z)-\\frac{1}{2} \\ln (y+1)", "\\ln\\sqrt{3}", "\\ln e",
     "\\lfloor\\frac{2n}{3}\\rfloor+1", "\\lfloor x \\rfloor^2", "\\lfloor x \\rfloor (2)",
     "(0,1/2)", "(106.44, 109.12)", "(1,\\frac{1}{2})", "1,2", "(12,345,6)",
+    "xy", "i", "xe", "To be", "constant", "2x y", "ab^2", "x\\pi y",
+    "a_1", "x_12", "a_{1998}=3^{1998}", "X_{N}^2", "x=1", "y = e^{-x}", "k<\\frac{27}{8}",
+    "a > 0", "x\\le 2", "k\\geq\\frac{1}{2}", "|V|^{2016}", "|x|y+1", "(99)!\\,2^{50}",
+    "3! = x", "\\dbinom{2017}{1677}\\cdot\\frac{1}{2^{2017}}", "\\tbinom{5}{2}",
 ])
 def test_reads_forms_the_parser_reads_its_own_way(latex: str) -> None:
-    mine = read_latex(latex, True)
+    mine = read_latex(latex, not parser.should_treat_as_complex(latex))
     assert mine is not None
     assert _identical(mine, _parser_reading(latex)), latex
 
@@ -272,3 +285,82 @@ def test_only_math_answers_own_calls_read_by_hand() -> None:
         fast = mv.parse("$\\frac{1}{2}+x$", parsing_timeout=None)
     assert read_latex.cache_info().currsize == 1
     assert _identical(plain[0], fast[0]) and plain[1] == fast[1]
+
+
+#: letters of the lexer's own names (``tr``, ``svd``, ``ones``, ``rows``, ``gcd``, ...) come up
+#: often, so that runs holding one of them, or nearly, are drawn
+_WORD_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" + "trsvonelcmgwkaie" * 2
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(_WORD_LETTERS) for _ in range(rng.choice([1, 2, 2, 3, 4, 5, 8])))
+
+
+def _greek(rng: random.Random) -> str:
+    return "\\" + rng.choice(["alpha", "lambda", "theta", "varphi", "mu", "gamma", "Delta",
+                               "omega", "epsilon", "Gamma", "pi"]) + rng.choice(
+        ["", "", " ", "_1", "_{n}", "^2", "(x)"])
+
+
+def _extended(rng: random.Random, depth: int = 0) -> str:
+    """A formula of the subset with runs of letters (words, ``xy``), subscripts, one
+    ``|...|`` and thin spaces."""
+    r = rng.random()
+    if r < 0.25:
+        part = _word(rng)
+    elif r < 0.4:
+        part = rng.choice(_LETTERS) + "_" + rng.choice(
+            ["1", "n", "{12}", "{1998}", "{k}", "N", "{N}", "0"])
+        if rng.random() < 0.3:
+            part += "^" + rng.choice(["2", "{n+1}", "k"])
+    elif r < 0.5 and depth == 0:
+        part = "|" + _extended(rng, depth + 1) + "|" + rng.choice(["", "^{2016}", "^2", " y"])
+    elif r < 0.55:
+        part = f"\\{rng.choice(['d', 't', ''])}binom{{{rng.randint(0, 30)}}}{{{rng.randint(0, 5)}}}"
+    else:
+        part = _formula(rng, 2)
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        glue = rng.choice(["", " ", "\\,", "\\;", "+", "-", "\\cdot ", "/"])
+        part += glue + rng.choice([_word(rng), _formula(rng, 2), "\\pi", "2", "x_1", _greek(rng)])
+    return part
+
+
+@pytest.mark.slow  # (about 300 parses by the ANTLR parser)
+def test_reads_letter_runs_subscripts_and_bars_as_the_parser() -> None:
+    """Runs of letters are products of one-letter symbols to the parser, except where its
+    lexer reads a name (``trace``, ``ones``, ``SVD``, a differential ``dx``): each one read
+    here is read as the parser reads it."""
+    rng = random.Random(5)
+    texts = {_extended(rng) for _ in range(300)}
+    assert _check(texts) > 100
+
+
+def test_reads_one_relation_as_the_parser() -> None:
+    """One relation between two expressions (``=``, ``<``, ``>``, ``\\le``, ``\\geq``, ...)
+    is the parser's unevaluated relation."""
+    rng = random.Random(11)
+    texts = set()
+    for _ in range(250):
+        relation = rng.choice(["=", " = ", "<", ">", "\\le ", "\\leq ", "\\ge ", "\\geq "])
+        side = rng.choice([_formula, _extended])
+        texts.add(side(rng) + relation + rng.choice([_formula, _extended])(rng))
+    assert _check(texts) > 30
+
+
+def _bracketed(rng: random.Random) -> str:
+    pool = ["0", "1", "-2", "\\frac{1}{2}", "x", "+\\infty", "-\\infty", "\\sqrt{2}", "3.5", "a+b",
+            "-\\frac{\\sqrt{2}}{2}", "\\pi", "2k"]
+    items = rng.choice([",", ", "]).join(
+        rng.choice(pool) if rng.random() < 0.8 else _formula(rng, 2)
+        for _ in range(rng.choice([2, 2, 3])))
+    return rng.choice(["(", "[", "\\{"]) + items + rng.choice([")", "]", "\\}"])
+
+
+def test_reads_a_union_of_two_bracketed_lists_as_the_parser() -> None:
+    """``(0, \\frac{1}{2}) \\cup (2, +\\infty)``: the parser's unevaluated union (a tuple in it
+    a set); three or more pieces (its grouping is its own) are declined."""
+    rng = random.Random(13)
+    texts = {_bracketed(rng) + rng.choice(["\\cup", " \\cup "]) + _bracketed(rng)
+             for _ in range(200)}
+    assert _check(texts) > 15
+    assert read_latex("(1,2)\\cup(3,4)\\cup(5,6)") is None

@@ -3,16 +3,21 @@
 math-verify reads every answer's LaTeX with latex2sympy2_extended, an ANTLR parser in
 pure Python: tens of milliseconds an answer (most of math_answer's time on real
 competition answers that its exact fast path does not settle). Most of those answers
-are small formulas: integers and decimals, letters, ``\\pi``, ``e`` and ``e^{x}``,
-``\\frac``, ``\\sqrt``, ``\\ln``, ``\\lfloor \\rfloor``, powers,
-``+ - * / \\cdot \\times \\div``, parentheses, ``!``, lists. This module reads that
-subset by hand into the very sympy object latex2sympy2_extended builds from it (the
-same unevaluated ``Add`` / ``Mul`` / ``Pow`` with the same argument order, its mixed
-fractions ``2\\frac{1}{2}``, its real symbols), and declines (None) everything else: any
-other command, letters whose meaning depends on context (``d``, ``i``, ``j``, ``I``,
-``E``, ``o``, ``e`` after a digit, two letters in a row, a letter before a parenthesis,
-which may be a function), ``\\ln`` before a quotient or another factor, relations,
-subscripts, digits split by a space, chained powers. Declined text takes
+are small formulas: integers and decimals, letters and runs of letters (``xy``, words:
+products of one-letter symbols to the parser), lower-case Greek letters, subscripts of
+digits or one letter (``a_{1998}``), ``\\pi``, ``e`` and ``e^{x}``, ``\\frac``, ``\\sqrt``,
+``\\binom``, ``\\ln``, ``\\lfloor \\rfloor``, one ``|x|``, powers,
+``+ - * / \\cdot \\times \\div``, parentheses, ``!``, thin spaces, lists, one relation
+(``=``, ``<``, ``\\le``, ...) and one ``\\cup`` of two bracketed lists. This module reads
+that subset by hand into the very sympy object latex2sympy2_extended builds from it (the
+same unevaluated ``Add`` / ``Mul`` / ``Pow`` / relation with the same argument order, its
+mixed fractions ``2\\frac{1}{2}``, its real symbols), and declines (None) everything else:
+any other command, letters whose meaning depends on context (``d``, ``I``, ``E``, ``e``
+after a digit, a letter before a parenthesis, which may be a function, a run of letters
+holding a name the parser's lexer reads as one token: ``tr``, ``ones``, ``svd``, ...,
+``^T``), ``\\ln`` before a quotient, another factor or a ``\\sqrt`` after its first factor,
+chained relations,
+other subscripts, digits split by a space, chained powers. Declined text takes
 latex2sympy2_extended as before. tests/builtin/test_math_latex_reader.py checks, text
 by text, that the two give the same object on real answers, math-verify's and
 rewardkit's own cases and random formulas of the subset.
@@ -36,11 +41,34 @@ from latex2sympy2_extended.sets import FiniteSet
 
 #: letters latex2sympy2_extended reads as something other than a real symbol, or as part
 #: of a longer token (a differential, Euler's number, the imaginary unit, ...)
-_SPECIAL_LETTERS = frozenset("dEiIjo")
+_SPECIAL_LETTERS = frozenset("dEI")
 _TOKEN = re.compile(
-    r"\s+|(?P<num>\d+(?:\.\d+)?)|(?P<letter>[A-Za-z])|(?P<cmd>\\[A-Za-z]+)|(?P<op>[-+*/^(){}!,\[\]]|\\[{}])")
+    r"\s+|\\[,;]|(?P<num>\d+(?:\.\d+)?)|(?P<letter>[A-Za-z])|(?P<cmd>\\[A-Za-z]+)"
+    r"|(?P<op>[-+*/^(){}!,\[\]_|=<>]|\\[{}])")
 _COMMANDS = frozenset({"\\frac", "\\sqrt", "\\pi", "\\cdot", "\\times", "\\div", "\\infty",
-                       "\\binom", "\\ln", "\\lfloor", "\\rfloor"})
+                       "\\binom", "\\dbinom", "\\tbinom", "\\ln", "\\lfloor", "\\rfloor",
+                       "\\le", "\\leq", "\\ge", "\\geq", "\\cup"})
+#: lower-case Greek letters the parser reads as a real symbol of that name (not
+#: ``\\gamma``, its Euler constant, nor ``\\pi``); read as letters are
+_GREEK = frozenset(
+    "\\" + name for name in [
+        "alpha", "beta", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta",
+        "iota", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi",
+        "varphi", "chi", "psi", "omega"])
+#: a relation between two expressions, as the parser builds it (unevaluated)
+_RELATIONS: dict[str, Any] = {
+    "=": sympy.Eq, "<": sympy.StrictLessThan, ">": sympy.StrictGreaterThan,
+    "\\le": sympy.LessThan, "\\leq": sympy.LessThan,
+    "\\ge": sympy.GreaterThan, "\\geq": sympy.GreaterThan}
+#: runs of letters the parser's lexer reads as one token (a function or matrix name, the
+#: trace ``tr``), written in any case: a run holding one is declined
+_LETTER_WORDS = re.compile(
+    r"tr|svd|lcm|gcd|ones|rows|cols|norm|rank|diag|zeros|floor|ceil|rref|stack|null|orth"
+    r"|eig|matrix|ar[c]?(?:sinh|cosh|tanh)|eye", re.IGNORECASE)
+#: relation signs next to each other, one token to the lexer (``!=``, ``<=``, ``->``)
+_JOINED_RELATIONS = re.compile(r"[!<>=-][<>=]|[<>=]-?[<>=]")
+_LETTER_RUN = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_COMMAND_NAME = re.compile(r"\\[A-Za-z]+")
 #: what may follow ``\ln``'s argument written without parentheses (``\ln 2x + 1``): the
 #: parser's argument runs over a product, a quotient, another ``\ln``, which are declined
 _AFTER_LN_ARGUMENT = frozenset({None, "+", "-", ")", "}", ",", "]", "\\rfloor"})
@@ -57,8 +85,13 @@ class _Decline(Exception):
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
+    for run in _LETTER_RUN.findall(_COMMAND_NAME.sub(" ", text)):
+        if _LETTER_WORDS.search(run):
+            raise _Decline  # "trace", "ones": one token to the lexer
+    if _JOINED_RELATIONS.search(text):
+        raise _Decline
     out: list[tuple[str, str]] = []
-    pos, previous_space = 0, False
+    pos = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
@@ -66,10 +99,11 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         pos = m.end()
         kind = m.lastgroup
         if kind is None:
-            previous_space = True
             continue
         value = m.group(0)
-        if kind == "cmd" and value not in _COMMANDS:
+        if kind == "cmd" and value in _GREEK:
+            kind = "letter"
+        elif kind == "cmd" and value not in _COMMANDS:
             raise _Decline
         if kind == "letter" and value in _SPECIAL_LETTERS:
             raise _Decline
@@ -77,14 +111,10 @@ def _tokens(text: str) -> list[tuple[str, str]]:
             last_kind, _ = out[-1]
             if kind == "num" and last_kind == "num":
                 raise _Decline  # "2 3", "1.5.2": the lexer's number rules decide
-            if kind in ("num", "letter") and last_kind == "letter" and not previous_space:
-                raise _Decline  # "xy", "x1": a name or a subscript to the lexer
             if kind == "num" and last_kind == "letter":
-                raise _Decline
+                raise _Decline  # "x1", "x 1": a subscript to the lexer
             if value == "(" and (last_kind == "letter" or out[-1][1] in ("\\pi", "\\infty")):
                 raise _Decline  # "f(x)", "\\pi (x)": a function to the parser
-            if kind == "letter" and last_kind == "letter":
-                raise _Decline
             if kind == "num" and out[-1][1] == ".":
                 raise _Decline
             if value == "e" and last_kind == "num":
@@ -92,7 +122,6 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         if kind == "num" and pos < len(text) and text[pos] == ".":
             raise _Decline
         out.append((kind, value))
-        previous_space = False
     return out
 
 
@@ -101,6 +130,8 @@ class _Reader:
         self.tokens = tokens
         self.pos = 0
         self.is_real = is_real
+        #: ``|x|`` is read only where the text has these two bars alone
+        self.bars = sum(1 for _, value in tokens if value == "|")
 
     def peek(self) -> str | None:
         return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
@@ -116,8 +147,20 @@ class _Reader:
 
     def whole(self, text: str) -> Any:
         """The text as latex2sympy2_extended's top rule reads it: one expression, a list
-        of expressions (a set), an interval or tuple in ``(`` / ``[``, a set in ``\\{``."""
-        if not any(value == "," for _, value in self.tokens):
+        of expressions (a set), an interval or tuple in ``(`` / ``[``, a set in ``\\{``, or
+        one relation between two expressions (``x = 2``, ``k \\le 8``: unevaluated; a
+        chain, or relations in a list, are declined)."""
+        relations = sum(1 for _, value in self.tokens if value in _RELATIONS)
+        commas = any(value == "," for _, value in self.tokens)
+        if relations:
+            if relations > 1 or commas:
+                raise _Decline
+            lh = self.expr()
+            relation = _RELATIONS.get(self.take()[1])
+            if relation is None:
+                raise _Decline
+            value = relation(lh, self.expr(), evaluate=False)
+        elif not commas:
             value = self.expr()
         elif self.tokens[0][1] in _OPENING and self.tokens[-1][1] in _CLOSING:
             opening, closing = self.tokens[0][1], self.tokens[-1][1]
@@ -222,13 +265,15 @@ class _Reader:
         where ``letter_e``) or ``\\pi``; anything else is declined."""
         kind, value = self.take()
         if value == "{":
+            if self.peek() == "T":
+                raise _Decline  # "^{T}": a transpose to the lexer
             exponent = self.expr()
             self.take("}")
             return exponent
         if kind == "num" and len(value) == 1:
             return sympy.Integer(int(value))
-        if kind == "letter" and (letter_e or value != "e"):
-            return sympy.Symbol(value.lower(), real=self.is_real)
+        if kind == "letter" and (letter_e or value != "e") and value != "T":  # (T: transpose)
+            return sympy.Symbol(value.lstrip("\\").lower(), real=self.is_real)
         if value == "\\pi":
             return sympy.pi
         raise _Decline
@@ -259,7 +304,7 @@ class _Reader:
             raise _Decline
         items = [self.postfix()]
         while (self.pos < len(self.tokens) and self._starts_postfix()
-               and self.peek() not in ("(", "\\ln")):
+               and self.peek() not in ("(", "\\ln", "\\sqrt")):  # (\sqrt ends it: declined)
             items.append(self.postfix())
         if self.peek() not in _AFTER_LN_ARGUMENT:
             raise _Decline
@@ -270,7 +315,13 @@ class _Reader:
         if kind == "num":
             return _number(value)
         if kind == "letter":  # (latex2sympy2_extended writes every symbol in lower case)
-            return sympy.Symbol(value.lower(), real=self.is_real)
+            if self.peek() == "_":
+                return self.subscripted(value.lstrip("\\"))
+            return sympy.Symbol(value.lstrip("\\").lower(), real=self.is_real)
+        if value == "|" and self.bars == 2:
+            inner = self.expr()
+            self.take("|")
+            return sympy.Abs(inner, evaluate=False)
         if value == "(":
             inner = self.expr()
             self.take(")")
@@ -279,7 +330,7 @@ class _Reader:
             return sympy.pi
         if value == "\\infty":
             return sympy.oo
-        if value == "\\binom":
+        if value in ("\\binom", "\\dbinom", "\\tbinom"):
             top = self.braced()
             return sympy.binomial(top, self.braced())
         if value == "\\frac":
@@ -299,6 +350,22 @@ class _Reader:
             self.take("\\rfloor")
             return sympy.floor(inner, evaluate=False)
         raise _Decline
+
+    def subscripted(self, letter: str) -> Any:
+        """``x_1``, ``a_{1998}``, ``x_{n}``: one symbol, named as the parser names it (the
+        subscript in braces when longer than one character); a subscript other than digits
+        or one letter, or one before a parenthesis (a function), is declined."""
+        self.take("_")
+        kind, value = self.take()
+        if value == "{":
+            kind, value = self.take()
+            self.take("}")
+        if not ((kind == "num" and value.isdigit()) or (kind == "letter" and value != "e")):
+            raise _Decline
+        if self.peek() in ("(", "_"):
+            raise _Decline
+        name = f"{letter}_{value}" if len(value) == 1 else f"{letter}_{{{value}}}"
+        return sympy.Symbol(name.lower(), real=self.is_real)
 
     def braced(self) -> Any:
         self.take("{")
@@ -368,7 +435,21 @@ def read_latex(latex: str, is_real: bool = True) -> Any:
     if len(latex) > MAX_READ:
         return None
     try:
-        return _Reader(_tokens(latex), is_real).whole(latex)
+        tokens = _tokens(latex)
+        cups = [i for i, (_, value) in enumerate(tokens) if value == "\\cup"]
+        if not cups:
+            return _Reader(tokens, is_real).whole(latex)
+        if len(cups) > 1:
+            return None
+        # ``(0, \\frac{1}{2}) \\cup (2, +\\infty)``: the union of two bracketed lists (a
+        # tuple in it is read as a set), unevaluated
+        parts = []
+        for piece in (tokens[:cups[0]], tokens[cups[0] + 1:]):
+            if not piece or piece[0][1] not in _OPENING or piece[-1][1] not in _CLOSING:
+                return None
+            part = _Reader(piece, is_real).whole("")
+            parts.append(FiniteSet(*part) if isinstance(part, sympy.Tuple) else part)
+        return sympy.Union(*parts, evaluate=False)
     except (_Decline, RecursionError, ZeroDivisionError, TypeError, ValueError):
         return None
 
