@@ -55,11 +55,12 @@ toolchains:
 	  $$missing >/dev/null; } || echo "missing toolchains (the code rewards answer \
 	toolchain_missing and their tests skip): as root, apt-get install $$missing"
 
-$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) trainers/backends.toml Makefile
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(DISTS)) trainers/backends.toml \
+  trainers/setup-constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(PIP_QUIET) $(BIN)/python -m pip install -q "$(TORCH)" $(TESTED) -e ".[math,cjk,tokens,test,ray,bench,nemo-gym]" \
+	$(PIP_QUIET) $(BIN)/python -m pip install -q -c trainers/setup-constraints.txt "$(TORCH)" $(TESTED) -e ".[math,cjk,tokens,test,ray,bench,nemo-gym]" \
 	  $(foreach d,$(DISTS),-e "$(d)$(EXTRAS_$(notdir $(d)))")
 	@test -x $(CHROMIUM) || { test "$$(id -u)" = 0 && command -v apt-get >/dev/null && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
