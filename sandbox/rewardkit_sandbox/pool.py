@@ -99,6 +99,16 @@ def _seccomp_programs() -> dict[str, Any]:
         return {"seccomp_error": f"{type(error).__name__}: {error}"}
 
 
+#: the environment switch of the slots' forkers (``rewardkit_sandbox.zygote.forker``)
+FORKER_SWITCH = "REWARDKIT_SANDBOX_FORKER"
+
+
+def forker_enabled() -> bool:
+    """Whether new zygotes hand the forking of task children to a forker (with slot uids):
+    yes unless ``REWARDKIT_SANDBOX_FORKER=0`` (read when a zygote starts)."""
+    return os.environ.get(FORKER_SWITCH, "1") != "0"
+
+
 def _zygote_environment() -> dict[str, str]:
     """An allow-list, not a deny-list: nothing of the trainer's environment is inherited."""
     return {
@@ -276,6 +286,7 @@ class SandboxPool:
             "world_writable": self._world_writable,
             "memory_cgroup": self._cgroups.for_slot(slot.index),
             "memory_cgroup_detail": self._cgroups.detail,
+            "forker": forker_enabled(),
         }
 
     def _launch(self, slot: _Slot) -> None:

@@ -119,6 +119,7 @@ class Zygote:
         self.judge = Judge(config.get("judge_uid", self.uid), self.devnull, self._enter_task)
         # started at the end of start-up (start_forker), once the children's state is final
         self.forker = Forker(self._run_child, self.pid)
+        self.forker_wanted = bool(config.get("forker"))
         self.reaper = Reaper(self.pid, self.uid, self.uid_isolation, self.judge, self.forker)
         probe_process_group_kill(self.layers, self.reaper)
         self.supervisor = TaskSupervisor(channel, self.reaper, self.judge)
@@ -241,6 +242,9 @@ class Zygote:
     def start_forker(self) -> None:
         """Hand the forking of task children to the forker (:mod:`.forker`), with
         per-slot uids only: a candidate then runs as another uid than the forker."""
+        if not self.forker_wanted:
+            self.forker.why = "turned off (REWARDKIT_SANDBOX_FORKER=0)"
+            return
         if not self.uid_isolation:
             self.forker.why = "tasks would run as the forker's own uid"
             return
@@ -331,7 +335,7 @@ class Zygote:
             for fd in (stdout_read, stderr_read):
                 os.close(fd)
             if not self.workdirs.clean(workdir):
-                reply["retire"] = "files of the task could not be removed"
+                reply["retire"] = self.workdirs.why_not_clean()
         if task.pool_gone:
             reply["pool_gone"] = True
         reply["kill_reason"] = task.kill_reason

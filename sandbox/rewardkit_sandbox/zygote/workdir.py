@@ -50,6 +50,8 @@ class WorkDirectories:
         self.chmod_workdir = chmod_workdir
         self.scratch_dirs = scratch_dirs
         self.scratch_mounts = scratch_mounts
+        #: scratch mounts :meth:`clean` found removed (from outside the sandbox)
+        self.gone: list[str] = []
 
     def make(self) -> str:
         while True:
@@ -96,10 +98,26 @@ class WorkDirectories:
                     continue
         if not self.mountns:
             return True
-        try:
-            return all(os.lstat(path).st_size == _TMPFS_EMPTY_DIR for path in self.scratch_mounts)
-        except OSError:
-            return False
+        self.gone = []
+        for path in self.scratch_mounts:
+            try:
+                if os.lstat(path).st_size != _TMPFS_EMPTY_DIR:
+                    self.gone = []
+                    return False
+            except FileNotFoundError:
+                # removed outside (another process of the machine): the kernel detached
+                # our tmpfs over it, and a folder made there again would be the host's
+                self.gone.append(path)
+            except OSError:
+                return False
+        return not self.gone
+
+    def why_not_clean(self) -> str:
+        """Why :meth:`clean` said False (the zygote is retired either way)."""
+        if self.gone:
+            return (f"scratch folders {self.gone} were removed outside the sandbox "
+                    "(their tmpfs is gone)")
+        return "files of the task could not be removed"
 
     def _only_an_empty_workdir(self, workdir: str) -> bool:
         """True when the task left nothing: a few lstat() instead of listing directories.
