@@ -9,7 +9,7 @@ worker was killed, the sample masked (status timeout), and an inline component h
 
 :func:`bounded` runs one step (a parse, a comparison) with a deadline. A deadline is in
 CPU time of the step's own thread (its ``pthread_getcpuclockid`` clock), not wall time:
-a pair's verdict must not depend on the machine's load (on a busy machine a 0.3 s
+a pair's verdict must not depend on the machine's load (on a busy machine a 0.2 s
 comparison took over 1 s of wall time, and an ordinary pair came back ``wrong``), and a
 step that waits for the GIL or the CPU is not working. Where that clock is missing
 (not Linux/BSD) the deadline is in wall time. One daemon thread
