@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -91,6 +92,33 @@ def toolchain_skips(reports: list[pytest.TestReport]) -> Counter[str]:
         if TOOLCHAIN_SKIP.search(reason):
             found[reason.splitlines()[0][:120] if reason else reason] += 1
     return found
+
+
+#: names one pytest run for its workers (set by the controller, inherited by xdist's workers)
+RUN_ID_ENV = "REWARDKIT_TEST_RUN"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        os.environ.setdefault(RUN_ID_ENV, str(os.getpid()))
+
+
+def planted_world_writable() -> str:
+    """The world-writable folder tests/sandbox/test_world_writable.py plants under /run
+    (its PLANTED: keep the two names the same).
+
+    It lives until the whole run ends (the controller's pytest_sessionfinish removes it),
+    not until its module ends: every sandbox pool that starts while it exists (the other
+    xdist worker's too) mounts a private tmpfs over it, and the kernel detaches those
+    mounts when the folder is removed, which retires every zygote covering it at its next
+    task (tests/sandbox/test_workdir_clean.py); a test of another module that counts its
+    zygotes then sees a replacement."""
+    return f"/run/rk-ww-run-{os.environ.get(RUN_ID_ENV, os.getpid())}"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):
+        shutil.rmtree(planted_world_writable(), ignore_errors=True)  # never made: nothing
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
