@@ -105,8 +105,9 @@ FORKER_SWITCH = "REWARDKIT_SANDBOX_FORKER"
 
 def forker_enabled() -> bool:
     """Whether new zygotes hand the forking of task children to a forker (with slot uids):
-    yes unless ``REWARDKIT_SANDBOX_FORKER=0`` (read when a zygote starts)."""
-    return os.environ.get(FORKER_SWITCH, "1") != "0"
+    only with ``REWARDKIT_SANDBOX_FORKER=1`` (read when a zygote starts). Off by default:
+    on a quiet machine it cost more than it saved (docs/performance.md, issue 42 item 4)."""
+    return os.environ.get(FORKER_SWITCH, "0") == "1"
 
 
 def _zygote_environment() -> dict[str, str]:

@@ -243,7 +243,7 @@ class Zygote:
         """Hand the forking of task children to the forker (:mod:`.forker`), with
         per-slot uids only: a candidate then runs as another uid than the forker."""
         if not self.forker_wanted:
-            self.forker.why = "turned off (REWARDKIT_SANDBOX_FORKER=0)"
+            self.forker.why = "off (the default; REWARDKIT_SANDBOX_FORKER=1 turns it on)"
             return
         if not self.uid_isolation:
             self.forker.why = "tasks would run as the forker's own uid"
