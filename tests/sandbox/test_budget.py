@@ -16,13 +16,18 @@ import pytest
 from rewardkit_sandbox.budget import BudgetWaitTimeout, ExecutionBudget
 
 # one contending process: `uses` executions of `hold_s` each (or, with `tokens`, only
-# request tokens), each logged as a JSON line (start, end, queued) in `log`
+# request tokens), each logged as a JSON line (start, end, queued) in `log`; it says
+# "ready" once started and begins when the line "go" comes on its stdin, so that the
+# processes contend at once however long each took to start (on a busy machine their
+# starts spread over more than one execution, and nobody had to wait a whole one)
 WORKER = """
 import json, sys, time
 from rewardkit_sandbox.budget import ExecutionBudget
 folder, slots, rate, uses, hold_s, log, tokens = sys.argv[1:]
 budget = ExecutionBudget("test", slots=int(slots), rate_per_s=float(rate) or None,
                          directory=folder)
+print("ready", flush=True)
+assert sys.stdin.readline() == "go\\n"
 with open(log, "a") as out:
     for _ in range(int(uses)):
         if tokens == "1":
@@ -57,7 +62,17 @@ def _contend(
         str(log),
         "1" if tokens else "0",
     ]
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, *args]) for _ in range(processes)]
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, *args], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
+    for worker in workers:
+        assert worker.stdin is not None
+        worker.stdin.write("go\n")
+        worker.stdin.close()
     for worker in workers:
         assert worker.wait(timeout=120) == 0  # back-pressure, never an error
     return [json.loads(line) for line in log.read_text().splitlines()]
