@@ -10,6 +10,7 @@ the environment ``make setup`` builds.
 from __future__ import annotations
 
 import fcntl
+import glob
 import hashlib
 import os
 import re
@@ -103,22 +104,32 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault(RUN_ID_ENV, str(os.getpid()))
 
 
-def planted_world_writable() -> str:
-    """The world-writable folder tests/sandbox/test_world_writable.py plants under /run
-    (its PLANTED: keep the two names the same).
+def _world_writable_prefix() -> str:
+    return f"/run/rk-ww-{os.environ.get(RUN_ID_ENV, os.getpid())}-"
 
-    It lives until the whole run ends (the controller's pytest_sessionfinish removes it),
-    not until its module ends: every sandbox pool that starts while it exists (the other
-    xdist worker's too) mounts a private tmpfs over it, and the kernel detaches those
-    mounts when the folder is removed, which retires every zygote covering it at its next
-    task (tests/sandbox/test_workdir_clean.py); a test of another module that counts its
-    zygotes then sees a replacement."""
-    return f"/run/rk-ww-run-{os.environ.get(RUN_ID_ENV, os.getpid())}"
+
+@pytest.fixture(scope="session")
+def world_writable_folder() -> str:
+    """A fresh 1777 folder under /run, one per test process (tests/sandbox/
+    test_world_writable.py: a world-writable folder the sandbox must find by itself).
+
+    It lives until the whole run ends (the controller's pytest_sessionfinish removes the
+    run's folders), not until the tests that use it end: every sandbox pool that starts
+    while it exists (the other xdist worker's too) mounts a private tmpfs over it, and the
+    kernel detaches those mounts when the folder is removed, which retires every zygote
+    covering it at its next task (tests/sandbox/test_workdir_clean.py); a test of another
+    module that counts its zygotes then sees a replacement. One per process, so that a
+    worker's files in it never meet the other worker's checks that it is empty."""
+    path = _world_writable_prefix() + str(os.getpid())
+    os.makedirs(path, exist_ok=True)
+    os.chmod(path, 0o1777)
+    return path
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):
-        shutil.rmtree(planted_world_writable(), ignore_errors=True)  # never made: nothing
+        for path in glob.glob(glob.escape(_world_writable_prefix()) + "*"):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

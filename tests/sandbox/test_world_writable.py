@@ -25,17 +25,13 @@ from sandbox_audit import TEST_LIMITS
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="private mounts need root here")
 
 MARK = f"rk-ww-{os.getpid()}"
-#: one folder for the whole run (both xdist workers): tests/conftest.py removes it at the end
-PLANTED = f"/run/rk-ww-run-{os.environ.get('REWARDKIT_TEST_RUN', os.getpid())}"
 
 
 @pytest.fixture(scope="module")
-def planted() -> str:
-    """A world-writable folder the pool has never heard of, outside every scratch dir: made
-    here, removed when the whole run ends (tests/conftest.py says why not sooner)."""
-    os.makedirs(PLANTED, exist_ok=True)
-    os.chmod(PLANTED, 0o1777)
-    return PLANTED
+def planted(world_writable_folder: str) -> str:
+    """A world-writable folder the pool has never heard of, outside every scratch dir
+    (made by tests/conftest.py, which says why it outlives this module)."""
+    return world_writable_folder
 
 
 @pytest.fixture(scope="module")
