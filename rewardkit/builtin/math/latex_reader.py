@@ -273,7 +273,7 @@ class _Reader:
         if kind == "num" and len(value) == 1:
             return sympy.Integer(int(value))
         if kind == "letter" and (letter_e or value != "e") and value != "T":  # (T: transpose)
-            return sympy.Symbol(value.lstrip("\\").lower(), real=self.is_real)
+            return self.symbol(value)
         if value == "\\pi":
             return sympy.pi
         raise _Decline
@@ -317,7 +317,7 @@ class _Reader:
         if kind == "letter":  # (latex2sympy2_extended writes every symbol in lower case)
             if self.peek() == "_":
                 return self.subscripted(value.lstrip("\\"))
-            return sympy.Symbol(value.lstrip("\\").lower(), real=self.is_real)
+            return self.symbol(value)
         if value == "|" and self.bars == 2:
             inner = self.expr()
             self.take("|")
@@ -365,7 +365,13 @@ class _Reader:
         if self.peek() in ("(", "_"):
             raise _Decline
         name = f"{letter}_{value}" if len(value) == 1 else f"{letter}_{{{value}}}"
-        return sympy.Symbol(name.lower(), real=self.is_real)
+        return self.symbol(name)
+
+    def symbol(self, name: str) -> Any:
+        """A letter (``x``, ``\\alpha``) or subscripted name as the parser names it: no
+        backslash, lower case (latex2sympy2_extended writes every symbol so), real where
+        asked."""
+        return sympy.Symbol(name.lstrip("\\").lower(), real=self.is_real)
 
     def braced(self) -> Any:
         self.take("{")
