@@ -55,7 +55,7 @@ class Reaper:
         if not main_child_reaped:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
-        elif not self._has_live_children():
+        elif not self.children_left():
             return
         if self.uid_isolation:
             kill_every_process_of_uid(self.uid)
@@ -65,18 +65,14 @@ class Reaper:
     def sweep(self, deadline: float) -> bool:
         """After the task's own children are reaped: kill and reap whatever is left of it
         (daemons, orphans).  False when something outlived SIGKILL until ``deadline``."""
-        if not self._has_live_children():
+        if not self.children_left():
             return True
         self.kill_task(0, main_child_reaped=True)
         return self.reap_descendants(deadline)
 
     def children_left(self) -> bool:
-        """Whether a child other than the judge and the forker lives (the exited ones
-        are reaped)."""
-        return self._has_live_children()
-
-    def _has_live_children(self) -> bool:
-        """Reap what has exited; True while a child other than the judge lives."""
+        """Reap what has exited; True while a child other than the judge and the forker
+        lives."""
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -107,7 +103,7 @@ class Reaper:
             if pid:
                 self._reaped(pid)
                 continue
-            if (self.judge.pid or self.forker.pid) and not self._has_live_children():
+            if (self.judge.pid or self.forker.pid) and not self.children_left():
                 return True
             if time.monotonic() > deadline:
                 return False
