@@ -493,3 +493,9 @@ def install(parser: Any) -> None:
     parse_latex_cached.cache_clear = original.cache_clear  # type: ignore[attr-defined]
     parse_latex_cached.__wrapped__ = original  # type: ignore[attr-defined]
     parser.parse_latex_cached = parse_latex_cached
+    from latex2sympy2_extended import latex2sympy2
+
+    from rewardkit.builtin.math import antlr_parse
+
+    # what the reader declines: texts the grammar cannot hold raise before the parser runs
+    antlr_parse.install(latex2sympy2, lambda: getattr(_state, "on", False))
