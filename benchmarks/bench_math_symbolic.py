@@ -39,7 +39,12 @@ up on the same unrelated pairs outside the timing, so each builds its LaTeX pars
 prediction tables (ANTLR's DFA) again on the batch's texts. The older method is timed
 beside it and reported too: math-verify in this one process, its parse caches emptied per
 repeat but its parser's tables kept from the repeats before (warm), which favours
-math-verify. The three alternate; medians and the per-repeat ratios are reported. Then,
+math-verify. On the real batch each repeat also times the steady state (``--no-steady``
+leaves it out): each grader once more in a fresh process, first given, outside the
+timing, an earlier batch of the same size drawn from the other golds of the same sources
+(its parser's tables and caches built on those, as in a training run's later steps),
+then timed on the batch. The timings alternate; medians and the per-repeat ratios are
+reported. Then,
 in this process, how each row is graded: math_answer's exact fast path, its fast path
 through math-verify, or its full symbolic path. Target: math_answer at least 10x
 math-verify's wall time (both cold).
@@ -257,8 +262,9 @@ def symbolic_gold(gold: str) -> bool:
 
 
 def omni_batch(copy: Path, golds: int, rng: random.Random,
-               every_gold: bool = False) -> list[Row]:
-    """Omni-MATH golds with eight real model answers each (bench_math_timeouts' files)."""
+               every_gold: bool = False, skip: frozenset[str] = frozenset()) -> list[Row]:
+    """Omni-MATH golds with eight real model answers each (bench_math_timeouts' files),
+    none of the golds in ``skip``."""
     from bench_math_timeouts import COMMIT, FILES
 
     assert OMNI[1] == COMMIT
@@ -268,7 +274,8 @@ def omni_batch(copy: Path, golds: int, rng: random.Random,
         runs.append({json.loads(line)["idx"]: json.loads(line)
                      for line in data.decode().splitlines() if line.strip()})
     ids = [i for i in sorted(set.intersection(*(set(r) for r in runs)))
-           if every_gold or symbolic_gold(str(runs[0][i]["gt"]).strip())]
+           if (every_gold or symbolic_gold(str(runs[0][i]["gt"]).strip()))
+           and str(runs[0][i]["gt"]).strip() not in skip]
     rows: list[Row] = []
     for idx in sorted(rng.sample(ids, min(golds, len(ids)))):
         answers = []
@@ -285,8 +292,8 @@ _ODYSSEY_TAIL = re.compile(r"(?:\s|\\\\|\\noindent)+$")
 
 
 def odyssey_batch(copy: Path, golds: int, rng: random.Random,
-                  every_gold: bool = False) -> list[Row]:
-    """MathOdyssey golds with eight models' final answers each."""
+                  every_gold: bool = False, skip: frozenset[str] = frozenset()) -> list[Row]:
+    """MathOdyssey golds with eight models' final answers each, none of those in ``skip``."""
     problems = {}
     for line in read_at(copy, ODYSSEY[1], *ODYSSEY_GOLDS).decode().splitlines():
         if line.strip():
@@ -300,8 +307,8 @@ def odyssey_batch(copy: Path, golds: int, rng: random.Random,
                 (key, row), = json.loads(line).items()
                 run[key] = str(row.get("answer", "")).strip()
         runs.append(run)
-    keys = sorted((k for k in problems if every_gold or symbolic_gold(problems[k])),
-                  key=lambda k: int(k.rsplit("_", 1)[1]))
+    keys = sorted((k for k in problems if (every_gold or symbolic_gold(problems[k]))
+                   and problems[k] not in skip), key=lambda k: int(k.rsplit("_", 1)[1]))
     rows: list[Row] = []
     for key in sorted(rng.sample(keys, min(golds, len(keys))), key=keys.index):
         rows += _group("odyssey", problems[key], [run.get(key, "") for run in runs])
@@ -352,13 +359,17 @@ def math_verify_grader() -> Callable[[str, str], bool]:
     return grade
 
 
-def math_verify_in_fresh_process(rows: list[Row]) -> tuple[list[bool], float, float]:
+def math_verify_in_fresh_process(rows: list[Row], earlier: list[Row] | None = None
+                                 ) -> tuple[list[bool], float, float]:
     """math-verify graded in a fresh Python process in a session of its own (cold, as
     math_answer's fresh worker is): started, math-verify imported and warmed up on
-    ``WARM_UP`` outside the timing; its verdicts, wall and CPU seconds of the rows."""
+    ``WARM_UP`` (and, when given, on the ``earlier`` rows: steady) outside the timing; its
+    verdicts, wall and CPU seconds of the rows."""
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--math-verify-child"],
-        input=json.dumps([[r.gold, r.completion] for r in rows]), capture_output=True,
+        input=json.dumps({"rows": [[r.gold, r.completion] for r in rows],
+                          "earlier": [[r.gold, r.completion] for r in earlier or ()]}),
+        capture_output=True,
         text=True, start_new_session=True, timeout=3600)
     if done.returncode != 0:
         raise SystemExit(f"math-verify's process failed ({done.returncode}): "
@@ -370,11 +381,14 @@ def math_verify_in_fresh_process(rows: list[Row]) -> tuple[list[bool], float, fl
 def _math_verify_child() -> int:
     """The fresh process of :func:`math_verify_in_fresh_process`: (gold, completion) pairs
     on stdin, one JSON line of verdicts and seconds on stdout."""
-    pairs = json.loads(sys.stdin.read())
+    given = json.loads(sys.stdin.read())
+    pairs = given["rows"]
     mv = math_verify_grader()
     for gold, answer in WARM_UP:
         mv(gold, f"\\boxed{{{answer}}}")
     _empty_math_verify_caches()
+    for gold, completion in given["earlier"]:  # (steady: its caches kept, as math_answer's)
+        mv(gold, completion)
     start, cpu0 = time.perf_counter(), time.process_time()
     verdicts = [mv(gold, completion) for gold, completion in pairs]
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
@@ -462,8 +476,15 @@ def how_graded(rows: list[Row]) -> dict[str, dict[str, int]]:
     return counts
 
 
-def run(rows: list[Row], repeats: int) -> dict[str, Any]:
+def run(rows: list[Row], repeats: int, earlier: list[Row] | None = None) -> dict[str, Any]:
+    """The timings; with ``earlier`` rows (other golds of the same sources) also the
+    steady state: each grader in a fresh process again, first given the earlier rows
+    outside the timing (its parser's tables built on them, as in a training run's later
+    steps), then timed on the batch."""
     samples = [Sample(completion=r.completion, reference=r.gold) for r in rows]
+    before = [Sample(completion=r.completion, reference=r.gold) for r in earlier or ()]
+    steady: dict[str, list[float]] = {"ours_s": [], "ours_cpu": [], "mv_s": [], "mv_cpu": []}
+    steady_same = 0
     mv = math_verify_grader()
     mv("1", "1")
     ours_s: list[float] = []
@@ -490,6 +511,17 @@ def run(rows: list[Row], repeats: int) -> dict[str, Any]:
                                 time.process_time)
         warm_s.append(secs)
         warm_cpu.append(cpu)
+        if earlier:
+            rs = _fresh_reward_set()
+            rs.score(before)
+            got, secs, cpu = timed(lambda rs=rs: [v == 1.0 for v in rs.score(
+                samples).values("math")], descendants_cpu)
+            steady_same = sum(a == b for a, b in zip(got, ours, strict=True))
+            steady["ours_s"].append(secs)
+            steady["ours_cpu"].append(cpu)
+            _, secs, cpu = math_verify_in_fresh_process(rows, earlier)
+            steady["mv_s"].append(secs)
+            steady["mv_cpu"].append(cpu)
     n = len(rows)
     labelled = [i for i in range(n) if rows[i].correct is not None]
     kinds: dict[str, dict[str, Any]] = {}
@@ -524,6 +556,15 @@ def run(rows: list[Row], repeats: int) -> dict[str, Any]:
         "kinds": kinds,
         "how_graded": how_graded(rows),
         "verdicts": ours,
+        "steady": {
+            "earlier_rows": len(earlier or ()), "math_answer_same_verdicts": steady_same,
+            **steady,
+            **({"ratio": statistics.median(steady["mv_s"]) / statistics.median(
+                steady["ours_s"]),
+                "ratios": [m / o for o, m in zip(steady["ours_s"], steady["mv_s"],
+                                                 strict=True)],
+                "cpu_ratio": statistics.median(steady["mv_cpu"]) / max(statistics.median(
+                    steady["ours_cpu"]), 1e-9)} if earlier else {})},
     }
 
 
@@ -545,22 +586,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verdicts", type=Path,
                         help="write math_answer's verdict on every row here (to compare "
                         "two commits)")
+    parser.add_argument("--no-steady", action="store_true",
+                        help="real batch: time only the cold start, not the steady state "
+                        "after an earlier batch of other golds")
     parser.add_argument("--math-verify-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.math_verify_child:
         return _math_verify_child()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     rng = random.Random(args.seed)
+    earlier: list[Row] | None = None
     if args.omni or args.odyssey:
         rows = (omni_batch(args.omni, args.golds, rng, args.every_gold) if args.omni
                 else []) + (odyssey_batch(args.odyssey, args.golds, rng, args.every_gold)
                             if args.odyssey else [])
         label = "REAL: " + ", ".join(f"{name}@{commit[:7]}" for (name, commit), copy in (
             (OMNI, args.omni), (ODYSSEY, args.odyssey)) if copy)
+        if not args.no_steady:
+            taken = frozenset(r.gold for r in rows)
+            other = random.Random(args.seed + 1)
+            earlier = (omni_batch(args.omni, args.golds, other, args.every_gold, taken)
+                       if args.omni else []) + (odyssey_batch(
+                           args.odyssey, args.golds, other, args.every_gold, taken)
+                           if args.odyssey else [])
     else:
         rows = batch(args.prompts, args.group, args.seed)
         label = "SYNTHETIC (hand-written references; not representative of real rows)"
-    got = run(rows, args.repeats)
+    got = run(rows, args.repeats, earlier)
     got["batch"] = label
     if args.verdicts:
         args.verdicts.write_text(json.dumps(got["verdicts"]))
@@ -588,6 +640,19 @@ def main(argv: list[str] | None = None) -> int:
           "repeat " + ", ".join(f"{r:.2f}x" for r in got["ratios_warm"])
           + f"); CPU {got['cpu_ratio_warm']:.2f}x; its verdicts the same as the cold "
           f"process's on {got['warm_same_verdicts']} of {got['n']}")
+    st = got["steady"]
+    if st["earlier_rows"]:
+        print(f"    steady state (each in a fresh process again, first given {st['earlier_rows']}"
+              " earlier rows of other golds, untimed):")
+        for name, key in (("math_answer (RewardSet, defaults, 1 worker)", "ours"),
+                          ("math-verify parse + verify", "mv")):
+            secs = statistics.median(st[f"{key}_s"])
+            print(f"      {name:<46}{secs:>10.2f}{statistics.median(st[f'{key}_cpu']):>8.2f}"
+                  f"{got['n'] / secs:>10,.0f}")
+        print(f"      math_answer vs math-verify wall time: {st['ratio']:.2f}x (median; per "
+              "repeat " + ", ".join(f"{r:.2f}x" for r in st["ratios"])
+              + f"); CPU {st['cpu_ratio']:.2f}x; math_answer's verdicts the same as cold on "
+              f"{st['math_answer_same_verdicts']} of {got['n']}")
     print(f"    same verdict as math-verify on {got['agree_with_math_verify']} of {got['n']}; "
           f"labelled rows right: math_answer {got['math_answer_right']}, math-verify "
           f"{got['math_verify_right']} of {got['labelled']}")
