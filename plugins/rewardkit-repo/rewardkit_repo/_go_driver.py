@@ -125,7 +125,7 @@ def main() -> None:
            "GOTMPDIR": f"{home}/tmp", "TMPDIR": f"{home}/tmp", "GOENV": "off",
            "GOFLAGS": "-mod=readonly", "GOPROXY": "off", "GONOSUMDB": "*", "GOSUMDB": "off",
            "GO111MODULE": "on", "GOWORK": "off", "CGO_ENABLED": "0", "GOTOOLCHAIN": "local",
-           "GOMAXPROCS": "2"}
+           "GOMAXPROCS": "2", **header.get("build_env", {})}
     log: list[str] = []
     binaries: dict[str, bytes | None] = {}
     for index, package in enumerate(header["packages"]):

@@ -40,6 +40,7 @@ from typing import Any
 
 from rewardkit_sandbox import SandboxLimits, SandboxPool
 from rewardkit_sandbox.languages import go_cache_seed
+from rewardkit_sandbox.languages.runner import GO_BUILD_ENV
 
 from rewardkit import Score
 from rewardkit_repo.sandboxed import run_driver
@@ -265,8 +266,11 @@ def build_header(workspace: Workspace, wanted: list[str], budget_s: float
         full = os.path.join(workspace.folder, relative)
         if os.path.isfile(full) and not os.path.islink(full):
             files[relative] = workspace.payload(relative)
+    # the go command, compiler and linker build as the code reward's Go builds do
+    # (GO_BUILD_ENV: no garbage collection below 512 MiB); the tests run with Go's defaults
     return {"files": files, "harness": harness, "goroot": goroot(), "budget_s": budget_s,
-            "packages": sorted({test["package"] for test in tests}), "tests": tests}
+            "packages": sorted({test["package"] for test in tests}), "tests": tests,
+            "build_env": dict(GO_BUILD_ENV)}
 
 
 def _others(workspace: Workspace) -> list[str]:

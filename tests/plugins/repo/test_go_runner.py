@@ -205,3 +205,32 @@ def test_a_test_patch_and_the_repository_s_own_test_main(tmp_path: Path) -> None
     assert honest.value == 1.0, (honest.reason, honest.details)
     assert _score(reference, wrong).details["tests"] == {"TestThree": "failed",
                                                         "TestTwo": "passed"}
+
+
+def test_the_build_has_the_build_environment_and_the_tests_gos_defaults(tmp_path: Path
+                                                                        ) -> None:
+    """The go command, compiler and linker get GO_BUILD_ENV (as the code reward's Go
+    builds do); the test binary runs with Go's defaults: no GOGC, collection at 100%."""
+    from rewardkit_repo.workspace import Workspace
+    from rewardkit_sandbox.languages.runner import GO_BUILD_ENV
+    from tiny_repo import git
+
+    git(tmp_path, "init", "-q")
+    (tmp_path / "go.mod").write_text("module example.com/m\n\ngo 1.19\n")
+    (tmp_path / "m.go").write_text("package m\n\nfunc Two() int { return 2 }\n")
+    (tmp_path / "env_test.go").write_text(
+        'package m\n\nimport (\n\t"os"\n\t"runtime/debug"\n\t"testing"\n)\n\n'
+        "func TestDefaults(t *testing.T) {\n"
+        '\tif os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" || '
+        "debug.SetGCPercent(100) != 100 || Two() != 2 {\n\t\tt.Fatal(\"not Go's defaults\")"
+        "\n\t}\n}\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    reference = {"repo": str(tmp_path), "base_commit": git(tmp_path, "rev-parse", "HEAD"),
+                 "FAIL_TO_PASS": ["TestDefaults"], "PASS_TO_PASS": []}
+    score = _score(reference, diff_of(tmp_path, {"m.go": "package m\n\n// two\nfunc Two() "
+                                                         "int { return 2 }\n"}))
+    assert score.value == 1.0, (score.reason, score.details)
+    header = go_runner.build_header(Workspace(str(tmp_path), [], [], []), ["TestDefaults"],
+                                    10.0)
+    assert header["build_env"] == GO_BUILD_ENV and GO_BUILD_ENV["GOGC"] == "off"
