@@ -147,8 +147,12 @@ BANK: dict[str, list[tuple[str, list[str], list[str], list[str]]]] = {
     ],
 }
 SHAPES = list(BANK)
-#: pairs outside the bank that bring a fresh worker's math-verify up to speed
-WARM_UP = [("\\cos(x)", "\\sin(x)"), ("\\log(y)", "\\log(y)"), ("e^{y}", "e^{3y}")]
+#: pairs outside the bank that bring a fresh worker's math-verify up to speed; the last is
+#: equal only by sympy's ``simplify``, so that each grader has called it (and imported what
+#: it imports on its first call, ``sympy.physics`` among them) before the timing: the
+#: numeric disproof settles the others without it on math_answer's side
+WARM_UP = [("\\cos(x)", "\\sin(x)"), ("\\log(y)", "\\log(y)"), ("e^{y}", "e^{3y}"),
+           ("\\sin(x)^2+\\cos(x)^2", "1")]
 
 _STEPS = [
     "First, we simplify the given condition and collect like terms.",
