@@ -1,7 +1,8 @@
-"""The token-pair filter in front of latex2sympy2_extended's parser
-(rewardkit/builtin/math/antlr_parse.py): every text it turns away is one the parser raises
-on, on rewardkit's cases, real competition answers and edited formulas; math-verify's
-answers are the same with it; prose never reaches the parser."""
+"""How math_answer's calls run latex2sympy2_extended's parser
+(rewardkit/builtin/math/antlr_parse.py): every text the token-pair filter turns away is one
+the parser raises on, and every text parsed SLL first gives the parser's own object, on
+rewardkit's cases, real competition answers and edited formulas; math-verify's answers
+are the same; prose never reaches the parser."""
 
 from __future__ import annotations
 
