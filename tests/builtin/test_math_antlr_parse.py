@@ -7,7 +7,6 @@ are the same; prose never reaches the parser."""
 from __future__ import annotations
 
 import random
-import sys
 from typing import Any
 
 import pytest
@@ -19,11 +18,10 @@ from latex2sympy2_extended.gen.antlr4_13_2.PSParser import PSParser  # noqa: E40
 from math_verify import parser  # noqa: E402
 from sympy import srepr  # noqa: E402
 from test_math_latex_reader import (  # noqa: E402
-    MIRRORS,
-    ROOT,
     _golden_texts,
     _handed_short,
     _identical,
+    real_row_texts,
 )
 
 from rewardkit.builtin.math import antlr_parse  # noqa: E402
@@ -97,17 +95,7 @@ def test_reads_as_the_parser_on_golden_cases(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_reads_as_the_parser_on_real_competition_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    omni = MIRRORS / "arka-ritual+omni-math-rule-ca" / "repo"
-    odyssey = MIRRORS / "protagolabs+odyssey-math" / "repo"
-    if not (omni.exists() and odyssey.exists()):
-        pytest.skip("copies of omni-math-rule-ca and odyssey-math are not on this machine")
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import bench_math_symbolic as bench
-
-    rng = random.Random(21)
-    rows = bench.omni_batch(omni, 40, rng) + bench.odyssey_batch(odyssey, 40, rng)
-    counts = _same(_handed_short(sorted({r.gold for r in rows} | {r.completion for r in rows})),
-                   monkeypatch)
+    counts = _same(_handed_short(real_row_texts()), monkeypatch)
     assert counts["turned away"] > 10 and counts["SLL"] > 50, counts
 
 

@@ -140,7 +140,9 @@ def test_reads_as_the_parser_on_the_short_golden_cases_and_own_pairs() -> None:
     assert _check(handed) > 150
 
 
-def test_reads_as_the_parser_on_short_real_competition_rows() -> None:
+def real_row_texts() -> list[str]:
+    """The golds and completions of bench_math_symbolic's real batch (40 golds of each
+    source, seed 21), read from the local copies; the test skips without them."""
     omni = MIRRORS / "arka-ritual+omni-math-rule-ca" / "repo"
     odyssey = MIRRORS / "protagolabs+odyssey-math" / "repo"
     if not (omni.exists() and odyssey.exists()):
@@ -150,7 +152,11 @@ def test_reads_as_the_parser_on_short_real_competition_rows() -> None:
 
     rng = random.Random(21)
     rows = bench.omni_batch(omni, 40, rng) + bench.odyssey_batch(odyssey, 40, rng)
-    handed = _handed_short(sorted({r.gold for r in rows} | {r.completion for r in rows}))
+    return sorted({r.gold for r in rows} | {r.completion for r in rows})
+
+
+def test_reads_as_the_parser_on_short_real_competition_rows() -> None:
+    handed = _handed_short(real_row_texts())
     assert len(handed) > 100
     assert _check(handed) > 50
 

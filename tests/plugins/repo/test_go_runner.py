@@ -177,21 +177,27 @@ def test_a_record_from_a_child_process_is_tampering_even_past_the_import_rule(
     assert "another process" in score.reason, score.reason
 
 
+def _module(folder: Path, test_file: str, test_source: str) -> str:
+    """A git repository of one Go module at ``folder``: ``m.go`` (``Two()``) and one test
+    file, committed; its base commit."""
+    from tiny_repo import git
+
+    git(folder, "init", "-q")
+    (folder / "go.mod").write_text("module example.com/m\n\ngo 1.19\n")
+    (folder / "m.go").write_text("package m\n\nfunc Two() int { return 2 }\n")
+    (folder / test_file).write_text(test_source)
+    git(folder, "add", ".")
+    git(folder, "commit", "-q", "-m", "base")
+    return git(folder, "rev-parse", "HEAD")
+
+
 def test_a_test_patch_and_the_repository_s_own_test_main(tmp_path: Path) -> None:
     # the FAIL_TO_PASS test arrives with the test patch; the package's own TestMain (a
     # base test file) runs around the harness's wrapper
-    from tiny_repo import git
-
-    git(tmp_path, "init", "-q")
-    (tmp_path / "go.mod").write_text("module example.com/m\n\ngo 1.19\n")
-    (tmp_path / "m.go").write_text("package m\n\nfunc Two() int { return 2 }\n")
-    (tmp_path / "main_test.go").write_text(
+    base = _module(tmp_path, "main_test.go", (
         'package m\n\nimport (\n\t"os"\n\t"testing"\n)\n\nvar ready bool\n\n'
         "func TestMain(m *testing.M) {\n\tready = true\n\tos.Exit(m.Run())\n}\n\n"
-        'func TestTwo(t *testing.T) {\n\tif !ready || Two() != 2 {\n\t\tt.Fatal("no")\n\t}\n}\n')
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-q", "-m", "base")
-    base = git(tmp_path, "rev-parse", "HEAD")
+        'func TestTwo(t *testing.T) {\n\tif !ready || Two() != 2 {\n\t\tt.Fatal("no")\n\t}\n}\n'))
     test_patch = diff_of(tmp_path, {"three_test.go": (
         'package m\n\nimport "testing"\n\nfunc TestThree(t *testing.T) {\n'
         '\tif !ready || Three() != 3 {\n\t\tt.Fatal("no")\n\t}\n}\n')})
@@ -213,20 +219,14 @@ def test_the_build_has_the_build_environment_and_the_tests_gos_defaults(tmp_path
     builds do); the test binary runs with Go's defaults: no GOGC, collection at 100%."""
     from rewardkit_repo.workspace import Workspace
     from rewardkit_sandbox.languages.runner import GO_BUILD_ENV
-    from tiny_repo import git
 
-    git(tmp_path, "init", "-q")
-    (tmp_path / "go.mod").write_text("module example.com/m\n\ngo 1.19\n")
-    (tmp_path / "m.go").write_text("package m\n\nfunc Two() int { return 2 }\n")
-    (tmp_path / "env_test.go").write_text(
+    base = _module(tmp_path, "env_test.go", (
         'package m\n\nimport (\n\t"os"\n\t"runtime/debug"\n\t"testing"\n)\n\n'
         "func TestDefaults(t *testing.T) {\n"
         '\tif os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" || '
         "debug.SetGCPercent(100) != 100 || Two() != 2 {\n\t\tt.Fatal(\"not Go's defaults\")"
-        "\n\t}\n}\n")
-    git(tmp_path, "add", ".")
-    git(tmp_path, "commit", "-q", "-m", "base")
-    reference = {"repo": str(tmp_path), "base_commit": git(tmp_path, "rev-parse", "HEAD"),
+        "\n\t}\n}\n"))
+    reference = {"repo": str(tmp_path), "base_commit": base,
                  "FAIL_TO_PASS": ["TestDefaults"], "PASS_TO_PASS": []}
     score = _score(reference, diff_of(tmp_path, {"m.go": "package m\n\n// two\nfunc Two() "
                                                          "int { return 2 }\n"}))
