@@ -67,6 +67,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -437,6 +438,11 @@ def _fresh_reward_set() -> RewardSet:
     return rs
 
 
+def paid(rs: RewardSet, samples: list[Sample]) -> list[bool]:
+    """math_answer's verdict on each sample: paid in full or not."""
+    return [v == 1.0 for v in rs.score(samples).values("math")]
+
+
 def timed(fn: Callable[[], list[bool]], cpu: Callable[[], float]) -> tuple[list[bool], float,
                                                                              float]:
     start, cpu0 = time.perf_counter(), cpu()
@@ -503,8 +509,7 @@ def run(rows: list[Row], repeats: int, earlier: list[Row] | None = None) -> dict
     load = os.getloadavg()
     for _ in range(repeats):
         rs = _fresh_reward_set()
-        ours, secs, cpu = timed(lambda rs=rs: [v == 1.0 for v in rs.score(samples).values(
-            "math")], descendants_cpu)
+        ours, secs, cpu = timed(partial(paid, rs, samples), descendants_cpu)
         ours_s.append(secs)
         ours_cpu.append(cpu)
         theirs, secs, cpu = math_verify_in_fresh_process(rows)
@@ -518,8 +523,7 @@ def run(rows: list[Row], repeats: int, earlier: list[Row] | None = None) -> dict
         if earlier:
             rs = _fresh_reward_set()
             rs.score(before)
-            got, secs, cpu = timed(lambda rs=rs: [v == 1.0 for v in rs.score(
-                samples).values("math")], descendants_cpu)
+            got, secs, cpu = timed(partial(paid, rs, samples), descendants_cpu)
             steady_same = sum(a == b for a, b in zip(got, ours, strict=True))
             steady["ours_s"].append(secs)
             steady["ours_cpu"].append(cpu)

@@ -90,6 +90,7 @@ def _tables(parser_class: Any) -> tuple[int, list[int]]:
     # the states reached without reading a token, and the tokens read from each state
     empty_moves: list[list[int]] = [[] for _ in states]
     reads = [0] * len(states)
+    steps: list[tuple[int, int]] = []  # (the tokens read, the state after) of each reading move
     for state in states:
         moves = empty_moves[state.stateNumber]
         if state.stateType == ATNState.RULE_STOP:
@@ -98,7 +99,8 @@ def _tables(parser_class: Any) -> tuple[int, list[int]]:
             if transition.isEpsilon:  # rule calls, predicates and actions included
                 moves.append(transition.target.stateNumber)
             else:
-                reads[state.stateNumber] |= label(transition)
+                steps.append((label(transition), transition.target.stateNumber))
+                reads[state.stateNumber] |= steps[-1][0]
     first = reads[:]
     changed = True
     while changed:
@@ -111,15 +113,12 @@ def _tables(parser_class: Any) -> tuple[int, list[int]]:
                 first[number] = bits
                 changed = True
     follow = [0] * (atn.maxTokenType + 2)
-    for state in states:
-        for transition in state.transitions:
-            if not transition.isEpsilon:
-                after = first[transition.target.stateNumber]
-                tokens = label(transition)
-                while tokens:
-                    lowest = tokens & -tokens
-                    follow[lowest.bit_length() - 1] |= after
-                    tokens ^= lowest
+    for tokens, target in steps:
+        after = first[target]
+        while tokens:
+            lowest = tokens & -tokens
+            follow[lowest.bit_length() - 1] |= after
+            tokens ^= lowest
     start = parser_class.ruleNames.index(START_RULE)
     return first[atn.ruleToStartState[start].stateNumber], follow
 
