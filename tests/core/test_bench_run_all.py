@@ -109,3 +109,21 @@ def test_the_grpo_step_at_8192_has_its_own_goal(run_all: ModuleType) -> None:
     assert "8,192" in step.label
     bench = next(b for b in run_all.BENCHES if b.name == "grpo_step_8192")
     assert bench.args[-2:] == ["--n", "8192"]
+
+
+def test_the_parser_tables_bench_runs_on_real_rows() -> None:
+    """benchmarks/bench_latex_parser_tables.py (docs/performance.md, item 1) on a small
+    real batch: every case parses to the very outcomes of the cold one."""
+    omni = MIRRORS / "arka-ritual+omni-math-rule-ca" / "repo"
+    odyssey = MIRRORS / "protagolabs+odyssey-math" / "repo"
+    if not (omni.exists() and odyssey.exists()):
+        pytest.skip(f"no copies of the two sources under {MIRRORS} (REWARDKIT_MIRRORS)")
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_latex_parser_tables.py"),
+                           "--omni", str(omni), "--odyssey", str(odyssey), "--golds", "3"],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("texts math_answer hands the parser: batch ")
+    assert [line.split()[0] for line in lines[1:]] == ["cold", "again", "after", "tables"]
+    assert sum("same outcomes: True" in line for line in lines) == 3
+    assert "s to load them" in lines[4] and "by decision: " in lines[1]
