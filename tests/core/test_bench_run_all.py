@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -33,19 +34,20 @@ def run_all() -> ModuleType:
     return _module("run_all")
 
 
-def _symbolic(run_all: ModuleType) -> object:
+def _symbolic(run_all: ModuleType) -> Any:
     original = next(b for b in run_all.BENCHES if b.name == "math_symbolic")
     return run_all.Bench(original.name, original.script, list(original.args),
                          list(original.quick_args), original.what, original.headlines,
                          json_flag=original.json_flag)
 
 
-def _bench_json(*args: str) -> dict:
+def _bench_json(*args: str) -> dict[str, Any]:
     proc = subprocess.run([sys.executable, str(BENCHMARKS / "bench_math_symbolic.py"),
                            "--json", *args], capture_output=True, text=True, timeout=600,
                           check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return json.loads(proc.stdout[proc.stdout.index("{"):])
+    data: dict[str, Any] = json.loads(proc.stdout[proc.stdout.index("{"):])
+    return data
 
 
 def test_the_symbolic_bench_stays_synthetic_without_copies(
