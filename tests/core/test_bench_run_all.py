@@ -5,7 +5,6 @@ HumanEval's CPU ratio, and the GRPO step at 8,192 against its own goal."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,23 +14,14 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from benchmark_scripts import BENCHMARKS, load
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 MIRRORS = Path(os.environ.get("REWARDKIT_MIRRORS", "/work/.mirror"))
-
-
-def _module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def run_all() -> ModuleType:
-    return _module("run_all")
+    return load("run_all")
 
 
 def _symbolic(run_all: ModuleType) -> Any:

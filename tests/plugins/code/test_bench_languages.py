@@ -6,27 +6,15 @@ is skipped with the script's own reason."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from benchmark_scripts import BENCHMARKS, load
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 LANGUAGES = ("python", "c", "cpp", "java", "javascript", "go", "rust")
-
-
-def _module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +50,7 @@ def test_the_figures_are_labelled_and_read_by_run_all(
 ) -> None:
     stdout, data = quick_run
     assert "not HumanEval-X" in stdout.splitlines()[0] and "not HumanEval-X" in data["label"]
-    run_all = _module("run_all")
+    run_all = load("run_all")
     figures = run_all.languages_headlines(stdout, data)
     assert len(figures) == len(LANGUAGES)
     present = [f for f in figures if "toolchain missing" not in f.label]
@@ -73,7 +61,7 @@ def test_the_figures_are_labelled_and_read_by_run_all(
 def test_run_all_runs_humaneval_x_only_on_data_it_is_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    run_all = _module("run_all")
+    run_all = load("run_all")
     monkeypatch.delenv(run_all.HUMANEVAL_X_ENV, raising=False)
     assert run_all.humaneval_x_bench() is None
     monkeypatch.setenv(run_all.HUMANEVAL_X_ENV, "/data/humaneval-x")
