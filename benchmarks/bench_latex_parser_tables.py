@@ -32,7 +32,6 @@ import io
 import json
 import os
 import pickle
-import random
 import subprocess
 import sys
 import tempfile
@@ -48,13 +47,7 @@ def _batches(omni: Path, odyssey: Path, golds: int) -> tuple[list[Any], list[Any
     sys.path.insert(0, str(HERE))
     import bench_math_symbolic as b
 
-    rng = random.Random(21)
-    rows = b.omni_batch(omni, golds, rng) + b.odyssey_batch(odyssey, golds, rng)
-    taken = frozenset(r.gold for r in rows)
-    other = random.Random(22)
-    others = b.omni_batch(omni, golds, other, False, taken) + b.odyssey_batch(
-        odyssey, golds, other, False, taken)
-    return rows, others
+    return b.real_batches(omni, odyssey, golds, 21)
 
 
 def _collect(omni: Path, odyssey: Path, golds: int, which: int) -> list[str]:

@@ -320,6 +320,20 @@ def odyssey_batch(copy: Path, golds: int, rng: random.Random,
     return rows
 
 
+def real_batches(omni: Path | None, odyssey: Path | None, golds: int, seed: int,
+                 every_gold: bool = False) -> tuple[list[Row], list[Row]]:
+    """The real batch (``golds`` of each source given, drawn with ``seed``) and the
+    earlier batch of the steady state (other golds of the same sources, ``seed + 1``)."""
+    rng = random.Random(seed)
+    rows = (omni_batch(omni, golds, rng, every_gold) if omni else []) + (
+        odyssey_batch(odyssey, golds, rng, every_gold) if odyssey else [])
+    taken = frozenset(r.gold for r in rows)
+    other = random.Random(seed + 1)
+    earlier = (omni_batch(omni, golds, other, every_gold, taken) if omni else []) + (
+        odyssey_batch(odyssey, golds, other, every_gold, taken) if odyssey else [])
+    return rows, earlier
+
+
 def completion(rng: random.Random, answer: str) -> str:
     steps = rng.sample(_STEPS, rng.randint(2, 5))
     ending = rng.choice([f"Therefore the answer is $\\boxed{{{answer}}}$.",
@@ -602,21 +616,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.math_verify_child:
         return _math_verify_child()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    rng = random.Random(args.seed)
     earlier: list[Row] | None = None
     if args.omni or args.odyssey:
-        rows = (omni_batch(args.omni, args.golds, rng, args.every_gold) if args.omni
-                else []) + (odyssey_batch(args.odyssey, args.golds, rng, args.every_gold)
-                            if args.odyssey else [])
+        rows, others = real_batches(args.omni, args.odyssey, args.golds, args.seed,
+                                    args.every_gold)
         label = "REAL: " + ", ".join(f"{name}@{commit[:7]}" for (name, commit), copy in (
             (OMNI, args.omni), (ODYSSEY, args.odyssey)) if copy)
         if not args.no_steady:
-            taken = frozenset(r.gold for r in rows)
-            other = random.Random(args.seed + 1)
-            earlier = (omni_batch(args.omni, args.golds, other, args.every_gold, taken)
-                       if args.omni else []) + (odyssey_batch(
-                           args.odyssey, args.golds, other, args.every_gold, taken)
-                           if args.odyssey else [])
+            earlier = others
     else:
         rows = batch(args.prompts, args.group, args.seed)
         label = "SYNTHETIC (hand-written references; not representative of real rows)"
