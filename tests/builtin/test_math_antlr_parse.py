@@ -80,13 +80,38 @@ def _alike(mine: Any, theirs: Any) -> bool:
 def test_tables_come_from_the_grammar() -> None:
     tables = antlr_parse.token_tables(PSParser)
     assert tables is not None
-    start, follow = tables
+    start, follow, nested = tables
     assert start and not start & 1  # (no sentence is empty)
     assert len(follow) == PSParser.atn.maxTokenType + 2
     # every token but the end of input is followed by something; some pairs are refused
     assert sum(1 for bits in follow[1:] if bits) > 100
     assert any(bits != follow[1] for bits in follow[1:])
     assert antlr_parse.token_tables(int) is None  # not an ANTLR parser: nothing refused
+    assert (PSParser.L_BRACE, PSParser.R_BRACE) in nested
+    assert (PSParser.L_FLOOR, PSParser.R_FLOOR) in nested
+    # parentheses and brackets are not nested pairs of this grammar: intervals mix them
+    assert (PSParser.L_PAREN, PSParser.R_PAREN) not in nested
+    assert (PSParser.L_BRACK, PSParser.R_BRACK) not in nested
+    assert not isinstance(_reading("(0,1]"), Exception)
+
+
+#: texts with a bracket closed that is not open, or left open (the first three are cut
+#: from real answers by math-verify, tests/builtin/test_math_antlr_parse.py's batch)
+_UNCLOSED = ["{2\\sqrt{7}", "{\\frac{4\\sqrt{29}", "{y = e^{-x}", "\\frac{1}{2}}",
+             "x^{2", "}x{", "\\lfloor x", "x \\rfloor", "\\{1, 2", "1, 2\\}",
+             "\\frac{\\lfloor x}{2}", "\\lceil\\frac{1}{2}\\rceil}"]
+
+
+def test_unclosed_brackets_are_turned_away() -> None:
+    load_math_verify()
+    for latex in _UNCLOSED:
+        assert isinstance(_reading(latex), Exception), latex  # the parser raises on it
+        with reading_fast(), pytest.raises(antlr_parse.NotInGrammar):
+            latex2sympy2.latex2sympy(latex, normalization_config=None)
+    with reading_fast():  # closed as they should be, they are read
+        for latex in ["{2\\sqrt{7}}", "x^{2}", "\\lfloor x \\rfloor", "\\{1, 2\\}"]:
+            assert _alike(latex2sympy2.latex2sympy(latex, normalization_config=None),
+                          latex2sympy2.latex2sympy(latex, normalization_config=None)), latex
 
 
 def test_reads_as_the_parser_on_golden_cases(monkeypatch: pytest.MonkeyPatch) -> None:
